@@ -1,0 +1,75 @@
+"""`lr`: the Lookahead Reasoning toolkit's command line (Typer).
+
+Sub-commands live next to the code they drive and are registered here. Heavy libraries (vLLM,
+torch, matplotlib) are imported inside the commands that need them, so `lr --help` and
+`lr theory ...` stay fast.
+
+Every failure a user can cause ends as one line `lr: error: ...` on stderr with exit code 2:
+click's usage errors (unknown flag, value out of range) and our own `UserError`.
+"""
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from lrsim.errors import UserError
+
+app = typer.Typer(
+    name="lr",
+    help="Lookahead Reasoning: theory, simulation and real execution of step-level + "
+         "token-level speculative decoding.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    from lrsim.theory.cli import app as theory_app
+
+    app.add_typer(theory_app, name="theory")
+    # Optional command groups, registered when their package provides them.
+    for module in ("lrsim.sim.cli", "lrreal.models_cli", "lrreal.judge_cli", "lrreal.collect_cli",
+                   "analysis.cli"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ModuleNotFoundError as e:
+            if e.name and module.startswith(e.name):
+                continue
+            raise
+        mod.register(app)
+
+
+_register()
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f"lr: error: {' '.join(str(message).split())}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import click
+
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=argv, prog_name="lr", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:
+        print(e.ctx.get_help() if e.ctx else e.format_message())
+        sys.exit(0)
+    except click.exceptions.UsageError as e:  # includes BadParameter / NoSuchOption
+        _fail(e.format_message(), e.exit_code)
+    except click.exceptions.ClickException as e:
+        _fail(e.format_message(), 2)
+    except UserError as e:
+        _fail(str(e), e.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

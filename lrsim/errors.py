@@ -1,0 +1,10 @@
+"""The one error type users see: bad input or an environment problem they can fix.
+
+The CLI prints it as a single line `lr: error: ...` and exits with code 2; it never shows a
+traceback for it. Library code raises it (or a subclass) with a message that names the flag,
+file, line or field at fault.
+"""
+
+
+class UserError(Exception):
+    exit_code = 2

@@ -1,0 +1,173 @@
+"""`lr theory ...`: closed-form speedups, the optimal budget split and the blog figure."""
+from __future__ import annotations
+
+import json
+import time
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from .params import HybridParams
+
+app = typer.Typer(help="The paper's closed forms: speedups, optimal (k1, k2) split, blog figure.",
+                  no_args_is_help=True)
+
+
+class Mode(str, Enum):
+    sync = "sync"
+    asynchronous = "async"
+
+
+# Shared option declarations. Ranges are enforced by click, whose message names the flag.
+def _unit(flag: str, default, help: str):
+    return typer.Option(default, flag, min=0.0, max=1.0, help=help)
+
+
+ALPHA1 = _unit("--alpha1", ..., "Step acceptance probability alpha1 in [0, 1].")
+C1 = _unit("--c1", ..., "Draft/target cost ratio per step c1 in [0, 1].")
+ALPHA2 = _unit("--alpha2", 0.0, "Token acceptance probability alpha2 of token-level SD.")
+C2 = _unit("--c2", 0.0, "Draft/target cost ratio per token c2 (0 = n-gram lookup).")
+MODE = typer.Option(Mode.sync, "--mode", help="sync = Algorithm 1; async = pipelined (App. B Thm. 2).")
+JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _table(title: str, rows: list[tuple[str, str]]):
+    from rich.table import Table
+
+    t = Table(title=title, show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+@app.command()
+def speedup(
+    alpha1: float = ALPHA1,
+    c1: float = C1,
+    k1: int = typer.Option(..., "--k1", min=1, help="Step-level parallel dimension (drafted steps + 1)."),
+    alpha2: float = ALPHA2,
+    c2: float = C2,
+    k2: int = typer.Option(1, "--k2", min=1, help="Token-level parallel dimension (drafted tokens + 1)."),
+    mode: Mode = MODE,
+    as_json: bool = JSON,
+):
+    """Step-level f, token-level g and combined h = f * g for one (k1, k2)."""
+    from .formulas import depth_limit, f_step, sd_speedup, step_ceiling
+
+    p = HybridParams(alpha1, c1, alpha2, c2, mode.value)
+    f = float(f_step(p.alpha1, p.c1, k1, p.mode))
+    g = float(sd_speedup(p.alpha2, p.c2, k2))
+    out = {
+        "mode": p.mode, "k1": k1, "k2": k2, "f": f, "g": g, "h": f * g,
+        "step_ceiling": float(step_ceiling(p.alpha1, p.c1, p.mode)),
+        "depth_limit": None if p.c1 == 0 else int(depth_limit(p.c1)),
+        "params": {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2},
+    }
+    if as_json:
+        print(json.dumps(out))
+        return
+    rows = [("f (step level)", f"{f:.4f}"), ("g (token level)", f"{g:.4f}"), ("h = f * g", f"{f * g:.4f}"),
+            (f"step ceiling ({p.mode})", f"{out['step_ceiling']:.4f}")]
+    if p.mode == "async":
+        rows.append(("depth limit ceil(1/c1)", str(out["depth_limit"] or "inf")))
+    _console().print(_table(f"Speedup at k1={k1}, k2={k2} ({p.mode})", rows))
+
+
+@app.command()
+def optimize(
+    alpha1: float = ALPHA1,
+    c1: float = C1,
+    alpha2: float = ALPHA2,
+    c2: float = C2,
+    budget: int = typer.Option(..., "--budget", "-M", min=1, help="Budget M on k1 * k2 (parallel dims)."),
+    mode: Mode = MODE,
+    as_json: bool = JSON,
+):
+    """Exact optimal (k1, k2) under the budget, pure SD / pure LR, ties, and the paper's theorem."""
+    from .optimize import optimize as run_optimize
+    from .theorems import check_theorem
+
+    p = HybridParams(alpha1, c1, alpha2, c2, mode.value)
+    t0 = time.perf_counter()
+    opt = run_optimize(p, budget)
+    th = check_theorem(opt)
+    elapsed = time.perf_counter() - t0
+    out = {
+        "mode": p.mode, "budget": budget,
+        "k1": opt.best.k1, "k2": opt.best.k2, "speedup": opt.best.speedup, "winner": opt.winner,
+        "pure_sd": {"k2": opt.pure_sd.k2, "speedup": opt.pure_sd.speedup},
+        "pure_lr": {"k1": opt.pure_lr.k1, "speedup": opt.pure_lr.speedup},
+        "best_hybrid": opt.best_hybrid.as_dict() if opt.best_hybrid else None,
+        "ties": [list(t) for t in opt.ties], "has_ties": len(opt.ties) > 1 or opt.k1_plateau,
+        "k1_plateau": opt.k1_plateau,
+        "theorem": th.as_dict(),
+        "params": {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2},
+        "elapsed_s": elapsed,
+    }
+    if as_json:
+        print(json.dumps(out))
+        return
+    rows = [
+        ("optimum (k1, k2)", f"({opt.best.k1}, {opt.best.k2})"),
+        ("speedup h", f"{opt.best.speedup:.4f}"),
+        ("winner", opt.winner),
+        ("pure SD (k1=1)", f"k2={opt.pure_sd.k2}  {opt.pure_sd.speedup:.4f}"),
+        ("pure LR (k2=1)", f"k1={opt.pure_lr.k1}  {opt.pure_lr.speedup:.4f}"),
+        ("best hybrid (k1,k2>=2)", "-" if not opt.best_hybrid else
+         f"({opt.best_hybrid.k1}, {opt.best_hybrid.k2})  {opt.best_hybrid.speedup:.4f}"),
+        ("ties", _ties_text(opt)),
+        (th.name, _theorem_text(th)),
+        ("time", f"{elapsed * 1e3:.1f} ms"),
+    ]
+    _console().print(_table(f"Optimal split under M={budget} ({p.mode})", rows))
+
+
+def _ties_text(opt) -> str:
+    parts = []
+    if len(opt.ties) > 1:
+        shown = ", ".join(f"({a}, {b})" for a, b in opt.ties[:6])
+        parts.append(f"{len(opt.ties)} splits tie: {shown}{' ...' if len(opt.ties) > 6 else ''}")
+    if opt.k1_plateau:
+        parts.append(f"every k1 >= {opt.best.k1} ties (async plateau)")
+    return "; ".join(parts) or "none"
+
+
+def _theorem_text(th) -> str:
+    if not th.applies:
+        failed = [k for k, v in th.conditions.items() if v is False]
+        return "does not apply (" + "; ".join(failed) + ")"
+    verdict = "agrees with optimiser" if th.agrees else (
+        "DISAGREES with optimiser" if th.agrees is False else "no check")
+    return f"predicts {th.prediction}; {verdict}"
+
+
+@app.command()
+def figure(
+    out: Path = typer.Option(Path("blog_figure.png"), "--out", help="Where to write the PNG."),
+    as_json: bool = JSON,
+):
+    """The blog figure (alpha = 0.5, c = 0.05): SD alone vs step + token speculation."""
+    from analysis.theory_plots import plot_blog_figure
+
+    from .figure import blog_curves
+
+    curves = blog_curves()
+    path = plot_blog_figure(curves, out)
+    (g_sd, s_sd), (g_c, s_c) = curves.peak("sd"), curves.peak("combined")
+    res = {"out": str(path), "sd_peak": {"gamma": g_sd, "speedup": s_sd},
+           "combined_peak": {"gamma": g_c, "speedup": s_c}}
+    if as_json:
+        print(json.dumps(res))
+        return
+    print(f"SD peak: {s_sd:.2f}x at gamma = {g_sd:.2f}")
+    print(f"step+token peak: {s_c:.2f}x at gamma = {g_c:.2f}")
+    print(f"wrote {path}")

@@ -1,0 +1,53 @@
+"""Validated parameters of the analytical model (one place for the ranges, used by the API and CLI)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+MODES = ("sync", "async")
+
+
+class InvalidParameter(UserError, ValueError):
+    """A parameter outside its domain. `name` is the parameter (CLI flag spelling is derived)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(f"{name}: {message}")
+        self.name = name
+
+
+def check_unit(name: str, value: float) -> float:
+    """A probability or cost ratio: a finite number in [0, 1]."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidParameter(name, f"must be in [0, 1], got {value!r}")
+    return float(value)
+
+
+def check_count(name: str, value: int) -> int:
+    """A parallel dimension or budget: an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidParameter(name, f"must be an integer >= 1, got {value!r}")
+    return value
+
+
+def check_mode(value: str) -> str:
+    if value not in MODES:
+        raise InvalidParameter("mode", f"must be one of {', '.join(MODES)}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class HybridParams:
+    """Acceptance and cost ratios of both speculation levels (notation of theory.md)."""
+
+    alpha1: float         # step acceptance probability
+    c1: float             # draft/target cost ratio per step
+    alpha2: float = 0.0   # token acceptance probability (0 with k2 = 1 means: no token-level SD)
+    c2: float = 0.0       # draft/target cost ratio per token; 0 for n-gram prompt lookup
+    mode: str = "sync"    # 'sync' = Algorithm 1, 'async' = the pipelined variant (App. B Thm. 2)
+
+    def __post_init__(self):
+        for name in ("alpha1", "c1", "alpha2", "c2"):
+            check_unit(name, getattr(self, name))
+        check_mode(self.mode)
