@@ -1,0 +1,324 @@
+"""Trace files: the contract between the real backend (writes) and the simulator (reads).
+
+A trace file is JSONL, one record per (problem_id, sample, mode), validated against
+`trace_schema.json` plus a few cross-field rules JSON Schema cannot express (intervals with
+start <= end, consecutive step indices, token sums, acceptance counts). traces/README.md
+documents every field.
+
+Durability: `TraceWriter` appends each record as one `write()` of a complete line, then flushes
+and fsyncs, so a crash can only leave a partial *last* line. `read_traces` reports such a tail;
+`TraceWriter(path, resume=True)` cuts it away (saving the fragment beside the file), never
+touching a complete record, and refuses to write a (problem_id, sample, mode) twice.
+
+Versions: `schema_version` is an integer. Additive, optional fields keep the version; removing
+or renaming a field, changing a type or a meaning bumps it. Readers accept exactly
+`SUPPORTED_VERSIONS` and name the version they found otherwise.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from lrsim.errors import UserError
+
+SCHEMA_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+SCHEMA_PATH = Path(__file__).with_name("trace_schema.json")
+TIME_TOLERANCE_S = 1e-6  # clock reads of the same instant may differ by float rounding
+
+Key = tuple[str, int, str]  # (problem_id, sample, mode)
+
+
+class TraceError(UserError):
+    """A record that breaks the contract; `where` is "file:line" (or a record description)."""
+
+    def __init__(self, where: str, field_path: str, message: str):
+        self.where, self.field, self.detail = where, field_path, message
+        super().__init__(f"{where}: field {field_path}: {message}")
+
+
+class TruncatedTraceWarning(UserWarning):
+    """The last line of a trace file is incomplete (a crash mid-write)."""
+
+
+@dataclass(frozen=True)
+class TruncatedTail:
+    """An incomplete last line: where it starts (byte offset, 1-based line) and what it holds."""
+    path: Path
+    line: int
+    offset: int
+    fragment: bytes
+
+    def describe(self) -> str:
+        return (f"{self.path}:{self.line}: truncated last line ({len(self.fragment)} bytes, no "
+                f"newline): a crash mid-write; `--resume` drops it and redoes that record")
+
+
+@dataclass
+class TraceFile:
+    path: Path
+    records: list[dict] = field(default_factory=list)
+    truncated: TruncatedTail | None = None
+    end_offset: int = 0  # byte offset just after the last complete line
+    missing_newline: bool = False  # the last record is complete but lacks its "\n"
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def record_key(rec: dict) -> Key:
+    return (rec["problem_id"], rec["sample"], rec["mode"])
+
+
+def _path_str(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "<record>"
+
+
+def _non_finite(obj: Any, path: tuple = ()) -> tuple | None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        bad = _non_finite(v, path + (k,))
+        if bad is not None:
+            return bad
+    return None
+
+
+def _semantic_errors(rec: dict):
+    """Cross-field rules; yields (field path, message)."""
+
+    def interval(obj, where):
+        if obj is not None and obj["end"] < obj["start"] - TIME_TOLERANCE_S:
+            yield where, f"end {obj['end']} is before start {obj['start']}"
+
+    steps = rec["steps"]
+    for i, s in enumerate(steps):
+        at = f"steps[{i}]"
+        if s["index"] != i:
+            yield f"{at}.index", f"is {s['index']}, expected {i} (steps are listed in output order)"
+        for part in ("draft", "target", "verify"):
+            yield from interval(s[part], f"{at}.{part}")
+        for j, c in enumerate(s["cancelled"]):
+            yield from interval(c, f"{at}.cancelled[{j}]")
+        verdict = s["verify"]["verdict"] if s["verify"] else None
+        if s["source"] == "draft" and (s["draft"] is None or verdict is not True):
+            yield f"{at}.source", "a committed draft step needs a draft span and verify.verdict true"
+        if s["source"] == "target" and verdict is True:
+            yield f"{at}.source", "verify.verdict is true, so the committed step must be the draft"
+    if steps and sum(s["tokens"] for s in steps) != rec["output_tokens"]:
+        yield "output_tokens", (f"is {rec['output_tokens']} but the steps hold "
+                                f"{sum(s['tokens'] for s in steps)} tokens")
+    acc = rec["step_acceptance"]
+    if acc["accepted"] > acc["proposed"]:
+        yield "step_acceptance.accepted", f"{acc['accepted']} > proposed {acc['proposed']}"
+    if acc["by_depth"]:
+        for d, (p, a) in acc["by_depth"].items():
+            if a > p:
+                yield f"step_acceptance.by_depth.{d}", f"accepted {a} > proposed {p}"
+        sums = [sum(v[i] for v in acc["by_depth"].values()) for i in (0, 1)]
+        if sums != [acc["proposed"], acc["accepted"]]:
+            yield "step_acceptance.by_depth", (f"sums {sums} differ from [proposed, accepted] "
+                                               f"{[acc['proposed'], acc['accepted']]}")
+    sd = rec["sd"]
+    if sd is not None:
+        if sd["accepted"] > sd["drafted"]:
+            yield "sd.accepted", f"{sd['accepted']} > drafted {sd['drafted']}"
+        hist = sd["accepted_length_hist"]
+        if hist and sum(k * n for k, n in enumerate(hist)) != sd["accepted"]:
+            yield "sd.accepted_length_hist", ("sum(k * hist[k]) must equal sd.accepted "
+                                              "(hist[k] = verification passes accepting k tokens)")
+
+
+def validate_record(rec: Any, where: str | None = None) -> dict:
+    """Check one record against the schema and the cross-field rules; raise TraceError."""
+    if not isinstance(rec, dict):
+        raise TraceError(where or "record", "<record>", f"expected a JSON object, got {type(rec).__name__}")
+    if where is None:
+        where = "record " + ", ".join(f"{k}={rec.get(k)!r}" for k in ("problem_id", "sample", "mode"))
+    version = rec.get("schema_version")
+    if version not in SUPPORTED_VERSIONS:
+        hint = ("it is newer than this toolkit: upgrade it" if isinstance(version, int)
+                and version > max(SUPPORTED_VERSIONS) else "not a trace of a supported version")
+        raise TraceError(where, "schema_version",
+                         f"is {version!r}; this toolkit reads {sorted(SUPPORTED_VERSIONS)} ({hint})")
+    bad = _non_finite(rec)
+    if bad is not None:
+        raise TraceError(where, _path_str(bad), "is NaN or infinite (JSON allows finite numbers only)")
+    errors = sorted(_validator().iter_errors(rec), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        from jsonschema.exceptions import best_match
+
+        e = best_match(errors)
+        path, message = list(e.absolute_path), e.message
+        if e.validator == "required" and isinstance(e.instance, dict):
+            missing = [k for k in e.validator_value if k not in e.instance]
+            path, message = path + missing[:1], "is required but missing"
+        raise TraceError(where, _path_str(path), message)
+    for path, message in _semantic_errors(rec):
+        raise TraceError(where, path, message)
+    return rec
+
+
+def _complete_record(raw: bytes) -> dict | None:
+    try:
+        rec = json.loads(raw)
+        return validate_record(rec)
+    except (ValueError, UserError):
+        return None
+
+
+def _scan(path: Path) -> TraceFile:
+    """Parse and validate every complete line; detect an incomplete last line."""
+    tf = TraceFile(path=path)
+    data = path.read_bytes()
+    offset, line_no = 0, 0
+    while offset < len(data):
+        line_no += 1
+        nl = data.find(b"\n", offset)
+        if nl < 0:  # no newline: the writer crashed mid-line (it always writes line + "\n")
+            rec = _complete_record(data[offset:])
+            if rec is None:
+                tf.truncated = TruncatedTail(path, line_no, offset, data[offset:])
+                break
+            tf.records.append(rec)  # a whole record that only lacks "\n" (edited by hand): keep it
+            tf.missing_newline = True
+            tf.end_offset = len(data)
+            break
+        raw = data[offset:nl]
+        where = f"{path}:{line_no}"
+        if raw.strip():
+            try:
+                rec = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise TraceError(where, "<line>", f"not valid JSON ({e}); the file is corrupt, not "
+                                                  "merely truncated: fix or remove this line") from None
+            tf.records.append(validate_record(rec, where))
+        offset = nl + 1
+        tf.end_offset = offset
+    seen: dict[Key, int] = {}
+    for i, rec in enumerate(tf.records):
+        k = record_key(rec)
+        if k in seen:
+            raise TraceError(f"{path}", "problem_id/sample/mode",
+                             f"{k} is recorded twice (records {seen[k] + 1} and {i + 1})")
+        seen[k] = i
+    return tf
+
+
+def load_traces(path: str | os.PathLike) -> TraceFile:
+    """All valid records plus a description of a truncated tail (if any)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"{p}: trace file not found")
+    return _scan(p)
+
+
+def read_traces(path: str | os.PathLike, strict: bool = False) -> list[dict]:
+    """Validated records of a trace file. A truncated last line is reported with a
+    TruncatedTraceWarning (strict=True: a UserError) and skipped; any other bad line raises
+    a UserError naming file:line:field."""
+    tf = load_traces(path)
+    if tf.truncated is not None:
+        if strict:
+            raise UserError(tf.truncated.describe())
+        warnings.warn(tf.truncated.describe(), TruncatedTraceWarning, stacklevel=2)
+    return tf.records
+
+
+class TraceWriter:
+    """Append-only, crash-safe writer of one trace file (exclusive while open).
+
+    resume=False refuses an existing non-empty file; resume=True validates it, keeps every
+    complete record, cuts a truncated tail (saved to `<file>.truncated-<unix time>`), and
+    `completed_keys()` tells the collector what to skip.
+    """
+
+    def __init__(self, path: str | os.PathLike, resume: bool):
+        self.path = Path(path)
+        self._keys: set[Key] = set()
+        self.dropped_tail: TruncatedTail | None = None
+        if self.path.exists() and self.path.stat().st_size > 0 and not resume:
+            raise UserError(f"{self.path}: trace file already exists; pass --resume to continue "
+                            "it or choose another output file")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        if created:  # make the new directory entry durable too
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise UserError(f"{self.path}: another process is writing this trace file") from None
+        try:
+            tf = _scan(self.path)
+            self._keys = {record_key(r) for r in tf.records}
+            if tf.truncated is not None:
+                self._drop_tail(tf.truncated, tf.end_offset)
+            elif tf.missing_newline:
+                os.write(self._fd, b"\n")
+                os.fsync(self._fd)
+        except BaseException:
+            self.close()
+            raise
+
+    def _drop_tail(self, tail: TruncatedTail, end_offset: int) -> None:
+        assert tail.offset == end_offset  # only bytes after the last complete line go
+        saved = self.path.with_name(f"{self.path.name}.truncated-{int(time.time())}")
+        saved.write_bytes(tail.fragment)
+        os.ftruncate(self._fd, end_offset)
+        os.fsync(self._fd)
+        self.dropped_tail = tail
+        warnings.warn(f"{tail.describe()} (dropped; fragment saved to {saved})",
+                      TruncatedTraceWarning, stacklevel=3)
+
+    def completed_keys(self) -> set[Key]:
+        return set(self._keys)
+
+    def write(self, rec: dict) -> None:
+        if self._fd < 0:
+            raise ValueError("TraceWriter is closed")
+        validate_record(rec)
+        key = record_key(rec)
+        if key in self._keys:
+            raise UserError(f"{self.path}: record {key} (problem_id, sample, mode) is already in "
+                            "the file; refusing to write a duplicate")
+        line = (json.dumps(rec, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode()
+        view = memoryview(line)
+        while view:  # os.write may write less than asked (signals, pipes); finish the line
+            view = view[os.write(self._fd, view):]
+        os.fsync(self._fd)
+        self._keys.add(key)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)  # also releases the flock
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
