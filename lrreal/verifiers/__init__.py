@@ -1,0 +1,56 @@
+"""Step verifiers: `await verifier.verify(target_step, draft_step) -> Verdict`.
+
+`make_verifier("judge", judge_url=...)` builds one from the CLI's `--verifier` spec:
+
+  exact                 whitespace/case-insensitive string equality
+  embedding[:T]         MiniLM cosine >= T (default 0.9)
+  random[:P]            accept with probability P (default 0.5), seeded, for ablations
+  judge                 LLM judge, "[aligned]"/"[unaligned]" protocol (needs --judge-url)
+  judge-logprob[:T]     LLM judge, accept when P(aligned) >= T (default 0.5)
+
+Every verifier except `exact` first tries the exact-match shortcut (`--no-shortcut` disables).
+"""
+from __future__ import annotations
+
+from lrsim.errors import UserError
+
+from .base import Verdict, Verifier, exact_match, normalize
+from .embedding import EmbeddingVerifier
+from .exact import ExactVerifier
+from .judge import JudgeConfig, JudgeVerifier
+from .randomized import RandomVerifier
+
+__all__ = ["Verdict", "Verifier", "ExactVerifier", "EmbeddingVerifier", "RandomVerifier",
+           "JudgeVerifier", "JudgeConfig", "make_verifier", "exact_match", "normalize", "KINDS"]
+
+KINDS = ("exact", "embedding", "random", "judge", "judge-logprob")
+
+
+def make_verifier(spec: str, *, judge_url: str | None = None, judge_model: str | None = None,
+                  judge_timeout_s: float = 30.0, judge_retries: int = 2, seed: int = 0,
+                  shortcut: bool = True) -> Verifier:
+    kind, _, arg = spec.partition(":")
+    value = None
+    if arg:
+        try:
+            value = float(arg)
+        except ValueError:
+            raise UserError(f"--verifier {spec!r}: {arg!r} is not a number") from None
+    if kind not in KINDS:
+        raise UserError(f"--verifier {spec!r}: unknown verifier; use one of {', '.join(KINDS)} "
+                        "(e.g. embedding:0.9, random:0.5, judge-logprob:0.5)")
+    if kind == "exact":
+        if arg:
+            raise UserError(f"--verifier {spec!r}: exact takes no parameter")
+        return ExactVerifier()
+    if kind == "embedding":
+        return EmbeddingVerifier(**({} if value is None else {"threshold": value}), shortcut=shortcut)
+    if kind == "random":
+        return RandomVerifier(0.5 if value is None else value, seed=seed, shortcut=shortcut)
+    if not judge_url:
+        raise UserError(f"--verifier {kind} needs --judge-url (start one with `lr judge serve`)")
+    if kind == "judge" and arg:
+        raise UserError(f"--verifier {spec!r}: judge takes no parameter (use judge-logprob:T)")
+    threshold = None if kind == "judge" else (0.5 if value is None else value)
+    return JudgeVerifier(JudgeConfig(judge_url, judge_model, judge_timeout_s, judge_retries,
+                                     logprob_threshold=threshold), shortcut=shortcut)

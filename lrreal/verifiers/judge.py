@@ -1,0 +1,187 @@
+"""LLM-as-a-judge over an OpenAI-compatible server (`lr judge serve`, or any `--judge-url`).
+
+The reference protocol (method.md, "The judge protocol"): a system message; a user turn asking
+whether step s1 (target) and step s2 (draft) convey the same meaning - main ideas, logic,
+calculation results - answered "[aligned]" or "[unaligned]" (unaligned when too hard to decide);
+the assistant turn pre-filled with "[" so the first generated token is the verdict; temperature 0,
+max_tokens 1; accept iff the reply contains "ali" and not "un". The judge sees only the two steps.
+
+The pre-fill uses vLLM's chat endpoint with `continue_final_message=true` and
+`add_generation_prompt=false` (vLLM >= 0.6, present in 0.32): the server applies the model's own
+chat template and leaves the assistant turn open after "[".
+
+Variant `judge-logprob`: the same request with `logprobs`/`top_logprobs`; the score is
+P(aligned) / (P(aligned) + P(unaligned)) over the first token's top alternatives, accepted when
+>= threshold (a tunable operating point instead of the argmax).
+
+Unlike the reference, every call has a timeout and bounded retries (timeouts, connection errors,
+HTTP 429/5xx, with exponential back-off); whatever still fails is a rejection with `error` set.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+
+from lrsim.errors import UserError
+
+from .base import Verifier
+
+SYSTEM = "You are a meticulous judge who compares two steps of mathematical reasoning."
+USER = ("Do step s1 and step s2 below convey the same meaning? They do if they share the same "
+        "main ideas, the same logic and the same calculation results; wording may differ.\n"
+        "Answer with exactly one tag: [aligned] if they convey the same meaning, [unaligned] if "
+        "they do not. If it is too hard to decide, answer [unaligned].\n\n"
+        "s1: {target}\n\ns2: {draft}")
+PREFILL = "["
+TOP_LOGPROBS = 20  # vLLM's default --max-logprobs; enough to see both verdict tokens
+
+
+@dataclass
+class JudgeConfig:
+    url: str                       # http://host:port (with or without /v1)
+    model: str | None = None       # served model name; None: the server's first model
+    timeout_s: float = 30.0        # per attempt; a CPU judge answers a ~200-token prompt in seconds
+    retries: int = 2               # extra attempts after the first (timeouts, 5xx, 429, connection)
+    backoff_s: float = 0.5         # first retry waits this long, then doubles
+    logprob_threshold: float | None = None  # set: the judge-logprob variant
+
+
+def judge_messages(target_step: str, draft_step: str) -> list[dict]:
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": USER.format(target=target_step.strip(), draft=draft_step.strip())},
+            {"role": "assistant", "content": PREFILL}]
+
+
+def reply_accepts(reply: str) -> bool:
+    """The reference rule: the reply contains "ali" and not "un"."""
+    r = reply.lower()
+    return "ali" in r and "un" not in r
+
+
+def _verdict_class(token: str) -> str | None:
+    t = token.strip().lstrip("[").lower()
+    if len(t) < 2:
+        return None
+    if t.startswith("un") or "unaligned".startswith(t):
+        return "unaligned"
+    if "aligned".startswith(t) or t.startswith("align"):
+        return "aligned"
+    return None
+
+
+def p_aligned(top_logprobs: list[dict]) -> float | None:
+    """P(aligned) / (P(aligned) + P(unaligned)) over the first token's alternatives."""
+    mass = {"aligned": 0.0, "unaligned": 0.0}
+    for alt in top_logprobs:
+        cls = _verdict_class(alt.get("token", ""))
+        if cls is not None:
+            mass[cls] += math.exp(alt["logprob"])
+    total = mass["aligned"] + mass["unaligned"]
+    return None if total == 0 else mass["aligned"] / total
+
+
+class _Retryable(Exception):
+    pass
+
+
+class JudgeVerifier(Verifier):
+    method = "judge"
+
+    def __init__(self, config: JudgeConfig, shortcut: bool = True):
+        if not config.url.startswith(("http://", "https://")):
+            raise UserError(f"--judge-url {config.url!r}: expected http://HOST:PORT")
+        if config.retries < 0 or config.timeout_s <= 0:
+            raise UserError("judge: --judge-retries must be >= 0 and --judge-timeout > 0")
+        t = config.logprob_threshold
+        if t is not None and not 0.0 <= t <= 1.0:
+            raise UserError(f"--verifier judge-logprob:T needs 0 <= T <= 1 (got {t})")
+        self.config, self.shortcut = config, shortcut
+        self.method = "judge" if t is None else "judge-logprob"
+        self.base = config.url.rstrip("/").removesuffix("/v1")
+        self._client = None
+        self._model: str | None = config.model
+
+    def _http(self):
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(timeout=self.config.timeout_s)
+        return self._client
+
+    async def _request(self, method: str, path: str, payload: dict | None = None) -> dict:
+        """One HTTP exchange with bounded retries; raises RuntimeError with the last reason."""
+        import httpx
+
+        delay, reason = self.config.backoff_s, "no attempt"
+        for attempt in range(self.config.retries + 1):
+            if attempt:
+                await asyncio.sleep(delay)
+                delay *= 2
+            try:
+                r = await self._http().request(method, self.base + path, json=payload)
+                if r.status_code == 429 or r.status_code >= 500:
+                    raise _Retryable(f"HTTP {r.status_code}: {r.text[:200]}")
+                if r.status_code >= 400:
+                    raise RuntimeError(f"HTTP {r.status_code} from {path}: {r.text[:200]}")
+                try:
+                    return r.json()
+                except ValueError:
+                    raise RuntimeError(f"non-JSON reply from {path}: {r.text[:100]!r}") from None
+            except httpx.TimeoutException:
+                reason = f"timed out after {self.config.timeout_s:g} s"
+            except httpx.TransportError as e:
+                reason = f"connection failed: {type(e).__name__}: {e}"
+            except _Retryable as e:
+                reason = str(e)
+        raise RuntimeError(f"{reason} ({self.config.retries + 1} attempts)")
+
+    async def served_model(self) -> str:
+        if self._model is None:
+            data = await self._request("GET", "/v1/models")
+            try:
+                self._model = data["data"][0]["id"]
+            except (KeyError, IndexError, TypeError):
+                raise RuntimeError(f"/v1/models lists no model: {str(data)[:100]}") from None
+        return self._model
+
+    async def warm_up(self) -> None:
+        await self.served_model()
+
+    def payload(self, model: str, target_step: str, draft_step: str) -> dict:
+        body = {"model": model, "messages": judge_messages(target_step, draft_step),
+                "temperature": 0.0, "max_tokens": 1,
+                "add_generation_prompt": False, "continue_final_message": True}
+        if self.config.logprob_threshold is not None:
+            body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        return body
+
+    async def _compare(self, target_step: str, draft_step: str):
+        data = None
+        try:
+            model = await self.served_model()
+            data = await self._request("POST", "/v1/chat/completions",
+                                       self.payload(model, target_step, draft_step))
+            choice = data["choices"][0]
+            reply = choice["message"]["content"] or ""
+            if self.config.logprob_threshold is None:
+                return reply_accepts(reply), None, None
+            top = choice["logprobs"]["content"][0]["top_logprobs"]
+        except RuntimeError as e:
+            return False, None, str(e)
+        except (KeyError, IndexError, TypeError) as e:
+            return False, None, f"unexpected reply shape ({type(e).__name__}: {e}): {str(data)[:200]}"
+        score = p_aligned(top)
+        if score is None:
+            return False, None, f"no [aligned]/[unaligned] token among the top {len(top)} logprobs"
+        return score >= self.config.logprob_threshold, score, None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def describe(self) -> dict:
+        c = self.config
+        return super().describe() | {"url": self.base, "model": self._model, "timeout_s": c.timeout_s,
+                                     "retries": c.retries, "logprob_threshold": c.logprob_threshold}
