@@ -1,0 +1,117 @@
+"""What one simulation runs: policy and its knobs, hardware and placement, workload.
+
+`Config.ideal(...)` builds the theory's world (`--ideal`): free batching up to M, zero verifier
+cost, equal step costs, i.i.d. acceptance; time is then measured in target iterations (one token
+of the target = 1 time unit, one target step = IDEAL_STEP_TOKENS units).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from ..errors import UserError
+from ..theory.formulas import geometric_sum
+from .latency import Ideal, LatencyModel, Scaled
+from .verifier import VerifierCost
+from .workload import Synthetic
+
+IDEAL_STEP_TOKENS = 32        # equal steps under --ideal; long enough for k2 <= 32 SD rounds
+POLICIES = ("ar", "sd", "lr-sync", "lr-async", "lr-stage")
+
+
+@dataclass
+class Placement:
+    name: str
+    latency: LatencyModel
+    devices: list[str]
+    tp: int = 1                   # tensor-parallel degree the latency model was measured/derived at
+    max_seqs: int = 256           # vLLM's default max_num_seqs
+
+
+@dataclass
+class Config:
+    policy: str = "lr-async"
+    k1: int = 2                   # lr-sync / lr-stage: target steps in parallel (drafts + 1)
+    depth: int = 4                # lr-async: drafts ahead of the committed root (reference default 4)
+    width: int = 1                # lr-async: sibling drafts per node
+    k2: int = 1                   # token-level SD positions per verification pass (1 = off)
+    ideal: bool = False
+    budget: float = math.inf      # M: free batching up to M positions (--ideal only)
+    devices: dict[str, str] = field(default_factory=dict)   # name -> kind
+    target: Placement | None = None
+    draft: Placement | None = None
+    judge: Placement | None = None
+    sd_draft: LatencyModel | None = None   # token-level drafter per pass; None = n-gram (free)
+    verifier: VerifierCost = field(default_factory=VerifierCost)
+    workload: object = field(default_factory=Synthetic)
+    equal_resources: bool = False  # AR/SD baseline gets the draft's and judge's devices as TP
+    tp_efficiency: float = 0.9     # per doubling of TP (all-reduce cost); used by equal resources
+    stage_c1: float | None = None  # lr-stage threshold ratio; None = from the latency models
+    name: str = "flags"
+
+    def validate(self) -> "Config":
+        if self.policy not in POLICIES:
+            raise UserError(f"--policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        for flag, v in (("--k1", self.k1), ("--depth", self.depth), ("--width", self.width),
+                        ("--k2", self.k2)):
+            if not isinstance(v, int) or v < 1:
+                raise UserError(f"{flag} must be an integer >= 1, got {v!r}")
+        if self.policy == "sd" and self.k2 < 2:
+            raise UserError("--k2 must be >= 2 for --policy sd (k2 = drafted tokens + 1)")
+        if self.target is None:
+            raise UserError("scenario: a target model placement is required")
+        if self.policy.startswith("lr") and self.draft is None:
+            raise UserError(f"scenario: policy {self.policy} needs a draft model placement")
+        names = set(self.devices)
+        for p in (self.target, self.draft, self.judge):
+            if p is not None:
+                for d in p.devices:
+                    if d not in names:
+                        raise UserError(f"scenario: model {p.name!r} is placed on unknown device {d!r}")
+        return self
+
+    @property
+    def c1(self) -> float:
+        """Draft/target time of one step for a single sequence (ratio of per-token latencies)."""
+        if self.stage_c1 is not None:
+            return self.stage_c1
+        if self.draft is None:
+            return 0.0
+        return self.draft.latency.per_token() / self.target.latency.per_token()
+
+    def baseline(self) -> "Config":
+        """AR on the same hardware (optionally with the draft's and judge's devices as extra TP)."""
+        cfg = replace(self, policy="ar", k2=1)
+        if self.equal_resources and not self.ideal:
+            extra = [d for p in (self.draft, self.judge) if p is not None for d in p.devices
+                     if d not in self.target.devices]
+            extra = list(dict.fromkeys(extra))
+            if extra:
+                tp_new = self.target.tp + len(extra)
+                ratio = tp_new / self.target.tp
+                factor = (1.0 / ratio) / (self.tp_efficiency ** math.log2(ratio))
+                cfg.target = replace(self.target, latency=Scaled(self.target.latency, factor),
+                                     devices=self.target.devices + extra, tp=tp_new)
+                cfg.draft = cfg.judge = None
+        return cfg
+
+    @classmethod
+    def ideal_setup(cls, policy: str, alpha1: float, c1: float, k1: int = 2, depth: int = 4,
+                    width: int = 1, k2: int = 1, alpha2: float = 0.0, c2: float = 0.0,
+                    steps: int = 200, requests: int = 1, seed: int = 0, budget: float = math.inf,
+                    rate: float | None = None) -> "Config":
+        """The theory's assumptions. c1 is relative to the target's step time *with* SD inside
+        it (the product h = f g treats the SD-accelerated target as the step-level target):
+        draft time per token = c1 (1 + (k2-1) c2) / m, m = tokens per SD round."""
+        use_sd = k2 > 1 and policy != "ar"
+        m = float(geometric_sum(alpha2, k2)) if use_sd else 1.0
+        sd_cost = (1.0 + (k2 - 1) * c2) if use_sd else 1.0
+        wl = Synthetic(n_requests=requests, steps=steps, alpha1=alpha1, alpha2=alpha2,
+                       step_mean=IDEAL_STEP_TOKENS, step_sigma=0.0, prompt_tokens=0, rate=rate,
+                       seed=seed)
+        return cls(policy=policy, k1=k1, depth=depth, width=width, k2=k2, ideal=True, budget=budget,
+                   devices={"gpu-target": "ideal", "gpu-draft": "ideal"},
+                   target=Placement("target", Ideal(1.0, budget), ["gpu-target"]),
+                   draft=Placement("draft", Ideal(c1 * sd_cost / m), ["gpu-draft"]),
+                   sd_draft=Ideal(c2) if c2 > 0 else None, workload=wl, stage_c1=c1,
+                   name="ideal").validate()

@@ -1,0 +1,171 @@
+"""Forward-pass latency models: what one engine iteration costs on its device pool.
+
+An iteration processes `decode_tokens` new positions of running sequences (1 per sequence for
+plain decoding, k2 per sequence for a speculative-decoding verification pass), `prefill_tokens`
+prompt/uncached-suffix positions (chunked prefill joins the same iteration, as in vLLM V1), for
+`seqs` sequences whose KV caches hold `context` tokens in total.
+
+Three models:
+    Roofline   flat up to a knee (memory-bound: the weights are read once per iteration),
+               then linear in batch tokens (compute-bound), plus a term linear in the KV tokens
+               read (attention is memory-bound in the context length).
+    Tabulated  interpolated from measurements (decode by batch and context, prefill by tokens);
+               loads the `lrsim/data/latency/*.json` format.
+    Ideal      the theory's assumption: an iteration costs `unit` whatever the batch, up to the
+               budget M positions (then ceil(tokens / M) units); no context term.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+
+H100_HBM_BYTES_PER_S = 3.35e12      # H100 SXM HBM3 bandwidth (NVIDIA datasheet)
+H100_BF16_FLOPS = 989e12            # H100 SXM dense BF16 tensor-core peak (NVIDIA datasheet)
+
+
+class LatencyModel:
+    """Interface: seconds for one forward iteration."""
+
+    def forward(self, decode_tokens: int, prefill_tokens: int, seqs: int, context: float) -> float:
+        raise NotImplementedError
+
+    def per_token(self) -> float:
+        """Single-sequence decode time per token at short context (for c1/c2 ratios)."""
+        return self.forward(1, 0, 1, 0.0)
+
+    def scaled(self, factor: float) -> "LatencyModel":
+        return Scaled(self, factor)
+
+
+@dataclass(frozen=True)
+class Roofline(LatencyModel):
+    base_s: float                 # iteration time while memory-bound (weights read once)
+    knee_tokens: float            # batch tokens where compute time reaches base_s
+    per_token_s: float | None = None   # slope past the knee; None = base_s / knee_tokens (continuous)
+    per_ctx_token_s: float = 0.0  # KV-cache read time per context token in the batch
+    overhead_s: float = 0.0       # fixed per-iteration scheduling / launch overhead
+
+    def __post_init__(self):
+        if self.base_s <= 0 or self.knee_tokens <= 0:
+            raise UserError(f"roofline latency: base_s and knee_tokens must be > 0, got "
+                            f"{self.base_s}, {self.knee_tokens}")
+
+    def forward(self, decode_tokens, prefill_tokens, seqs, context):
+        tokens = decode_tokens + prefill_tokens
+        slope = self.per_token_s if self.per_token_s is not None else self.base_s / self.knee_tokens
+        return (self.overhead_s + self.base_s + slope * max(0.0, tokens - self.knee_tokens)
+                + self.per_ctx_token_s * context)
+
+    @classmethod
+    def from_hardware(cls, params: float, bytes_per_param: float = 2.0, tp: int = 1,
+                      hbm_bytes_per_s: float = H100_HBM_BYTES_PER_S,
+                      flops: float = H100_BF16_FLOPS, kv_bytes_per_token: float = 0.0,
+                      bandwidth_efficiency: float = 0.8, tp_efficiency: float = 0.9,
+                      overhead_s: float = 0.0) -> "Roofline":
+        """Memory floor = model bytes / (tp x HBM bandwidth x efficiency); compute = 2 params
+        FLOPs per token; knee where they meet. tp_efficiency^(log2 tp) models all-reduce loss."""
+        eff = bandwidth_efficiency * (tp_efficiency ** math.log2(tp) if tp > 1 else 1.0)
+        base = params * bytes_per_param / (tp * hbm_bytes_per_s * eff)
+        per_tok_compute = 2.0 * params / (tp * flops * eff)
+        return cls(base_s=base, knee_tokens=base / per_tok_compute, per_token_s=per_tok_compute,
+                   per_ctx_token_s=kv_bytes_per_token / (tp * hbm_bytes_per_s * eff),
+                   overhead_s=overhead_s)
+
+
+@dataclass(frozen=True)
+class Ideal(LatencyModel):
+    """Free batching up to `budget` positions per iteration (theory.md, 'free batching')."""
+    unit: float = 1.0
+    budget: float = math.inf
+
+    def forward(self, decode_tokens, prefill_tokens, seqs, context):
+        tokens = decode_tokens  # prefill is free under the theory's assumptions
+        return self.unit * max(1, math.ceil(tokens / self.budget)) if tokens else self.unit
+
+
+@dataclass(frozen=True)
+class Scaled(LatencyModel):
+    inner: LatencyModel
+    factor: float
+
+    def forward(self, decode_tokens, prefill_tokens, seqs, context):
+        return self.factor * self.inner.forward(decode_tokens, prefill_tokens, seqs, context)
+
+
+@dataclass
+class Tabulated(LatencyModel):
+    """Piecewise-linear interpolation of measured iteration times (seconds).
+
+    decode: (batch, context, seconds) points; prefill: (tokens, seconds) points. Between measured
+    batches time is interpolated linearly; past the last batch it is extrapolated with the last
+    segment's slope (never flat: compute grows). Context is interpolated the same way between
+    the measured context lengths (mean context per sequence)."""
+    decode: list[tuple[float, float, float]]
+    prefill: list[tuple[float, float]] = field(default_factory=list)
+    name: str = "tabulated"
+
+    def __post_init__(self):
+        if not self.decode:
+            raise UserError(f"{self.name}: tabulated latency needs at least one decode point")
+        ctxs = sorted({c for _, c, _ in self.decode})
+        self._ctxs = np.array(ctxs, dtype=float)
+        self._curves = []
+        for c in ctxs:
+            pts = sorted((b, t) for b, cc, t in self.decode if cc == c)
+            self._curves.append((np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)))
+        pp = sorted(self.prefill)
+        self._pre = (np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float))
+
+    @staticmethod
+    def _interp(x, xs, ys):
+        if len(xs) == 1:
+            return float(ys[0]) * (x / xs[0] if xs[0] > 0 else 1.0)
+        if x <= xs[-1]:
+            return float(np.interp(x, xs, ys))
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
+
+    def _decode(self, batch, ctx):
+        vals = [self._interp(batch, xs, ys) for xs, ys in self._curves]
+        if len(vals) == 1:
+            return vals[0]
+        return float(np.interp(ctx, self._ctxs, vals))  # clamped outside the measured contexts
+
+    def forward(self, decode_tokens, prefill_tokens, seqs, context):
+        t = 0.0
+        if decode_tokens:
+            t += self._decode(decode_tokens, context / max(seqs, 1))
+        if prefill_tokens:
+            xs, ys = self._pre
+            if len(xs) == 0:
+                raise UserError(f"{self.name}: no prefill measurements but prefill was needed")
+            t += self._interp(prefill_tokens, xs, ys)
+        return t
+
+
+def load_measurements(path: str | Path) -> dict[str, Tabulated]:
+    """Read a GPU/CPU measurement file {"device", "models": {name: {"tp", "dtype", "decode":
+    [{"batch", "context", "ms"}], "prefill": [{"tokens", "ms"}]}}} -> {model name: Tabulated}."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise UserError(f"{p}: cannot read latency measurements ({e})") from None
+    models = doc.get("models") if isinstance(doc, dict) else None
+    if not isinstance(models, dict) or not models:
+        raise UserError(f"{p}: field 'models' must be a non-empty object")
+    out = {}
+    for name, m in models.items():
+        try:
+            dec = [(float(r["batch"]), float(r.get("context", 0)), float(r["ms"]) / 1e3) for r in m["decode"]]
+            pre = [(float(r["tokens"]), float(r["ms"]) / 1e3) for r in m.get("prefill", [])]
+        except (KeyError, TypeError, ValueError) as e:
+            raise UserError(f"{p}: models.{name}: bad decode/prefill entry ({e!r})") from None
+        out[name] = Tabulated(dec, pre, name=f"{p.name}:{name}")
+    return out

@@ -1,0 +1,79 @@
+"""Summaries of a run: throughput, latency percentiles, acceptance, utilisation, conservation."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..theory.montecarlo import ratio_estimate
+
+PERCENTILES = (50, 90, 99)
+
+
+def _pct(values) -> dict[str, float]:
+    if len(values) == 0:
+        return {f"p{p}": None for p in PERCENTILES}
+    arr = np.asarray(values, dtype=float)
+    return {f"p{p}": float(np.percentile(arr, p)) for p in PERCENTILES} | {"mean": float(arr.mean())}
+
+
+def summarise(world, wall_s: float) -> dict:
+    recs = world.records
+    lat = [r.latency for r in recs]
+    ttft = [r.first_output - r.arrival for r in recs]
+    tpot = [(r.finish - r.first_output) / max(1, r.tokens - 1) for r in recs]
+    tokens = sum(r.tokens for r in recs)
+    st, sd = world.stats, world.sd
+    from_draft = sum(s == "draft" for r in recs for s in r.steps)
+    steps = sum(len(r.steps) for r in recs)
+    per_cycle = dict(sorted(st.per_cycle.items()))
+    cycles = sum(per_cycle.values())
+    engines = {e.name: e for e in (world.target, world.draft, world.judge) if e is not None}
+    return {
+        "requests": len(recs),
+        "output_tokens": tokens,
+        "steps": steps,
+        "wall_s": wall_s,
+        "tokens_per_s": tokens / wall_s if wall_s > 0 else 0.0,
+        "latency_s": _pct(lat),
+        "ttft_s": _pct(ttft),
+        "tpot_s": _pct(tpot),
+        "proposed_steps": st.proposed,
+        "accepted_steps": st.accepted,
+        "step_acceptance_rate": st.accepted / st.proposed if st.proposed else None,
+        "unready_drafts": st.unready,
+        "by_depth": {str(d): pa for d, pa in sorted(st.by_depth.items())},
+        "steps_from_draft": from_draft,
+        "steps_from_target": steps - from_draft,
+        "steps_per_cycle_hist": {str(k): v for k, v in per_cycle.items()},
+        "mean_steps_per_cycle": (sum(k * v for k, v in per_cycle.items()) / cycles) if cycles else None,
+        "cancelled_jobs": dict(st.cancelled_jobs),
+        "cancelled_tokens": dict(st.cancelled_tokens),
+        "sd": None if not sd.rounds else {
+            "drafted": sd.drafted, "accepted": sd.accepted,
+            "acceptance_rate": sd.accepted / sd.drafted if sd.drafted else None,
+            "mean_accepted_length": sum(k * v for k, v in sd.emitted_hist.items()) / sd.rounds,
+            "accepted_length_hist": {str(k): v for k, v in sorted(sd.emitted_hist.items())},
+        },
+        "utilisation": {k: round(v, 6) for k, v in world.pool.utilisation(wall_s).items()},
+        "engine_busy_s": {n: e.busy_s for n, e in engines.items()},
+        "engine_iterations": {n: e.iterations for n, e in engines.items()},
+        "mean_batch": {n: (sum(b * c for b, c in e.batch_hist.items()) / sum(e.batch_hist.values()))
+                       for n, e in engines.items() if e.batch_hist},
+    }
+
+
+def compare(policy: dict, baseline: dict, pol_lat, base_lat, open_loop: bool) -> dict:
+    """Speedup vs AR on the same hardware: throughput ratio for a closed batch of requests
+    (makespan), mean-latency ratio for open-loop arrivals (throughput is then set by the rate).
+    latency_speedup = sum of AR latencies / sum of policy latencies, with a delta-method
+    standard error over requests (paired: the same requests and steps)."""
+    out = {"ar_tokens_per_s": baseline["tokens_per_s"], "ar_latency_s": baseline["latency_s"]}
+    base = np.asarray(base_lat, float)
+    pol = np.asarray(pol_lat, float)
+    lat_speedup = float(base.sum() / pol.sum())
+    se = float(ratio_estimate(base, pol).stderr) if len(base) >= 2 else None
+    tp = policy["tokens_per_s"] / baseline["tokens_per_s"] if baseline["tokens_per_s"] else None
+    out["throughput_speedup"] = tp
+    out["latency_speedup"] = lat_speedup
+    out["latency_speedup_se"] = se
+    out["speedup"] = lat_speedup if open_loop else tp
+    return out

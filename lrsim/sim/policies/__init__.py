@@ -1,0 +1,12 @@
+"""Decoding policies: each is a SimPy generator `run(world, req, rec)` that drives one request
+from its arrival to its last committed step."""
+from . import ar, lr_async, lr_stage, lr_sync
+
+POLICIES = {
+    "ar": ar.run,          # target alone
+    "sd": ar.run,          # target alone + token-level SD (k2 > 1): the same driver
+    "lr-sync": lr_sync.run,
+    "lr-async": lr_async.run,
+    "lr-stage": lr_stage.run,
+}
+NAMES = tuple(POLICIES)

@@ -1,0 +1,108 @@
+"""Workloads: requests made of reasoning steps, and the acceptance outcomes of drafts.
+
+A workload gives (1) the requests: prompt length, the token length of every step, the arrival
+time; (2) acceptance: whether a draft step at a given position and depth is accepted by the
+verifier, and the per-token acceptance of token-level SD. Synthetic workloads draw these from
+seeded distributions; trace-driven ones (`traces.py`) replay recorded steps and verdicts. Any
+object with the `Workload` methods plugs in.
+
+Randomness: every request owns a `random.Random` seeded from (workload seed, request id), and
+policies draw from it in simulation order, which SimPy makes deterministic: a seeded run repeats
+exactly. Step lengths come from a separate stream, so AR and LR see the same steps.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import UserError
+
+STEP_TOKEN_CAP = 100     # the reference cuts a step at 100 tokens (method.md)
+
+
+@dataclass
+class RequestSpec:
+    rid: int
+    prompt_tokens: int
+    step_tokens: list[int]           # length of each reasoning step the request must emit
+    arrival: float = 0.0
+    rng: random.Random = field(default_factory=random.Random, repr=False)
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_tokens)
+
+    @property
+    def output_tokens(self) -> int:
+        return int(sum(self.step_tokens))
+
+
+class Workload(Protocol):
+    def requests(self) -> list[RequestSpec]: ...
+    def step_accept(self, req: RequestSpec, position: int, depth: int) -> bool: ...
+    def token_alpha(self, req: RequestSpec) -> float: ...
+
+
+@dataclass
+class Synthetic:
+    """Seeded synthetic workload.
+
+    alpha1 is the step acceptance probability; `alpha_by_depth[d-1]` overrides it for a draft d
+    levels ahead of the committed context (acceptance often falls with depth). Step lengths are
+    lognormal with the given mean (GSM8K steps in offline-assets.md: 22-72 tokens, mean 34-40),
+    capped at STEP_TOKEN_CAP; `step_sigma = 0` gives equal steps (the theory's assumption).
+    """
+    n_requests: int = 1
+    steps: int = 200
+    alpha1: float = 0.6
+    alpha2: float = 0.0
+    alpha_by_depth: list[float] | None = None
+    step_mean: float = 40.0
+    step_sigma: float = 0.5          # lognormal shape; 0 = every step exactly step_mean tokens
+    prompt_tokens: int = 300
+    rate: float | None = None        # Poisson arrivals per second; None = all arrive at t = 0
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("alpha1", "alpha2"):
+            v = getattr(self, name)
+            if not 0.0 <= v <= 1.0:
+                raise UserError(f"workload.{name} must be in [0, 1], got {v}")
+        for v in self.alpha_by_depth or []:
+            if not 0.0 <= v <= 1.0:
+                raise UserError(f"workload.alpha_by_depth values must be in [0, 1], got {v}")
+        if self.n_requests < 1 or self.steps < 1:
+            raise UserError("workload: requests and steps must be >= 1")
+        if self.step_mean < 1:
+            raise UserError(f"workload.step_mean must be >= 1, got {self.step_mean}")
+        if self.rate is not None and self.rate <= 0:
+            raise UserError(f"workload.rate must be > 0, got {self.rate}")
+
+    def requests(self) -> list[RequestSpec]:
+        g = np.random.default_rng([self.seed, 0x5EED])
+        if self.step_sigma > 0:
+            mu = math.log(self.step_mean) - self.step_sigma ** 2 / 2
+            lens = np.clip(np.rint(g.lognormal(mu, self.step_sigma, (self.n_requests, self.steps))),
+                           1, STEP_TOKEN_CAP).astype(int)
+        else:
+            lens = np.full((self.n_requests, self.steps), int(round(self.step_mean)))
+        if self.rate:
+            arrivals = np.cumsum(g.exponential(1.0 / self.rate, self.n_requests))
+            arrivals -= arrivals[0]
+        else:
+            arrivals = np.zeros(self.n_requests)
+        return [RequestSpec(i, self.prompt_tokens, lens[i].tolist(), float(arrivals[i]),
+                            random.Random(self.seed * 1_000_003 + i)) for i in range(self.n_requests)]
+
+    def step_accept(self, req: RequestSpec, position: int, depth: int) -> bool:
+        a = self.alpha1
+        if self.alpha_by_depth:
+            a = self.alpha_by_depth[min(depth, len(self.alpha_by_depth)) - 1]
+        return req.rng.random() < a
+
+    def token_alpha(self, req: RequestSpec) -> float:
+        return self.alpha2

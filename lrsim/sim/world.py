@@ -1,0 +1,102 @@
+"""The runtime of one simulation: SimPy env, engines, workload, and what happened (records).
+
+Policies receive a World and one RequestSpec and commit steps through `World.commit`, which is
+the single place where output is accounted (conservation checks rely on it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import simpy
+
+from .engine import Engine, Job
+from .tokensd import SDStats, SDStream
+
+
+@dataclass
+class RequestRecord:
+    rid: int
+    arrival: float
+    steps_expected: int
+    tokens_expected: int
+    first_output: float | None = None
+    finish: float | None = None
+    tokens: int = 0
+    steps: list[str] = field(default_factory=list)     # "draft" | "target" per committed step
+
+    @property
+    def latency(self) -> float:
+        return self.finish - self.arrival
+
+
+@dataclass
+class StepStats:
+    proposed: int = 0                  # drafts judged (+ drafts dropped unready: count as rejected)
+    accepted: int = 0
+    unready: int = 0                   # drafts not finished when their target step was
+    by_depth: dict[int, list[int]] = field(default_factory=dict)    # depth -> [proposed, accepted]
+    per_cycle: dict[int, int] = field(default_factory=dict)         # steps emitted per target verdict
+    cancelled_jobs: dict[str, int] = field(default_factory=lambda: {"draft": 0, "target": 0})
+    cancelled_tokens: dict[str, int] = field(default_factory=lambda: {"draft": 0, "target": 0})
+
+    def judged(self, depth: int, ok: bool) -> None:
+        self.proposed += 1
+        self.accepted += ok
+        pa = self.by_depth.setdefault(depth, [0, 0])
+        pa[0] += 1
+        pa[1] += ok
+
+    def cycle(self, emitted: int) -> None:
+        self.per_cycle[emitted] = self.per_cycle.get(emitted, 0) + 1
+
+
+class World:
+    def __init__(self, env: simpy.Environment, cfg, workload, target: Engine, draft: Engine | None,
+                 judge: Engine | None, pool):
+        self.env = env
+        self.cfg = cfg
+        self.workload = workload
+        self.target = target
+        self.draft = draft
+        self.judge = judge
+        self.pool = pool
+        self.records: list[RequestRecord] = []
+        self.stats = StepStats()
+        self.sd = SDStats()
+
+    # --- helpers for policies -----------------------------------------------------------------
+    def sd_stream(self, req) -> SDStream | None:
+        k2 = self.cfg.k2
+        if k2 <= 1:
+            return None
+        return SDStream(k2, self.workload.token_alpha(req), carry_surplus=self.cfg.ideal)
+
+    def target_job(self, req, tokens: int, ctx: float, prefill: int = 0, stream=None,
+                   rounds: int | None = None, tag=None) -> Job:
+        """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions."""
+        if stream is None:
+            return Job(self.env, tokens, ctx, prefill, 1, False, tag)
+        if rounds is None:
+            rounds = stream.rounds_for(tokens, req.rng, self.sd)
+        return Job(self.env, rounds, ctx, prefill, stream.k2, True, tag,
+                   emit_per_iter=tokens / max(rounds, 1))
+
+    def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None) -> Job:
+        return Job(self.env, tokens, ctx, prefill, 1, False, tag)
+
+    def cancel(self, engine: Engine, job: Job | None, kind: str) -> None:
+        if job is None or job.finished is not None or job.cancelled:
+            return
+        engine.cancel(job)
+        self.stats.cancelled_jobs[kind] += 1
+        # work thrown away: iterations completed before the cancel (at the last batch boundary)
+        self.stats.cancelled_tokens[kind] += job.total - job.iters_left
+
+    def commit(self, rec: RequestRecord, source: str, tokens: int) -> None:
+        if rec.first_output is None:
+            rec.first_output = self.env.now
+        rec.steps.append(source)
+        rec.tokens += tokens
+
+    def verdict_delay(self, draft_tokens: int, target_tokens: int):
+        return self.cfg.verifier.judge(self.env, self.judge, draft_tokens, target_tokens)
