@@ -126,20 +126,21 @@ def run_humaneval(problem: dict, completion: str, timeout_s: float = CODE_TIMEOU
         return False, f"grader crashed (exit {proc.returncode}): {tail}"
 
 
-def grade_code(output: str, task: dict, execute: bool) -> Grade:
+def grade_code(output: str, task: dict, execute: bool, timeout_s: float = CODE_TIMEOUT_S) -> Grade:
     code = extract_code(output)
     if not execute:
         return Grade(None, code, "not executed (pass --execute-code to run HumanEval tests)")
-    passed, result = run_humaneval(task, "\n" + code)
+    passed, result = run_humaneval(task, "\n" + code, timeout_s)
     return Grade(passed, code, result)
 
 
-def grade(problem, output: str, execute_code: bool = False) -> Grade:
+def grade(problem, output: str, execute_code: bool = False,
+          code_timeout_s: float = CODE_TIMEOUT_S) -> Grade:
     """Grade one output for a `lrreal.datasets.Problem`."""
     if problem.kind == "math":
         return grade_math(output, problem.answer)
     if problem.kind == "choice":
         return grade_choice(output, problem.answer)
     if problem.kind == "code":
-        return grade_code(output, problem.meta, execute_code)
+        return grade_code(output, problem.meta, execute_code, code_timeout_s)
     raise UserError(f"problem {problem.id}: unknown kind {problem.kind!r}")
