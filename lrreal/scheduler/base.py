@@ -1,0 +1,69 @@
+"""What every mode shares: the engines, the verifier, the problem, request construction."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from ..engine import STEP_STOP, Engine, GenRequest, GenResult, Progress, monotonic
+from .config import SchedulerConfig
+from .seeds import SeedSource
+
+
+@dataclass
+class Problem:
+    problem_id: str
+    sample: int
+    prompt: str          # the fully templated prompt (chat template applied)
+
+
+class Run:
+    """One (problem, sample) under one config."""
+
+    def __init__(self, cfg: SchedulerConfig, problem: Problem, target: Engine,
+                 draft: Engine | None = None, verifier=None):
+        self.cfg, self.problem = cfg, problem
+        self.target, self.draft, self.verifier = target, draft, verifier
+        self.seeds = SeedSource(cfg.seed, problem.problem_id, problem.sample)
+        self._n = 0
+
+    def request(self, role: str, path: str, context: str, max_tokens: int,
+                step: bool = True) -> GenRequest:
+        self._n += 1
+        sampled = self.cfg.temperature > 0
+        return GenRequest(
+            request_id=f"{self.problem.problem_id}/{self.problem.sample}/{role}/{path}/{self._n}",
+            prompt=self.problem.prompt + context, max_tokens=max_tokens,
+            stop=(STEP_STOP,) if step else (),
+            seed=self.seeds(path, role) if sampled else None,
+            temperature=self.cfg.temperature, top_p=self.cfg.top_p, top_k=self.cfg.top_k)
+
+    def step_budget(self, used: int) -> int:
+        """Tokens a step request may make when `used` tokens precede it on its path."""
+        return min(self.cfg.max_step_tokens, self.cfg.max_tokens - used)
+
+
+class Job:
+    """One in-flight engine request as an asyncio task, with its live progress."""
+
+    def __init__(self, engine: Engine, req: GenRequest, on_done=None):
+        self.req, self.progress = req, Progress(start=monotonic())
+        self.result: GenResult | None = None
+        self.used = False  # committed or used as the reference of a verdict: not wasted work
+        self.task = asyncio.ensure_future(engine.generate(req, self.progress))
+        if on_done is not None:
+            self.task.add_done_callback(lambda t: on_done(self, t))
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None
+
+    async def cancel(self) -> None:
+        """Abort the request (cancelling the task aborts it in the engine) and wait for it."""
+        if not self.task.done():
+            self.task.cancel()
+        try:
+            await self.task
+        except (asyncio.CancelledError, Exception):
+            pass
+        if self.progress.end is None:
+            self.progress.end = monotonic()

@@ -1,0 +1,114 @@
+"""Building the per-step part of a trace record while a problem runs.
+
+Times are stored relative to the record's start `t0` (monotonic seconds). One step record per
+committed step, in output order. A committed step carries the target step and the draft step
+that were compared at its position (either may be absent), the verdict, and the work cancelled
+or discarded when the step was decided (see traces/README.md for the contract).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine import GenResult, Progress
+
+
+@dataclass
+class ProblemResult:
+    text: str
+    output_tokens: int
+    finish_reason: str                     # "eos" or "budget"
+    steps: list[dict]
+    step_acceptance: dict
+    wall_time_s: float
+    t0: float
+    extra: dict = field(default_factory=dict)
+
+
+class StepLog:
+    def __init__(self, t0: float):
+        self.t0 = t0
+        self.steps: list[dict] = []
+        self.pending_cancelled: list[dict] = []
+        self.pending_discarded: list[dict] = []
+        self.proposed = self.accepted = 0
+        self.by_depth: dict[str, list[int]] = {}
+        self.reject_reasons: dict[str, int] = {}
+
+    def rel(self, t: float) -> float:
+        return max(0.0, t - self.t0)
+
+    def span(self, r: GenResult | None) -> dict | None:
+        if r is None:
+            return None
+        return {"start": self.rel(r.start), "end": self.rel(r.end), "tokens": r.tokens}
+
+    def verify_rec(self, verdict) -> dict | None:
+        """A verifier Verdict (or our own rejection record) as the trace's verify object."""
+        if verdict is None:
+            return None
+        if isinstance(verdict, dict):
+            return verdict
+        return {"start": self.rel(verdict.start), "end": self.rel(verdict.end),
+                "verdict": bool(verdict.accepted), "method": verdict.method,
+                "score": None if verdict.score is None else float(verdict.score),
+                "shortcut": bool(verdict.shortcut), "error": verdict.error}
+
+    def auto_reject(self, method: str, reason: str, now: float) -> dict:
+        t = self.rel(now)
+        return {"start": t, "end": t, "verdict": False, "method": method, "score": None,
+                "shortcut": False, "error": None, "reason": reason}
+
+    def cancelled(self, kind: str, p: Progress, depth: int, now: float) -> None:
+        self.pending_cancelled.append({"kind": kind, "start": self.rel(p.start or now),
+                                       "end": self.rel(p.end or now), "tokens": p.tokens,
+                                       "depth": depth})
+
+    def discarded(self, kind: str, r: GenResult, depth: int) -> None:
+        """Finished work never used (e.g. a draft in a subtree that lost)."""
+        self.pending_discarded.append({"kind": kind, "start": self.rel(r.start),
+                                       "end": self.rel(r.end), "tokens": r.tokens, "depth": depth})
+
+    def judged(self, depth: int, accepted: bool, reason: str | None = None) -> None:
+        """One step position decided with draft(s) proposed (accepted if any was accepted)."""
+        self.proposed += 1
+        self.accepted += int(accepted)
+        d = self.by_depth.setdefault(str(depth), [0, 0])
+        d[0] += 1
+        d[1] += int(accepted)
+        if not accepted and reason:
+            self.reject_reasons[reason] = self.reject_reasons.get(reason, 0) + 1
+
+    def commit(self, *, source: str, text: str, tokens: int, depth: int, draft: GenResult | None,
+               target: GenResult | None, verify: dict | None, **extra) -> dict:
+        step = {"index": len(self.steps), "source": source, "tokens": tokens, "depth": depth,
+                "draft": self.span(draft), "target": self.span(target), "verify": verify,
+                "cancelled": self.pending_cancelled, "text": text}
+        if self.pending_discarded:
+            step["discarded"] = self.pending_discarded
+        step.update({k: v for k, v in extra.items() if v is not None})
+        self.steps.append(step)
+        self.pending_cancelled, self.pending_discarded = [], []
+        return step
+
+    def flush_pending_into_last(self) -> None:
+        """Work cancelled at the very end (EOS/budget) belongs to the last step."""
+        if self.steps and (self.pending_cancelled or self.pending_discarded):
+            last = self.steps[-1]
+            last["cancelled"] = last["cancelled"] + self.pending_cancelled
+            if self.pending_discarded:
+                last["discarded"] = last.get("discarded", []) + self.pending_discarded
+            self.pending_cancelled, self.pending_discarded = [], []
+
+    def acceptance(self) -> dict:
+        out = {"proposed": self.proposed, "accepted": self.accepted, "by_depth": self.by_depth}
+        if self.reject_reasons:
+            out["reject_reasons"] = self.reject_reasons
+        return out
+
+    def result(self, finish_reason: str, now: float, **extra) -> ProblemResult:
+        self.flush_pending_into_last()
+        return ProblemResult(text="".join(s["text"] for s in self.steps),
+                             output_tokens=sum(s["tokens"] for s in self.steps),
+                             finish_reason=finish_reason, steps=self.steps,
+                             step_acceptance=self.acceptance(), wall_time_s=now - self.t0,
+                             t0=self.t0, extra=extra)
