@@ -61,6 +61,7 @@ class Engine:
         self.running: list[Job] = []
         self.waiting: list[Job] = []
         self.busy_s = 0.0
+        self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
         self.batch_hist: dict[int, int] = {}   # sequences per iteration -> iterations
         self._wake = env.event()
@@ -145,6 +146,7 @@ class Engine:
                 continue
             spent = k * t_iter
             self.busy_s += spent
+            self.last_end = env.now
             self.iterations += k
             self.batch_hist[len(batch)] = self.batch_hist.get(len(batch), 0) + k
             for d in self.devices:
@@ -176,6 +178,7 @@ class FreeEngine:
         self.sd_k2 = sd_k2
         self.sd_unit = sd_unit
         self.busy_s = 0.0
+        self.last_end = 0.0
         self.iterations = 0
         self.batch_hist: dict[int, int] = {}
         self._active = 0
@@ -199,6 +202,7 @@ class FreeEngine:
         if self._active == 0:
             spent = self.env.now - self._busy_since
             self.busy_s += spent
+            self.last_end = self.env.now
             for d in self.devices:
                 d.busy_s += spent
 

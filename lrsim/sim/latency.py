@@ -117,7 +117,11 @@ class Tabulated(LatencyModel):
         self._ctxs = np.array(ctxs, dtype=float)
         self._curves = []
         for c in ctxs:
-            pts = sorted((b, t) for b, cc, t in self.decode if cc == c)
+            by_batch: dict[float, list[float]] = {}
+            for b, cc, t in self.decode:
+                if cc == c:
+                    by_batch.setdefault(b, []).append(t)
+            pts = sorted((b, sum(ts) / len(ts)) for b, ts in by_batch.items())
             self._curves.append((np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)))
         pp = sorted(self.prefill)
         self._pre = (np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float))
@@ -163,7 +167,9 @@ def load_measurements(path: str | Path) -> dict[str, Tabulated]:
     out = {}
     for name, m in models.items():
         try:
-            dec = [(float(r["batch"]), float(r.get("context", 0)), float(r["ms"]) / 1e3) for r in m["decode"]]
+            # a verify pass of `query` positions for `batch` sequences counts as batch*query tokens
+            dec = [(float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)),
+                    float(r["ms"]) / 1e3) for r in m["decode"]]
             pre = [(float(r["tokens"]), float(r["ms"]) / 1e3) for r in m.get("prefill", [])]
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(f"{p}: models.{name}: bad decode/prefill entry ({e!r})") from None

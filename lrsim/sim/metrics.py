@@ -15,7 +15,9 @@ def _pct(values) -> dict[str, float]:
     return {f"p{p}": float(np.percentile(arr, p)) for p in PERCENTILES} | {"mean": float(arr.mean())}
 
 
-def summarise(world, wall_s: float) -> dict:
+def summarise(world, wall_s: float, drained_s: float) -> dict:
+    """wall_s: first arrival to last request finish (throughput); drained_s: to the end of the
+    last engine iteration (utilisation = busy / drained_s <= 1)."""
     recs = world.records
     lat = [r.latency for r in recs]
     ttft = [r.first_output - r.arrival for r in recs]
@@ -53,7 +55,8 @@ def summarise(world, wall_s: float) -> dict:
             "mean_accepted_length": sum(k * v for k, v in sd.emitted_hist.items()) / sd.rounds,
             "accepted_length_hist": {str(k): v for k, v in sorted(sd.emitted_hist.items())},
         },
-        "utilisation": {k: round(v, 6) for k, v in world.pool.utilisation(wall_s).items()},
+        "drained_s": drained_s,
+        "utilisation": {k: round(v, 6) for k, v in world.pool.utilisation(drained_s).items()},
         "engine_busy_s": {n: e.busy_s for n, e in engines.items()},
         "engine_iterations": {n: e.iterations for n, e in engines.items()},
         "mean_batch": {n: (sum(b * c for b, c in e.batch_hist.items()) / sum(e.batch_hist.values()))

@@ -57,7 +57,9 @@ def run(cfg: Config) -> tuple[dict, World]:
     start = min(r.arrival for r in world.records)
     wall = max(r.finish for r in world.records) - start
     world.records.sort(key=lambda r: r.rid)
-    return summarise(world, wall), world
+    # engines finish the iteration in progress after the last request ends (cancelled work)
+    drained = max([e.last_end for e in (target, draft, judge) if e is not None] + [start + wall]) - start
+    return summarise(world, wall, drained), world
 
 
 def simulate(cfg: Config) -> dict:

@@ -1,0 +1,1 @@
+"""Shipped scenario files (TOML) for `lr simulate --scenario NAME`."""

@@ -1,0 +1,104 @@
+"""Flags -> Config: the one place where CLI/sweep options are applied to a scenario or the ideal world."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..errors import UserError
+from .config import POLICIES, Config
+from .latency import Scaled
+from .workload import Synthetic
+
+DEFAULT_SCENARIO = "h100-paper"
+
+
+@dataclass
+class Options:
+    policy: str | None = None
+    alpha1: float | None = None
+    c1: float | None = None
+    k1: int | None = None
+    depth: int | None = None
+    width: int | None = None
+    k2: int | None = None
+    alpha2: float | None = None
+    c2: float | None = None
+    ideal: bool = False
+    budget: float | None = None
+    requests: int | None = None
+    rate: float | None = None
+    steps: int | None = None
+    seed: int = 0
+    scenario: str | None = None
+    equal_resources: bool = False
+
+
+def _check(o: Options) -> None:
+    if o.policy is not None and o.policy not in POLICIES:
+        raise UserError(f"--policy must be one of {', '.join(POLICIES)}, got {o.policy!r}")
+    for flag, v in (("--alpha1", o.alpha1), ("--c1", o.c1), ("--alpha2", o.alpha2), ("--c2", o.c2)):
+        if v is not None and not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            raise UserError(f"{flag} must be in [0, 1], got {v}")
+    for flag, v in (("--k1", o.k1), ("--depth", o.depth), ("--width", o.width), ("--k2", o.k2),
+                    ("--requests", o.requests), ("--steps", o.steps)):
+        if v is not None and v < 1:
+            raise UserError(f"{flag} must be >= 1, got {v}")
+    if o.rate is not None and not (o.rate > 0 and math.isfinite(o.rate)):
+        raise UserError(f"--rate must be > 0 requests/s, got {o.rate}")
+    if o.budget is not None and o.budget < 1:
+        raise UserError(f"--budget must be >= 1, got {o.budget}")
+    if o.k1 is not None and o.depth is not None:
+        raise UserError("--k1 and --depth are exclusive (lr-async: k1 = depth + 1 target steps in flight)")
+    if o.seed < 0:
+        raise UserError(f"--seed must be >= 0, got {o.seed}")
+
+
+def _k1_depth(o: Options) -> tuple[int | None, int | None]:
+    """--k1 and --depth name the same knob: k1 target steps in parallel = depth drafts + 1."""
+    if o.k1 is not None:
+        return o.k1, max(1, o.k1 - 1)
+    if o.depth is not None:
+        return o.depth + 1, o.depth
+    return None, None
+
+
+def build(o: Options) -> Config:
+    _check(o)
+    k1, depth = _k1_depth(o)
+    if o.ideal:
+        if o.alpha1 is None or o.c1 is None:
+            raise UserError("--ideal needs --alpha1 and --c1 (the theory's parameters)")
+        if o.scenario is not None:
+            raise UserError("--ideal and --scenario are exclusive (--ideal replaces the hardware)")
+        return Config.ideal_setup(
+            o.policy or "lr-async", o.alpha1, o.c1, k1=k1 or 2, depth=depth or 4, width=o.width or 1,
+            k2=o.k2 or 1, alpha2=o.alpha2 or 0.0, c2=o.c2 or 0.0, steps=o.steps or 2000,
+            requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate)
+    from . import scenario as scenario_mod
+    cfg = scenario_mod.load(o.scenario or DEFAULT_SCENARIO, seed=o.seed)
+    if o.policy:
+        cfg.policy = o.policy
+    if k1 is not None:
+        cfg.k1, cfg.depth = k1, depth
+    if o.width is not None:
+        cfg.width = o.width
+    if o.k2 is not None:
+        cfg.k2 = o.k2
+    if o.c1 is not None:
+        if cfg.draft is None:
+            raise UserError("--c1 needs a draft model in the scenario")
+        cur = cfg.c1
+        cfg.draft = replace(cfg.draft, latency=Scaled(cfg.draft.latency, o.c1 / cur if cur else 1.0))
+    if o.c2 is not None:
+        cfg.sd_draft = Scaled(cfg.target.latency, o.c2) if o.c2 > 0 else None
+    cfg.equal_resources = o.equal_resources or cfg.equal_resources
+    wl = cfg.workload
+    if isinstance(wl, Synthetic):
+        changes = {k: v for k, v in (("alpha1", o.alpha1), ("alpha2", o.alpha2), ("n_requests", o.requests),
+                                     ("steps", o.steps), ("rate", o.rate)) if v is not None}
+        if o.seed:
+            changes["seed"] = o.seed
+        cfg.workload = replace(wl, **changes)
+    elif any(v is not None for v in (o.alpha1, o.alpha2, o.steps)):
+        raise UserError("--alpha1/--alpha2/--steps apply to synthetic workloads, not to a trace workload")
+    return cfg.validate()

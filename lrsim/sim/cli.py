@@ -1,0 +1,157 @@
+"""`lr simulate` and `lr sweep`: the simulator's command line (registered by the top-level cli.py).
+
+Ranges are checked in build.py (UserError naming the flag -> `lr: error: ...`, exit 2), not by
+typer's min/max, so every out-of-range value gets the same one-line error.
+"""
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from .build import Options, build
+
+
+class Policy(str, Enum):
+    ar = "ar"
+    sd = "sd"
+    lr_sync = "lr-sync"
+    lr_async = "lr-async"
+    lr_stage = "lr-stage"
+
+
+def _opts():
+    return dict(
+        alpha1=typer.Option(None, "--alpha1", help="Step acceptance probability."),
+        c1=typer.Option(None, "--c1", help="Draft/target time per step (overrides the scenario's draft speed)."),
+        alpha2=typer.Option(None, "--alpha2", help="Per-token acceptance of token-level SD."),
+        c2=typer.Option(None, "--c2", help="SD drafter/target time per token (0 = n-gram)."),
+        requests=typer.Option(None, "--requests", help="Requests (all at t=0, or Poisson with --rate)."),
+        rate=typer.Option(None, "--rate", help="Poisson arrival rate, requests/s."),
+        steps=typer.Option(None, "--steps", help="Reasoning steps per request."),
+        seed=typer.Option(0, "--seed", help="Seed of the workload."),
+        scenario=typer.Option(None, "--scenario", help="TOML scenario file or shipped name (h100-paper, cpu-2core, ...)."),
+        ideal=typer.Option(False, "--ideal", help="The theory's world: free batching up to M, zero verifier cost, equal steps, i.i.d. acceptance."),
+        budget=typer.Option(None, "--budget", "-M", help="M: free batching up to M positions (--ideal)."),
+        equal_resources=typer.Option(False, "--equal-resources", help="AR baseline gets the draft's and judge's devices as extra TP."),
+        as_json=typer.Option(False, "--json", help="One JSON object on stdout."),
+    )
+
+
+O = _opts()
+
+
+def simulate(
+    policy: Policy = typer.Option(None, "--policy", help="ar | sd | lr-sync | lr-async | lr-stage."),
+    alpha1: float = O["alpha1"], c1: float = O["c1"],
+    k1: int = typer.Option(None, "--k1", help="Target steps in parallel (drafts + 1)."),
+    depth: int = typer.Option(None, "--depth", help="lr-async: drafts ahead of the committed step."),
+    width: int = typer.Option(None, "--width", help="lr-async: sibling drafts per node."),
+    k2: int = typer.Option(None, "--k2", help="Token-level SD positions per verify pass (drafted + 1)."),
+    alpha2: float = O["alpha2"], c2: float = O["c2"], ideal: bool = O["ideal"], budget: float = O["budget"],
+    requests: int = O["requests"], rate: float = O["rate"], steps: int = O["steps"], seed: int = O["seed"],
+    scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"], as_json: bool = O["as_json"],
+):
+    """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
+    from .runner import simulate as run_sim
+
+    cfg = build(Options(policy.value if policy else None, alpha1, c1, k1, depth, width, k2, alpha2, c2,
+                        ideal, budget, requests, rate, steps, seed, scenario, equal_resources))
+    out = run_sim(cfg)
+    if as_json:
+        print(json.dumps(out))
+        return
+    _print_summary(out)
+
+
+def _fmt(v, nd=3):
+    return "-" if v is None else (f"{v:.{nd}f}" if isinstance(v, float) else str(v))
+
+
+def _print_summary(s: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    unit = "units" if s["params"]["ideal"] else "s"
+    t = Table(title=f"lr simulate: {s['policy']} on {s['scenario']}", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    p = s["params"]
+    rows = [
+        ("speedup vs AR", f"{s['speedup']:.4f}" + (f" ± {s['latency_speedup_se']:.4f}" if s.get("latency_speedup_se") else "")),
+        ("throughput / latency speedup", f"{_fmt(s['throughput_speedup'], 4)} / {_fmt(s['latency_speedup'], 4)}"),
+        (f"tokens/{unit} (AR)", f"{s['tokens_per_s']:.2f} ({s['ar_tokens_per_s']:.2f})"),
+        ("knobs", f"k1={p['k1']} depth={p['depth']} width={p['width']} k2={p['k2']} c1={p['c1']:.3f}"),
+        ("requests / steps / tokens", f"{s['requests']} / {s['steps']} / {s['output_tokens']}"),
+        (f"latency p50/p90/p99 ({unit})", " / ".join(_fmt(s["latency_s"][k]) for k in ("p50", "p90", "p99"))),
+        (f"TTFT p50/p99 ({unit})", " / ".join(_fmt(s["ttft_s"][k]) for k in ("p50", "p99"))),
+        (f"TPOT p50/p99 ({unit})", " / ".join(_fmt(s["tpot_s"][k], 4) for k in ("p50", "p99"))),
+        ("steps accepted / proposed", f"{s['accepted_steps']} / {s['proposed_steps']} "
+                                      f"({_fmt(s['step_acceptance_rate'])})"),
+        ("steps from draft / target", f"{s['steps_from_draft']} / {s['steps_from_target']}"),
+        ("mean steps per cycle", _fmt(s["mean_steps_per_cycle"])),
+        ("unready drafts (rejected)", str(s["unready_drafts"])),
+        ("cancelled jobs draft/target", f"{s['cancelled_jobs']['draft']} / {s['cancelled_jobs']['target']}"),
+    ]
+    if s["sd"]:
+        rows.append(("SD token acceptance / mean accepted length",
+                     f"{_fmt(s['sd']['acceptance_rate'])} / {_fmt(s['sd']['mean_accepted_length'])}"))
+    rows.append(("utilisation", ", ".join(f"{k} {v:.0%}" for k, v in s["utilisation"].items())))
+    for k, v in rows:
+        t.add_row(k, v)
+    Console().print(t)
+
+
+def sweep(
+    policy: Policy = typer.Option(Policy.lr_async, "--policy"),
+    alpha1: float = O["alpha1"], c1: float = O["c1"],
+    k1: str = typer.Option(None, "--k1", help="k1 values: '1-8' or '2,4,6' (lr-sync, lr-stage)."),
+    depth: str = typer.Option(None, "--depth", help="depth values (lr-async), e.g. '1-6'."),
+    width: str = typer.Option("1", "--width", help="width values (lr-async)."),
+    k2: str = typer.Option("1", "--k2", help="k2 values, e.g. '1-6'."),
+    alpha2: float = O["alpha2"], c2: float = O["c2"], ideal: bool = O["ideal"],
+    budget: int = typer.Option(None, "--budget", "-M", help="Keep points whose target parallelism x k2 <= M."),
+    requests: int = O["requests"], rate: float = O["rate"], steps: int = O["steps"], seed: int = O["seed"],
+    scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"],
+    jobs: int = typer.Option(0, "--jobs", help="Worker processes (0 = all cores)."),
+    out: Path = typer.Option(None, "--out", help="Write the full results as JSON here."),
+    as_json: bool = O["as_json"],
+):
+    """Simulate a grid of (k1 | depth, k2, width) under a budget; print a table, write JSON."""
+    from .sweep import parse_values, run_sweep
+
+    base = Options(policy.value, alpha1, c1, None, None, None, None, alpha2, c2, ideal, None,
+                   requests, rate, steps, seed, scenario, equal_resources)
+    grid = {"k1": parse_values("--k1", k1), "depth": parse_values("--depth", depth),
+            "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
+    res = run_sweep(base, grid, budget, jobs)
+    if out is not None:
+        out.write_text(json.dumps(res, indent=1))
+    if as_json:
+        print(json.dumps(res))
+        return
+    _print_sweep(res)
+
+
+def _print_sweep(res: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"lr sweep: {res['policy']} ({len(res['points'])} points, {res['elapsed_s']:.1f} s)")
+    for c in ("k1", "depth", "width", "k2", "parallel", "speedup", "tokens/s", "accept"):
+        t.add_column(c, justify="right")
+    for p in sorted(res["points"], key=lambda p: -p["speedup"]):
+        t.add_row(*(str(p[k]) for k in ("k1", "depth", "width", "k2", "parallel")),
+                  f"{p['speedup']:.4f}", f"{p['tokens_per_s']:.2f}", _fmt(p["step_acceptance_rate"]))
+    Console().print(t)
+    if res["best"]:
+        b = res["best"]
+        Console().print(f"best: k1={b['k1']} depth={b['depth']} width={b['width']} k2={b['k2']} "
+                        f"speedup {b['speedup']:.4f}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)
+    app.command("sweep")(sweep)

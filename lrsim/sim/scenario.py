@@ -1,0 +1,226 @@
+"""Scenario files (TOML): hardware, placement, models, verifier, token-level SD, workload, policy.
+
+    name = "..."
+    [devices]               name = "kind"  (e.g. gpu0 = "H100")
+    [models.target]         devices = [...], tp = 2, max_seqs = 256, latency = {...}
+    [models.draft]          same (needed by lr-* policies)
+    [models.judge]          optional: an LLM judge on its own device (verifier.kind = "llm")
+    [verifier]              kind = "none" | "constant" | "per_token" | "llm", seconds = 0.013
+    [sd]                    k2 = 1, drafter = "ngram" | "model", latency = {...} (drafter="model")
+    [workload]              kind = "synthetic" (Synthetic's fields) | "trace" (path = "...jsonl")
+    [policy]                name = "lr-async", depth = 4, width = 1, k1 = 2
+
+latency tables:
+    {kind = "roofline", params_b = 32.8, bytes_per_param = 2, tp = 2, kv_bytes_per_token = ...,
+     bandwidth_efficiency = 0.8, overhead_ms = 2}        derived from hardware facts, or
+    {kind = "roofline", base_ms = 12, knee_tokens = 300, per_token_ms = 0.04, per_ctx_token_us = 0}
+    {kind = "table", decode = [[batch, ms] | [batch, context, ms], ...], prefill = [[tokens, ms]]}
+    {kind = "table", file = "path.json", model = "name"}  (lrsim/data/latency/*.json format)
+    {kind = "ideal", unit_ms = 1}
+Every error names the file and the field: `lr: error: FILE: models.target.latency.kind: ...`.
+"""
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+from ..errors import UserError
+from .config import POLICIES, Config, Placement
+from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements
+from .verifier import VerifierCost
+from .workload import Synthetic
+
+SHIPPED = "lrsim.scenarios"
+
+
+class _Doc:
+    """Typed access to a TOML table that names file and field in every error."""
+
+    def __init__(self, path: Path, table: dict, where: str = ""):
+        self.path, self.t, self.where = path, table, where
+
+    def err(self, key: str, msg: str) -> UserError:
+        field = f"{self.where}.{key}" if self.where else key
+        return UserError(f"{self.path}: {field}: {msg}")
+
+    def sub(self, key: str, required: bool = False) -> "_Doc | None":
+        v = self.t.get(key)
+        if v is None:
+            if required:
+                raise self.err(key, "missing table")
+            return None
+        if not isinstance(v, dict):
+            raise self.err(key, "must be a table")
+        return _Doc(self.path, v, f"{self.where}.{key}" if self.where else key)
+
+    def get(self, key, typ, default=None, lo=None, hi=None, required=False):
+        if key not in self.t:
+            if required:
+                raise self.err(key, "missing")
+            return default
+        v = self.t[key]
+        ok = isinstance(v, typ) and not (typ in ((int,), int) and isinstance(v, bool))
+        if typ is float and isinstance(v, int) and not isinstance(v, bool):
+            v, ok = float(v), True
+        if not ok:
+            raise self.err(key, f"expected {getattr(typ, '__name__', typ)}, got {v!r}")
+        if lo is not None and v < lo or hi is not None and v > hi:
+            raise self.err(key, f"must be in [{lo}, {hi}], got {v!r}")
+        return v
+
+    def check_keys(self, allowed: set[str]) -> None:
+        for k in self.t:
+            if k not in allowed:
+                raise self.err(k, f"unknown field (allowed: {', '.join(sorted(allowed))})")
+
+
+def _latency(doc: _Doc, tp: int):
+    kind = doc.get("kind", str, required=True)
+    if kind == "ideal":
+        return Ideal(doc.get("unit_ms", float, 1.0, lo=0.0) / 1e3)
+    if kind == "roofline":
+        if "params_b" in doc.t:
+            return Roofline.from_hardware(
+                params=doc.get("params_b", float, lo=0.0) * 1e9,
+                bytes_per_param=doc.get("bytes_per_param", float, 2.0, lo=0.0),
+                tp=doc.get("tp", int, tp, lo=1),
+                hbm_bytes_per_s=doc.get("hbm_tb_s", float, H100_HBM_BYTES_PER_S / 1e12, lo=0.001) * 1e12,
+                flops=doc.get("tflops", float, H100_BF16_FLOPS / 1e12, lo=0.001) * 1e12,
+                kv_bytes_per_token=doc.get("kv_bytes_per_token", float, 0.0, lo=0.0),
+                bandwidth_efficiency=doc.get("bandwidth_efficiency", float, 0.8, lo=0.01, hi=1.0),
+                tp_efficiency=doc.get("tp_efficiency", float, 0.9, lo=0.01, hi=1.0),
+                overhead_s=doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3)
+        per = doc.get("per_token_ms", float, None, lo=0.0)
+        return Roofline(base_s=doc.get("base_ms", float, required=True, lo=1e-9) / 1e3,
+                        knee_tokens=doc.get("knee_tokens", float, required=True, lo=1e-9),
+                        per_token_s=None if per is None else per / 1e3,
+                        per_ctx_token_s=doc.get("per_ctx_token_us", float, 0.0, lo=0.0) / 1e6,
+                        overhead_s=doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3)
+    if kind == "table":
+        if "file" in doc.t:
+            f = Path(doc.get("file", str))
+            if not f.is_absolute():
+                f = (doc.path.parent / f) if (doc.path.parent / f).exists() else f
+            models = load_measurements(f)
+            name = doc.get("model", str, required=True)
+            if name not in models:
+                raise doc.err("model", f"{name!r} not in {f} (has: {', '.join(models)})")
+            return models[name]
+        dec = doc.get("decode", list, required=True)
+        try:
+            rows = [(float(r[0]), 0.0, float(r[1]) / 1e3) if len(r) == 2 else
+                    (float(r[0]), float(r[1]), float(r[2]) / 1e3) for r in dec]
+            pre = [(float(r[0]), float(r[1]) / 1e3) for r in doc.get("prefill", list, [])]
+        except (TypeError, ValueError, IndexError):
+            raise doc.err("decode", "rows must be [batch, ms] or [batch, context, ms]; prefill [tokens, ms]") from None
+        return Tabulated(rows, pre, name=f"{doc.path.name}:{doc.where}")
+    raise doc.err("kind", f"must be 'roofline', 'table' or 'ideal', got {kind!r}")
+
+
+def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
+    doc.check_keys({"name", "devices", "tp", "max_seqs", "latency", "params_b", "note"})
+    devs = doc.get("devices", list, required=True)
+    for d in devs:
+        if d not in devices:
+            raise doc.err("devices", f"unknown device {d!r} (declared: {', '.join(devices)})")
+    tp = doc.get("tp", int, len(devs), lo=1)
+    lat = _latency(doc.sub("latency", required=True), tp)
+    return Placement(doc.get("name", str, role), lat, list(devs), tp, doc.get("max_seqs", int, 256, lo=1))
+
+
+def _workload(doc: _Doc | None, seed: int):
+    if doc is None:
+        return Synthetic(seed=seed)
+    kind = doc.get("kind", str, "synthetic")
+    if kind == "trace":
+        from .traces import TraceWorkload
+        p = Path(doc.get("path", str, required=True))
+        if not p.is_absolute() and (doc.path.parent / p).exists():
+            p = doc.path.parent / p
+        return TraceWorkload.from_file(p, mode=doc.get("mode", str, None))
+    if kind != "synthetic":
+        raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
+    doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
+                    "step_sigma", "prompt_tokens", "rate", "seed", "note"})
+    abd = doc.get("alpha_by_depth", list, None)
+    if abd is not None and not all(isinstance(a, (int, float)) and 0 <= a <= 1 for a in abd):
+        raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
+    return Synthetic(
+        n_requests=doc.get("requests", int, 1, lo=1), steps=doc.get("steps", int, 200, lo=1),
+        alpha1=doc.get("alpha1", float, 0.6, lo=0.0, hi=1.0),
+        alpha2=doc.get("alpha2", float, 0.0, lo=0.0, hi=1.0), alpha_by_depth=abd,
+        step_mean=doc.get("step_mean", float, 40.0, lo=1.0), step_sigma=doc.get("step_sigma", float, 0.5, lo=0.0),
+        prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0), rate=doc.get("rate", float, None, lo=1e-9),
+        seed=doc.get("seed", int, seed))
+
+
+def resolve_path(name: str) -> Path:
+    """A path, or the name of a shipped scenario (with or without .toml)."""
+    p = Path(name)
+    if p.exists():
+        return p
+    shipped = resources.files(SHIPPED)
+    for cand in (name, f"{name}.toml"):
+        q = shipped / cand
+        if q.is_file():
+            return Path(str(q))
+    names = sorted(f.name for f in shipped.iterdir() if f.name.endswith(".toml"))
+    raise UserError(f"--scenario: no file {name!r} and no shipped scenario of that name "
+                    f"(shipped: {', '.join(names)})")
+
+
+def load(name: str, seed: int = 0) -> Config:
+    path = resolve_path(name)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: invalid TOML ({e})") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    doc = _Doc(path, raw)
+    doc.check_keys({"name", "description", "devices", "models", "verifier", "sd", "workload", "policy"})
+    devices = doc.get("devices", dict, required=True)
+    if not devices or not all(isinstance(v, str) for v in devices.values()):
+        raise doc.err("devices", "must be a non-empty table of name = \"kind\"")
+    models = doc.sub("models", required=True)
+    target = _placement(models.sub("target", required=True), "target", devices)
+    draft = models.sub("draft")
+    draft = _placement(draft, "draft", devices) if draft else None
+    judge = models.sub("judge")
+    judge = _placement(judge, "judge", devices) if judge else None
+    v = doc.sub("verifier")
+    verifier = VerifierCost()
+    if v is not None:
+        v.check_keys({"kind", "seconds", "template_tokens", "note"})
+        kind = v.get("kind", str, "none")
+        if kind not in ("none", "constant", "per_token", "llm"):
+            raise v.err("kind", f"must be none, constant, per_token or llm, got {kind!r}")
+        if kind == "llm" and judge is None:
+            raise v.err("kind", "'llm' needs [models.judge]")
+        verifier = VerifierCost(kind, v.get("seconds", float, 0.0, lo=0.0), v.get("template_tokens", int, 120, lo=0))
+    sd = doc.sub("sd")
+    k2, sd_draft = 1, None
+    if sd is not None:
+        sd.check_keys({"k2", "drafter", "latency", "note"})
+        k2 = sd.get("k2", int, 1, lo=1)
+        drafter = sd.get("drafter", str, "ngram")
+        if drafter == "model":
+            sd_draft = _latency(sd.sub("latency", required=True), 1)
+        elif drafter != "ngram":
+            raise sd.err("drafter", f"must be 'ngram' or 'model', got {drafter!r}")
+    pol = doc.sub("policy")
+    cfg = Config(devices=dict(devices), target=target, draft=draft, judge=judge, verifier=verifier,
+                 sd_draft=sd_draft, k2=k2, workload=_workload(doc.sub("workload"), seed),
+                 name=doc.get("name", str, path.stem))
+    if pol is not None:
+        pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "note"})
+        cfg.policy = pol.get("name", str, cfg.policy)
+        if cfg.policy not in POLICIES:
+            raise pol.err("name", f"must be one of {', '.join(POLICIES)}, got {cfg.policy!r}")
+        cfg.k1 = pol.get("k1", int, cfg.k1, lo=1)
+        cfg.depth = pol.get("depth", int, cfg.depth, lo=1)
+        cfg.width = pol.get("width", int, cfg.width, lo=1)
+        cfg.k2 = pol.get("k2", int, cfg.k2, lo=1)
+        cfg.equal_resources = pol.get("equal_resources", bool, False)
+    return cfg
