@@ -48,6 +48,8 @@ class StepLog:
             return None
         if isinstance(verdict, dict):
             return verdict
+        if hasattr(verdict, "to_trace"):  # lrreal.verifiers.Verdict (a failed check: verdict null)
+            return verdict.to_trace(self.t0)
         return {"start": self.rel(verdict.start), "end": self.rel(verdict.end),
                 "verdict": bool(verdict.accepted), "method": verdict.method,
                 "score": None if verdict.score is None else float(verdict.score),

@@ -1,0 +1,122 @@
+"""`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync on real vLLM engines."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+
+
+def collect_cmd(
+    mode: str = typer.Option("lr", "--mode", help="ar | sd | lr | lr+sd | lr-sync"),
+    dataset: str = typer.Option("gsm8k", "--dataset", help="gsm8k | aime2025 | gpqa | humaneval | PATH.jsonl"),
+    limit: Optional[int] = typer.Option(2, "--limit", min=1, help="Number of problems."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many problems first."),
+    samples: int = typer.Option(1, "--samples", min=1, help="Samples per problem."),
+    depth: int = typer.Option(4, "--depth", min=1, help="LR tree depth (lr-sync: drafted steps per cycle)."),
+    width: int = typer.Option(1, "--width", min=1, help="Child drafts per tree node (>1 needs sampling)."),
+    verifier: str = typer.Option("exact", "--verifier", help="exact | embedding[:T] | random[:P] | judge | judge-logprob[:T]"),
+    judge_url: Optional[str] = typer.Option(None, "--judge-url", help="OpenAI-compatible judge server (lr judge serve)."),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Total output budget per problem (cut exactly)."),
+    max_step_tokens: int = typer.Option(100, "--max-step-tokens", min=1, help="A step ends at a blank line or this many tokens."),
+    boundary_rule: bool = typer.Option(True, "--boundary-rule/--no-boundary-rule", help="Draft only after a context ending in a blank line (reference)."),
+    seed: int = typer.Option(0, "--seed", help="Run seed; per-request seeds derive from it."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy (paper: 0.6)."),
+    top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0),
+    top_k: int = typer.Option(0, "--top-k", min=0, help="0 = off."),
+    out: str = typer.Option("traces.jsonl", "--out", help="Trace file (JSONL, appended)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an existing trace file, skipping finished records."),
+    target: str = typer.Option("target", "--target", help="Target model: packaged name/alias or local HF folder."),
+    draft: str = typer.Option("draft", "--draft", help="Draft model: packaged name/alias or local HF folder."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Model cache (default $LR_CACHE_DIR or ~/.cache/lr-toolkit)."),
+    dtype: str = typer.Option("float32", "--dtype", help="vLLM dtype (float32 is fastest on these CPUs)."),
+    max_model_len: int = typer.Option(4096, "--max-model-len", min=64),
+    kv_cache_space: int = typer.Option(2, "--kv-cache-space", min=1, help="GiB of KV cache per engine (VLLM_CPU_KVCACHE_SPACE)."),
+    enable_prefix_caching: bool = typer.Option(True, "--enable-prefix-caching/--no-enable-prefix-caching"),
+    num_speculative_tokens: int = typer.Option(6, "--num-speculative-tokens", min=1, help="n-gram SD tokens (sd, lr+sd)."),
+    prompt_lookup_max: int = typer.Option(2, "--prompt-lookup-max", min=1, help="n-gram SD lookup size."),
+    target_cores: str = typer.Option("0-1", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine."),
+    draft_cores: str = typer.Option("0-1", "--draft-cores", help="VLLM_CPU_OMP_THREADS_BIND of the draft engine."),
+    execute_code: bool = typer.Option(False, "--execute-code", help="Grade HumanEval by running its tests (sandboxed subprocess)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+):
+    """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
+    from .collect import CollectSpec, collect, summarize
+    from .traces import read_traces
+
+    spec = CollectSpec(mode=mode, dataset=dataset, limit=limit, offset=offset, samples=samples,
+                       depth=depth, width=width, verifier=verifier, judge_url=judge_url,
+                       max_tokens=max_tokens, max_step_tokens=max_step_tokens,
+                       boundary_rule=boundary_rule, seed=seed, temperature=temperature,
+                       top_p=top_p, top_k=top_k, out=out, resume=resume, target=target, draft=draft,
+                       cache_dir=cache_dir, dtype=dtype, max_model_len=max_model_len,
+                       kv_cache_space_gib=kv_cache_space, enable_prefix_caching=enable_prefix_caching,
+                       num_speculative_tokens=num_speculative_tokens,
+                       prompt_lookup_max=prompt_lookup_max, target_cores=target_cores,
+                       draft_cores=draft_cores, execute_code=execute_code)
+    spec.scheduler_config()  # validate flags before anything slow
+
+    if as_json:
+        summary = collect(spec)
+    else:
+        summary = _collect_with_progress(spec, collect)
+    rows = summarize(read_traces(out)) if summary.written or summary.skipped else []
+    result = {"out": out, "written": summary.written, "skipped": summary.skipped,
+              "failed": summary.failed, "summary": rows}
+    if as_json:
+        print(json.dumps(result))
+    else:
+        _print_summary(result)
+    if summary.failed:
+        raise typer.Exit(1)
+
+
+def _collect_with_progress(spec, collect):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    state = {"tokens": 0, "wall": 0.0, "prop": 0, "acc": 0}
+    cols = [TextColumn(f"[bold]{spec.mode}[/] {spec.dataset}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[tps]} tok/s"), TextColumn("accept {task.fields[acc]}"),
+            TimeElapsedColumn()]
+    with Progress(*cols, transient=False) as bar:
+        task = bar.add_task("collect", total=None, tps="-", acc="-")
+
+        def on_start(total, skipped):
+            bar.update(task, total=total, completed=skipped)
+
+        def on_record(rec):
+            state["tokens"] += rec["output_tokens"]
+            state["wall"] += rec["wall_time_s"]
+            state["prop"] += rec["step_acceptance"]["proposed"]
+            state["acc"] += rec["step_acceptance"]["accepted"]
+            tps = f"{state['tokens'] / state['wall']:.2f}" if state["wall"] else "-"
+            acc = f"{state['acc'] / state['prop']:.2f}" if state["prop"] else "-"
+            bar.update(task, advance=1, tps=tps, acc=acc)
+
+        return collect(spec, on_record=on_record, on_start=on_start)
+
+
+def _print_summary(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    con.print(f"wrote {result['written']} record(s) to {result['out']} "
+              f"(skipped {result['skipped']} already recorded)")
+    for f in result["failed"]:
+        con.print(f"[red]failed[/] {f['problem_id']} sample {f['sample']}: {f['error']}")
+    if not result["summary"]:
+        return
+    t = Table(title=f"Summary of {result['out']}")
+    for col in ("mode", "records", "accuracy", "tok/s", "speedup vs AR", "step accept", "SD accept"):
+        t.add_column(col, justify="right")
+    fmt = lambda v, f="{:.3f}": "-" if v is None else f.format(v)
+    for r in result["summary"]:
+        t.add_row(r["mode"], str(r["records"]), fmt(r["accuracy"], "{:.1%}"), fmt(r["tokens_per_s"], "{:.2f}"),
+                  fmt(r["speedup_vs_ar"], "{:.2f}x"), fmt(r["step_acceptance"]), fmt(r["sd_acceptance"]))
+    con.print(t)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collect")(collect_cmd)
