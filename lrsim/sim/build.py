@@ -99,6 +99,7 @@ def build(o: Options) -> Config:
         if o.seed:
             changes["seed"] = o.seed
         cfg.workload = replace(wl, **changes)
-    elif any(v is not None for v in (o.alpha1, o.alpha2, o.steps)):
-        raise UserError("--alpha1/--alpha2/--steps apply to synthetic workloads, not to a trace workload")
+    elif any(v is not None for v in (o.alpha1, o.alpha2, o.steps, o.requests, o.rate)):
+        raise UserError("--alpha1/--alpha2/--steps/--requests/--rate apply to synthetic workloads, "
+                        "not to the scenario's trace workload")
     return cfg.validate()

@@ -1,0 +1,133 @@
+"""Trace-driven workloads: replay the steps and verdicts of real traces (traces/README.md, v1).
+
+Reading uses the real backend's validating reader `lrreal.traces.read_traces` when it is
+importable; otherwise (a simulator-only install) a minimal JSONL reader that checks only the
+fields used here. This module is the only place that knows the trace format.
+
+Mapping (one record -> one request):
+    steps[i].tokens                   -> the length of step i (the simulated request's steps)
+    prompt_tokens (optional)          -> prompt length (default DEFAULT_PROMPT_TOKENS)
+    steps[i].verify.verdict / source  -> the verdict the first time position i is judged (replay);
+                                         later re-drafts of the same position, and positions
+                                         without a recorded verdict, draw from the record's
+                                         step_acceptance.by_depth rate at that depth (pooled
+                                         over the file when the record has none)
+    sd.accepted / sd.drafted          -> per-token acceptance of token-level SD (pooled fallback)
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from .workload import RequestSpec
+
+DEFAULT_PROMPT_TOKENS = 300
+DEFAULT_ALPHA = 0.5        # when a file has no step acceptance at all
+
+
+def _read(path: Path) -> list[dict]:
+    try:
+        from lrreal.traces import read_traces
+    except ImportError:
+        return _read_minimal(path)
+    return read_traces(path)
+
+
+def _read_minimal(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise UserError(f"{path}: trace file not found")
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("steps"), list):
+            raise UserError(f"{path}:{n}: field steps: missing or not a list")
+        for i, s in enumerate(rec["steps"]):
+            if not isinstance(s, dict) or not isinstance(s.get("tokens"), int) or s["tokens"] < 0:
+                raise UserError(f"{path}:{n}: field steps/{i}/tokens: must be an integer >= 0")
+        out.append(rec)
+    return out
+
+
+def _verdict(step: dict):
+    if step.get("source") == "draft":
+        return True
+    v = step.get("verify")
+    return v.get("verdict") if isinstance(v, dict) else None
+
+
+@dataclass
+class TraceWorkload:
+    records: list[dict]
+    source: str = "trace"
+    rate: float | None = None
+    seed: int = 0
+    _pooled: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_file(cls, path: str | Path, mode: str | None = None, seed: int = 0) -> "TraceWorkload":
+        p = Path(path)
+        recs = [r for r in _read(p) if mode is None or r.get("mode") == mode]
+        recs = [r for r in recs if any(s.get("tokens", 0) > 0 for s in r.get("steps", []))]
+        if not recs:
+            raise UserError(f"{p}: no trace record with steps" + (f" in mode {mode!r}" if mode else ""))
+        return cls(recs, str(p), seed=seed)
+
+    def __post_init__(self):
+        prop: dict[int, list[int]] = {}
+        drafted = accepted = 0
+        for r in self.records:
+            for d, (pp, aa) in ((r.get("step_acceptance") or {}).get("by_depth") or {}).items():
+                pa = prop.setdefault(int(d), [0, 0])
+                pa[0] += pp
+                pa[1] += aa
+            sd = r.get("sd") or {}
+            drafted += sd.get("drafted", 0)
+            accepted += sd.get("accepted", 0)
+        self._pooled = {"by_depth": {d: a / p for d, (p, a) in prop.items() if p},
+                        "alpha2": accepted / drafted if drafted else 0.0}
+
+    def requests(self) -> list[RequestSpec]:
+        out = []
+        for i, r in enumerate(self.records):
+            steps = [s["tokens"] for s in r["steps"] if s.get("tokens", 0) > 0]
+            req = RequestSpec(i, int(r.get("prompt_tokens") or DEFAULT_PROMPT_TOKENS), steps, 0.0,
+                              random.Random(self.seed * 1_000_003 + i))
+            req.trace = r                        # type: ignore[attr-defined]
+            req.replayed = set()                 # type: ignore[attr-defined]
+            req.verdicts = [_verdict(s) for s in r["steps"] if s.get("tokens", 0) > 0]  # type: ignore[attr-defined]
+            out.append(req)
+        return out
+
+    def _rate(self, req, depth: int) -> float:
+        by = {int(d): (a / p if p else None)
+              for d, (p, a) in ((req.trace.get("step_acceptance") or {}).get("by_depth") or {}).items()}
+        for table in (by, self._pooled["by_depth"]):
+            if table:
+                if table.get(depth) is not None:
+                    return table[depth]
+                near = max((d for d in table if d <= depth and table[d] is not None), default=None)
+                if near is not None:
+                    return table[near]
+        return DEFAULT_ALPHA
+
+    def step_accept(self, req, position: int, depth: int) -> bool:
+        if position not in req.replayed and position < len(req.verdicts):
+            req.replayed.add(position)
+            v = req.verdicts[position]
+            if v is not None:
+                return bool(v)
+        return req.rng.random() < self._rate(req, depth)
+
+    def token_alpha(self, req) -> float:
+        sd = req.trace.get("sd") or {}
+        if sd.get("drafted"):
+            return sd["accepted"] / sd["drafted"]
+        return self._pooled["alpha2"]
