@@ -14,7 +14,9 @@ lags the true one by at most that many tokens.
 """
 from __future__ import annotations
 
+import heapq
 import math
+from collections import deque
 
 import simpy
 
@@ -27,7 +29,8 @@ class Job:
     """A request to an engine: `iters` iterations, each decoding `tokens_per_iter` positions."""
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
-                 "submitted", "started", "finished", "tag", "emit_per_iter", "total")
+                 "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
+                 "start_iter")
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
                  sd: bool = False, tag=None, emit_per_iter: float = 1.0):
@@ -47,6 +50,11 @@ class Job:
 
 
 class Engine:
+    """Incremental bookkeeping (the hot path is O(log n) per batch change, not O(batch)):
+    iterations are counted globally (`iter_no`); a job admitted at iteration a with n
+    iterations finishes at a + n (a heap gives the next completion); the batch's decode tokens,
+    SD sequences and context sum are running totals (context = A + iter_no * E)."""
+
     def __init__(self, env: simpy.Environment, name: str, latency: LatencyModel, devices: list,
                  max_seqs: int = 256, sd_k2: int = 1, sd_draft: LatencyModel | None = None,
                  context_term: bool = True, max_chunk: int = 64):
@@ -58,14 +66,27 @@ class Engine:
         self.sd_k2 = sd_k2                # positions per SD verification pass
         self.sd_draft = sd_draft          # drafter run inside the engine step (None = n-gram, free)
         self.max_chunk = max_chunk if context_term else NEVER_CAP
-        self.running: list[Job] = []
-        self.waiting: list[Job] = []
+        self.waiting: deque[Job] = deque()
+        self.heap: list = []              # (finish_iter, seq, job)
+        self.prefilling: list[Job] = []   # admitted, first iteration (prefill) not yet run
+        self.cancelled: list[Job] = []    # cancelled while admitted, removed at the next boundary
+        self.iter_no = 0
+        self.n = 0                        # admitted sequences
+        self.dec = 0                      # decode positions per iteration of admitted jobs
+        self.nsd = 0
+        self.ctx_a = 0.0
+        self.ctx_e = 0.0
+        self._seq = 0
         self.busy_s = 0.0
         self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
         self.batch_hist: dict[int, int] = {}   # sequences per iteration -> iterations
         self._wake = env.event()
         self.proc = env.process(self._loop())
+
+    @property
+    def running(self) -> int:
+        return self.n
 
     # --- API used by policies ---------------------------------------------------------------
     def submit(self, job: Job) -> Job:
@@ -76,58 +97,92 @@ class Engine:
     def cancel(self, job: Job) -> None:
         if job.finished is None and not job.cancelled:
             job.cancelled = True
+            if job.started is not None:       # admitted: leaves at the next iteration boundary
+                job.iters_left = job.finish_iter - self.iter_no
+                self.cancelled.append(job)
             self._poke()
 
     def _poke(self):
         if not self._wake.triggered:
             self._wake.succeed()
 
-    # --- the scheduler loop -----------------------------------------------------------------
-    def _admit(self):
-        self.running = [j for j in self.running if not j.cancelled]
-        if self.waiting:
-            self.waiting = [j for j in self.waiting if not j.cancelled]
-            while self.waiting and len(self.running) < self.max_seqs:
-                j = self.waiting.pop(0)
-                j.started = self.env.now
-                self.running.append(j)
+    # --- bookkeeping ----------------------------------------------------------------------------
+    def _add(self, j: Job):
+        j.started = self.env.now
+        j.finish_iter = self.iter_no + j.iters_left
+        j.start_iter = self.iter_no
+        self._seq += 1
+        heapq.heappush(self.heap, (j.finish_iter, self._seq, j))
+        self.n += 1
+        self.dec += j.tokens_per_iter
+        self.nsd += j.sd
+        self.ctx_a += j.ctx - self.iter_no * j.emit_per_iter
+        self.ctx_e += j.emit_per_iter
+        if j.prefill:
+            self.prefilling.append(j)
 
-    def _iteration_cost(self, batch: list[Job]) -> float:
-        dec = pre = nsd = 0
-        ctx = 0.0
-        for j in batch:
-            if j.prefill:
-                pre += j.prefill
-            else:
-                dec += j.tokens_per_iter
-            if j.sd:
-                nsd += 1
-            ctx += j.ctx
-        t = self.latency.forward(dec, pre, len(batch), ctx)
-        if nsd and self.sd_draft is not None and self.sd_k2 > 1:
-            t += (self.sd_k2 - 1) * self.sd_draft.forward(nsd, 0, nsd, ctx)
+    def _remove(self, j: Job):
+        self.n -= 1
+        self.dec -= j.tokens_per_iter
+        self.nsd -= j.sd
+        self.ctx_a -= j.ctx - j.start_iter * j.emit_per_iter
+        self.ctx_e -= j.emit_per_iter
+
+    def _admit(self):
+        if self.cancelled:
+            for j in self.cancelled:
+                self._remove(j)
+                if j in self.prefilling:
+                    self.prefilling.remove(j)
+            self.cancelled.clear()
+        w = self.waiting
+        while w and self.n < self.max_seqs:
+            j = w.popleft()
+            if not j.cancelled:
+                self._add(j)
+
+    def _next_finish(self) -> int:
+        h = self.heap
+        while h[0][2].cancelled:
+            heapq.heappop(h)
+        return h[0][0]
+
+    def _iteration_cost(self) -> float:
+        pre = 0
+        dec = self.dec
+        for j in self.prefilling:       # their first iteration is the prefill (+ first token)
+            pre += j.prefill
+            dec -= j.tokens_per_iter
+        ctx = self.ctx_a + self.iter_no * self.ctx_e
+        t = self.latency.forward(dec, pre, self.n, ctx)
+        if self.nsd and self.sd_draft is not None and self.sd_k2 > 1:
+            t += (self.sd_k2 - 1) * self.sd_draft.forward(self.nsd, 0, self.nsd, ctx)
         return t
 
+    # --- the scheduler loop -----------------------------------------------------------------
     def _loop(self):
         env = self.env
         shared = any(d.shared for d in self.devices)
         while True:
             self._admit()
-            if not self.running:
+            if not self.n:
                 self._wake = env.event()
                 yield self._wake
                 continue
-            batch = list(self.running)
             reqs = []
             if shared:  # time-sharing: hold every device of the pool, one iteration at a time
                 reqs = [d.resource.request() for d in self.devices]
                 yield env.all_of(reqs)
-                batch = [j for j in self.running if not j.cancelled] or batch
-            t_iter = self._iteration_cost(batch)
-            if shared or any(j.prefill for j in batch):
+                self._admit()
+                if not self.n:
+                    for r in reqs:
+                        r.resource.release(r)
+                    continue
+            t_iter = self._iteration_cost()
+            if shared or self.prefilling:
                 n = 1
             else:
-                n = min(min(j.iters_left for j in batch), self.max_chunk)
+                n = min(self._next_finish() - self.iter_no, self.max_chunk)
             start = env.now
             self._wake = env.event()
             to = env.timeout(n * t_iter)
@@ -140,28 +195,34 @@ class Engine:
                 if end > env.now:
                     yield env.timeout(end - env.now)
             for r in reqs:
-                d = r.resource
-                d.release(r)
+                r.resource.release(r)
             if k == 0:
                 continue
-            spent = k * t_iter
-            self.busy_s += spent
-            self.last_end = env.now
-            self.iterations += k
-            self.batch_hist[len(batch)] = self.batch_hist.get(len(batch), 0) + k
-            for d in self.devices:
-                d.busy_s += spent
-            now = env.now
-            for j in batch:
-                if j.cancelled:
-                    continue
-                j.iters_left -= k
-                j.ctx += k * j.emit_per_iter + j.prefill
-                j.prefill = 0
-                if j.iters_left <= 0:
-                    j.finished = now
-                    j.done.succeed(j)
-            self.running = [j for j in self.running if j.finished is None and not j.cancelled]
+            self._advance(k, k * t_iter)
+
+    def _advance(self, k: int, spent: float):
+        now = self.env.now
+        self.busy_s += spent
+        self.last_end = now
+        self.iterations += k
+        self.batch_hist[self.n] = self.batch_hist.get(self.n, 0) + k
+        for d in self.devices:
+            d.busy_s += spent
+        self.iter_no += k
+        for j in self.prefilling:
+            self.ctx_a += j.prefill
+            j.ctx += j.prefill          # so that _remove takes it out again
+            j.prefill = 0
+        self.prefilling.clear()
+        h = self.heap
+        while h and h[0][0] <= self.iter_no:
+            j = heapq.heappop(h)[2]
+            if j.cancelled:
+                continue
+            self._remove(j)
+            j.iters_left = 0
+            j.finished = now
+            j.done.succeed(j)
 
 
 class FreeEngine:
