@@ -77,6 +77,7 @@ class Engine:
         self.ctx_a = 0.0
         self.ctx_e = 0.0
         self._seq = 0
+        self._chunk = (0.0, 0.0)          # (start, iteration time) of the chunk in progress
         self.busy_s = 0.0
         self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
@@ -98,7 +99,9 @@ class Engine:
         if job.finished is None and not job.cancelled:
             job.cancelled = True
             if job.started is not None:       # admitted: leaves at the next iteration boundary
-                job.iters_left = job.finish_iter - self.iter_no
+                start, t_iter = self._chunk
+                running = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+                job.iters_left = max(0, job.finish_iter - self.iter_no - running)
                 self.cancelled.append(job)
             self._poke()
 
@@ -184,6 +187,7 @@ class Engine:
             else:
                 n = min(self._next_finish() - self.iter_no, self.max_chunk)
             start = env.now
+            self._chunk = (start, t_iter)
             self._wake = env.event()
             to = env.timeout(n * t_iter)
             fired = yield to | self._wake
