@@ -49,22 +49,30 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def main(argv: list[str] | None = None) -> None:
-    import click
+def _click_exceptions():
+    """Typer >= 0.2x vendors its own click (typer._click); older releases use click itself."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - depends on the installed Typer
+        from click import exceptions
+    return exceptions
 
+
+def main(argv: list[str] | None = None) -> None:
+    click_exc = _click_exceptions()
     command = typer.main.get_command(app)
     try:
         rv = command.main(args=argv, prog_name="lr", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as e:
+    except click_exc.NoArgsIsHelpError as e:
         print(e.ctx.get_help() if e.ctx else e.format_message())
         sys.exit(0)
-    except click.exceptions.UsageError as e:  # includes BadParameter / NoSuchOption
+    except click_exc.UsageError as e:  # includes BadParameter / NoSuchOption
         _fail(e.format_message(), e.exit_code)
-    except click.exceptions.ClickException as e:
+    except click_exc.ClickException as e:
         _fail(e.format_message(), 2)
     except UserError as e:
         _fail(str(e), e.exit_code)
-    except click.exceptions.Abort:
+    except click_exc.Abort:
         _fail("aborted", 130)
     except KeyboardInterrupt:
         _fail("interrupted", 130)

@@ -45,3 +45,25 @@ def plot_blog_figure(curves, out: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend()
     return save(fig, out)
+
+
+def plot_split_heatmap(grid, opt, out: Path, title: str = "") -> Path:
+    """h(k1, k2) on the feasible grid under budget M, the exact optimum starred."""
+    plt = pyplot()
+    m = grid.shape[0]
+    shown = min(m, 32)  # beyond ~32 the feasible region is a thin hyperbola: zoom on the useful part
+    fig, ax = plt.subplots(figsize=(6.0, 5.0))
+    im = ax.imshow(grid[:shown, :shown].T, origin="lower", cmap="viridis",
+                   extent=(0.5, shown + 0.5, 0.5, shown + 0.5), aspect="auto")
+    fig.colorbar(im, ax=ax, label="speedup h = f(k1) g(k2)")
+    ax.plot([opt.best.k1], [opt.best.k2], "r*", ms=16, label=f"optimum ({opt.best.k1}, {opt.best.k2}): "
+            f"{opt.best.speedup:.2f}x")
+    ax.plot([opt.pure_sd.k1], [opt.pure_sd.k2], "w^", ms=8, mec="k", label=f"pure SD {opt.pure_sd.speedup:.2f}x")
+    ax.plot([opt.pure_lr.k1], [opt.pure_lr.k2], "ws", ms=8, mec="k", label=f"pure LR {opt.pure_lr.speedup:.2f}x")
+    ax.set_xlabel("k1 (step-level parallelism)")
+    ax.set_ylabel("k2 (token-level parallelism)")
+    ax.set_title(title or f"budget M = {opt.budget} ({opt.params.mode})")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_xlim(0.5, shown + 0.5)
+    ax.set_ylim(0.5, shown + 0.5)
+    return save(fig, out)
