@@ -31,7 +31,7 @@ def _register() -> None:
     app.add_typer(theory_app, name="theory")
     # Optional command groups, registered when their package provides them.
     for module in ("lrsim.sim.cli", "lrreal.models_cli", "lrreal.judge_cli", "lrreal.collect_cli",
-                   "analysis.cli"):
+                   "lrsim.calib.cli", "lrsim.plan.cli", "analysis.cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ModuleNotFoundError as e:
