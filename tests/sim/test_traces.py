@@ -1,0 +1,80 @@
+"""Trace-driven workload: recorded steps and verdicts replayed through the simulator."""
+import json
+
+import pytest
+
+from lrsim.errors import UserError
+from lrsim.sim import scenario, traces
+from lrsim.sim.runner import run
+from lrsim.sim.traces import TraceWorkload
+
+
+def _record(pid="gsm8k/0", verdicts=(True, False, True), lens=(20, 30, 25)):
+    steps = []
+    t = 0.0
+    for i, (v, n) in enumerate(zip(verdicts, lens)):
+        steps.append({"index": i, "source": "draft" if v else "target", "tokens": n, "depth": 1,
+                      "draft": {"start": t, "end": t + 0.5, "tokens": n},
+                      "target": {"start": t, "end": t + 1.0, "tokens": n},
+                      "verify": {"start": t + 1.0, "end": t + 1.1, "verdict": v, "method": "judge",
+                                 "score": None, "shortcut": False, "error": None},
+                      "cancelled": []})
+        t += 1.1
+    acc = sum(verdicts)
+    return {"schema_version": 1,
+            "run": {"flags": {"mode": "lr"}, "seeds": {"run_seed": 0},
+                    "models": {"target": {"path": "/m/t", "sha256": None}},
+                    "vllm_version": None, "hardware": {"cpu": "x86_64"}},
+            "mode": "lr", "problem_id": pid, "sample": 0, "wall_time_s": t,
+            "output_tokens": sum(lens), "correct": True, "steps": steps,
+            "engine_stats": {}, "sd": {"drafted": 40, "accepted": 10, "accepted_length_hist": [0, 10]},
+            "step_acceptance": {"proposed": len(verdicts), "accepted": acc,
+                                "by_depth": {"1": [len(verdicts), acc]}},
+            "prompt_tokens": 120}
+
+
+def _write(tmp_path, recs):
+    p = tmp_path / "t.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return p
+
+
+def test_trace_requests_and_replayed_verdicts(tmp_path):
+    wl = TraceWorkload.from_file(_write(tmp_path, [_record(), _record("gsm8k/1", (False, False), (10, 12))]))
+    reqs = wl.requests()
+    assert [r.step_tokens for r in reqs] == [[20, 30, 25], [10, 12]]
+    assert reqs[0].prompt_tokens == 120
+    r = reqs[0]
+    assert [wl.step_accept(r, i, 1) for i in range(3)] == [True, False, True]   # first judgement replays
+    assert wl.token_alpha(r) == pytest.approx(0.25)
+
+
+def test_minimal_reader_without_the_real_backend(tmp_path, monkeypatch):
+    p = _write(tmp_path, [_record()])
+    recs = traces._read_minimal(p)
+    assert recs[0]["problem_id"] == "gsm8k/0"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"steps": [{"tokens": "x"}]}\n')
+    with pytest.raises(UserError, match="bad.jsonl:1: field steps/0/tokens"):
+        traces._read_minimal(bad)
+
+
+def test_trace_workload_runs_through_the_simulator(tmp_path):
+    p = _write(tmp_path, [_record(), _record("gsm8k/1", (True, True, False), (15, 15, 40))])
+    cfg = scenario.load("h100-paper")
+    cfg.workload = TraceWorkload.from_file(p)
+    cfg.policy = "lr-sync"
+    cfg.k1 = 2
+    summary, world = run(cfg)
+    assert summary["steps"] == 6 and summary["output_tokens"] == 75 + 70
+
+
+def test_scenario_with_trace_workload(tmp_path):
+    p = _write(tmp_path, [_record()])
+    s = tmp_path / "s.toml"
+    text = scenario.resolve_path("h100-paper").read_text()
+    head = text.split("[workload]")[0]
+    s.write_text(head + f'[workload]\nkind = "trace"\npath = "{p.name}"\n')
+    cfg = scenario.load(str(s))
+    assert isinstance(cfg.workload, TraceWorkload)
+    assert cfg.workload.requests()[0].steps == 3
