@@ -1,0 +1,45 @@
+"""The latency model of a calibrated profile.
+
+`FittedRoofline` is the simulator's Roofline (lrsim/sim/latency.py) with one more term: prefill
+positions get their own per-token slope. On a CPU or a small batch a prefill token is not a decode
+token: a decode iteration is dominated by reading the weights once (`base_s`), a prefill chunk by
+its matrix multiplications (~ per token). One slope for both would misprice every LR step, whose
+target request re-reads the draft's step as an uncached prefill suffix.
+
+    t = overhead_s + base_s + per_token_s * max(0, decode_tokens - knee_tokens)
+        + prefill_per_token_s * prefill_tokens + per_ctx_token_s * context
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UserError
+from ..sim.latency import LatencyModel
+
+
+@dataclass(frozen=True)
+class FittedRoofline(LatencyModel):
+    base_s: float                   # memory-bound iteration time (weights read once)
+    knee_tokens: float = 1.0        # decode positions covered by base_s
+    per_token_s: float = 0.0        # slope past the knee (compute-bound / per-sequence work)
+    prefill_per_token_s: float = 0.0
+    per_ctx_token_s: float = 0.0    # KV read per context token in the batch
+    overhead_s: float = 0.0         # fixed per-iteration scheduling cost
+
+    def __post_init__(self):
+        if not self.base_s > 0 or not self.knee_tokens > 0:
+            raise UserError(f"fitted roofline: base_s and knee_tokens must be > 0, got "
+                            f"{self.base_s}, {self.knee_tokens}")
+        for k in ("per_token_s", "prefill_per_token_s", "per_ctx_token_s", "overhead_s"):
+            if getattr(self, k) < 0:
+                raise UserError(f"fitted roofline: {k} must be >= 0, got {getattr(self, k)}")
+
+    def forward(self, decode_tokens, prefill_tokens, seqs, context):
+        return (self.overhead_s + self.base_s
+                + self.per_token_s * max(0.0, decode_tokens - self.knee_tokens)
+                + self.prefill_per_token_s * prefill_tokens + self.per_ctx_token_s * context)
+
+    def params(self) -> dict:
+        return {"base_s": self.base_s, "knee_tokens": self.knee_tokens,
+                "per_token_s": self.per_token_s, "prefill_per_token_s": self.prefill_per_token_s,
+                "per_ctx_token_s": self.per_ctx_token_s, "overhead_s": self.overhead_s}

@@ -1,0 +1,238 @@
+"""A calibration profile: what `lr calibrate` measured, in a form the simulator runs.
+
+    prof = load_profile("profile.json")              # validated (UserError names file + field)
+    cfg = prof.to_config("lr", depth=2)              # -> lrsim.sim.config.Config, ready to run
+    save_profile(prof, "copy.json")                  # indented, stable key order
+
+The file is JSON, versioned (`profile_version`, see schema.py), human-readable, and records the
+traces (paths + sha256) and hardware it was fitted from. Sections (docs/calibration.md):
+latency (per engine role, optionally per mode), verifier, steps, step_acceptance, sd, overheads,
+placement. Policy names: simulator names (ar, sd, lr-sync, lr-async, lr-stage) or the trace modes
+(ar, sd, lr, lr+sd, lr-sync).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from ..sim.config import POLICIES, Config, Placement
+from ..sim.latency import LatencyModel, Tabulated
+from ..sim.verifier import VerifierCost
+from ..sim.workload import Synthetic
+from .models import FittedRoofline
+from .schema import PROFILE_VERSION, SCHEMA
+
+# trace mode -> (simulator policy, uses token-level SD)
+MODE_POLICY = {"ar": ("ar", False), "sd": ("sd", True), "lr": ("lr-async", False),
+               "lr+sd": ("lr-async", True), "lr-sync": ("lr-sync", False)}
+DEFAULT_K2 = 7          # vLLM n-gram SD with 6 speculative tokens (the repo default) -> 7 positions
+
+
+def latency_from_doc(doc: dict, name: str = "latency") -> LatencyModel:
+    """One `latency.<role>` entry -> a LatencyModel (the doc is already schema-valid)."""
+    if doc["kind"] == "roofline":
+        keys = ("base_s", "knee_tokens", "per_token_s", "prefill_per_token_s", "per_ctx_token_s",
+                "overhead_s")
+        return FittedRoofline(**{k: float(doc[k]) for k in keys if k in doc})
+    dec = [(float(b), float(c), float(ms) / 1e3) for b, c, ms in doc["decode"]]
+    pre = [(float(t), float(ms) / 1e3) for t, ms in doc.get("prefill", [])]
+    return Tabulated(dec, pre, name=name)
+
+
+@dataclass
+class Profile:
+    doc: dict
+    path: str | None = None
+    _models: dict = field(default_factory=dict, repr=False)
+
+    # --- accessors -------------------------------------------------------------------------
+    @property
+    def shared(self) -> bool:
+        return bool(self.doc["placement"]["shared"])
+
+    def has(self, role: str) -> bool:
+        return role in self.doc["latency"]
+
+    def latency(self, role: str, mode: str | None = None) -> LatencyModel:
+        """The latency model of `role`; `role@mode` when the profile has one for that mode."""
+        lat = self.doc["latency"]
+        key = f"{role}@{mode}" if mode and f"{role}@{mode}" in lat else role
+        if key not in lat:
+            raise UserError(f"{self.path or 'profile'}: field latency.{role}: missing (the traces "
+                            f"had no {role} engine; calibrate from traces of an LR mode)")
+        if key not in self._models:
+            self._models[key] = latency_from_doc(lat[key], f"{self.path or 'profile'}:{key}")
+        return self._models[key]
+
+    def verifier_cost(self, per_step: bool = True) -> VerifierCost:
+        """The measured verifier latency, plus the per-step scheduling gap (the simulator's only
+        hook between a target step's end and the next launch is the verdict delay)."""
+        v = self.doc["verifier"]
+        extra = float(self.doc["overheads"].get("per_step_s", 0.0)) if per_step else 0.0
+        if v["kind"] == "per_token":
+            return VerifierCost("per_token", float(v["seconds"]))
+        secs = (float(v["seconds"]) if v["kind"] == "constant" else 0.0) + extra
+        return VerifierCost("constant" if secs > 0 else "none", secs)
+
+    def alpha_by_depth(self) -> list[float] | None:
+        by = {int(d): pa for d, pa in self.doc["step_acceptance"]["by_depth"].items() if pa[0] > 0}
+        if not by:
+            return None
+        out, last = [], None
+        for d in range(1, max(by) + 1):
+            if d in by:
+                last = by[d][1] / by[d][0]
+            out.append(last if last is not None else self.alpha1())
+        return out
+
+    def alpha1(self) -> float:
+        r = self.doc["step_acceptance"]["rate"]
+        return 0.5 if r is None else float(r)
+
+    def alpha2(self) -> float:
+        a = self.doc["sd"]["alpha2"]
+        return 0.0 if a is None else float(a)
+
+    def workload(self, requests: int = 1, steps: int | None = None, rate: float | None = None,
+                 seed: int = 0) -> Synthetic:
+        """A synthetic workload with the profile's step lengths, acceptance and prompt size."""
+        s = self.doc["steps"]
+        return Synthetic(n_requests=requests, steps=steps or max(1, round(s["steps_per_request"])),
+                         alpha1=self.alpha1(), alpha2=self.alpha2(),
+                         alpha_by_depth=self.alpha_by_depth(), step_mean=float(s["mean_tokens"]),
+                         step_sigma=float(s["lognormal_sigma"]),
+                         prompt_tokens=int(round(s["prompt_tokens"])), rate=rate, seed=seed)
+
+    # --- the simulator configuration -------------------------------------------------------
+    def to_config(self, policy: str, *, k1: int | None = None, depth: int | None = None,
+                  width: int | None = None, k2: int | None = None, workload=None,
+                  requests: int = 1, steps: int | None = None, rate: float | None = None,
+                  seed: int = 0, shared: bool | None = None, equal_resources: bool = False,
+                  per_step_overhead: bool = True, max_seqs: int | None = None) -> Config:
+        """A ready-to-run Config. `policy`: a simulator policy or a trace mode. Knobs left None
+        take the values the traces were recorded with (placement.defaults). `shared` overrides
+        the measured placement (True: draft and target time-share one device)."""
+        mode = policy if policy in MODE_POLICY else None
+        if mode is not None:
+            sim_policy, uses_sd = MODE_POLICY[mode]
+        elif policy in POLICIES:
+            sim_policy, uses_sd = policy, policy == "sd"
+        else:
+            raise UserError(f"policy must be one of {', '.join(sorted(set(POLICIES) | set(MODE_POLICY)))}, "
+                            f"got {policy!r}")
+        defaults = self.doc["placement"].get("defaults", {})
+        depth = depth or int(defaults.get("depth", 4))
+        k2 = k2 or (int(self.doc["sd"]["k2"]) if uses_sd else 1)
+        if uses_sd and k2 < 2:
+            k2 = DEFAULT_K2
+        if k1 is None:
+            k1 = depth + 1          # lr-sync: `--depth` drafted steps per cycle + the target's
+        share = self.shared if shared is None else shared
+        kind = self.doc["placement"].get("device_kind", "device")
+        seqs = {"max_seqs": max_seqs} if max_seqs else {}
+        lat_mode = mode or {"ar": "ar", "sd": "sd", "lr-sync": "lr-sync"}.get(sim_policy, "lr")
+        needs_draft = sim_policy.startswith("lr")
+        target = Placement("target", self.latency("target", lat_mode), ["dev0"], **seqs)
+        draft = None
+        devices = {"dev0": kind}
+        if needs_draft:
+            dev = "dev0" if share else "dev1"
+            devices[dev] = kind
+            draft = Placement("draft", self.latency("draft", lat_mode), [dev], **seqs)
+        cfg = Config(policy=sim_policy, k1=k1, depth=depth, width=width or int(defaults.get("width", 1)),
+                     k2=k2, devices=devices, target=target, draft=draft,
+                     verifier=self.verifier_cost(per_step_overhead),
+                     workload=workload if workload is not None else self.workload(requests, steps, rate, seed),
+                     equal_resources=equal_resources, name=self.doc.get("name", "profile"))
+        return cfg.validate()
+
+    def summary(self) -> dict:
+        """The headline numbers (for tables and --json)."""
+        lat = {k: {"kind": v["kind"], **({"fit": v["fit"]} if "fit" in v else {})}
+               for k, v in self.doc["latency"].items()}
+        out = {"profile_version": self.doc["profile_version"], "latency": lat,
+               "verifier_s": self.doc["verifier"]["seconds"], "alpha1": self.doc["step_acceptance"]["rate"],
+               "alpha2": self.doc["sd"]["alpha2"], "step_mean_tokens": self.doc["steps"]["mean_tokens"],
+               "overheads": {k: v for k, v in self.doc["overheads"].items() if not isinstance(v, dict)},
+               "shared": self.shared}
+        if self.has("draft"):
+            out["c1"] = self.latency("draft").per_token() / self.latency("target").per_token()
+        return out
+
+
+# --- files ---------------------------------------------------------------------------------
+def _field(err) -> str:
+    path = ".".join(str(p) for p in err.absolute_path)
+    if err.validator == "required":
+        missing = next((m for m in err.validator_value if m not in (err.instance or {})), None)
+        if missing:
+            path = f"{path}.{missing}" if path else missing
+    return path or "(top level)"
+
+
+def validate_doc(doc, where: str = "profile") -> dict:
+    import jsonschema
+
+    if not isinstance(doc, dict):
+        raise UserError(f"{where}: a profile must be a JSON object")
+    v = doc.get("profile_version")
+    if v != PROFILE_VERSION:
+        raise UserError(f"{where}: field profile_version: this toolkit reads version "
+                        f"{PROFILE_VERSION}, found {v!r} (re-run `lr calibrate`)")
+    errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc),
+                    key=lambda e: (len(list(e.absolute_path)), str(list(e.absolute_path))))
+    if errors:
+        e = jsonschema.exceptions.best_match(errors)
+        msg = e.message if e.validator != "required" else "missing"
+        raise UserError(f"{where}: field {_field(e)}: {' '.join(msg.split())[:200]}")
+    for key, lat in doc["latency"].items():
+        try:
+            latency_from_doc(lat, key)
+        except UserError as e:
+            raise UserError(f"{where}: field latency.{key}: {e}") from None
+    return doc
+
+
+def load_profile(path: str | Path) -> Profile:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise UserError(f"{p}: cannot read profile ({e.strerror or e})") from None
+    try:
+        doc = json.loads(text, parse_constant=lambda c: _reject_constant(p, c))
+    except json.JSONDecodeError as e:
+        raise UserError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
+    return Profile(validate_doc(doc, str(p)), str(p))
+
+
+def _reject_constant(p: Path, c: str):
+    raise UserError(f"{p}: {c} is not allowed in a profile (numbers must be finite)")
+
+
+def _finite(x, where="profile"):
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ValueError(f"non-finite number at {where}")
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _finite(v, f"{where}.{k}")
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            _finite(v, f"{where}[{i}]")
+
+
+def save_profile(profile: Profile | dict, path: str | Path) -> Path:
+    """Validate, then write atomically (tmp + rename): a profile on disk is always whole."""
+    doc = profile.doc if isinstance(profile, Profile) else profile
+    _finite(doc)
+    validate_doc(doc, str(path))
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    tmp.replace(p)
+    return p
