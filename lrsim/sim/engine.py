@@ -82,8 +82,17 @@ class Engine:
         self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
         self.batch_hist: dict[int, int] = {}   # sequences per iteration -> iterations
-        self._wake = env.event()
-        self.proc = env.process(self._loop())
+        self._shared = None               # known once every model is placed (first kick)
+        self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
+        self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
+        self._boundary = False            # an early chunk end is already scheduled
+        self._reqs: list = []
+
+    @property
+    def shared(self) -> bool:
+        if self._shared is None:
+            self._shared = any(d.shared for d in self.devices)
+        return self._shared
 
     @property
     def running(self) -> int:
@@ -92,7 +101,7 @@ class Engine:
     # --- API used by policies ---------------------------------------------------------------
     def submit(self, job: Job) -> Job:
         self.waiting.append(job)
-        self._poke()
+        self._changed()
         return job
 
     def cancel(self, job: Job) -> None:
@@ -103,11 +112,74 @@ class Engine:
                 running = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
                 job.iters_left = max(0, job.finish_iter - self.iter_no - running)
                 self.cancelled.append(job)
-            self._poke()
+                self._changed()
 
-    def _poke(self):
-        if not self._wake.triggered:
-            self._wake.succeed()
+    # --- the scheduler: callbacks, no SimPy process (a Condition event per chunk was the
+    # simulator's hot spot); every chunk end is one Timeout whose callback carries its generation
+    def _changed(self):
+        """The batch changed (submit/cancel): recompose at the end of the iteration in progress."""
+        st = self._state
+        if st == "idle":
+            self._state = "kick"      # start at this instant, after all same-time submits
+            self.env.timeout(0).callbacks.append(self._kick)
+        elif st == "run" and not self._boundary:
+            start, t_iter = self._chunk
+            k = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+            if k < self._n_chunk:
+                self._boundary = True
+                self._gen += 1
+                self._schedule_end(start + k * t_iter - self.env.now, k)
+
+    def _schedule_end(self, delay: float, k: int):
+        gen = self._gen
+        self.env.timeout(max(0.0, delay)).callbacks.append(lambda _e: self._chunk_end(gen, k))
+
+    def _kick(self, _e=None):
+        self._admit()
+        if not self.n:
+            self._state = "idle"
+            return
+        if self.shared:   # time-sharing: hold every device of the pool, one iteration at a time
+            self._state = "wait-device"
+            self._reqs = [d.resource.request() for d in self.devices]
+            self.env.all_of(self._reqs).callbacks.append(self._granted)
+        else:
+            self._start_chunk()
+
+    def _granted(self, _e):
+        self._admit()
+        if not self.n:
+            self._release()
+            self._state = "idle"
+            return
+        self._start_chunk()
+
+    def _release(self):
+        for r in self._reqs:
+            r.resource.release(r)
+        self._reqs = []
+
+    def _start_chunk(self):
+        t_iter = self._iteration_cost()
+        if self.shared or self.prefilling:
+            n = 1
+        else:
+            n = min(self._next_finish() - self.iter_no, self.max_chunk)
+        self._state = "run"
+        self._boundary = False
+        self._chunk = (self.env.now, t_iter)
+        self._n_chunk = n
+        self._gen += 1
+        self._schedule_end(n * t_iter, n)
+
+    def _chunk_end(self, gen: int, k: int):
+        if gen != self._gen:
+            return
+        if self._reqs:
+            self._release()
+        if k:
+            self._advance(k, k * self._chunk[1])
+        self._kick()
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _add(self, j: Job):
@@ -161,48 +233,6 @@ class Engine:
         if self.nsd and self.sd_draft is not None and self.sd_k2 > 1:
             t += (self.sd_k2 - 1) * self.sd_draft.forward(self.nsd, 0, self.nsd, ctx)
         return t
-
-    # --- the scheduler loop -----------------------------------------------------------------
-    def _loop(self):
-        env = self.env
-        shared = any(d.shared for d in self.devices)
-        while True:
-            self._admit()
-            if not self.n:
-                self._wake = env.event()
-                yield self._wake
-                continue
-            reqs = []
-            if shared:  # time-sharing: hold every device of the pool, one iteration at a time
-                reqs = [d.resource.request() for d in self.devices]
-                yield env.all_of(reqs)
-                self._admit()
-                if not self.n:
-                    for r in reqs:
-                        r.resource.release(r)
-                    continue
-            t_iter = self._iteration_cost()
-            if shared or self.prefilling:
-                n = 1
-            else:
-                n = min(self._next_finish() - self.iter_no, self.max_chunk)
-            start = env.now
-            self._chunk = (start, t_iter)
-            self._wake = env.event()
-            to = env.timeout(n * t_iter)
-            fired = yield to | self._wake
-            if to in fired:
-                k = n
-            else:  # batch change: finish the iteration in progress, then recompose
-                k = min(n, math.ceil((env.now - start) / t_iter - 1e-9)) if t_iter > 0 else 0
-                end = start + k * t_iter
-                if end > env.now:
-                    yield env.timeout(end - env.now)
-            for r in reqs:
-                r.resource.release(r)
-            if k == 0:
-                continue
-            self._advance(k, k * t_iter)
 
     def _advance(self, k: int, spent: float):
         now = self.env.now
