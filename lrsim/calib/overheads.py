@@ -1,0 +1,235 @@
+"""What traces say besides forward-pass latency: spans, concurrency, verifier latency, scheduling
+gaps, step lengths, acceptance (the trace contract: traces/README.md, schema v1).
+
+Context of a span: the prompt plus the tokens committed before its step (`cum[i]`); a span
+speculating deeper (cancelled work at depth d) is approximated by the same context. Uncached
+prefill of a span (prefix caching keeps everything an engine has seen): the prompt for the first
+step; for a target step after a draft context, the previous step (the draft's text, which the
+target has not read); for a draft after a committed target step, that step; AR continues one
+request, so its later steps have none.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fit import Points
+
+DEFAULT_PROMPT = 300     # when a record has no prompt_tokens (lrsim.sim.traces uses the same)
+
+
+@dataclass
+class Span:
+    engine: str          # "draft" | "target"
+    start: float
+    end: float
+    tokens: int
+    ctx: float           # context tokens of this sequence at its start
+    prefill: int         # uncached tokens read by its first iteration
+
+
+def prompt_tokens(rec: dict) -> int:
+    return int(rec.get("prompt_tokens") or DEFAULT_PROMPT)
+
+
+def spans(rec: dict) -> list[Span]:
+    """Every generation span of one record (committed and cancelled), in start order."""
+    steps = rec.get("steps") or []
+    pt = prompt_tokens(rec)
+    cum = [0]
+    for s in steps:
+        cum.append(cum[-1] + int(s["tokens"]))
+    out = []
+    ar = rec.get("mode") in ("ar", "sd")
+    for i, s in enumerate(steps):
+        ctx = pt + cum[i]
+        prev = steps[i - 1] if i else None
+        for eng in ("target", "draft"):
+            sp = s.get(eng)
+            if not sp:
+                continue
+            if i == 0:
+                pre = pt
+            elif ar:
+                pre = 0
+            elif eng == "target":
+                pre = int(prev["tokens"])                   # the draft step it has not read
+            else:
+                pre = int(prev["tokens"]) if prev.get("source") == "target" else 0
+            out.append(Span(eng, float(sp["start"]), float(sp["end"]), int(sp.get("tokens") or 0), ctx, pre))
+        for c in s.get("cancelled") or []:
+            out.append(Span(c["kind"], float(c["start"]), float(c["end"]), int(c.get("tokens") or 0),
+                            ctx, int(prev["tokens"]) if prev else pt))
+    out.sort(key=lambda x: x.start)
+    return out
+
+
+def mean_concurrency(sp: list[Span], i: int) -> float:
+    """Time-weighted number of spans of the same engine overlapping span i (itself included)."""
+    me = sp[i]
+    dur = me.end - me.start
+    if dur <= 0:
+        return 1.0
+    busy = sum(max(0.0, min(me.end, o.end) - max(me.start, o.start))
+               for j, o in enumerate(sp) if j != i and o.engine == me.engine)
+    return 1.0 + busy / dur
+
+
+def span_points(records: list[dict], engine: str, min_tokens: int = 2) -> Points:
+    """Generation spans of `engine` as fit points: batch = mean concurrency, ctx = batch context."""
+    b, pre, ctx, sec, tok = [], [], [], [], []
+    for rec in records:
+        sp = spans(rec)
+        for i, s in enumerate(sp):
+            if s.engine != engine or s.tokens < min_tokens or s.end <= s.start:
+                continue
+            n = mean_concurrency(sp, i)
+            b.append(n)
+            pre.append(s.prefill)
+            ctx.append(n * (s.ctx + s.tokens / 2))
+            sec.append(s.end - s.start)
+            tok.append(s.tokens)
+    f = lambda v: np.asarray(v, float)  # noqa: E731
+    return Points("spans", f(b), f(pre), f(ctx), f(sec), f(tok))
+
+
+def _active_ctx(sp: list[Span], engine: str, t: float) -> float:
+    tot = 0.0
+    for s in sp:
+        if s.engine == engine and s.start <= t <= s.end:
+            frac = (t - s.start) / (s.end - s.start) if s.end > s.start else 1.0
+            tot += s.ctx + frac * s.tokens
+    return tot
+
+
+def pass_points(records: list[dict], engine: str) -> Points:
+    """vLLM forward passes of `engine` (engine_stats) as fit points; context from active spans."""
+    dec, pre, ctx, sec = [], [], [], []
+    for rec in records:
+        fp = ((rec.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
+        if not fp:
+            continue
+        sp = spans(rec)
+        for p in fp:
+            ptok = int(p.get("prefill_tokens", 0))
+            d = int(p.get("tokens_scheduled", 0)) - ptok
+            dec.append(max(d, 0))
+            pre.append(ptok)
+            end = float(p.get("start", 0.0)) + float(p["duration_s"])
+            ctx.append(_active_ctx(sp, engine, end) if "start" in p else 0.0)
+            sec.append(float(p["duration_s"]))
+    f = lambda v: np.asarray(v, float)  # noqa: E731
+    return Points("passes", f(dec), f(pre), f(ctx), f(sec))
+
+
+def _stats(values) -> dict:
+    a = np.asarray(values, float)
+    if not len(a):
+        return {"n": 0, "mean_s": None, "p50_s": None, "p90_s": None}
+    return {"n": int(len(a)), "mean_s": float(a.mean()), "p50_s": float(np.percentile(a, 50)),
+            "p90_s": float(np.percentile(a, 90))}
+
+
+def verifier_latency(records: list[dict]) -> dict:
+    """Verifier wall time per judgement by method (shortcut decisions separately)."""
+    by: dict[str, list[float]] = {}
+    for rec in records:
+        for s in rec.get("steps") or []:
+            v = s.get("verify")
+            if not v or v.get("start") is None or v.get("end") is None:
+                continue
+            key = (v.get("method") or "unknown") + (" (shortcut)" if v.get("shortcut") else "")
+            by.setdefault(key, []).append(float(v["end"]) - float(v["start"]))
+    return {k: _stats(v) for k, v in sorted(by.items())}
+
+
+def scheduling_gaps(records: list[dict]) -> dict:
+    """Scheduling overheads of the LR loop, seconds (medians are what the profile uses):
+    judge_wait   a step's both generations done -> its verifier starts;
+    relaunch     a rejected step's decision -> the next step's target launch (the new root's
+                 target is only sent once the corrected context exists);
+    request      the record's wall time outside its first span start .. last span end."""
+    judge, relaunch, req = [], [], []
+    for rec in records:
+        steps = rec.get("steps") or []
+        for i, s in enumerate(steps):
+            v, t, d = s.get("verify"), s.get("target"), s.get("draft")
+            if v and t and d and v.get("start") is not None:
+                judge.append(max(0.0, float(v["start"]) - max(float(t["end"]), float(d["end"]))))
+            if (s.get("source") == "target" and v and v.get("end") is not None and i + 1 < len(steps)
+                    and steps[i + 1].get("target")):
+                gap = float(steps[i + 1]["target"]["start"]) - float(v["end"])
+                if gap >= 0:
+                    relaunch.append(gap)
+        sp = spans(rec)
+        if sp and rec.get("wall_time_s") is not None:
+            first = min(x.start for x in sp)
+            last = max(x.end for x in sp)
+            req.append(max(0.0, float(rec["wall_time_s"]) - (last - first)))
+    return {"judge_wait": _stats(judge), "relaunch": _stats(relaunch), "request": _stats(req)}
+
+
+def step_lengths(records: list[dict]) -> dict:
+    """Empirical step-length histograms (tokens) by source, and the lognormal fit of all steps."""
+    hist: dict[str, dict[int, int]] = {"draft": {}, "target": {}, "all": {}}
+    lens, per_req, prompts = [], [], []
+    for rec in records:
+        st = [s for s in rec.get("steps") or [] if s["tokens"] > 0]
+        if not st:
+            continue
+        per_req.append(len(st))
+        prompts.append(prompt_tokens(rec))
+        for s in st:
+            n = int(s["tokens"])
+            lens.append(n)
+            for key in (s.get("source", "target"), "all"):
+                h = hist.setdefault(key, {})
+                h[n] = h.get(n, 0) + 1
+    if not lens:
+        return {"mean_tokens": 1.0, "lognormal_sigma": 0.0, "steps_per_request": 1.0,
+                "prompt_tokens": float(DEFAULT_PROMPT), "length_hist": {}}
+    logs = np.log(np.asarray(lens, float))
+    return {"mean_tokens": float(np.mean(lens)), "lognormal_sigma": float(np.std(logs)),
+            "steps_per_request": float(np.mean(per_req)), "prompt_tokens": float(np.mean(prompts)),
+            "length_hist": {k: {str(n): c for n, c in sorted(h.items())} for k, h in hist.items() if h}}
+
+
+def step_acceptance(records: list[dict]) -> dict:
+    """Pooled step acceptance (accepted / judged) and by depth, from step_acceptance counters."""
+    by: dict[int, list[int]] = {}
+    prop = acc = 0
+    for rec in records:
+        sa = rec.get("step_acceptance") or {}
+        prop += int(sa.get("proposed", 0))
+        acc += int(sa.get("accepted", 0))
+        for d, (p, a) in (sa.get("by_depth") or {}).items():
+            pa = by.setdefault(int(d), [0, 0])
+            pa[0] += int(p)
+            pa[1] += int(a)
+    return {"rate": acc / prop if prop else None, "proposed": prop, "accepted": acc,
+            "by_depth": {str(d): pa for d, pa in sorted(by.items())}}
+
+
+def sd_acceptance(records: list[dict]) -> dict:
+    """Token-level SD: acceptance rate and the accepted-length histogram (passes accepting k)."""
+    drafted = accepted = 0
+    hist: list[int] = []
+    k2 = None
+    for rec in records:
+        sd = rec.get("sd")
+        if not sd:
+            continue
+        drafted += int(sd.get("drafted", 0))
+        accepted += int(sd.get("accepted", 0))
+        for k, c in enumerate(sd.get("accepted_length_hist") or []):
+            if k >= len(hist):
+                hist.extend([0] * (k + 1 - len(hist)))
+            hist[k] += int(c)
+        n = (rec.get("run") or {}).get("flags", {}).get("num_speculative_tokens")
+        if n:
+            k2 = int(n) + 1
+    passes = sum(hist)
+    return {"alpha2": accepted / drafted if drafted else None, "k2": k2 or 1, "drafted": drafted,
+            "accepted": accepted, "accepted_length_hist": hist,
+            "mean_accepted_length": (1 + accepted / passes) if passes else None}

@@ -1,0 +1,151 @@
+"""Fidelity: replay real traces through the simulator and compare predicted with measured.
+
+Every trace record (one problem, sample, mode: one request run alone, as `lr collect` runs them)
+becomes a one-request trace-driven simulation (lrsim.sim.traces.TraceWorkload: the same steps,
+lengths and verdicts) under the profile's latency models and the record's own knobs (depth,
+width, SD tokens). Predicted latency = simulated makespan + the profile's per-request overhead of
+that mode; measured = the record's wall_time_s.
+
+Per mode: tokens/s, per-request latency (mean, P50, P90: predicted, measured, diff %), speedup
+vs AR on the same problems, MAPE of per-request latency and Pearson r (scipy.stats.pearsonr).
+Overall: MAPE and Pearson r over all records. Held-out validation: `holdout_split` calibrates on
+one subset of problems and replays the other (calibrate.split_problems).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import UserError
+from ..sim.runner import run
+from ..sim.traces import TraceWorkload
+from .calibrate import calibrate, read_records, split_problems
+from .profile import MODE_POLICY, Profile, validate_doc
+
+
+def _knobs(rec: dict, prof: Profile) -> dict:
+    flags = (rec.get("run") or {}).get("flags") or {}
+    mode = rec["mode"]
+    k = {}
+    if mode in ("lr", "lr+sd", "lr-sync"):
+        k["depth"] = int(flags.get("depth", prof.doc["placement"].get("defaults", {}).get("depth", 4)))
+        k["width"] = int(flags.get("width", 1))
+    if MODE_POLICY[mode][1]:
+        k["k2"] = int(flags.get("num_speculative_tokens", prof.doc["sd"]["k2"] - 1)) + 1
+    return k
+
+
+def predict_record(prof: Profile, rec: dict, seed: int = 0) -> dict:
+    """Simulated latency of one trace record (seconds) and what the simulator saw."""
+    mode = rec["mode"]
+    if mode not in MODE_POLICY:
+        raise UserError(f"trace record {rec.get('problem_id')}: unknown mode {mode!r}")
+    wl = TraceWorkload([rec], source=str(rec.get("problem_id")), seed=seed)
+    cfg = prof.to_config(mode, workload=wl, **_knobs(rec, prof))
+    summary, _ = run(cfg)
+    extra = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
+        mode, prof.doc["overheads"].get("per_request_s", 0.0))
+    return {"latency_s": summary["wall_s"] + extra, "sim_wall_s": summary["wall_s"],
+            "tokens": summary["output_tokens"], "step_acceptance": summary["step_acceptance_rate"]}
+
+
+def _pct_diff(pred: float, meas: float) -> float | None:
+    return None if not meas else 100.0 * (pred - meas) / meas
+
+
+def _pearson(x, y) -> float | None:
+    from scipy.stats import pearsonr
+
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    return float(pearsonr(x, y).statistic)
+
+
+def compare(rows: list[dict]) -> dict:
+    """Predicted vs measured over rows {mode, key, tokens, measured_s, predicted_s}."""
+    by_mode: dict[str, list[dict]] = {}
+    for r in rows:
+        by_mode.setdefault(r["mode"], []).append(r)
+    ar = {r["key"]: r for r in by_mode.get("ar", [])}
+    modes = {}
+    for mode, rs in sorted(by_mode.items()):
+        meas = np.array([r["measured_s"] for r in rs])
+        pred = np.array([r["predicted_s"] for r in rs])
+        tok = sum(r["tokens"] for r in rs)
+        lat = {}
+        for stat, fn in (("mean", np.mean), ("p50", lambda a: np.percentile(a, 50)),
+                         ("p90", lambda a: np.percentile(a, 90))):
+            m, p = float(fn(meas)), float(fn(pred))
+            lat[stat] = {"measured_s": m, "predicted_s": p, "diff_pct": _pct_diff(p, m)}
+        entry = {
+            "records": len(rs),
+            "mape": float(np.mean(np.abs(pred - meas) / meas)),
+            "pearson_r": _pearson(pred, meas),
+            "tokens_per_s": {"measured": tok / meas.sum(), "predicted": tok / pred.sum(),
+                             "diff_pct": _pct_diff(tok / pred.sum(), tok / meas.sum())},
+            "latency": lat,
+            "speedup": None,
+        }
+        pairs = [(ar[r["key"]], r) for r in rs if r["key"] in ar]
+        if pairs and mode != "ar":
+            def speed(which):
+                a = sum(x["tokens"] for x, _ in pairs) / sum(x[which] for x, _ in pairs)
+                m = sum(y["tokens"] for _, y in pairs) / sum(y[which] for _, y in pairs)
+                return m / a
+            sm, sp = speed("measured_s"), speed("predicted_s")
+            entry["speedup"] = {"measured": sm, "predicted": sp, "diff_pct": _pct_diff(sp, sm),
+                                "pairs": len(pairs)}
+        modes[mode] = entry
+    meas = np.array([r["measured_s"] for r in rows])
+    pred = np.array([r["predicted_s"] for r in rows])
+    return {"records": len(rows), "mape": float(np.mean(np.abs(pred - meas) / meas)),
+            "pearson_r": _pearson(pred, meas), "modes": modes}
+
+
+def replay(prof: Profile, records: list[dict], seed: int = 0) -> dict:
+    rows = []
+    for rec in records:
+        if not rec.get("steps") or not rec.get("wall_time_s"):
+            continue
+        p = predict_record(prof, rec, seed)
+        rows.append({"mode": rec["mode"], "key": (rec["problem_id"], rec["sample"]),
+                     "problem_id": rec["problem_id"], "sample": rec["sample"],
+                     "tokens": rec["output_tokens"], "measured_s": float(rec["wall_time_s"]),
+                     "predicted_s": p["latency_s"]})
+    if not rows:
+        raise UserError("replay: no trace record with steps and a wall time to compare")
+    out = compare(rows)
+    out["per_record"] = [{k: v for k, v in r.items() if k != "key"} for r in rows]
+    for mode, entry in out["modes"].items():
+        if not all(math.isfinite(x) for x in (entry["mape"],)):
+            raise RuntimeError(f"replay: non-finite MAPE in mode {mode}")
+    return out
+
+
+def replay_files(paths, profile: Profile | None = None, holdout: float | None = None,
+                 seed: int = 0, name: str | None = None) -> tuple[dict, Profile]:
+    """`lr replay`: with `holdout`, calibrate on the other problems (unless a profile is given,
+    which must not have seen the held-out ones) and replay the held-out problems only."""
+    records = [r for p in paths for r in read_records(p)]
+    held = None
+    if holdout is not None:
+        calib_ids, held = split_problems([r["problem_id"] for r in records], holdout, seed)
+        if profile is None:
+            profile = Profile(validate_doc(calibrate(paths, problems=calib_ids, name=name)))
+        else:
+            seen = set(profile.doc["source"].get("problems", [])) & held
+            if seen:
+                raise UserError(f"--profile {profile.path}: it was calibrated on held-out problems "
+                                f"({', '.join(sorted(seen)[:3])}); calibrate with the same "
+                                f"--holdout and --seed")
+        records = [r for r in records if r["problem_id"] in held]
+    elif profile is None:
+        raise UserError("lr replay: give --profile PATH, or --holdout FRACTION to calibrate on the "
+                        "other problems")
+    out = replay(profile, records, seed)
+    out["holdout"] = None if held is None else {"fraction": holdout, "seed": seed,
+                                               "validated_problems": sorted(held),
+                                               "calibration_problems": profile.doc["source"].get("problems")}
+    out["profile"] = profile.path or "(in memory)"
+    return out, profile

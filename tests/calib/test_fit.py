@@ -1,0 +1,78 @@
+"""Fits recover known parameters from synthetic measurements."""
+import numpy as np
+import pytest
+
+from lrsim.calib.fit import Points, errors, fit_roofline, predict, table_from_passes
+from lrsim.calib.models import FittedRoofline
+from lrsim.errors import UserError
+from lrsim.sim.latency import Tabulated
+
+TRUE = FittedRoofline(base_s=0.40, knee_tokens=4, per_token_s=0.03, prefill_per_token_s=0.021,
+                      per_ctx_token_s=2e-5)
+
+
+def _passes(model, n=300, noise=0.0, seed=0):
+    g = np.random.default_rng(seed)
+    dec = g.integers(0, 17, n).astype(float)
+    pre = np.where(g.random(n) < 0.3, g.integers(1, 400, n), 0).astype(float)
+    dec[(dec == 0) & (pre == 0)] = 1
+    ctx = g.uniform(0, 4000, n) * np.maximum(dec, 1)
+    sec = np.array([model.forward(d, p, max(1, int(d)), c) for d, p, c in zip(dec, pre, ctx)])
+    sec *= 1 + noise * g.standard_normal(n)
+    return Points("passes", dec, pre, ctx, sec)
+
+
+def test_roofline_recovers_parameters_from_passes():
+    model, rep = fit_roofline(_passes(TRUE))
+    assert model.knee_tokens == 4
+    for k, v in TRUE.params().items():
+        assert getattr(model, k) == pytest.approx(v, rel=1e-6, abs=1e-9), k
+    assert rep.rmse_s < 1e-9 and rep.mape < 1e-9 and rep.points == 300
+
+
+def test_roofline_with_noise_reports_its_error():
+    model, rep = fit_roofline(_passes(TRUE, noise=0.05, n=2000, seed=1))
+    assert model.base_s == pytest.approx(TRUE.base_s, rel=0.05)
+    assert model.prefill_per_token_s == pytest.approx(TRUE.prefill_per_token_s, rel=0.05)
+    assert model.per_token_s == pytest.approx(TRUE.per_token_s, rel=0.15)
+    assert 0.02 < rep.mape < 0.06           # ~ E|N(0, 0.05)| = 0.04
+
+
+def test_roofline_recovers_parameters_from_spans():
+    true = FittedRoofline(base_s=0.1, knee_tokens=1, per_token_s=0.02, prefill_per_token_s=0.005)
+    g = np.random.default_rng(2)
+    n = 200
+    batch = g.uniform(1, 4, n)
+    tokens = g.integers(5, 100, n).astype(float)
+    pre = g.integers(0, 80, n).astype(float)
+    ctx = np.zeros(n)
+    pts = Points("spans", batch, pre, ctx, np.zeros(n), tokens)
+    pts.seconds = predict(true, pts)
+    model, rep = fit_roofline(pts, use_ctx=False)
+    assert model.base_s == pytest.approx(0.1, rel=1e-6)
+    assert model.per_token_s == pytest.approx(0.02, rel=1e-6)
+    assert model.prefill_per_token_s == pytest.approx(0.005, rel=1e-6)
+    assert np.allclose(predict(model, pts), pts.seconds)
+
+
+def test_table_from_passes_matches_decode_curve():
+    true = FittedRoofline(base_s=0.388, knee_tokens=1, per_token_s=0.026)
+    pts = _passes(true, n=400)
+    pts.ctx[:] = 0
+    doc = table_from_passes(pts)
+    tab = Tabulated([(b, c, ms / 1e3) for b, c, ms in doc["decode"]],
+                    [(t, ms / 1e3) for t, ms in doc["prefill"]])
+    for b in (1, 2, 8, 16):
+        assert tab.forward(b, 0, b, 0.0) == pytest.approx(true.forward(b, 0, b, 0.0), rel=1e-6)
+
+
+def test_too_few_points_is_a_user_error():
+    p = Points("passes", np.ones(2), np.zeros(2), np.zeros(2), np.ones(2))
+    with pytest.raises(UserError, match="at least 3"):
+        fit_roofline(p)
+
+
+def test_errors_rmse_mape():
+    rmse, mape = errors(np.array([1.1, 1.8]), np.array([1.0, 2.0]))
+    assert rmse == pytest.approx(np.sqrt((0.01 + 0.04) / 2))
+    assert mape == pytest.approx(0.1)
