@@ -115,6 +115,11 @@ class Preset:
             return t, table[self.draft.measured_key], table[self.judge.measured_key]
         return tuple(_roofline(m, tp) for m, tp in ((self.target, self.target_tp), (self.draft, 1), (self.judge, 1)))
 
+    def target_latency(self, tp: int):
+        """The target at another TP degree (equal-resources baseline): rebuilt from hardware facts
+        so the fixed engine overhead is not divided by TP; None with a measured table."""
+        return None if self._measured() is not None else _roofline(self.target, tp)
+
     # --- profile interface -----------------------------------------------------------------------
     def to_config(self, policy: str = "lr-async", k1: int | None = None, depth: int | None = None,
                   width: int = 1, k2: int | None = None, requests: int = 1, rate: float | None = None,

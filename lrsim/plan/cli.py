@@ -1,0 +1,138 @@
+"""`lr plan`: what-if capacity planning for a preset, a calibrated profile or a scenario.
+
+Ranges and combinations are checked in planner.py / sources.py (one-line UserError, exit 2).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def plan_cmd(
+    preset: str = typer.Option(None, "--preset", help="A paper setup: r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24 (default r1-gsm8k)."),
+    profile: Path = typer.Option(None, "--profile", help="A calibrated profile (lr calibrate -o ...)."),
+    scenario: str = typer.Option(None, "--scenario", help="A simulator scenario (TOML file or shipped name)."),
+    latency_file: Path = typer.Option(None, "--latency-file", help="Presets: measured GPU latency table (lrsim/data/latency format)."),
+    devices: int = typer.Option(None, "--devices", help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
+    device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, B200, L40S (latencies scale by HBM bandwidth)."),
+    placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
+    budget: int = typer.Option(None, "--budget", "-M", help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
+    concurrency: int = typer.Option(None, "--concurrency", help="Requests in flight (closed batch; default 1)."),
+    rate: float = typer.Option(None, "--rate", help="Poisson arrivals, requests/s (open loop)."),
+    requests: int = typer.Option(None, "--requests", help="--rate: requests simulated over the fleet (default 64)."),
+    steps: int = typer.Option(None, "--steps", help="Reasoning steps per request (default: the source's)."),
+    samples: int = typer.Option(2, "--samples", help="Workload seeds pooled per candidate (noise vs time)."),
+    seed: int = typer.Option(0, "--seed", help="Workload seed."),
+    slo_ms: float = typer.Option(None, "--slo-ms", help="Latency SLO in ms (per output token, or per request with --slo-metric latency)."),
+    slo_metric: str = typer.Option("tpot", "--slo-metric", help="tpot (ms per output token, end to end) | latency (ms per request)."),
+    modes: str = typer.Option("sd,lr,lr+sd", "--modes", help="Candidate modes: sd, lr, lr+sd, lr-sync, lr-sync+sd (AR baselines always included)."),
+    depth: str = typer.Option("1-4", "--depth", help="lr / lr+sd depths, e.g. '1-6'."),
+    k1: str = typer.Option("2-5", "--k1", help="lr-sync k1 values."),
+    k2: str = typer.Option("3,5,9", "--k2", help="SD positions per verify pass (drafted + 1) for SD modes."),
+    width: str = typer.Option("1", "--width", help="lr tree widths, e.g. '1,2'."),
+    objective: str = typer.Option(None, "--objective", help="speedup | goodput | throughput (default: goodput with --slo-ms, else speedup)."),
+    jobs: int = typer.Option(0, "--jobs", help="Local worker processes (0 = all cores)."),
+    ray_address: str = typer.Option(None, "--ray-address", help="Run the sweep on a Ray cluster ('auto', 'ray://host:10001', or 'local')."),
+    top: int = typer.Option(15, "--top", help="Rows shown in the table (baselines always shown)."),
+    list_presets: bool = typer.Option(False, "--list-presets", help="List the paper presets and exit."),
+    paper_table: bool = typer.Option(False, "--paper-table", help="Compare the presets' simulated speedups with the paper's Table 1."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+):
+    """Rank configurations (mode, depth/k1, k2, width, placement) for hardware and load, against the
+    reference AR and the equal-resources baseline; prints a recommendation."""
+    from ..sim.sweep import parse_values
+    from . import planner, sources
+
+    if list_presets:
+        return _list_presets(as_json)
+    if paper_table:
+        return _paper_table(samples, jobs, as_json)
+    src = sources.resolve(preset, profile, scenario, latency_file)
+    cands = planner.candidates(
+        [m.strip() for m in modes.split(",") if m.strip()], parse_values("--depth", depth),
+        parse_values("--k1", k1), parse_values("--k2", k2), parse_values("--width", width),
+        [p.strip() for p in placement.split(",") if p.strip()], budget)
+    load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric)
+    res = planner.plan(src, cands, planner.Hardware(devices, device_kind), load, objective, jobs, ray_address)
+    if as_json:
+        print(json.dumps({**res.meta, "candidates": res.rows}))
+        return
+    _print_plan(res, top)
+
+
+def _list_presets(as_json: bool) -> None:
+    from .presets import PRESETS
+
+    rows = [p.describe() for p in PRESETS.values()]
+    if as_json:
+        print(json.dumps({"presets": rows}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="Paper presets (lr plan --preset NAME)")
+    for c in ("name", "pair / data", "alpha1", "steps x tokens", "hardware", "latency"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["name"], f"{r['pair']} / {r['dataset']}", f"{r['alpha1']:.2f}",
+                  f"{r['steps']} x {r['step_mean']:.0f}", r["hardware"], r["latency"])
+    Console().print(t)
+
+
+def _paper_table(samples: int, jobs: int, as_json: bool) -> None:
+    from .table1 import TABLE_HEADER, compare_table1, format_rows
+
+    rows = compare_table1(seeds=max(1, samples), jobs=jobs)
+    if as_json:
+        print(json.dumps({"rows": rows}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="Simulated (presets) vs the paper's Table 1: speedup over AR, single stream")
+    for c in TABLE_HEADER:
+        t.add_column(c, justify="right", no_wrap=c == "preset")
+    for cells in format_rows(rows):
+        t.add_row(*cells)
+    Console().print(t)
+    Console().print(f"latency: {rows[0]['latency']}. Why they differ: docs/planning.md")
+
+
+def _f(v, fmt="{:.2f}"):
+    return "-" if v is None else fmt.format(v)
+
+
+def _print_plan(res, top: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    m = res.meta
+    t = Table(title=f"lr plan: {m['source']}, {m['hardware']['devices']}x {m['hardware']['kind']}, "
+                    f"{m['load_text']} (ranked by {m['objective']}, {m['elapsed_s']:.1f} s)")
+    slo = bool(m["load"]["slo_ms"])
+    cols = ["#", "configuration", "dev x rep", "speedup", "vs eq-res", "tok/s"]
+    cols += ["goodput", "SLO ok"] if slo else []
+    cols += ["p90 s", "p90 ms/tok", "accept"]
+    for c in cols:
+        t.add_column(c, justify="left" if c == "configuration" else "right", no_wrap=c == "configuration")
+    shown = [r for r in res.rows if r["rank"] <= top or r["role"]]
+    for r in shown:
+        style = "bold" if r["rank"] == 1 else ("cyan" if r["role"] else None)
+        name = r["label"] + (" [reference]" if r["role"] == "reference" else "")
+        cells = [str(r["rank"]), name, f"{r['devices_per_replica']}x{r['replicas']}",
+                 f"{r['speedup']:.2f}", _f(r["speedup_vs_equal"]), f"{r['tokens_per_s']:.0f}"]
+        if slo:
+            cells += [f"{r['goodput_tokens_per_s']:.0f}", f"{r['slo_attainment']:.0%}"]
+        cells += [f"{r['latency_s']['p90']:.2f}", f"{r['ms_per_token']['p90']:.1f}", _f(r["step_acceptance_rate"])]
+        t.add_row(*cells, style=style)
+    c = Console()
+    c.print(t)
+    if m["skipped"]:
+        c.print(f"skipped (not enough devices): {', '.join(r['label'] for r in m['skipped'])}")
+    c.print(m["recommendation"])
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_cmd)

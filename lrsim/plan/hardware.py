@@ -1,0 +1,91 @@
+"""What-if hardware transforms of a simulator Config: device kind, placement, equal resources.
+
+    rescale(cfg, kind)   another device kind: decode is memory-bound, so every latency (and the
+                         verifier's measured seconds) scales by the HBM bandwidth ratio
+    share(cfg)           draft and judge on the target's devices (time-sharing iteration by
+                         iteration, devices.py) instead of dedicated devices
+    equal_resources(cfg) the target alone, given the draft's and judge's devices as extra TP
+                         (Config.baseline with equal_resources)
+    replica_devices(cfg) devices one replica of this configuration occupies
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import UserError
+from ..sim.config import Config
+from ..sim.latency import Scaled
+from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost
+
+# Peak HBM bandwidth per device (TB/s, vendor datasheets, SXM parts).
+HBM_TB_S = {"H100": 3.35, "H200": 4.8, "A100": 2.039, "B200": 8.0, "L40S": 0.864}
+PLACEMENTS = ("dedicated", "shared")
+
+
+def device_kind(cfg: Config) -> str:
+    kinds = sorted(set(cfg.devices.values()))
+    return kinds[0] if len(kinds) == 1 else "/".join(kinds)
+
+
+def rescale(cfg: Config, kind: str | None) -> Config:
+    """Move the configuration to `kind` devices (same count), scaling latencies by bandwidth."""
+    src = device_kind(cfg)
+    if kind is None or kind == src:
+        return cfg
+    if kind not in HBM_TB_S:
+        raise UserError(f"--device-kind: unknown kind {kind!r} (known: {', '.join(HBM_TB_S)})")
+    if src not in HBM_TB_S:
+        raise UserError(f"--device-kind: the source's devices are {src!r}, whose bandwidth is not "
+                        f"known; plan on the source's own devices (omit --device-kind)")
+    f = HBM_TB_S[src] / HBM_TB_S[kind]
+    out = replace(cfg, devices={n: kind for n in cfg.devices})
+    for role in ("target", "draft", "judge"):
+        p = getattr(cfg, role)
+        if p is not None:
+            setattr(out, role, replace(p, latency=Scaled(p.latency, f)))
+    if cfg.sd_draft is not None:
+        out.sd_draft = Scaled(cfg.sd_draft, f)
+    if cfg.verifier.kind in ("constant", "per_token"):
+        out.verifier = replace(cfg.verifier, seconds=cfg.verifier.seconds * f)
+    return out
+
+
+def share(cfg: Config) -> Config:
+    """Draft and judge on the target's devices. A constant-cost verifier becomes a judge engine
+    there whose single judgement costs the same seconds, so judging now takes device time."""
+    if cfg.draft is None:
+        return cfg
+    tdev = list(cfg.target.devices)
+    out = replace(cfg, draft=replace(cfg.draft, devices=tdev))
+    if cfg.judge is not None:
+        judge = replace(cfg.judge, devices=tdev)
+        if cfg.verifier.kind == "constant" and cfg.verifier.seconds > 0:
+            step = float(getattr(cfg.workload, "step_mean", 40.0))
+            one = cfg.judge.latency.forward(1, JUDGE_TEMPLATE_TOKENS + int(2 * step), 1, 0.0)
+            judge = replace(judge, latency=Scaled(cfg.judge.latency, cfg.verifier.seconds / one))
+            out.verifier = VerifierCost("llm", 0.0, JUDGE_TEMPLATE_TOKENS)
+        out.judge = judge
+    used = set(tdev)
+    out.devices = {n: k for n, k in cfg.devices.items() if n in used}
+    return out
+
+
+def equal_resources(cfg: Config, target_latency=None) -> Config:
+    """AR with the draft's and judge's devices added to the target's TP (Config.baseline, which
+    scales the whole iteration by TP with an all-reduce loss). `target_latency(tp)`, when the
+    source can rebuild its target at another TP from hardware facts, replaces that scaling."""
+    out = replace(cfg, equal_resources=True).baseline()
+    better = target_latency(out.target.tp) if target_latency is not None else None
+    if better is not None:
+        out.target = replace(out.target, latency=better)
+    used = set(out.target.devices)
+    out.devices = {n: k for n, k in cfg.devices.items() if n in used}
+    out.equal_resources = False
+    return out
+
+
+def replica_devices(cfg: Config) -> list[str]:
+    roles = [cfg.target]
+    if cfg.policy.startswith("lr"):
+        roles += [cfg.draft, cfg.judge]
+    return list(dict.fromkeys(d for p in roles if p is not None for d in p.devices))

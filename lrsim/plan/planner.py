@@ -1,0 +1,297 @@
+"""Capacity planning: simulate candidate configurations on given hardware and load, rank them.
+
+A candidate is (mode, k1 | depth, k2, width, placement). On `devices` devices a candidate runs as
+`replicas = devices // devices_per_replica` independent copies (data parallel), the load split
+evenly between them: `--concurrency C` puts ceil(C / replicas) requests on one replica at t = 0,
+`--rate R` sends Poisson arrivals at R / replicas. One replica is simulated; throughput and
+goodput are multiplied by the replica count. Every plan contains
+    the reference      AR, the target alone at the source's TP (what "speedup" is relative to),
+    equal resources    AR (and n-gram SD) with the target given the draft's and judge's devices
+                       as extra TP: a speculative configuration must beat this to be worth its GPUs.
+Ranking: by speedup (reference mean latency / mean latency) or, with an SLO, by goodput = output
+tokens/s of the requests whose latency meets the SLO (`--slo-metric`: ms per output token end to
+end, or whole-request latency in ms).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from ..errors import UserError
+from ..sim.sweep import parallel_dim
+from . import hardware as hw
+from .parallel import map_points
+
+MODES = {"ar": "ar", "sd": "sd", "lr": "lr-async", "lr+sd": "lr-async", "lr-sync": "lr-sync",
+         "lr-sync+sd": "lr-sync"}
+OBJECTIVES = ("speedup", "goodput", "throughput")
+SLO_METRICS = ("tpot", "latency")
+DEFAULT_RATE_REQUESTS = 64       # requests simulated per plan under --rate (whole fleet)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    mode: str
+    k1: int = 1
+    depth: int = 1
+    width: int = 1
+    k2: int = 1
+    placement: str = "dedicated"     # dedicated | shared | equal-resources
+    role: str = ""                   # "reference" | "equal-resources" | ""
+
+    @property
+    def policy(self) -> str:
+        return MODES[self.mode]
+
+    @property
+    def parallel(self) -> int:
+        return parallel_dim(self.policy, self.k1, self.depth, self.width, self.k2)
+
+    @property
+    def label(self) -> str:
+        knobs = []
+        if self.mode in ("lr", "lr+sd"):
+            knobs.append(f"depth={self.depth}" + (f" width={self.width}" if self.width > 1 else ""))
+        if self.mode.startswith("lr-sync"):
+            knobs.append(f"k1={self.k1}")
+        if self.k2 > 1:
+            knobs.append(f"k2={self.k2}")
+        where = {"dedicated": "", "shared": " shared", "equal-resources": " equal-resources"}[self.placement]
+        return f"{self.mode}{' ' if knobs else ''}{' '.join(knobs)}{where}"
+
+
+@dataclass(frozen=True)
+class Load:
+    concurrency: int | None = None
+    rate: float | None = None
+    requests: int | None = None      # --rate only: requests simulated over the whole fleet
+    steps: int | None = None         # override the source's steps per request
+    seed: int = 0
+    samples: int = 1                 # independent workload seeds pooled per candidate (less noise)
+    slo_ms: float | None = None
+    slo_metric: str = "tpot"
+
+    def describe(self) -> str:
+        s = f"{self.rate:g} req/s" if self.rate else f"concurrency {self.concurrency or 1}"
+        if self.slo_ms:
+            s += f", SLO {self.slo_ms:g} ms {'per token' if self.slo_metric == 'tpot' else 'per request'}"
+        return s
+
+
+@dataclass(frozen=True)
+class Hardware:
+    devices: int | None = None       # None: what one dedicated LR replica occupies
+    kind: str | None = None          # None: the source's device kind
+
+
+@dataclass
+class Plan:
+    rows: list[dict]
+    meta: dict = field(default_factory=dict)
+
+
+def candidates(modes: list[str], depths: list[int], k1s: list[int], k2s: list[int], widths: list[int],
+               placements: list[str], budget: int | None) -> list[Candidate]:
+    """The grid, budget-filtered, plus the reference and equal-resources baselines (always)."""
+    for m in modes:
+        if m not in MODES:
+            raise UserError(f"--modes: unknown mode {m!r} (choose from {', '.join(MODES)})")
+    for p in placements:
+        if p not in hw.PLACEMENTS:
+            raise UserError(f"--placement: unknown placement {p!r} (choose from {', '.join(hw.PLACEMENTS)})")
+    sd_k2s = [k for k in k2s if k >= 2]
+    if any(m.endswith("sd") for m in modes) and not sd_k2s:
+        raise UserError("--k2: SD modes need at least one k2 >= 2 (k2 = drafted tokens + 1)")
+    out = [Candidate("ar", role="reference")]
+    out += [Candidate("ar", placement="equal-resources", role="equal-resources")]
+    out += [Candidate("sd", k2=k, placement="equal-resources", role="equal-resources") for k in sd_k2s]
+    for m in modes:
+        k2_list = sd_k2s if m.endswith("sd") else [1]
+        if m == "ar":
+            continue
+        if m == "sd":
+            out += [Candidate("sd", k2=k) for k in k2_list]
+            continue
+        for place in placements:
+            for k2 in k2_list:
+                if m.startswith("lr-sync"):
+                    out += [Candidate(m, k1=k, depth=max(1, k - 1), k2=k2, placement=place) for k in k1s]
+                else:
+                    out += [Candidate(m, k1=d + 1, depth=d, width=w, k2=k2, placement=place)
+                            for d in depths for w in widths]
+    if budget is not None:
+        if budget < 1:
+            raise UserError(f"--budget must be >= 1, got {budget}")
+        out = [c for c in out if c.role or c.parallel <= budget]
+    return list(dict.fromkeys(out))
+
+
+def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int = 1):
+    """Config of one replica of `cand` carrying `requests` requests (and its rate share)."""
+    knobs = dict(k1=cand.k1, depth=cand.depth, width=cand.width, k2=cand.k2, steps=load.steps,
+                 seed=load.seed, requests=requests)
+    if cand.placement == "equal-resources":
+        cfg = hw.equal_resources(source.to_config("lr-async", **knobs),
+                                 getattr(source, "target_latency", None))
+        cfg.policy, cfg.k2 = cand.policy, cand.k2
+    else:
+        cfg = source.to_config(cand.policy, **knobs)
+        if cand.placement == "shared":
+            cfg = hw.share(cfg)
+    return hw.rescale(cfg, hard.kind)
+
+
+def _replicas(source, cand, hard, load) -> tuple[int, int]:
+    per = len(hw.replica_devices(configure(source, cand, hard, load)))
+    return per, hard.devices // per
+
+
+def evaluate(args) -> dict:
+    """Simulate one replica of a candidate under its share of the load (runs in a worker)."""
+    from ..sim.runner import run
+
+    source, cand, hard, load = args
+    t0 = time.perf_counter()
+    row = {**asdict(cand), "label": cand.label, "policy": cand.policy, "parallel": cand.parallel}
+    per, replicas = _replicas(source, cand, hard, load)
+    row.update(devices_per_replica=per, replicas=replicas)
+    if replicas < 1:
+        return row | {"feasible": False, "why": f"needs {per} devices, {hard.devices} available"}
+    active = replicas                # replicas that carry requests
+    if load.rate:
+        n = max(1, math.ceil((load.requests or DEFAULT_RATE_REQUESTS) / replicas))
+        cfg = configure(source, cand, hard, load, n)
+        cfg.workload = replace(cfg.workload, rate=load.rate / replicas)
+    else:
+        active = min(replicas, load.concurrency or 1)
+        cfg = configure(source, cand, hard, load, max(1, math.ceil((load.concurrency or 1) / replicas)))
+    recs, wall, tps, acc, util = [], 0.0, [], [], {}
+    for k in range(load.samples):
+        if k:
+            cfg.workload = replace(cfg.workload, seed=load.seed + 7919 * k)
+        s, world = run(cfg.validate())
+        recs += world.records
+        wall += s["wall_s"]
+        tps.append(s["tokens_per_s"])
+        acc.append(s["step_acceptance_rate"])
+        util = s["utilisation"]
+    lat = np.array([r.latency for r in recs])
+    toks = np.array([r.tokens for r in recs], float)
+    ms_per_tok = 1e3 * lat / np.maximum(toks, 1)
+    metric = ms_per_tok if load.slo_metric == "tpot" else 1e3 * lat
+    ok = metric <= load.slo_ms if load.slo_ms else np.ones(len(lat), bool)
+    row.update(
+        feasible=True, tp=cfg.target.tp, c1=cfg.c1 if cfg.draft is not None else None,
+        requests_per_replica=len(lat), mean_latency_s=float(lat.mean()),
+        latency_s={k: float(np.percentile(lat, q)) for k, q in (("p50", 50), ("p90", 90), ("p99", 99))},
+        ms_per_token={k: float(np.percentile(ms_per_tok, q)) for k, q in (("p50", 50), ("p90", 90))},
+        tokens_per_s=float(np.mean(tps)) * active,
+        goodput_tokens_per_s=float(toks[ok].sum() / wall * active) if wall > 0 else 0.0,
+        slo_attainment=float(ok.mean()),
+        step_acceptance_rate=None if acc[0] is None else float(np.mean(acc)),
+        utilisation=util, sim_s=time.perf_counter() - t0)
+    return row
+
+
+def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: str | None = None,
+         jobs: int = 0, ray_address: str | None = None) -> Plan:
+    _check(hard, load)
+    objective = objective or ("goodput" if load.slo_ms else "speedup")
+    if objective not in OBJECTIVES:
+        raise UserError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if objective == "goodput" and not load.slo_ms:
+        raise UserError("--objective goodput needs --slo-ms")
+    t0 = time.perf_counter()
+    hard = resolve_hardware(source, hard, load)
+    rows = map_points(evaluate, [(source, c, hard, load) for c in cands], jobs=jobs, ray_address=ray_address)
+    ok = [r for r in rows if r["feasible"]]
+    ref = next((r for r in ok if r["role"] == "reference"), None)
+    eq = next((r for r in ok if r["role"] == "equal-resources" and r["mode"] == "ar"), None)
+    if ref is None:
+        raise UserError(f"--devices {hard.devices}: not even the target alone fits "
+                        f"(needs {rows[0]['devices_per_replica']} devices)")
+    for r in ok:
+        r["speedup"] = ref["mean_latency_s"] / r["mean_latency_s"]
+        r["speedup_vs_equal"] = (eq["mean_latency_s"] / r["mean_latency_s"]) if eq else None
+    key = {"speedup": "speedup", "goodput": "goodput_tokens_per_s", "throughput": "tokens_per_s"}[objective]
+    ok.sort(key=lambda r: (-r[key], -r["speedup"], r["parallel"]))
+    for i, r in enumerate(ok, 1):
+        r["rank"] = i
+    meta = {"source": source.label, "objective": objective, "load": asdict(load),
+            "load_text": load.describe(),
+            "hardware": {"devices": hard.devices, "kind": hard.kind},
+            "reference": ref, "equal_resources_baseline": eq, "best": ok[0],
+            "skipped": [r for r in rows if not r["feasible"]],
+            "elapsed_s": time.perf_counter() - t0,
+            "backend": f"ray ({ray_address})" if ray_address else "local processes"}
+    meta["recommendation"] = recommend(ok, meta)
+    return Plan(ok, meta)
+
+
+def resolve_hardware(source, hard: Hardware, load: Load) -> Hardware:
+    """Defaults: as many devices as one dedicated LR replica occupies (the paper's 4 GPUs for the
+    presets; the target's own when the source has no draft), of the source's kind."""
+    kind = hard.kind or hw.device_kind(source.to_config("ar", steps=load.steps))
+    if hard.devices is not None:
+        return replace(hard, kind=kind)
+    try:
+        cfg = source.to_config("lr-async", steps=load.steps)
+    except UserError:
+        cfg = source.to_config("ar", steps=load.steps)
+    return Hardware(len(hw.replica_devices(cfg)), kind)
+
+
+def _check(hard: Hardware, load: Load) -> None:
+    if hard.devices is not None and hard.devices < 1:
+        raise UserError(f"--devices must be >= 1, got {hard.devices}")
+    if load.concurrency is not None and load.rate is not None:
+        raise UserError("--concurrency and --rate are exclusive (closed batch vs open-loop arrivals)")
+    if load.concurrency is not None and load.concurrency < 1:
+        raise UserError(f"--concurrency must be >= 1, got {load.concurrency}")
+    if load.rate is not None and not (load.rate > 0 and math.isfinite(load.rate)):
+        raise UserError(f"--rate must be > 0 requests/s, got {load.rate}")
+    if load.samples < 1:
+        raise UserError(f"--samples must be >= 1, got {load.samples}")
+    if load.steps is not None and load.steps < 1:
+        raise UserError(f"--steps must be >= 1, got {load.steps}")
+    if load.requests is not None and load.requests < 1:
+        raise UserError(f"--requests must be >= 1, got {load.requests}")
+    if load.slo_ms is not None and not (load.slo_ms > 0 and math.isfinite(load.slo_ms)):
+        raise UserError(f"--slo-ms must be > 0, got {load.slo_ms}")
+    if load.slo_metric not in SLO_METRICS:
+        raise UserError(f"--slo-metric must be one of {', '.join(SLO_METRICS)}, got {load.slo_metric!r}")
+
+
+def recommend(rows: list[dict], meta: dict) -> str:
+    """One paragraph: what to deploy, by how much it wins, and against the fair baseline."""
+    best, ref, eq = rows[0], meta["reference"], meta["equal_resources_baseline"]
+    h = meta["hardware"]
+    obj = {"speedup": "speedup", "goodput": "goodput under the SLO", "throughput": "throughput"}[meta["objective"]]
+    parts = [f"On {h['devices']}x {h['kind']} at {meta['load_text']} ({meta['source']}), ranked by {obj}, "
+             f"the best configuration is {best['label']} ({best['replicas']} replica(s) of "
+             f"{best['devices_per_replica']} device(s)): {best['speedup']:.2f}x the reference AR's "
+             f"mean latency at TP={ref['tp']}, {best['tokens_per_s']:.0f} tokens/s"]
+    if meta["load"]["slo_ms"]:
+        parts[-1] += f", goodput {best['goodput_tokens_per_s']:.0f} tokens/s ({best['slo_attainment']:.0%} of requests meet the SLO)"
+    parts[-1] += "."
+    lr = [r for r in rows if r["mode"].startswith("lr")]
+    if eq is not None:
+        if best["role"] == "equal-resources":
+            parts.append(f"Step-level speculation does not pay here: giving the draft's and judge's devices "
+                         f"to the target (TP={eq['tp']}) beats every LR configuration"
+                         + (f" (best LR: {lr[0]['label']}, {lr[0]['speedup']:.2f}x)." if lr else "."))
+        else:
+            gain = best["speedup_vs_equal"]
+            parts.append(f"Against the equal-resources baseline (AR at TP={eq['tp']}, {eq['speedup']:.2f}x) it is "
+                         f"{gain:.2f}x {'faster' if gain >= 1 else 'slower'} per request.")
+    sd = [r for r in rows if r["mode"] == "sd" and not r["role"]]
+    if lr and sd:
+        lb, sb = lr[0], sd[0]
+        parts.append(f"Best step-level option {lb['label']} gives {lb['speedup']:.2f}x, best token-level "
+                     f"SD {sb['label']} {sb['speedup']:.2f}x.")
+    if meta["skipped"]:
+        parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
+    return " ".join(parts)

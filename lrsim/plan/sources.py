@@ -1,0 +1,93 @@
+"""Where a plan's simulator configurations come from: a preset, a calibrated profile, a scenario.
+
+Each source is small and picklable (it travels to worker processes and Ray tasks) and answers
+`to_config(policy, k1=, depth=, width=, k2=, requests=, rate=, seed=) -> Config`, the interface
+of a calibrated profile (`lrsim.calib.profile.Profile.to_config`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from . import presets
+
+KNOBS = ("k1", "depth", "width", "k2", "requests", "rate", "steps", "seed")
+
+
+@dataclass(frozen=True)
+class PresetSource:
+    name: str
+    latency_file: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"preset {self.name}"
+
+    def preset(self):
+        return presets.with_latency_file(presets.get(self.name), self.latency_file)
+
+    def to_config(self, policy, **knobs):
+        return self.preset().to_config(policy, **knobs)
+
+    def target_latency(self, tp: int):
+        return self.preset().target_latency(tp)
+
+
+@dataclass(frozen=True)
+class ScenarioSource:
+    name: str
+
+    @property
+    def label(self) -> str:
+        return f"scenario {self.name}"
+
+    def to_config(self, policy, k1=None, depth=None, width=None, k2=None, requests=None, rate=None,
+                  steps=None, seed=0):
+        from ..sim.build import Options, build
+
+        if policy == "lr-async":
+            k1 = None
+        else:
+            depth = None
+        return build(Options(policy=policy, k1=k1, depth=depth, width=width, k2=k2, requests=requests,
+                             rate=rate, steps=steps, seed=seed, scenario=self.name))
+
+
+@dataclass(frozen=True)
+class ProfileSource:
+    path: str
+
+    @property
+    def label(self) -> str:
+        return f"profile {self.path}"
+
+    def to_config(self, policy, **knobs):
+        try:
+            from ..calib.profile import load_profile
+        except ImportError:
+            raise UserError("--profile: calibration profiles need lrsim.calib (not installed in this "
+                            "checkout); use --preset or --scenario") from None
+        knobs = {k: v for k, v in knobs.items() if v is not None}
+        return load_profile(self.path).to_config(policy, **knobs)
+
+
+def resolve(preset: str | None, profile: Path | None, scenario: str | None,
+            latency_file: Path | None = None):
+    given = [n for n, v in (("--preset", preset), ("--profile", profile), ("--scenario", scenario)) if v]
+    if len(given) > 1:
+        raise UserError(f"{' and '.join(given)} are exclusive: plan for one source")
+    if latency_file is not None and not latency_file.is_file():
+        raise UserError(f"--latency-file {latency_file}: no such file")
+    if profile is not None:
+        if not Path(profile).is_file():
+            raise UserError(f"--profile {profile}: no such file")
+        return ProfileSource(str(profile))
+    if scenario is not None:
+        from ..sim.scenario import resolve_path
+
+        resolve_path(scenario)
+        return ScenarioSource(scenario)
+    name = preset or "r1-gsm8k"
+    presets.get(name)
+    return PresetSource(name, str(latency_file) if latency_file else None)
