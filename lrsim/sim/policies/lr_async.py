@@ -82,7 +82,7 @@ def run(world, req, rec):
             return
         node.target_done = True
         if node is state["root"]:
-            env.process(resolve(node))
+            resolve(node)
 
     def kill(node):
         node.dead = True
@@ -110,8 +110,15 @@ def run(world, req, rec):
                 world.stats.judged(c.depth, False)
                 world.stats.unready += 1
                 kill(c)
-        if ready:
-            yield env.all_of([world.verdict_delay(lens[pos], lens[pos]) for _ in ready])
+        if not ready or cfg.verifier.kind == "none":
+            decide(root, ready)
+            return
+        evs = [world.verdict_delay(lens[pos], lens[pos]) for _ in ready]   # judged in parallel
+        ev = evs[0] if len(evs) == 1 else env.all_of(evs)
+        ev.callbacks.append(lambda _e: decide(root, ready))
+
+    def decide(root, ready):
+        pos = root.level
         winner = None
         for c in ready:
             ok = wl.step_accept(req, pos, c.depth) if winner is None else False
@@ -143,7 +150,7 @@ def run(world, req, rec):
             return
         r = state["root"]
         if r.target_done:
-            env.process(resolve(r))
+            resolve(r)
 
     root = Node(0)
     state["root"] = root
