@@ -102,3 +102,13 @@ def test_free_batching_budget_limits_parallelism():
     a, c = 0.8, 0.05
     exact = (1 - a ** 4) / (1 - a) / (3 * c + 2)
     assert math.isclose(capped, exact, rel_tol=0.03)
+
+
+@pytest.mark.parametrize("alpha1,c1,k1", [(0.63, 0.1, 6), (0.8, 0.2, 8), (0.5, 0.05, 3)])
+def test_stage_fast_path_matches_theory_and_event_simulation(alpha1, c1, k1):
+    from lrsim.sim.stage_fast import stage_speedup
+    fast = stage_speedup(alpha1, c1, k1, steps=2000, requests=64, seed=5)
+    exact = float(async_s1(alpha1, c1) if k1 >= depth_limit(c1) else async_s2(alpha1, c1, k1))
+    assert fast.within(exact, 3.0), (fast, exact)
+    ev, se, _ = _speedup("lr-stage", alpha1, c1, k1=k1)
+    assert abs(ev - fast.mean) <= 3 * math.hypot(se, fast.stderr)
