@@ -36,8 +36,8 @@ def collect_cmd(
     enable_prefix_caching: bool = typer.Option(True, "--enable-prefix-caching/--no-enable-prefix-caching"),
     num_speculative_tokens: int = typer.Option(6, "--num-speculative-tokens", min=1, help="n-gram SD tokens (sd, lr+sd)."),
     prompt_lookup_max: int = typer.Option(2, "--prompt-lookup-max", min=1, help="n-gram SD lookup size."),
-    target_cores: str = typer.Option("0-1", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine."),
-    draft_cores: str = typer.Option("0-1", "--draft-cores", help="VLLM_CPU_OMP_THREADS_BIND of the draft engine."),
+    target_cores: str = typer.Option("auto", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine (auto: all cores alone, 3/4 beside a draft)."),
+    draft_cores: str = typer.Option("auto", "--draft-cores", help="VLLM_CPU_OMP_THREADS_BIND of the draft engine (auto: the remaining cores)."),
     execute_code: bool = typer.Option(False, "--execute-code", help="Grade HumanEval by running its tests (sandboxed subprocess)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ):

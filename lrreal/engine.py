@@ -131,6 +131,7 @@ def cpu_environment(threads_bind: str | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # engine start-up logs ~60 INFO lines
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     if threads_bind:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = threads_bind
@@ -212,11 +213,11 @@ class VllmEngine:
         self._window: tuple[float, int, dict] | None = None
 
     def start(self) -> "VllmEngine":
+        a = self.args
+        cpu_environment(a.omp_threads_bind)  # before importing vllm: it reads env at import
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        a = self.args
-        cpu_environment(a.omp_threads_bind)
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(a.kv_cache_space_gib)
         eargs = AsyncEngineArgs(
             model=a.model, tokenizer=a.model, dtype=a.dtype, max_model_len=a.max_model_len,

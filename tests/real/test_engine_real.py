@@ -1,0 +1,129 @@
+"""End to end on the real thing: packaged models, vLLM CPU engines, GSM8K, trace records.
+
+Engines start once for this module (target + draft, ~1-2 min on 2 cores) under the machine-wide
+vLLM lock and always shut down. Budgets are tiny (48 tokens) so the module fits CI. A cold model
+cache is converted first (`lr models prepare`, ~5 min on 2 cores, once).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+MAX_TOKENS = 48
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def prepared_cache():
+    pytest.importorskip("vllm")
+    from lrreal import models
+
+    cache = models.cache_dir()
+    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
+        models.prepare(name, cache)  # cold cache: converts once; warm: no-op
+    return cache
+
+
+@pytest.fixture(scope="module")
+def real(prepared_cache):
+    """(collector, event loop, first GSM8K problem) with both engines started."""
+    from lrreal.collect import CollectSpec, Collector
+    from lrreal.datasets import load_problems
+    from lrreal.engine import vllm_lock
+
+    spec = CollectSpec(mode="lr", dataset="gsm8k", limit=1, depth=2, max_tokens=MAX_TOKENS,
+                       max_step_tokens=32, verifier="exact", cache_dir=str(prepared_cache))
+    col = Collector(spec)
+    loop = asyncio.new_event_loop()
+    lock = vllm_lock()
+    lock.__enter__()
+    try:
+        col.verifier = col.make_verifier()
+
+        async def start():
+            col.start()
+            await col.warm_up()
+
+        loop.run_until_complete(start())
+        yield col, loop, load_problems("gsm8k", limit=1)[0]
+    finally:
+        col.shutdown()
+        loop.close()
+        lock.__exit__(None, None, None)
+
+
+def _run(real, mode: str) -> dict:
+    from lrreal.scheduler import SchedulerConfig
+
+    col, loop, prob = real
+    col.spec.mode = mode
+    col.cfg = SchedulerConfig(mode=mode, depth=2, max_tokens=MAX_TOKENS, max_step_tokens=32)
+    return loop.run_until_complete(col.run_one(prob, 0))
+
+
+def _write_and_read(tmp_path, recs):
+    from lrreal.traces import TraceWriter, read_traces
+
+    out = tmp_path / "traces.jsonl"
+    with TraceWriter(out, resume=True) as w:
+        for r in recs:
+            w.write(r)
+    return out, read_traces(out)
+
+
+def test_models_prepare_is_idempotent_on_real_models(prepared_cache):
+    from lrreal import models
+
+    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
+        path = models.model_dir(models.lookup(name), prepared_cache)
+        before = (path / models.MARKER).stat().st_mtime_ns
+        t0 = time.monotonic()
+        assert models.prepare(name, prepared_cache) == path
+        assert time.monotonic() - t0 < 5
+        assert (path / models.MARKER).stat().st_mtime_ns == before
+        assert json.loads((path / "config.json").read_text())["architectures"] == ["Qwen2ForCausalLM"]
+
+
+def test_ar_and_lr_write_valid_traces(real, tmp_path):
+    ar = _run(real, "ar")
+    lr = _run(real, "lr")
+    out, recs = _write_and_read(tmp_path, [ar, lr])
+    assert [r["mode"] for r in recs] == ["ar", "lr"]
+    for r in recs:
+        assert 0 < r["output_tokens"] <= MAX_TOKENS
+        assert r["finish_reason"] in ("eos", "budget")
+        assert r["output_text"] == "".join(s["text"] for s in r["steps"])
+        assert r["engine_stats"]["target"]["forward_passes"], "per-pass stats from vLLM"
+        assert all(p["batch_size"] >= 1 for p in r["engine_stats"]["target"]["forward_passes"])
+        assert r["run"]["vllm_version"] and r["run"]["models"]["target"]["sha256"]
+    assert ar["finish_reason"] != "budget" or ar["output_tokens"] == MAX_TOKENS
+    # LR: the first step follows the chat prompt (no boundary) so the target writes it; later
+    # steps are drafted and judged; both engines did work.
+    assert lr["steps"][0]["source"] == "target"
+    assert lr["engine_stats"]["draft"]["forward_passes"]
+    assert lr["run"]["models"]["draft"]["sha256"]
+    if len(lr["steps"]) > 1:
+        assert lr["step_acceptance"]["proposed"] >= 1
+    # Greedy target, same prompt: the first step is the same text in both modes.
+    assert lr["steps"][0]["text"] == ar["steps"][0]["text"]
+
+    # Resume through the CLI: everything is recorded, so nothing runs and no engine starts.
+    cmd = [sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "ar", "--dataset", "gsm8k",
+           "--limit", "1", "--max-tokens", str(MAX_TOKENS), "--out", str(out), "--resume", "--json"]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["written"] == 0 and res["skipped"] == 1
+    assert time.monotonic() - t0 < 60
+    assert len(out.read_text().splitlines()) == 2  # no duplicate
