@@ -7,7 +7,7 @@ exact shapes of the Lookahead Reasoning paper's models (Qwen2.5 / Qwen3 families
 What one forward pass does (per layer, like vLLM's Qwen2/Qwen3 implementation):
   fused add+RMSNorm -> fused QKV projection (+bias for Qwen2) -> [Qwen3: per-head q/k RMSNorm]
   -> RoPE -> write K/V into a preallocated cache -> GQA attention over the cache
-  (F.scaled_dot_product_attention, enable_gqa=True; lower-right causal for q>1 verify blocks)
+  (F.scaled_dot_product_attention; decode/verify steps GQA-packed, see Step.__init__)
   -> O projection -> add+RMSNorm -> fused gate/up projection -> SiLU*up -> down projection;
   then final RMSNorm and the lm_head (logits for every query token of a decode/verify step,
   for the last token only in prefill, as vLLM does).
@@ -338,6 +338,55 @@ def fits_real(arch: Arch, tokens_cached: int, device_bytes: int) -> bool:
     return need <= 0.9 * device_bytes
 
 
+def method_text(weight_sets: int, kv_sets: int) -> str:
+    return (
+        "Pure-torch decoder forward passes with the real architectures' exact shapes and random "
+        "bf16 weights (no vLLM). Per layer: add+RMSNorm, fused QKV GEMM (+bias for Qwen2; "
+        "per-head q/k RMSNorm for Qwen3), RoPE, KV write into a preallocated cache, "
+        "F.scaled_dot_product_attention over the cache, O GEMM, add+RMSNorm, fused gate/up GEMM, "
+        "SiLU*up, down GEMM; final norm + lm_head (all query tokens for decode/verify, last token "
+        "for prefill). Attention: prefill is causal SDPA (enable_gqa=True); decode/verify steps "
+        "use GQA-packed SDPA (the g query heads sharing a KV head become g*q rows of one head, so "
+        "K/V are read once per KV head, as vLLM's FA3/FlashInfer kernels do) with the causal mask "
+        "inside the q-token verify block dropped (exact for q=1; for q>1 a timing no-op; the "
+        "exact bottom-right-causal path is --exact-verify-mask). Each config is timed with every "
+        "SDPA backend in 'attn_backends'; 'ms' is the fastest, 'attn' names it, ms_<backend> "
+        "keeps each. Whole forward captured as one CUDA graph per config (eager fallback would "
+        "be recorded per entry as graph=false). Timing: 3 warm-up calls, then 5-30 timed calls "
+        "(as many as fit 0.2 s; torch.cuda.Event around each replay), median in 'ms', 10th "
+        f"percentile in 'ms_p10'. Memory trick: {weight_sets} distinct layer weight sets and "
+        f"{kv_sets} KV-cache buffers are cycled across the layers (each layer's weights >> the "
+        "50 MB L2, so all weights still stream from HBM; 'validation' compares against all "
+        "layers distinct). Decode = one step of 'batch' sequences each adding 'query' tokens "
+        "after 'context' cached tokens.")
+
+
+CAVEATS = (
+    "Forward pass only: no sampling, rejection sampling, scheduler or Python overhead (vLLM adds "
+    "these per step). Per-layer glue is plain torch ops (~20 kernels per layer vs ~10 fused ones "
+    "in vLLM): at batch 1 the non-GEMM kernels cost ~2.5 ms of a 32B step (~1 ms of a 1.5B "
+    "step), see 'kernel_census', so absolute times are pessimistic by roughly that much and the "
+    "draft/target ratio c somewhat high. Attention uses PyTorch's FA2 / cuDNN kernels, not "
+    "vLLM's FA3. TP=2 entries are one shard on one GPU; communication is modelled, not "
+    "measured. Random weights: GEMM timing on random data is representative of real weights.")
+
+
+def model_notes(arch: Arch, weight_sets: int, kv_sets: int) -> str:
+    notes = (f"{arch.hf_id} shapes, random bf16 weights; {weight_sets} distinct layer weight "
+             f"sets and {kv_sets} KV-cache buffers cycled over {arch.layers} layers. Decode "
+             f"entries with q>1 are verify passes of q tokens per sequence, logits for all q. "
+             f"'fits_real': the real model's weights plus this KV cache (+2 GB) fit in 90% of "
+             f"this GPU (vLLM's default gpu_memory_utilization).")
+    if arch.tp > 1:
+        notes += (f" TP={arch.tp} per-GPU shard (n_q={arch.n_q}, n_kv={arch.n_kv}, "
+                  f"intermediate={arch.inter}, vocab-parallel lm_head {arch.vocab}); 'ms' EXCLUDES "
+                  f"all-reduce. 'allreduce_ms_model' is modelled, not measured: "
+                  f"{ALLREDUCES_PER_LAYER} all-reduces per layer of tokens*hidden*2 bytes plus one "
+                  f"logits gather, each {ALLREDUCE_LATENCY_US} us + bytes/{ALLREDUCE_BW_GBPS} GB/s "
+                  f"(NVLink4, vLLM custom all-reduce). Add it to 'ms' for a TP=2 step estimate.")
+    return notes
+
+
 def profile_model(arch: Arch, args, device, dtype) -> dict:
     import torch
 
@@ -374,18 +423,7 @@ def profile_model(arch: Arch, args, device, dtype) -> dict:
         prefill.append(rec)
         print(json.dumps({"model": arch.name, "prefill": True, **rec}), flush=True)
     full = ARCHS.get(arch.name.removesuffix(f"-tp{arch.tp}"), arch)
-    notes = (f"{arch.hf_id} shapes, random bf16 weights; {len(model.sets)} distinct layer weight "
-             f"sets and {min(args.kv_sets, arch.layers)} KV-cache buffers cycled over "
-             f"{arch.layers} layers. Decode entries with q>1 are verify passes of q tokens per "
-             f"sequence (lower-right causal), logits for all q. 'fits_real': the real model's "
-             f"weights plus this KV cache fit in 90% of this GPU.")
-    if arch.tp > 1:
-        notes += (f" TP={arch.tp} per-GPU shard (n_q={arch.n_q}, n_kv={arch.n_kv}, "
-                  f"intermediate={arch.inter}, vocab-parallel lm_head {arch.vocab}); 'ms' EXCLUDES "
-                  f"all-reduce. 'allreduce_ms_model' is modelled, not measured: "
-                  f"{ALLREDUCES_PER_LAYER} all-reduces per layer of tokens*hidden*2 bytes plus one "
-                  f"logits gather, each {ALLREDUCE_LATENCY_US} us + bytes/{ALLREDUCE_BW_GBPS} GB/s "
-                  f"(NVLink4, vLLM custom all-reduce). Add it to 'ms' for a TP=2 step estimate.")
+    notes = model_notes(arch, len(model.sets), min(args.kv_sets, arch.layers))
     out = {"tp": arch.tp, "dtype": "bf16", "hf_id": arch.hf_id,
            "params_b": round(full.params() / 1e9, 3),
            "shapes": {k: v for k, v in asdict(arch).items() if k not in ("name", "hf_id")},
@@ -649,25 +687,7 @@ def main(argv=None):
     env = env_info(device)
     doc = {"device": env.get("device_name", "cpu"), "source": "benchmarks/gpu_latency_profile.py",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "method": (
-               "Pure-torch decoder forward passes with the real architectures' exact shapes and "
-               "random bf16 weights (no vLLM). Per layer: add+RMSNorm, fused QKV GEMM, RoPE, KV "
-               "write into a preallocated cache, F.scaled_dot_product_attention(enable_gqa=True) "
-               "over the cache (lower-right causal for q>1), O GEMM, add+RMSNorm, fused gate/up "
-               "GEMM, SiLU*up, down GEMM; final norm + lm_head (all query tokens for decode/"
-               "verify, last token for prefill). Whole forward captured as one CUDA graph per "
-               "config (eager fallback recorded per entry as graph=false). Attention: decode/"
-               "verify steps use GQA-packed SDPA (the g query heads of a KV head become g*q "
-               "rows, K/V read once; intra-verify-block causal mask dropped, a timing no-op), "
-               "timed with each SDPA backend listed in 'attn_backends'; 'ms' is the fastest, "
-               "'attn' names it. Timing: 3 warm-up "
-               "calls, then 5-30 timed calls (torch.cuda.Event around each replay), median in "
-               f"'ms'. Memory trick: {args.weight_sets} distinct layer weight sets and "
-               f"{args.kv_sets} KV-cache buffers are cycled across the layers (each layer's "
-               "weights >> 50 MB L2, so all weights still stream from HBM; see 'validation'). "
-               "Not included: sampling, scheduler/Python overhead, TP communication (modelled "
-               "separately for -tp2 entries). Decode = one step of 'batch' sequences each "
-               "adding 'query' tokens after 'context' cached tokens."),
+           "method": method_text(args.weight_sets, args.kv_sets), "caveats": CAVEATS,
            "env": env, "attn_backends": args.sdpa_backend.split(","), "models": {}}
     if args.check_transformers and not args.tiny:
         try:
