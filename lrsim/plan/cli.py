@@ -14,7 +14,7 @@ def plan_cmd(
     preset: str = typer.Option(None, "--preset", help="A paper setup: r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24 (default r1-gsm8k)."),
     profile: Path = typer.Option(None, "--profile", help="A calibrated profile (lr calibrate -o ...)."),
     scenario: str = typer.Option(None, "--scenario", help="A simulator scenario (TOML file or shipped name)."),
-    latency_file: Path = typer.Option(None, "--latency-file", help="Presets: measured GPU latency table (lrsim/data/latency format)."),
+    latency: str = typer.Option("auto", "--latency", help="Presets: auto (shipped H100 table if present, else roofline) | roofline | PATH to a GPU latency table."),
     devices: int = typer.Option(None, "--devices", help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
     device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, B200, L40S (latencies scale by HBM bandwidth)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
@@ -48,8 +48,8 @@ def plan_cmd(
     if list_presets:
         return _list_presets(as_json)
     if paper_table:
-        return _paper_table(samples, jobs, as_json)
-    src = sources.resolve(preset, profile, scenario, latency_file)
+        return _paper_table(samples, jobs, as_json, latency)
+    src = sources.resolve(preset, profile, scenario, latency)
     cands = planner.candidates(
         [m.strip() for m in modes.split(",") if m.strip()], parse_values("--depth", depth),
         parse_values("--k1", k1), parse_values("--k2", k2), parse_values("--width", width),
@@ -81,10 +81,12 @@ def _list_presets(as_json: bool) -> None:
     Console().print(t)
 
 
-def _paper_table(samples: int, jobs: int, as_json: bool) -> None:
+def _paper_table(samples: int, jobs: int, as_json: bool, latency: str) -> None:
+    from .sources import resolve
     from .table1 import TABLE_HEADER, compare_table1, format_rows
 
-    rows = compare_table1(seeds=max(1, samples), jobs=jobs)
+    src = resolve(None, None, None, latency)
+    rows = compare_table1(seeds=max(1, samples), jobs=jobs, latency_file=src.latency_file)
     if as_json:
         print(json.dumps({"rows": rows}))
         return

@@ -25,6 +25,11 @@ def map_points(fn, args: list, jobs: int = 0, ray_address: str | None = None) ->
         return list(ex.map(fn, args, chunksize=max(1, len(args) // (4 * jobs))))
 
 
+def _call(fn, arg):
+    """The Ray task: any picklable callable (builtins included) applied to one point."""
+    return fn(arg)
+
+
 def _map_ray(fn, args: list, address: str) -> list:
     try:
         import ray
@@ -39,8 +44,8 @@ def _map_ray(fn, args: list, address: str) -> list:
         except (ConnectionError, ValueError, RuntimeError) as e:
             raise UserError(f"--ray-address {address}: cannot connect to Ray ({e})") from None
     try:
-        task = ray.remote(fn)
-        return ray.get([task.remote(a) for a in args])
+        task = ray.remote(_call)
+        return ray.get([task.remote(fn, a) for a in args])
     finally:
         if started_here and address == "local":
             ray.shutdown()

@@ -9,22 +9,22 @@ simulator predicts from them are compared with Table 1 in `compare_table1` (docs
 where and why they differ).
 
 Latency: a measured GPU table `lrsim/data/latency/h100_paper_models.json` when one is installed
-(docs/gpu-latency-profile.md; the 32B targets are measured per TP shard, so the all-reduce loss
-TP_EFFICIENCY is applied on top), otherwise a bandwidth roofline (model bytes / achieved HBM
+(docs/gpu-latency-profile.md; pure-torch forward passes: the 32B targets are measured per TP
+shard, so the file's modelled all-reduce and our engine overhead are added), otherwise a bandwidth roofline (model bytes / achieved HBM
 bandwidth per decode iteration + a fixed engine overhead). `Preset.latency_source()` says which.
 
 A preset behaves like a calibrated profile: `to_config(policy, **knobs) -> Config`.
 """
 from __future__ import annotations
 
-import math
+import json
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
 from ..errors import UserError
 from ..sim.config import Config, Placement
-from ..sim.latency import Roofline, Scaled, load_measurements
+from ..sim.latency import Roofline, Scaled, Tabulated
 from ..sim.verifier import VerifierCost
 from ..sim.workload import Synthetic
 
@@ -79,7 +79,8 @@ class Preset:
     judge: ModelFacts = JUDGE_7B
     device_kind: str = "H100"
     target_tp: int = 2
-    latency_file: str | None = None   # None: the shipped measured table when present, else roofline
+    latency_file: str | None = None   # None: the shipped measured table when present, else roofline;
+                                      # "roofline": force the bandwidth roofline; else a table path
 
     @property
     def alpha1(self) -> float:
@@ -87,6 +88,8 @@ class Preset:
 
     # --- latency ---------------------------------------------------------------------------------
     def _measured_path(self) -> Path | None:
+        if self.latency_file == "roofline":
+            return None
         if self.latency_file:
             return Path(self.latency_file)
         try:
@@ -99,26 +102,30 @@ class Preset:
         path = self._measured_path()
         if path is None:
             return None
-        table = load_measurements(path)
+        table = load_gpu_table(path)
         keys = (self.target.measured_key, self.draft.measured_key, self.judge.measured_key)
         return table if all(k in table for k in keys) else None
 
     def latency_source(self) -> str:
-        return f"measured ({self._measured_path()})" if self._measured() else \
-            "roofline (HBM bandwidth x 0.8 + 2 ms engine overhead)"
+        return (f"measured H100 table ({self._measured_path().name}) + modelled all-reduce + "
+                f"{ENGINE_OVERHEAD_MS:g} ms engine overhead") if self._measured() else \
+            f"roofline (HBM bandwidth x {BANDWIDTH_EFFICIENCY} + {ENGINE_OVERHEAD_MS:g} ms engine overhead)"
 
     def _latencies(self):
         table = self._measured()
         if table is not None:
-            # the 32B table is one TP shard: add the all-reduce loss of TP=2 and the engine overhead
-            t = Scaled(table[self.target.measured_key], 1.0 / TP_EFFICIENCY ** math.log2(self.target_tp))
-            return t, table[self.draft.measured_key], table[self.judge.measured_key]
+            return table[self.target.measured_key], table[self.draft.measured_key], table[self.judge.measured_key]
         return tuple(_roofline(m, tp) for m, tp in ((self.target, self.target_tp), (self.draft, 1), (self.judge, 1)))
 
     def target_latency(self, tp: int):
-        """The target at another TP degree (equal-resources baseline): rebuilt from hardware facts
-        so the fixed engine overhead is not divided by TP; None with a measured table."""
-        return None if self._measured() is not None else _roofline(self.target, tp)
+        """The target at another TP degree (equal-resources baseline). Roofline: rebuilt from
+        hardware facts, so the fixed engine overhead is not divided by TP. Measured table (TP=2
+        only): the measured TP=2 curve times the roofline's TP ratio."""
+        table = self._measured()
+        if table is None:
+            return _roofline(self.target, tp)
+        ratio = _roofline(self.target, tp).per_token() / _roofline(self.target, self.target_tp).per_token()
+        return Scaled(table[self.target.measured_key], ratio)
 
     # --- profile interface -----------------------------------------------------------------------
     def to_config(self, policy: str = "lr-async", k1: int | None = None, depth: int | None = None,
@@ -155,6 +162,25 @@ class Preset:
                 "sd_k2": NGRAM_SPEC_TOKENS + 1, "latency": self.latency_source(),
                 "paper": {"alpha1": self.paper.alpha1, "lr": self.paper.lr, "sd": self.paper.sd,
                           "lr+sd": self.paper.lr_sd}}
+
+
+def load_gpu_table(path: Path) -> dict[str, Tabulated]:
+    """benchmarks/gpu_latency_profile.py output -> Tabulated per model, with what the pure-torch
+    timing leaves out added back: the modelled TP all-reduce of each entry ('allreduce_ms_model')
+    and the engine's per-iteration overhead (scheduling + sampling)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        out = {}
+        for name, m in doc["models"].items():
+            def ms(r):
+                return (float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0)) + ENGINE_OVERHEAD_MS) / 1e3
+            dec = [(float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)), ms(r))
+                   for r in m["decode"]]
+            pre = [(float(r["tokens"]), ms(r)) for r in m.get("prefill", [])]
+            out[name] = Tabulated(dec, pre, name=f"{Path(path).name}:{name}")
+        return out
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{path}: not a GPU latency table ({e!r}); see docs/gpu-latency-profile.md") from None
 
 
 def _roofline(m: ModelFacts, tp: int) -> Roofline:

@@ -73,12 +73,14 @@ class ProfileSource:
 
 
 def resolve(preset: str | None, profile: Path | None, scenario: str | None,
-            latency_file: Path | None = None):
+            latency: str | None = None):
     given = [n for n, v in (("--preset", preset), ("--profile", profile), ("--scenario", scenario)) if v]
     if len(given) > 1:
         raise UserError(f"{' and '.join(given)} are exclusive: plan for one source")
-    if latency_file is not None and not latency_file.is_file():
-        raise UserError(f"--latency-file {latency_file}: no such file")
+    if latency not in (None, "auto", "roofline") and not Path(latency).is_file():
+        raise UserError(f"--latency {latency}: no such file (or use 'auto' / 'roofline')")
+    if latency not in (None, "auto") and preset is None and (profile or scenario):
+        raise UserError("--latency applies to presets only (profiles and scenarios carry their own)")
     if profile is not None:
         if not Path(profile).is_file():
             raise UserError(f"--profile {profile}: no such file")
@@ -90,4 +92,4 @@ def resolve(preset: str | None, profile: Path | None, scenario: str | None,
         return ScenarioSource(scenario)
     name = preset or "r1-gsm8k"
     presets.get(name)
-    return PresetSource(name, str(latency_file) if latency_file else None)
+    return PresetSource(name, None if latency in (None, "auto") else latency)

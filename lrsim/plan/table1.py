@@ -7,7 +7,7 @@ seeds (paired: the same steps and acceptance draws). Modes as in the paper: LR =
 """
 from __future__ import annotations
 
-from .presets import LR_DEPTH, NGRAM_SPEC_TOKENS, PRESETS, Preset
+from .presets import LR_DEPTH, NGRAM_SPEC_TOKENS, PRESETS, Preset, with_latency_file
 
 MODES = {                      # column -> (policy, knobs)
     "ar": ("ar", {}),
@@ -32,7 +32,11 @@ def _latency_sum(preset: Preset, mode: str, seeds: int) -> float:
     return total
 
 
+MIN_STEPS = 500        # per preset and mode: short GSM8K answers get more seeds (less noise)
+
+
 def predict(preset: Preset, seeds: int = 3) -> dict:
+    seeds = max(seeds, -(-MIN_STEPS // preset.steps))
     lat = {m: _latency_sum(preset, m, seeds) for m in MODES}
     cfg = preset.to_config("lr-async")
     return {"preset": preset.name, "pair": preset.pair, "dataset": preset.dataset,
@@ -43,15 +47,16 @@ def predict(preset: Preset, seeds: int = 3) -> dict:
 
 
 def _one(args):
-    name, seeds = args
-    return predict(PRESETS[name], seeds)
+    name, seeds, latency_file = args
+    return predict(with_latency_file(PRESETS[name], latency_file), seeds)
 
 
-def compare_table1(seeds: int = 3, jobs: int = 1) -> list[dict]:
-    """One row per preset: simulated vs paper speedups, with ratio sim / paper per mode."""
+def compare_table1(seeds: int = 3, jobs: int = 1, latency_file: str | None = None) -> list[dict]:
+    """One row per preset: simulated vs paper speedups, with ratio sim / paper per mode.
+    latency_file: None = shipped measured table if present, "roofline", or a table path."""
     from .parallel import map_points
 
-    rows = map_points(_one, [(n, seeds) for n in PRESETS], jobs=jobs)
+    rows = map_points(_one, [(n, seeds, latency_file) for n in PRESETS], jobs=jobs)
     for r in rows:
         r["ratio"] = {m: r["sim"][m] / r["paper"][m] for m in r["sim"]}
         r["product_ratio"] = r["sim"]["lr+sd"] / (r["sim"]["lr"] * r["sim"]["sd"])

@@ -1,0 +1,188 @@
+"""`lr plan`: ranking, the equal-resources baseline, SLO goodput, JSON interface, one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+from lrsim.errors import UserError
+from lrsim.plan import hardware as hw
+from lrsim.plan import planner
+from lrsim.plan.planner import Candidate, Hardware, Load
+from lrsim.plan.presets import PRESETS
+from lrsim.plan.sources import PresetSource
+
+SRC = PresetSource("r1-gsm8k")
+SMALL = Load(concurrency=1, steps=12, samples=1)     # 12 steps of the GSM8K preset: fast, seeded
+
+
+def run_lr(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture(scope="module")
+def small_plan():
+    cands = planner.candidates(["sd", "lr"], [1, 4], [2], [9], [1], ["dedicated"], None)
+    return planner.plan(SRC, cands, Hardware(), SMALL, jobs=1)
+
+
+def test_grid_always_contains_reference_and_equal_resources():
+    cands = planner.candidates(["lr"], [1, 2], [2], [3], [1], ["dedicated"], budget=1)
+    roles = {(c.mode, c.role) for c in cands}
+    assert ("ar", "reference") in roles and ("ar", "equal-resources") in roles
+    # the budget removes every speculative candidate (depth 1 needs 2 target positions) but no baseline
+    assert all(c.role for c in cands)
+
+
+def test_budget_filters_by_parallel_dimension():
+    cands = planner.candidates(["lr", "lr+sd"], [1, 2, 3], [2], [3], [1, 2], ["dedicated"], budget=6)
+    assert all(c.parallel <= 6 for c in cands if not c.role)
+    assert Candidate("lr", k1=3, depth=2, width=2) not in cands       # 1 + 2 + 4 = 7 > 6
+    assert Candidate("lr+sd", k1=2, depth=1, k2=3) in cands            # (1 + 1) x 3 = 6
+
+
+def test_ranks_by_speedup_on_a_small_deterministic_case(small_plan):
+    rows = small_plan.rows
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    speedups = [r["speedup"] for r in rows]
+    assert speedups == sorted(speedups, reverse=True)
+    by = {r["label"]: r for r in rows}
+    assert by["ar"]["speedup"] == pytest.approx(1.0)
+    # alpha1 = 0.63, c1 ~ 0.21: deeper lookahead wins, and both beat AR on the same GPUs
+    assert by["lr depth=4"]["speedup"] > by["lr depth=1"]["speedup"] > 1.1
+    # the plan is reproducible (seeded workload, deterministic simulator)
+    again = planner.plan(SRC, [Candidate("ar", role="reference"), Candidate("lr", k1=5, depth=4)],
+                         Hardware(), SMALL, jobs=1)
+    assert {r["label"]: r["mean_latency_s"] for r in again.rows}["lr depth=4"] == \
+        pytest.approx(by["lr depth=4"]["mean_latency_s"])
+
+
+def test_equal_resources_baseline_gets_the_draft_and_judge_devices(small_plan):
+    eq = small_plan.meta["equal_resources_baseline"]
+    ref = small_plan.meta["reference"]
+    assert eq["tp"] == 4 and eq["devices_per_replica"] == 4 and eq["replicas"] == 1
+    assert ref["tp"] == 2 and ref["replicas"] == 2           # 4 GPUs hold two TP=2 targets
+    # bandwidth roofline: TP 4 reads half the weights per GPU, all-reduce and engine overhead stay
+    preset = PRESETS["r1-gsm8k"]
+    ratio = preset.target_latency(2).per_token() / preset.target_latency(4).per_token()
+    assert eq["speedup"] == pytest.approx(ratio, rel=0.05)
+    assert eq["speedup_vs_equal"] == pytest.approx(1.0)
+    lr = next(r for r in small_plan.rows if r["label"] == "lr depth=4")
+    assert lr["speedup_vs_equal"] == pytest.approx(lr["speedup"] / eq["speedup"])
+
+
+def test_equal_resources_config_is_ar_on_all_devices():
+    cfg = SRC.to_config("lr-async")
+    eq = hw.equal_resources(cfg, SRC.target_latency)
+    assert eq.policy == "ar" and eq.draft is None and eq.judge is None
+    assert sorted(eq.target.devices) == sorted(cfg.devices) and eq.target.tp == 4
+
+
+def test_shared_placement_time_shares_and_pays_for_the_judge():
+    cfg = hw.share(SRC.to_config("lr-async"))
+    assert cfg.draft.devices == cfg.target.devices == cfg.judge.devices
+    assert hw.replica_devices(cfg) == cfg.target.devices
+    # the constant 13 ms judgement becomes device time on the shared GPUs, same single-judgement cost
+    assert cfg.verifier.kind == "llm"
+    one = cfg.judge.latency.forward(1, cfg.verifier.template_tokens + 90, 1, 0.0)
+    assert one == pytest.approx(0.013, rel=1e-6)
+
+
+def test_device_kind_rescales_by_bandwidth():
+    cfg = SRC.to_config("ar")
+    h200 = hw.rescale(cfg, "H200")
+    assert h200.target.latency.per_token() == pytest.approx(cfg.target.latency.per_token() * 3.35 / 4.8)
+    with pytest.raises(UserError, match="--device-kind"):
+        hw.rescale(cfg, "Z80")
+
+
+def test_slo_goodput_counts_only_requests_meeting_the_slo():
+    cands = [Candidate("ar", role="reference"), Candidate("ar", placement="equal-resources", role="equal-resources")]
+    base = planner.plan(SRC, cands, Hardware(), Load(concurrency=2, steps=12, samples=1), jobs=1)
+    by = {r["role"]: r for r in base.rows}
+    ref_ms, eq_ms = by["reference"]["ms_per_token"]["p90"], by["equal-resources"]["ms_per_token"]["p90"]
+    assert eq_ms < ref_ms
+    slo = (ref_ms + eq_ms) / 2            # TP=4 meets it, TP=2 does not
+    res = planner.plan(SRC, cands, Hardware(), Load(concurrency=2, steps=12, samples=1, slo_ms=slo), jobs=1)
+    assert res.meta["objective"] == "goodput"
+    first, second = res.rows
+    assert first["role"] == "equal-resources" and first["slo_attainment"] == 1.0
+    assert first["goodput_tokens_per_s"] == pytest.approx(first["tokens_per_s"], rel=0.02)
+    assert second["slo_attainment"] == 0.0 and second["goodput_tokens_per_s"] == 0.0
+    # an SLO on whole-request latency, loose enough for everything
+    loose = planner.plan(SRC, cands, Hardware(), Load(concurrency=2, steps=12, samples=1, slo_ms=1e9,
+                                                      slo_metric="latency"), jobs=1)
+    assert all(r["slo_attainment"] == 1.0 for r in loose.rows)
+
+
+def test_too_few_devices_are_reported_not_simulated():
+    cands = planner.candidates(["lr"], [2], [2], [3], [1], ["dedicated", "shared"], None)
+    res = planner.plan(SRC, cands, Hardware(devices=2), SMALL, jobs=1)
+    skipped = {r["label"] for r in res.meta["skipped"]}
+    assert "lr depth=2" in skipped and "ar equal-resources" in skipped
+    assert any(r["label"] == "lr depth=2 shared" for r in res.rows)
+    assert "need more devices" in res.meta["recommendation"]
+
+
+def test_rate_load_splits_arrivals_over_replicas():
+    res = planner.plan(SRC, [Candidate("ar", role="reference")], Hardware(devices=8),
+                       Load(rate=0.5, requests=8, steps=8, samples=1), jobs=1)
+    r = res.rows[0]
+    assert r["replicas"] == 4 and r["requests_per_replica"] == 2
+
+
+def test_cli_json_keys(capsys):
+    code, out, _ = run_lr(capsys, "plan", "--preset", "qwen3-gsm8k", "--steps", "10", "--samples", "1",
+                          "--depth", "2", "--k2", "5", "--modes", "sd,lr,lr+sd", "--placement", "dedicated",
+                          "--jobs", "1", "--json")
+    assert code == 0
+    res = json.loads(out)
+    for key in ("candidates", "best", "reference", "equal_resources_baseline", "recommendation",
+                "hardware", "load", "objective", "skipped", "elapsed_s", "backend"):
+        assert key in res, key
+    for key in ("rank", "label", "mode", "depth", "k2", "width", "placement", "speedup",
+                "speedup_vs_equal", "tokens_per_s", "goodput_tokens_per_s", "slo_attainment",
+                "latency_s", "ms_per_token", "devices_per_replica", "replicas", "role"):
+        assert key in res["candidates"][0], key
+    assert res["hardware"] == {"devices": 4, "kind": "H100"}
+    assert res["best"]["rank"] == 1 and res["recommendation"].startswith("On 4x H100")
+
+
+def test_cli_table_and_recommendation(capsys):
+    code, out, _ = run_lr(capsys, "plan", "--steps", "8", "--samples", "1", "--depth", "1", "--k2", "3",
+                          "--modes", "lr", "--placement", "dedicated", "--jobs", "1")
+    assert code == 0
+    text = " ".join(out.split())        # rich wraps to the terminal width
+    assert "equal-resources" in text and "reference" in text and "the best configuration is" in text
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--devices", "0"], "--devices"),
+    (["--modes", "foo"], "--modes"),
+    (["--preset", "nope"], "--preset"),
+    (["--concurrency", "2", "--rate", "1"], "--concurrency"),
+    (["--profile", "/nonexistent/profile.json"], "--profile"),
+    (["--slo-ms", "-5"], "--slo-ms"),
+    (["--device-kind", "Z80"], "--device-kind"),
+    (["--objective", "goodput"], "--objective"),
+    (["--placement", "floating"], "--placement"),
+    (["--depth", "0-2"], "--depth"),
+    (["--preset", "r1-gsm8k", "--scenario", "h100-paper"], "exclusive"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, flag):
+    code, out, err = run_lr(capsys, "plan", "--steps", "4", "--samples", "1", "--jobs", "1", *args)
+    assert code == 2
+    assert err.startswith("lr: error:") and flag in err and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_scenario_source_plans_too():
+    from lrsim.plan.sources import ScenarioSource
+
+    cands = planner.candidates(["lr"], [2], [2], [3], [1], ["dedicated"], None)
+    res = planner.plan(ScenarioSource("h100-paper"), cands, Hardware(), Load(steps=8, samples=1), jobs=1)
+    assert res.meta["hardware"]["devices"] == 4 and res.meta["reference"]["speedup"] == pytest.approx(1.0)
