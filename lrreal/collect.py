@@ -51,6 +51,7 @@ class CollectSpec:
     max_model_len: int = 4096
     kv_cache_space_gib: int = 2
     enable_prefix_caching: bool = True
+    block_size: int = 32                  # see EngineArgs.block_size
     num_speculative_tokens: int = 6       # n-gram SD (repo default 6, lookup max 2)
     prompt_lookup_max: int = 2
     target_cores: str = "auto"            # VLLM_CPU_OMP_THREADS_BIND of each engine core;
@@ -175,7 +176,8 @@ class Collector:
         spec_cfg = ngram_config(s.num_speculative_tokens, s.prompt_lookup_max) if s.mode in SD_MODES else None
         common = dict(dtype=s.dtype, max_model_len=s.max_model_len,
                       kv_cache_space_gib=s.kv_cache_space_gib,
-                      enable_prefix_caching=s.enable_prefix_caching, seed=s.seed)
+                      enable_prefix_caching=s.enable_prefix_caching, seed=s.seed,
+                      block_size=s.block_size)
         self.engines["target"] = VllmEngine("target", EngineArgs(
             model=str(self.target_path), speculative_config=spec_cfg,
             omp_threads_bind=t_cores, **common)).start()

@@ -34,6 +34,7 @@ def collect_cmd(
     max_model_len: int = typer.Option(4096, "--max-model-len", min=64),
     kv_cache_space: int = typer.Option(2, "--kv-cache-space", min=1, help="GiB of KV cache per engine (VLLM_CPU_KVCACHE_SPACE)."),
     enable_prefix_caching: bool = typer.Option(True, "--enable-prefix-caching/--no-enable-prefix-caching"),
+    block_size: int = typer.Option(32, "--block-size", min=32, help="KV block size = prefix-cache granularity (multiple of 32 on CPU)."),
     num_speculative_tokens: int = typer.Option(6, "--num-speculative-tokens", min=1, help="n-gram SD tokens (sd, lr+sd)."),
     prompt_lookup_max: int = typer.Option(2, "--prompt-lookup-max", min=1, help="n-gram SD lookup size."),
     target_cores: str = typer.Option("auto", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine (auto: all cores alone, 3/4 beside a draft)."),
@@ -52,6 +53,7 @@ def collect_cmd(
                        top_p=top_p, top_k=top_k, out=out, resume=resume, target=target, draft=draft,
                        cache_dir=cache_dir, dtype=dtype, max_model_len=max_model_len,
                        kv_cache_space_gib=kv_cache_space, enable_prefix_caching=enable_prefix_caching,
+                       block_size=block_size,
                        num_speculative_tokens=num_speculative_tokens,
                        prompt_lookup_max=prompt_lookup_max, target_cores=target_cores,
                        draft_cores=draft_cores, execute_code=execute_code)

