@@ -218,3 +218,28 @@ def test_event_driven_no_polling_with_slow_verifier():
 def test_steplog_relative_times_never_negative():
     log = StepLog(t0=100.0)
     assert log.rel(99.0) == 0.0 and log.rel(101.5) == 1.5
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_randomized_trees_always_yield_the_target_text(case):
+    """Random wrong steps, speeds, depth, width, budgets: the committed text is always the
+    target's own text (exact verifier), truncated exactly at the budget, and the record is valid."""
+    import random
+
+    rng = random.Random(case)
+    wrong_steps = {i for i in range(len(SCRIPT)) if rng.random() < 0.4}
+    wrong = lambda step, seed: step in wrong_steps or (seed is not None and seed % 5 == 0 and step % 2 == 1)
+    target = FakeEngine("target", SCRIPT, per_token_s=rng.choice([0.0003, 0.001, 0.002]))
+    draft = FakeEngine("draft", SCRIPT, per_token_s=rng.choice([0.0001, 0.0005, 0.002]), wrong=wrong)
+    mode = rng.choice(["lr", "lr-sync"])
+    budget = rng.choice([5, 17, 33, 500])
+    cfg = SchedulerConfig(mode=mode, depth=rng.randint(1, 4), width=rng.randint(1, 3),
+                          max_tokens=budget, max_step_tokens=rng.choice([4, 9, 100]),
+                          boundary_rule=rng.random() < 0.7,
+                          temperature=rng.choice([0.0, 0.7]), seed=case)
+    res = run(cfg, target, draft)
+    assert FULL.startswith(res.text)
+    assert res.output_tokens == min(budget, FULL_TOKENS)
+    assert res.finish_reason == ("eos" if budget >= FULL_TOKENS else "budget")
+    validate(res, mode)
+    assert target.active == 0 and draft.active == 0  # nothing left running
