@@ -87,7 +87,7 @@ def _first(records, *keys, default=None):
 
 
 def calibrate(paths, problems: set | None = None, name: str | None = None,
-              latency_kind: str = "roofline") -> dict:
+              latency_kind: str = "roofline", select_placement: bool = True) -> dict:
     if latency_kind not in ("roofline", "table"):
         raise UserError(f"--latency-model must be roofline or table, got {latency_kind!r}")
     records, sources = [], []
@@ -139,7 +139,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     sd = oh.sd_acceptance(records)
     flags = _first(lr, "run", "flags", default={}) or {}
     hw = _first(records, "run", "hardware", default={}) or {}
-    return {
+    doc = {
         "profile_version": PROFILE_VERSION,
         "name": name or Path(str(paths[0])).stem,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -170,3 +170,25 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
             "defaults": {"depth": int(flags.get("depth", 4)), "width": int(flags.get("width", 1))},
         },
     }
+    if select_placement and lr and "draft" in latency:
+        choose_placement(doc, lr)
+    return doc
+
+
+def choose_placement(doc: dict, lr_records: list[dict]) -> None:
+    """Engines that share cores are neither serialised nor independent: the OS interleaves them,
+    and the measured pass times already include part of the slowdown. Both simulator models
+    (time-sharing one device, or two devices with the measured, contended latencies) are replayed
+    on the *calibration* records and the one with the lower MAPE is kept; the choice and both
+    errors are recorded in placement.selected_by."""
+    from .profile import Profile, validate_doc
+    from .replay import replay
+
+    errs = {}
+    for shared in (True, False):
+        d = dict(doc, placement=dict(doc["placement"], shared=shared))
+        errs["shared" if shared else "dedicated"] = replay(Profile(validate_doc(d)), lr_records)["mape"]
+    measured = doc["placement"]["shared"]
+    doc["placement"]["shared"] = errs["shared"] <= errs["dedicated"]
+    doc["placement"]["selected_by"] = {"cores_shared_in_traces": measured,
+                                       "in_sample_lr_mape": errs}

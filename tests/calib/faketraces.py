@@ -1,5 +1,5 @@
 """Small trace files recorded through the real LR scheduler on the deterministic fake engine
-(known speeds: target 4 ms/token, draft 1 ms/token, no batching cost, separate "devices")."""
+(known speeds: target 10 ms/token, draft 2.5 ms/token, no batching cost, separate "devices")."""
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +8,8 @@ from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 from lrreal.traces import TraceWriter
 
-TARGET_S_PER_TOKEN = 0.004
-DRAFT_S_PER_TOKEN = 0.001
+TARGET_S_PER_TOKEN = 0.01
+DRAFT_S_PER_TOKEN = 0.0025
 
 
 def script(p: int) -> list[str]:
@@ -44,3 +44,13 @@ def write_fake_traces(path, problems: int = 4, modes=("ar", "lr")) -> str:
             for p in range(problems):
                 w.write(record(mode, p))
     return str(path)
+
+
+FIXTURE = "tests/data/calib/fake-scheduler.jsonl"   # recorded once with this module (deterministic tests)
+
+if __name__ == "__main__":   # regenerate: .venv/bin/python tests/calib/faketraces.py
+    import os
+
+    if os.path.exists(FIXTURE):
+        os.remove(FIXTURE)
+    print(write_fake_traces(FIXTURE, problems=6))

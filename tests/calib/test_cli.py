@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from faketraces import write_fake_traces
+from faketraces import FIXTURE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,8 +17,8 @@ def lr(*args):
 
 
 @pytest.fixture(scope="module")
-def fake(tmp_path_factory):
-    return write_fake_traces(tmp_path_factory.mktemp("cli") / "fake.jsonl")
+def fake():
+    return str(ROOT / FIXTURE)
 
 
 def test_calibrate_then_replay_json(fake, tmp_path):
@@ -39,7 +39,7 @@ def test_calibrate_holdout_then_replay_same_split(fake, tmp_path):
     assert lr("calibrate", fake, "-o", prof, "--holdout", "0.25", "--seed", "2", "--json").returncode == 0
     r = lr("replay", "--profile", prof, fake, "--holdout", "0.25", "--seed", "2", "--json")
     assert r.returncode == 0, r.stderr
-    assert len(json.loads(r.stdout)["holdout"]["validated_problems"]) == 1
+    assert len(json.loads(r.stdout)["holdout"]["validated_problems"]) == 2
 
 
 @pytest.mark.parametrize("args,needle", [
