@@ -102,8 +102,12 @@ def run(world, req, rec):
                 expand(n)
             stack.extend(n.children)
 
-    def resolve(root):
+    def resolve(root, deferred=False):
         pos = root.level
+        if not deferred and any(not c.draft_done and not c.dead for c in root.children):
+            # a draft finishing at this very instant counts as ready: let same-time events run first
+            env.timeout(0).callbacks.append(lambda _e: resolve(root, True))
+            return
         ready = [c for c in root.children if c.draft_done and not c.dead]
         for c in root.children:
             if not c.draft_done:          # not ready when the target step is: rejected
