@@ -1,0 +1,65 @@
+"""Engine plumbing without vLLM: stat sink, SD histogram, lock, n-gram config."""
+from __future__ import annotations
+
+import fcntl
+import os
+from types import SimpleNamespace as NS
+
+import pytest
+
+from lrreal.engine import _StatSink, ngram_config, sd_summary, vllm_lock
+from lrsim.errors import UserError
+
+
+def _stats(details=None, sd=None):
+    return NS(iteration_details=details, spec_decoding_stats=sd)
+
+
+def test_stat_sink_records_passes_and_sd_counters():
+    sink = _StatSink()
+    mark = sink.mark()
+    sink.record(_stats(NS(is_dummy=False, num_ctx_requests=1, num_ctx_tokens=120,
+                          num_generation_requests=2, num_generation_tokens=2, elapsed_ms=400.0)))
+    sink.record(_stats(NS(is_dummy=True, num_ctx_requests=0, num_ctx_tokens=0,
+                          num_generation_requests=0, num_generation_tokens=0, elapsed_ms=0.0)))
+    # 3 verification passes accepting 0, 2 and 3 of 4 drafted tokens.
+    sink.record(_stats(None, NS(num_drafts=3, num_draft_tokens=12, num_accepted_tokens=5,
+                                num_accepted_tokens_per_pos=[2, 2, 1, 0])))
+    sink.record(None)
+    assert len(sink.passes) == 1
+    p = sink.passes[0]
+    assert (p["batch_size"], p["tokens_scheduled"], p["duration_s"]) == (3, 122, 0.4)
+    sd = sd_summary(mark[1], sink.mark()[1], num_spec=4)
+    assert sd["drafted"] == 12 and sd["accepted"] == 5 and sd["num_drafts"] == 3
+    assert sd["accepted_length_hist"] == [1, 0, 1, 1, 0]
+    assert sum(k * n for k, n in enumerate(sd["accepted_length_hist"])) == sd["accepted"]
+
+
+def test_sd_summary_is_a_window_difference():
+    before = {"num_drafts": 2, "drafted": 8, "accepted": 3, "per_pos": [2, 1]}
+    after = {"num_drafts": 5, "drafted": 20, "accepted": 7, "per_pos": [4, 2, 1]}
+    sd = sd_summary(before, after, num_spec=4)
+    assert sd["num_drafts"] == 3 and sd["drafted"] == 12 and sd["accepted"] == 4
+    assert sd["accepted_per_position"] == [2, 1, 1, 0]
+    assert sum(sd["accepted_length_hist"]) == 3
+    assert sum(k * n for k, n in enumerate(sd["accepted_length_hist"])) == 4
+
+
+def test_vllm_lock_is_exclusive(tmp_path):
+    path = str(tmp_path / "lock")
+    with vllm_lock(path):
+        fd = os.open(path, os.O_RDWR)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(fd)
+        with pytest.raises(UserError, match="another vLLM run"):
+            with vllm_lock(path, wait=False):
+                pass
+    with vllm_lock(path, wait=False):  # released on exit
+        pass
+
+
+def test_ngram_config_uses_vllm_names():
+    cfg = ngram_config(6, 2)
+    assert cfg == {"method": "ngram", "num_speculative_tokens": 6, "prompt_lookup_max": 2,
+                   "prompt_lookup_min": 1}
