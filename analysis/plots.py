@@ -13,7 +13,13 @@ from .theory_plots import pyplot, save
 
 THEORY = dict(lw=1.8, alpha=0.9)
 SIM = dict(marker="o", ms=6, ls="--", lw=1)
-MEAS = dict(marker="D", ms=8, mfc="none", mec="k", mew=1.5, ls="none")
+MEAS = dict(ms=8, mfc="none", mec="k", mew=1.5, ls="none")
+MEAS_MARKERS = "Ds^vP"     # one per measured mode
+
+
+def _measured(ax, points):
+    for i, (x, y, label) in enumerate(points):
+        ax.plot([x], [y], marker=MEAS_MARKERS[i % len(MEAS_MARKERS)], label=f"measured {label}", **MEAS)
 COMPONENT_COLOURS = {"draft": "C2", "target": "C0", "verify": "C3", "target idle": "0.6"}
 
 
@@ -40,8 +46,7 @@ def plot_depth(d: dict, out: Path) -> Path:
     if d.get("sim_async"):
         x, y = zip(*d["sim_async"])
         ax.plot(x, y, color="C1", label="simulated lr-async (k1 = depth + 1)", **SIM)
-    for k, s, label in d.get("measured", []):
-        ax.plot([k], [s], label=f"measured {label}", **MEAS)
+    _measured(ax, d.get("measured", []))
     ax.axhline(1.0, color="k", lw=0.8)
     _finish(ax, "k1 (target steps in parallel = drafted steps + 1)", "speedup vs AR",
             f"Step level: alpha1 = {d['alpha1']:.2f}, c1 = {d['c1']:.3f} ({d['source']})")
@@ -63,8 +68,7 @@ def plot_k2(d: dict, out: Path) -> Path:
     if d.get("sim_hybrid"):
         x, y = zip(*d["sim_hybrid"])
         ax.plot(x, y, color="C1", label=f"simulated lr+sd (depth {d['k1'] - 1})", **SIM)
-    for k, s, label in d.get("measured", []):
-        ax.plot([k], [s], label=f"measured {label}", **MEAS)
+    _measured(ax, d.get("measured", []))
     ax.axhline(1.0, color="k", lw=0.8)
     _finish(ax, "k2 (positions per verify pass = drafted tokens + 1)", "speedup vs AR",
             f"Token level: alpha2 = {d['alpha2']:.2f}, c2 = {d['c2']:.3f} ({d['source']})")
@@ -121,20 +125,20 @@ def plot_acceptance(d: dict, out: Path) -> Path:
     x = np.arange(len(depths))
     ax.axhline(d["alpha1"], color="C1", label=f"theory: i.i.d. alpha1 = {d['alpha1']:.2f}", **THEORY)
     w = 0.38
-    if d.get("sim"):
-        ax.bar(x - w / 2, [d["sim"].get(k, (math.nan, 0))[0] for k in depths], w, color="C0",
-               label="simulated")
-    if d.get("measured"):
-        vals = [d["measured"].get(k, (math.nan, 0)) for k in depths]
-        ax.bar(x + w / 2, [v[0] for v in vals], w, color="none", edgecolor="k", hatch="//",
-               label="measured (n judged above bar)")
+    for off, key, style in ((-w / 2, "sim", dict(color="C0", label="simulated")),
+                            (w / 2, "measured", dict(color="none", edgecolor="k", hatch="//", label="measured"))):
+        if not d.get(key):
+            continue
+        vals = [d[key].get(k, (math.nan, 0)) for k in depths]
+        ax.bar(x + off, [v[0] for v in vals], w, **style)
         for xi, (rate, n) in zip(x, vals):
             if n:
-                ax.text(xi + w / 2, rate + 0.01, str(n), ha="center", fontsize=7)
+                ax.text(xi + off, rate + 0.01, f"n={n}", ha="center", fontsize=7)
     ax.set_xticks(x, [str(k) for k in depths])
-    ax.set_ylim(0, 1)
-    _finish(ax, "depth (levels below the committed step)", "step acceptance rate",
-            f"Acceptance by depth ({d['source']})")
+    ax.set_ylim(0, 1.22)
+    _finish(ax, "depth (levels below the committed step)", "step acceptance rate (n = drafts judged)",
+            f"Acceptance by depth ({d['source']})", legend=False)
+    ax.legend(fontsize=8, loc="upper center", ncol=3)
     return save(fig, out)
 
 
@@ -167,8 +171,7 @@ def plot_load(d: dict, out: Path) -> Path:
     for i, (label, ys) in enumerate(d["series"].items()):
         style = dict(ls=":", marker="s") if "equal" in label else dict(ls="-", marker="o")
         ax.plot(d["concurrency"], ys, color=f"C{i}", label=label, ms=5, **style)
-    for c, s, label in d.get("measured", []):
-        ax.plot([c], [s], label=f"measured {label}", **MEAS)
+    _measured(ax, d.get("measured", []))
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(d["concurrency"], [str(c) for c in d["concurrency"]])
