@@ -1,0 +1,68 @@
+"""Time a capacity-planning sweep: 100 candidate configurations, each simulated on a 1,000-request
+open-loop workload (paper preset r1-gsm8k, 4x H100), on local worker processes.
+
+    .venv/bin/python benchmarks/bench_plan.py [--points 100] [--requests 1000] [--jobs 2]
+
+Prints the wall time of the sweep, the per-point simulation times, the implied serial time and
+the parallel efficiency (sum of per-point times / (wall x workers)), then the top of the ranking.
+Requests are short (--steps 8, ~360 tokens) so that 100 x 1,000 requests stay in minutes on 2 cores.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from lrsim.plan import planner  # noqa: E402
+from lrsim.plan.sources import PresetSource  # noqa: E402
+
+
+def grid(points: int) -> list[planner.Candidate]:
+    cands = planner.candidates(["sd", "lr", "lr+sd", "lr-sync", "lr-sync+sd"], depths=[1, 2, 3, 4, 5, 6],
+                               k1s=[2, 3, 4, 5, 6, 7], k2s=[3, 5, 9], widths=[1],
+                               placements=["dedicated", "shared"], budget=None)
+    return cands[:points]          # the baselines come first and are always kept
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=100)
+    ap.add_argument("--requests", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--rate", type=float, default=2.0, help="requests/s over the 4-GPU fleet")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--preset", default="r1-gsm8k")
+    args = ap.parse_args(argv)
+    cands = grid(args.points)
+    load = planner.Load(rate=args.rate, requests=args.requests, steps=args.steps, samples=1)
+    print(f"bench_plan: {len(cands)} configurations x {args.requests} requests ({args.steps} steps each, "
+          f"{args.rate:g} req/s) on preset {args.preset}, {args.jobs} local worker processes, "
+          f"{os.cpu_count()} cores")
+    t0 = time.perf_counter()
+    res = planner.plan(PresetSource(args.preset), cands, planner.Hardware(), load, jobs=args.jobs)
+    wall = time.perf_counter() - t0
+    sims = [r["sim_s"] for r in res.rows]
+    serial = sum(sims)
+    out = {"points": len(cands), "requests": args.requests, "wall_s": wall, "workers": args.jobs,
+           "sim_s_mean": serial / len(sims), "sim_s_max": max(sims), "serial_s": serial,
+           "parallel_efficiency": serial / (wall * args.jobs)}
+    print(f"sweep wall time        {wall:8.1f} s")
+    print(f"per point (mean / max) {out['sim_s_mean']:8.2f} s / {out['sim_s_max']:.2f} s")
+    print(f"implied serial time    {serial:8.1f} s  -> {serial / wall:.2f}x with {args.jobs} workers "
+          f"(efficiency {out['parallel_efficiency']:.0%})")
+    print("\ntop 5 by speedup (mean request latency vs AR TP=2 on the same 4 GPUs):")
+    for r in res.rows[:5]:
+        print(f"  {r['rank']:3d}. {r['label']:34s} {r['speedup']:.2f}x  {r['tokens_per_s']:7.0f} tok/s  "
+              f"p90 {r['latency_s']['p90']:.1f} s")
+    eq = res.meta["equal_resources_baseline"]
+    print(f"  equal-resources AR (TP={eq['tp']}): rank {eq['rank']}, {eq['speedup']:.2f}x")
+    print(f"\n{res.meta['recommendation']}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
