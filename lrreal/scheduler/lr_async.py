@@ -95,6 +95,22 @@ class AsyncLookahead:
                          used=self.committed_tokens)
         self._submit_target(self.root)
         self._expand(self.root)
+        if not self.root.expanded and not self.log.steps:
+            self._prefill_draft()
+
+    def _prefill_draft(self) -> None:
+        """The boundary rule keeps the draft idle during the first step: let it prefill the
+        prompt meanwhile (a 1-token request), so its first real draft hits the prefix cache.
+        Recorded as discarded draft work on the first step."""
+        req = self.run.request("draft", "prefill", "", 1, step=False)
+        job = Job(self.run.draft, req)
+        self._prefill_job = job
+
+        def record(task):
+            if not task.cancelled() and task.exception() is None:
+                job.result = task.result()
+                self.log.discarded("draft", job.result, 0)
+        job.task.add_done_callback(record)
 
     # -- cancellation ----------------------------------------------------------------------------
 
@@ -240,6 +256,11 @@ class AsyncLookahead:
         finally:
             if self.root is not None:
                 await self._kill([self.root])
+            job = getattr(self, "_prefill_job", None)
+            if job is not None and not job.task.done():
+                await job.cancel()
+                self.log.cancelled("draft", job.progress, 0, monotonic())
+                self.log.flush_pending_into_last()
         return self.log.result(self.finish_reason or "error", monotonic())
 
 
