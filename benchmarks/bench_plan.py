@@ -46,14 +46,18 @@ def main(argv=None) -> dict:
     res = planner.plan(PresetSource(args.preset), cands, planner.Hardware(), load, jobs=args.jobs)
     wall = time.perf_counter() - t0
     sims = [r["sim_s"] for r in res.rows]
+    cpu = [r["cpu_s"] for r in res.rows]
     serial = sum(sims)
     out = {"points": len(cands), "requests": args.requests, "wall_s": wall, "workers": args.jobs,
            "sim_s_mean": serial / len(sims), "sim_s_max": max(sims), "serial_s": serial,
-           "parallel_efficiency": serial / (wall * args.jobs)}
-    print(f"sweep wall time        {wall:8.1f} s")
-    print(f"per point (mean / max) {out['sim_s_mean']:8.2f} s / {out['sim_s_max']:.2f} s")
+           "cpu_s": sum(cpu), "parallel_efficiency": serial / (wall * args.jobs),
+           "load_average": os.getloadavg()[0]}
+    print(f"sweep wall time        {wall:8.1f} s   (1-min load average at the end: {out['load_average']:.1f})")
+    print(f"per point (mean / max) {out['sim_s_mean']:8.2f} s / {out['sim_s_max']:.2f} s wall, "
+          f"{sum(cpu) / len(cpu):.2f} s / {max(cpu):.2f} s CPU")
     print(f"implied serial time    {serial:8.1f} s  -> {serial / wall:.2f}x with {args.jobs} workers "
-          f"(efficiency {out['parallel_efficiency']:.0%})")
+          f"(efficiency {out['parallel_efficiency']:.0%}); total CPU {sum(cpu):.1f} s "
+          f"(the wall time on 2 idle cores is ~ CPU / 2)")
     print("\ntop 5 by speedup (mean request latency vs AR TP=2 on the same 4 GPUs):")
     for r in res.rows[:5]:
         print(f"  {r['rank']:3d}. {r['label']:34s} {r['speedup']:.2f}x  {r['tokens_per_s']:7.0f} tok/s  "

@@ -154,7 +154,7 @@ def evaluate(args) -> dict:
     from ..sim.runner import run
 
     source, cand, hard, load = args
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     row = {**asdict(cand), "label": cand.label, "policy": cand.policy, "parallel": cand.parallel}
     per, replicas = _replicas(source, cand, hard, load)
     row.update(devices_per_replica=per, replicas=replicas)
@@ -192,7 +192,7 @@ def evaluate(args) -> dict:
         goodput_tokens_per_s=float(toks[ok].sum() / wall * active) if wall > 0 else 0.0,
         slo_attainment=float(ok.mean()),
         step_acceptance_rate=None if acc[0] is None else float(np.mean(acc)),
-        utilisation=util, sim_s=time.perf_counter() - t0)
+        utilisation=util, sim_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
     return row
 
 
