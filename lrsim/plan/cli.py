@@ -17,6 +17,7 @@ def plan_cmd(
     latency: str = typer.Option("auto", "--latency", help="Presets: auto (shipped H100 table if present, else roofline) | roofline | PATH to a GPU latency table."),
     devices: int = typer.Option(None, "--devices", help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
     device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, B200, L40S (latencies scale by HBM bandwidth)."),
+    tp_efficiency: float = typer.Option(None, "--tp-efficiency", help="Equal-resources baseline: bandwidth kept per doubling of TP (default 0.9; lower = TP scales worse)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
     budget: int = typer.Option(None, "--budget", "-M", help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
     concurrency: int = typer.Option(None, "--concurrency", help="Requests in flight (closed batch; default 1)."),
@@ -55,7 +56,7 @@ def plan_cmd(
         parse_values("--k1", k1), parse_values("--k2", k2), parse_values("--width", width),
         [p.strip() for p in placement.split(",") if p.strip()], budget)
     load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric)
-    res = planner.plan(src, cands, planner.Hardware(devices, device_kind), load, objective, jobs, ray_address)
+    res = planner.plan(src, cands, planner.Hardware(devices, device_kind, tp_efficiency), load, objective, jobs, ray_address)
     if as_json:
         print(json.dumps({**res.meta, "candidates": res.rows}))
         return

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -85,6 +86,7 @@ class Load:
 class Hardware:
     devices: int | None = None       # None: what one dedicated LR replica occupies
     kind: str | None = None          # None: the source's device kind
+    tp_efficiency: float | None = None   # equal resources: bandwidth kept per TP doubling (None: 0.9)
 
 
 @dataclass
@@ -134,8 +136,13 @@ def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int
     knobs = dict(k1=cand.k1, depth=cand.depth, width=cand.width, k2=cand.k2, steps=load.steps,
                  seed=load.seed, requests=requests)
     if cand.placement == "equal-resources":
-        cfg = hw.equal_resources(source.to_config("lr-async", **knobs),
-                                 getattr(source, "target_latency", None))
+        cfg = source.to_config("lr-async", **knobs)
+        rebuild = getattr(source, "target_latency", None)
+        if hard.tp_efficiency is not None:
+            cfg.tp_efficiency = hard.tp_efficiency
+            if rebuild is not None:
+                rebuild = partial(rebuild, tp_efficiency=hard.tp_efficiency)
+        cfg = hw.equal_resources(cfg, rebuild)
         cfg.policy, cfg.k2 = cand.policy, cand.k2
     else:
         cfg = source.to_config(cand.policy, **knobs)
@@ -237,14 +244,17 @@ def resolve_hardware(source, hard: Hardware, load: Load) -> Hardware:
     kind = hard.kind or hw.device_kind(source.to_config("ar", steps=load.steps))
     if hard.devices is not None:
         return replace(hard, kind=kind)
+    hard = replace(hard, kind=kind)
     try:
         cfg = source.to_config("lr-async", steps=load.steps)
     except UserError:
         cfg = source.to_config("ar", steps=load.steps)
-    return Hardware(len(hw.replica_devices(cfg)), kind)
+    return replace(hard, devices=len(hw.replica_devices(cfg)))
 
 
 def _check(hard: Hardware, load: Load) -> None:
+    if hard.tp_efficiency is not None and not 0.1 <= hard.tp_efficiency <= 1.0:
+        raise UserError(f"--tp-efficiency must be in [0.1, 1], got {hard.tp_efficiency}")
     if hard.devices is not None and hard.devices < 1:
         raise UserError(f"--devices must be >= 1, got {hard.devices}")
     if load.concurrency is not None and load.rate is not None:
@@ -278,6 +288,7 @@ def recommend(rows: list[dict], meta: dict) -> str:
         parts[-1] += f", goodput {best['goodput_tokens_per_s']:.0f} tokens/s ({best['slo_attainment']:.0%} of requests meet the SLO)"
     parts[-1] += "."
     lr = [r for r in rows if r["mode"].startswith("lr")]
+    sd = [r for r in rows if r["mode"] == "sd" and not r["role"]]
     if eq is not None:
         if best["role"] == "equal-resources":
             parts.append(f"Step-level speculation does not pay here: giving the draft's and judge's devices "
@@ -286,8 +297,12 @@ def recommend(rows: list[dict], meta: dict) -> str:
         else:
             gain = best["speedup_vs_equal"]
             parts.append(f"Against the equal-resources baseline (AR at TP={eq['tp']}, {eq['speedup']:.2f}x) it is "
-                         f"{gain:.2f}x {'faster' if gain >= 1 else 'slower'} per request.")
-    sd = [r for r in rows if r["mode"] == "sd" and not r["role"]]
+                         f"{gain:.2f}x {'faster' if gain >= 1 else 'slower'} per request")
+            eq_best = next(r for r in rows if r["role"] == "equal-resources")
+            if eq_best is not eq:
+                parts[-1] += (f"; the best equal-resources option, {eq_best['label']} ({eq_best['speedup']:.2f}x), "
+                              f"is {best['speedup'] / eq_best['speedup']:.2f}x slower than it")
+            parts[-1] += "."
     if lr and sd:
         lb, sb = lr[0], sd[0]
         parts.append(f"Best step-level option {lb['label']} gives {lb['speedup']:.2f}x, best token-level "

@@ -117,14 +117,17 @@ class Preset:
             return table[self.target.measured_key], table[self.draft.measured_key], table[self.judge.measured_key]
         return tuple(_roofline(m, tp) for m, tp in ((self.target, self.target_tp), (self.draft, 1), (self.judge, 1)))
 
-    def target_latency(self, tp: int):
+    def target_latency(self, tp: int, tp_efficiency: float = TP_EFFICIENCY):
         """The target at another TP degree (equal-resources baseline). Roofline: rebuilt from
         hardware facts, so the fixed engine overhead is not divided by TP. Measured table (TP=2
-        only): the measured TP=2 curve times the roofline's TP ratio."""
+        only): the measured TP=2 curve times the roofline's TP ratio. tp_efficiency: achieved
+        bandwidth kept per doubling of TP (all-reduce, imbalance); the key what-if of a fair
+        comparison."""
         table = self._measured()
         if table is None:
-            return _roofline(self.target, tp)
-        ratio = _roofline(self.target, tp).per_token() / _roofline(self.target, self.target_tp).per_token()
+            return _roofline(self.target, tp, tp_efficiency)
+        ratio = _roofline(self.target, tp, tp_efficiency).per_token() / \
+            _roofline(self.target, self.target_tp, tp_efficiency).per_token()
         return Scaled(table[self.target.measured_key], ratio)
 
     # --- profile interface -----------------------------------------------------------------------
@@ -183,11 +186,11 @@ def load_gpu_table(path: Path) -> dict[str, Tabulated]:
         raise UserError(f"{path}: not a GPU latency table ({e!r}); see docs/gpu-latency-profile.md") from None
 
 
-def _roofline(m: ModelFacts, tp: int) -> Roofline:
+def _roofline(m: ModelFacts, tp: int, tp_efficiency: float = TP_EFFICIENCY) -> Roofline:
     return Roofline.from_hardware(params=m.params_b * 1e9, bytes_per_param=2.0, tp=tp,
                                   hbm_bytes_per_s=H100_HBM_TB_S * 1e12,
                                   kv_bytes_per_token=m.kv_bytes_per_token,
-                                  bandwidth_efficiency=BANDWIDTH_EFFICIENCY, tp_efficiency=TP_EFFICIENCY,
+                                  bandwidth_efficiency=BANDWIDTH_EFFICIENCY, tp_efficiency=tp_efficiency,
                                   overhead_s=ENGINE_OVERHEAD_MS / 1e3)
 
 

@@ -30,8 +30,9 @@ class PresetSource:
     def to_config(self, policy, **knobs):
         return self.preset().to_config(policy, **knobs)
 
-    def target_latency(self, tp: int):
-        return self.preset().target_latency(tp)
+    def target_latency(self, tp: int, tp_efficiency: float | None = None):
+        p = self.preset()
+        return p.target_latency(tp) if tp_efficiency is None else p.target_latency(tp, tp_efficiency)
 
 
 @dataclass(frozen=True)

@@ -186,3 +186,14 @@ def test_scenario_source_plans_too():
     cands = planner.candidates(["lr"], [2], [2], [3], [1], ["dedicated"], None)
     res = planner.plan(ScenarioSource("h100-paper"), cands, Hardware(), Load(steps=8, samples=1), jobs=1)
     assert res.meta["hardware"]["devices"] == 4 and res.meta["reference"]["speedup"] == pytest.approx(1.0)
+
+
+def test_tp_efficiency_is_the_fairness_what_if():
+    cands = [Candidate("ar", role="reference"), Candidate("ar", placement="equal-resources", role="equal-resources")]
+    speed = {}
+    for eff in (0.9, 0.6):
+        res = planner.plan(SRC, cands, Hardware(tp_efficiency=eff), SMALL, jobs=1)
+        speed[eff] = res.meta["equal_resources_baseline"]["speedup"]
+    assert speed[0.9] > speed[0.6] > 1.0
+    with pytest.raises(UserError, match="--tp-efficiency"):
+        planner.plan(SRC, cands, Hardware(tp_efficiency=1.5), SMALL, jobs=1)
