@@ -1,0 +1,48 @@
+"""`lr plan` and `lr plot` on a calibrated profile (lr calibrate on real-scheduler fake traces)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+
+
+def run_lr(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory, fake_traces):
+    pytest.importorskip("lrsim.calib.profile")
+    path = tmp_path_factory.mktemp("profile") / "profile.json"
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["calibrate", str(fake_traces), "-o", str(path), "--json"])
+    assert exc.value.code == 0 and path.is_file()
+    return path
+
+
+def test_plan_ranks_a_calibrated_profile(capsys, profile):
+    code, out, err = run_lr(capsys, "plan", "--profile", str(profile), "--samples", "1", "--depth", "1,2",
+                            "--modes", "lr", "--placement", "dedicated", "--jobs", "1", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["source"] == f"profile {profile}"
+    roles = {r["role"] for r in res["candidates"]}
+    assert {"reference", "equal-resources", ""} <= roles
+    # the fake draft is 3x faster than the target and most drafts are right: LR pays on the same devices
+    lr = [r for r in res["candidates"] if r["mode"] == "lr"]
+    assert max(r["speedup"] for r in lr) > 1.0
+
+
+def test_plot_a_calibrated_profile_with_its_traces(capsys, tmp_path, profile, fake_traces):
+    code, out, err = run_lr(capsys, "plot", "--profile", str(profile), "--traces", str(fake_traces), "--quick",
+                            "--budget", "6", "--out", str(tmp_path), "--jobs", "1", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["source"].startswith("profile") and (tmp_path / "report.html").is_file()
+    # theory parameters come from the profile's fit
+    assert 0 < res["theory"]["c1"] < 1 and 0 < res["theory"]["alpha1"] < 1
