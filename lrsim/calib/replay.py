@@ -24,6 +24,21 @@ from .calibrate import calibrate, read_records, split_problems
 from .profile import MODE_POLICY, Profile, validate_doc
 
 
+class ReplayWorkload(TraceWorkload):
+    """The trace adapter, with the recorded *rejections* replayed too: a committed target step
+    whose comparison reached no verdict (no draft ran: the first step, or a context that did not
+    end on a step boundary; or a verifier error) was a rejection in the real run, not a coin flip
+    at the pooled acceptance rate."""
+
+    def requests(self):
+        reqs = super().requests()
+        for req in reqs:
+            steps = [s for s in req.trace["steps"] if s.get("tokens", 0) > 0]
+            req.verdicts = [False if (v is None and s.get("source") == "target") else v
+                            for v, s in zip(req.verdicts, steps)]
+        return reqs
+
+
 def _knobs(rec: dict, prof: Profile) -> dict:
     flags = (rec.get("run") or {}).get("flags") or {}
     mode = rec["mode"]
@@ -41,7 +56,7 @@ def predict_record(prof: Profile, rec: dict, seed: int = 0) -> dict:
     mode = rec["mode"]
     if mode not in MODE_POLICY:
         raise UserError(f"trace record {rec.get('problem_id')}: unknown mode {mode!r}")
-    wl = TraceWorkload([rec], source=str(rec.get("problem_id")), seed=seed)
+    wl = ReplayWorkload([rec], source=str(rec.get("problem_id")), seed=seed)
     cfg = prof.to_config(mode, workload=wl, **_knobs(rec, prof))
     summary, _ = run(cfg)
     extra = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
