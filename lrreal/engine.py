@@ -297,6 +297,9 @@ class VllmEngine:
         return sd_summary(mark[1], self._sink.mark()[1], self.num_spec_tokens)
 
     def shutdown(self) -> None:
+        """Stop the engine core. Call it from inside the event loop the engine ran in: vLLM
+        closes its asyncio zmq sockets only there, and an unclosed socket makes the zmq context
+        block forever when it is garbage-collected (a hung process at exit)."""
         if self._llm is not None:
             llm, self._llm = self._llm, None
             llm.shutdown()

@@ -56,7 +56,11 @@ def real(prepared_cache):
         loop.run_until_complete(start())
         yield col, loop, load_problems("gsm8k", limit=1)[0]
     finally:
-        col.shutdown()
+        async def stop():  # inside the loop: vLLM closes its zmq sockets only from its own loop
+            col.shutdown()
+            await asyncio.sleep(0.1)
+
+        loop.run_until_complete(stop())
         loop.close()
         lock.__exit__(None, None, None)
 
