@@ -12,9 +12,16 @@ tokens per round average exactly (1 - alpha2^k2) / (1 - alpha2)).
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import random
 from dataclasses import dataclass, field
+
+import numpy as np
+
+
+CHUNK_ROUNDS = 2048     # SD rounds drawn per numpy call
 
 
 @dataclass
@@ -22,18 +29,15 @@ class SDStats:
     rounds: int = 0
     drafted: int = 0
     accepted: int = 0
-    emitted_hist: dict[int, int] = field(default_factory=dict)   # tokens per verify pass
+    hist: list[int] = field(default_factory=list)   # hist[e] = verify passes that emitted e tokens
 
-    def add(self, other: "SDStats") -> None:
-        self.rounds += other.rounds
-        self.drafted += other.drafted
-        self.accepted += other.accepted
-        for k, v in other.emitted_hist.items():
-            self.emitted_hist[k] = self.emitted_hist.get(k, 0) + v
+    @property
+    def emitted_hist(self) -> dict[int, int]:
+        return {e: c for e, c in enumerate(self.hist) if c}
 
 
 def accepted_run(alpha: float, cap: int, rng: random.Random) -> int:
-    """min(X, cap) for X ~ Geometric(alpha) on {0, 1, ...}: P(X >= j) = alpha^j."""
+    """min(X, cap) for X ~ Geometric(alpha) on {0, 1, ...}: P(X >= j) = alpha^j (scalar reference)."""
     if alpha <= 0.0 or cap <= 0:
         return 0
     if alpha >= 1.0:
@@ -44,11 +48,35 @@ def accepted_run(alpha: float, cap: int, rng: random.Random) -> int:
 
 @dataclass
 class SDStream:
-    """Per-request token-level SD state."""
+    """Per-request token-level SD state: a pre-drawn sequence of tokens emitted per round (numpy,
+    seeded from the request's RNG) consumed in order; a step of n tokens takes the rounds up to
+    the first prefix sum >= n (one bisect instead of a Python loop per round: this was the
+    simulator's hot spot at large k2)."""
     k2: int
     alpha2: float
     carry_surplus: bool = False      # True under --ideal (see module doc)
     credit: int = 0
+
+    def __post_init__(self):
+        self._emits: list[int] = []
+        self._cs: list[int] = []
+        self._p = 0           # next unused round
+        self._base = 0        # tokens emitted by the used rounds (prefix sum before _p)
+        self._np = None
+
+    def _refill(self, rng: random.Random) -> None:
+        if self._np is None:
+            self._np = np.random.default_rng(rng.getrandbits(63))
+        cap = self.k2 - 1
+        if self.alpha2 <= 0.0:
+            x = np.zeros(CHUNK_ROUNDS, dtype=np.int64)
+        elif self.alpha2 >= 1.0:
+            x = np.full(CHUNK_ROUNDS, cap, dtype=np.int64)
+        else:
+            x = np.minimum(self._np.geometric(1.0 - self.alpha2, CHUNK_ROUNDS) - 1, cap)
+        self._emits = self._emits[self._p:] + (x + 1).tolist()
+        self._cs = list(itertools.accumulate(self._emits))
+        self._p, self._base = 0, 0
 
     def rounds_for(self, n_tokens: int, rng: random.Random, stats: SDStats | None = None) -> int:
         need = n_tokens
@@ -56,17 +84,23 @@ class SDStream:
             use = min(self.credit, need)
             self.credit -= use
             need -= use
-        rounds = 0
-        while need > 0:
-            x = accepted_run(self.alpha2, self.k2 - 1, rng)
-            emit = x + 1
-            rounds += 1
-            if stats is not None:
-                stats.rounds += 1
-                stats.drafted += self.k2 - 1
-                stats.accepted += x
-                stats.emitted_hist[emit] = stats.emitted_hist.get(emit, 0) + 1
-            need -= emit
-        if self.carry_surplus and need < 0:
-            self.credit += -need
+        if need <= 0:
+            return 0
+        while not self._cs or self._cs[-1] - self._base < need:
+            self._refill(rng)
+        j = bisect.bisect_left(self._cs, self._base + need, self._p)
+        rounds = j - self._p + 1
+        got = self._cs[j] - self._base
+        if stats is not None:
+            stats.rounds += rounds
+            stats.drafted += rounds * (self.k2 - 1)
+            stats.accepted += got - rounds
+            h = stats.hist
+            if len(h) <= self.k2:
+                h.extend([0] * (self.k2 + 1 - len(h)))
+            for e in self._emits[self._p:j + 1]:
+                h[e] += 1
+        self._p, self._base = j + 1, self._cs[j]
+        if self.carry_surplus:
+            self.credit += got - need
         return rounds
