@@ -85,16 +85,53 @@ def monotonic() -> float:
 # ---------------------------------------------------------------------------------------------
 # The machine-wide lock
 
+def _lock_holders(path: str) -> set[int]:
+    """PIDs holding a flock on `path` (from /proc/locks; empty if unknown)."""
+    try:
+        ino = os.stat(path).st_ino
+        pids = set()
+        for line in open("/proc/locks"):
+            f = line.split()
+            if "FLOCK" in f and "->" not in f and f[f.index("FLOCK") + 4].endswith(f":{ino}"):
+                pids.add(int(f[f.index("FLOCK") + 3]))
+        return pids
+    except (OSError, ValueError, IndexError):
+        return set()
+
+
+def _ancestors() -> set[int]:
+    pids, pid = set(), os.getppid()
+    while pid > 1:
+        pids.add(pid)
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
 @contextlib.contextmanager
 def vllm_lock(path: str = LOCK_PATH, wait: bool = True):
-    """Hold the flock that says "vLLM engines live in this process" (see docs/TEAM-BRIEF.md)."""
+    """Hold the flock that says "vLLM engines live in this process" (see docs/TEAM-BRIEF.md).
+
+    Already held by an ancestor (`flock /tmp/lr-vllm.lock lr collect ...`): proceed, we are
+    inside that lock (locking again would wait for ourselves forever)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise UserError(f"{path} is held: another vLLM run is active on this machine; "
-                            "wait for it (or run without --no-wait)") from None
+            holders = _lock_holders(path)
+            if holders and holders <= _ancestors():
+                yield
+                return
+            if not wait:
+                raise UserError(f"{path} is held by pid {sorted(holders) or '?'}: another vLLM "
+                                "run is active on this machine; wait for it") from None
+            import sys
+            print(f"lr: waiting for {path} (held by pid {sorted(holders) or '?'}: another vLLM "
+                  "run)", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # releases the lock

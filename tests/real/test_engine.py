@@ -10,6 +10,10 @@ import pytest
 from lrreal.engine import _StatSink, ngram_config, sd_summary, vllm_lock
 from lrsim.errors import UserError
 
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _stats(details=None, sd=None):
     return NS(iteration_details=details, spec_decoding_stats=sd)
@@ -63,3 +67,18 @@ def test_ngram_config_uses_vllm_names():
     cfg = ngram_config(6, 2)
     assert cfg == {"method": "ngram", "num_speculative_tokens": 6, "prompt_lookup_max": 2,
                    "prompt_lookup_min": 1}
+
+
+def test_vllm_lock_inside_an_outer_flock_command(tmp_path):
+    """`flock LOCK lr collect ...` (the team convention) must not deadlock on our own lock."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "lock"
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from lrreal.engine import vllm_lock\n"
+            "with vllm_lock(%r, wait=False):\n    print('inside')\n") % (str(ROOT), str(path))
+    p = subprocess.run(["flock", str(path), sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "inside"
