@@ -134,7 +134,8 @@ class JudgeVerifier(Verifier):
                 reason = f"connection failed: {type(e).__name__}: {e}"
             except _Retryable as e:
                 reason = str(e)
-        raise RuntimeError(f"{reason} ({self.config.retries + 1} attempts)")
+        n = self.config.retries + 1
+        raise RuntimeError(f"{reason} ({n} attempt{'s' if n > 1 else ''})")
 
     async def served_model(self) -> str:
         if self._model is None:

@@ -1,0 +1,115 @@
+"""`lr judge serve|ask`: run the LLM judge server, and ask a running one about two steps."""
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from typing import Optional
+
+import typer
+
+JSON = typer.Option(False, "--json", help="Print one JSON object instead of human output.")
+
+app = typer.Typer(help="LLM judge for step verification: `vllm serve` on loopback, and a client.",
+                  no_args_is_help=True)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum, frame):
+    raise _Stop(signal.Signals(signum).name)
+
+
+@app.command()
+def serve(
+    model: str = typer.Option(..., "--model", help="Packaged model name/alias (draft, target) or a "
+                              "local Hugging Face folder."),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="Loopback port; 0 = a free one."),
+    dtype: str = typer.Option("float32", "--dtype", help="vLLM --dtype (float32 is fastest on these CPUs)."),
+    max_model_len: int = typer.Option(2048, "--max-model-len", min=256, help="vLLM --max-model-len."),
+    kv_cache_space: float = typer.Option(1.0, "--kv-cache-space", min=0.25,
+                                         help="GiB of KV cache (VLLM_CPU_KVCACHE_SPACE)."),
+    max_num_seqs: int = typer.Option(16, "--max-num-seqs", min=1, help="vLLM --max-num-seqs."),
+    startup_timeout: float = typer.Option(600.0, "--startup-timeout", min=1.0,
+                                          help="Seconds to wait for /health."),
+    log_file: Optional[str] = typer.Option(None, "--log-file", help="Server log (default: a temp file)."),
+    as_json: bool = JSON,
+):
+    """Start a judge (`vllm serve` on 127.0.0.1), print its URL, serve until Ctrl-C/SIGTERM.
+
+    Waits until /health answers; holds /tmp/lr-vllm.lock while the server lives; stopping
+    terminates the server's whole process group."""
+    from .judge_server import JudgeServer, JudgeServerConfig
+
+    cfg = JudgeServerConfig(model, port=port, dtype=dtype, max_model_len=max_model_len,
+                            kv_cache_space_gib=kv_cache_space, max_num_seqs=max_num_seqs,
+                            startup_timeout_s=startup_timeout, log_path=log_file)
+    srv = JudgeServer(cfg)
+    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        srv.start()
+        info = {"url": srv.url, "model": str(srv.model_path), "served_model_name": "judge",
+                "pid": srv.proc.pid, "log": str(srv.log_path), "startup_s": round(srv.startup_s, 1)}
+        if as_json:
+            print(json.dumps(info), flush=True)
+        else:
+            print(f"judge ready at {srv.url} (model {srv.model_path.name}, started in "
+                  f"{srv.startup_s:.0f} s, log {srv.log_path})", flush=True)
+            print(f"use: lr collect ... --verifier judge --judge-url {srv.url}   (Ctrl-C stops it)",
+                  flush=True)
+        while srv.alive():
+            time.sleep(1.0)
+        tail = " | ".join(srv.log_tail())
+        from lrsim.errors import UserError
+
+        raise UserError(f"judge server exited unexpectedly; log {srv.log_path}; last lines: {tail}")
+    except (_Stop, KeyboardInterrupt):
+        print("judge: stopping", file=sys.stderr)
+    finally:
+        srv.stop()
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@app.command()
+def ask(
+    target: str = typer.Option(..., "--target", help="The target's step (s1)."),
+    draft: str = typer.Option(..., "--draft", help="The draft's step (s2)."),
+    judge_url: str = typer.Option(..., "--judge-url", help="http://HOST:PORT of a running judge."),
+    verifier: str = typer.Option("judge", "--verifier", help="judge or judge-logprob[:T] "
+                                 "(also exact, embedding[:T], random[:P])."),
+    judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, help="Seconds per attempt."),
+    judge_retries: int = typer.Option(2, "--judge-retries", min=0, help="Extra attempts on failure."),
+    no_shortcut: bool = typer.Option(False, "--no-shortcut", help="Skip the exact-match shortcut."),
+    as_json: bool = JSON,
+):
+    """Ask a verifier whether two steps agree (a quick check of a judge server)."""
+    from .verifiers import make_verifier
+
+    v = make_verifier(verifier, judge_url=judge_url, judge_timeout_s=judge_timeout,
+                      judge_retries=judge_retries, shortcut=not no_shortcut)
+
+    async def once():
+        try:
+            return await v.verify(target, draft)
+        finally:
+            await v.aclose()
+
+    r = asyncio.run(once())
+    out = r.as_dict() | {"duration_s": r.duration_s}
+    if as_json:
+        print(json.dumps(out))
+        return
+    word = "accepted" if r.accepted else "rejected"
+    extra = f", score {r.score:.3f}" if r.score is not None else ""
+    extra += ", exact-match shortcut" if r.shortcut else ""
+    extra += f", error: {r.error}" if r.error else ""
+    print(f"{word} by {r.method} in {r.duration_s * 1000:.0f} ms{extra}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="judge")
