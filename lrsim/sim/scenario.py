@@ -21,8 +21,12 @@ Every error names the file and the field: `lr: error: FILE: models.target.latenc
 """
 from __future__ import annotations
 
-import tomllib
 from importlib import resources
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10 (pyproject allows it): the same parser under its PyPI name
+    import tomli as tomllib
 from pathlib import Path
 
 from ..errors import UserError
