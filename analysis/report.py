@@ -33,13 +33,14 @@ class Settings:
     depths: tuple = (1, 2, 3, 4, 5, 6)
     k2s: tuple = (1, 2, 3, 4, 5, 6, 7, 9)
     loads: tuple = (1, 2, 4, 8, 16, 32)
+    min_steps: int = 400            # single-stream points pool seeds until this many steps (noise)
     jobs: int = 0
 
     @classmethod
     def quick(cls, **kw) -> "Settings":
         """Few points and short requests: for tests and a first look (seconds, not minutes)."""
         return cls(**{"samples": 1, "steps": 8, "depths": (1, 2, 4), "k2s": (1, 3, 5),
-                      "loads": (1, 4), "budget": 8} | kw)
+                      "loads": (1, 4), "budget": 8, "min_steps": 0} | kw)
 
 
 @dataclass
@@ -62,7 +63,10 @@ class Report:
 def _sim_point(args) -> dict:
     from lrsim.sim.runner import run
 
-    source, policy, knobs, samples = args
+    source, policy, knobs, samples, min_steps = args
+    steps = getattr(source.to_config(policy, **knobs).workload, "steps", 0) or 0
+    if steps and min_steps:
+        samples = max(samples, -(-min_steps // steps))
     lat, busy, wall, prop, acc, by_depth = 0.0, {}, 0.0, 0, 0, {}
     verify = 0.0
     for seed in range(samples):
@@ -117,7 +121,7 @@ def collect(source, traces: list[Path] | None, st: Settings, out_dir: Path) -> R
             if (d + 1) * k <= st.budget:
                 points.append(("lr-async", {"depth": d, "k2": k}))
     points = list({json.dumps([p, k], sort_keys=True): (p, k) for p, k in points}.values())
-    res = map_points(_sim_point, [(source, p, k | knobs, st.samples) for p, k in points], jobs=st.jobs)
+    res = map_points(_sim_point, [(source, p, k | knobs, st.samples, st.min_steps) for p, k in points], jobs=st.jobs)
     sims = {json.dumps([p, k], sort_keys=True): r for (p, k), r in zip(points, res)}
 
     def sim(policy, **kn):
