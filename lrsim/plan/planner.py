@@ -213,6 +213,7 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
         raise UserError("--objective goodput needs --slo-ms")
     t0 = time.perf_counter()
     hard = resolve_hardware(source, hard, load)
+    cands = _drop_redundant_sharing(source, cands, load)
     rows = map_points(evaluate, [(source, c, hard, load) for c in cands], jobs=jobs, ray_address=ray_address)
     ok = [r for r in rows if r["feasible"]]
     ref = next((r for r in ok if r["role"] == "reference"), None)
@@ -236,6 +237,20 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
             "backend": f"ray ({ray_address})" if ray_address else "local processes"}
     meta["recommendation"] = recommend(ok, meta)
     return Plan(ok, meta)
+
+
+def _drop_redundant_sharing(source, cands: list[Candidate], load: Load) -> list[Candidate]:
+    """A source whose draft and judge already sit on the target's devices (a calibrated CPU
+    profile, cpu-2core) has no separate "shared" placement: those candidates would repeat."""
+    if not any(c.placement == "shared" for c in cands):
+        return cands
+    try:
+        cfg = source.to_config("lr-async", steps=load.steps)
+    except UserError:
+        return cands
+    if set(hw.replica_devices(cfg)) == set(cfg.target.devices):
+        return [c for c in cands if c.placement != "shared"]
+    return cands
 
 
 def resolve_hardware(source, hard: Hardware, load: Load) -> Hardware:
@@ -289,7 +304,9 @@ def recommend(rows: list[dict], meta: dict) -> str:
     parts[-1] += "."
     lr = [r for r in rows if r["mode"].startswith("lr")]
     sd = [r for r in rows if r["mode"] == "sd" and not r["role"]]
-    if eq is not None:
+    if best["mode"] == "ar" and best["role"] != "equal-resources":
+        parts.append("No speculative configuration beats the target alone at this load: serve AR.")
+    elif eq is not None and eq["tp"] != ref["tp"]:
         if best["role"] == "equal-resources":
             parts.append(f"Step-level speculation does not pay here: giving the draft's and judge's devices "
                          f"to the target (TP={eq['tp']}) beats every LR configuration"
