@@ -304,7 +304,7 @@ def recommend(rows: list[dict], meta: dict) -> str:
     parts[-1] += "."
     lr = [r for r in rows if r["mode"].startswith("lr")]
     sd = [r for r in rows if r["mode"] == "sd" and not r["role"]]
-    if best["mode"] == "ar" and best["role"] != "equal-resources":
+    if best["mode"] == "ar" and (best["role"] != "equal-resources" or best["tp"] == ref["tp"]):
         parts.append("No speculative configuration beats the target alone at this load: serve AR.")
     elif eq is not None and eq["tp"] != ref["tp"]:
         if best["role"] == "equal-resources":

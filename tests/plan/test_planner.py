@@ -197,3 +197,15 @@ def test_tp_efficiency_is_the_fairness_what_if():
     assert speed[0.9] > speed[0.6] > 1.0
     with pytest.raises(UserError, match="--tp-efficiency"):
         planner.plan(SRC, cands, Hardware(tp_efficiency=1.5), SMALL, jobs=1)
+
+
+def test_shared_device_source_has_no_duplicate_placements_and_can_say_serve_ar():
+    from lrsim.plan.sources import ScenarioSource
+
+    cands = planner.candidates(["lr"], [1], [2], [3], [1], ["dedicated", "shared"], None)
+    res = planner.plan(ScenarioSource("cpu-2core"), cands, Hardware(), Load(steps=3, samples=1), jobs=1)
+    labels = [r["label"] for r in res.rows]
+    assert "lr depth=1" in labels and "lr depth=1 shared" not in labels
+    # one 2-core CPU shared by draft and target: LR loses to the target alone (cpu-2core's measured costs)
+    assert res.rows[0]["mode"] == "ar"
+    assert "serve AR" in res.meta["recommendation"]
