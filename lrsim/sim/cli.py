@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from .build import Options, build
+DEFAULT_RATE_REQUESTS = 100   # --rate without --requests: this many Poisson arrivals
 
 
 class Policy(str, Enum):
@@ -29,7 +29,7 @@ def _opts():
         alpha2=typer.Option(None, "--alpha2", help="Per-token acceptance of token-level SD."),
         c2=typer.Option(None, "--c2", help="SD drafter/target time per token (0 = n-gram)."),
         requests=typer.Option(None, "--requests", help="Requests (all at t=0, or Poisson with --rate)."),
-        rate=typer.Option(None, "--rate", help="Poisson arrival rate, requests/s."),
+        rate=typer.Option(None, "--rate", help="Poisson arrival rate, requests/s (100 requests unless --requests)."),
         steps=typer.Option(None, "--steps", help="Reasoning steps per request."),
         seed=typer.Option(0, "--seed", help="Seed of the workload."),
         scenario=typer.Option(None, "--scenario", help="TOML scenario file or shipped name (h100-paper, cpu-2core, ...)."),
@@ -55,8 +55,11 @@ def simulate(
     scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"], as_json: bool = O["as_json"],
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
+    from .build import Options, build
     from .runner import simulate as run_sim
 
+    if rate is not None and requests is None:
+        requests = DEFAULT_RATE_REQUESTS
     cfg = build(Options(policy.value if policy else None, alpha1, c1, k1, depth, width, k2, alpha2, c2,
                         ideal, budget, requests, rate, steps, seed, scenario, equal_resources))
     out = run_sim(cfg)
@@ -120,7 +123,11 @@ def sweep(
     as_json: bool = O["as_json"],
 ):
     """Simulate a grid of (k1 | depth, k2, width) under a budget; print a table, write JSON."""
+    from .build import Options
     from .sweep import parse_values, run_sweep
+
+    if rate is not None and requests is None:
+        requests = DEFAULT_RATE_REQUESTS
 
     base = Options(policy.value, alpha1, c1, None, None, None, None, alpha2, c2, ideal, None,
                    requests, rate, steps, seed, scenario, equal_resources)

@@ -93,3 +93,21 @@ def test_equal_resources_baseline_is_faster():
     assert fair["ar_tokens_per_s"] > plain["ar_tokens_per_s"]
     assert fair["speedup"] < plain["speedup"]
     assert fair["tokens_per_s"] == plain["tokens_per_s"]
+
+
+def test_acceptance_by_depth_is_honoured():
+    """A draft d levels ahead of the committed step is accepted with alpha_by_depth[d-1]."""
+    cfg = Config.ideal_setup("lr-async", 0.5, 0.1, depth=3, steps=3000, requests=2, seed=4)
+    cfg.workload.alpha_by_depth = [0.8, 0.5, 0.2]
+    s, _ = run(cfg)
+    for d, want in (("1", 0.8), ("2", 0.5), ("3", 0.2)):
+        p, a = s["by_depth"][d]
+        assert p > 200 and abs(a / p - want) < 0.05, (d, p, a)
+
+
+def test_rate_without_requests_defaults_to_100_arrivals(capsys):
+    import cli
+    with pytest.raises(SystemExit) as e:
+        cli.main(["simulate", "--policy", "ar", "--rate", "50", "--steps", "5", "--json"])
+    assert e.value.code == 0
+    assert json.loads(capsys.readouterr().out)["requests"] == 100
