@@ -27,13 +27,11 @@ class Verdict:
         return self.end - self.start
 
     def to_trace(self, t0: float) -> dict:
-        """The trace's `verify` object, times relative to the record start `t0`.
-
-        A failed comparison has verdict null (no decision was reached; it still counts as a
-        rejection), so calibration can tell verifier failures from real rejections."""
+        """The trace's `verify` object, times relative to the record start `t0`. A failed
+        comparison is recorded as it counts: verdict false, with `error` saying why."""
         return {"start": max(0.0, self.start - t0), "end": max(0.0, self.end - t0),
-                "verdict": None if self.error else self.accepted, "method": self.method,
-                "score": self.score, "shortcut": self.shortcut, "error": self.error}
+                "verdict": self.accepted, "method": self.method, "score": self.score,
+                "shortcut": self.shortcut, "error": self.error}
 
     def as_dict(self) -> dict:
         return asdict(self)

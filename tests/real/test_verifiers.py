@@ -37,7 +37,7 @@ def test_exact_verifier_ignores_whitespace_and_case():
 
 def test_verdict_to_trace_is_relative_and_schema_shaped():
     v = Verdict(False, "judge", None, False, "timed out", start=100.5, end=101.0)
-    assert v.to_trace(100.0) == {"start": 0.5, "end": 1.0, "verdict": None, "method": "judge",
+    assert v.to_trace(100.0) == {"start": 0.5, "end": 1.0, "verdict": False, "method": "judge",
                                  "score": None, "shortcut": False, "error": "timed out"}
     assert Verdict(True, "exact", None, False, None, 1.0, 1.0).to_trace(0.0)["verdict"] is True
 
@@ -238,7 +238,7 @@ def test_judge_persistent_500_is_a_rejection_after_bounded_attempts(fake):
     r = run(verify_once(judge(srv.url, model="m", retries=2), S1, S2))
     assert not r.accepted and "HTTP 500" in r.error and "3 attempts" in r.error
     assert len(srv.posts()) == 3
-    assert r.to_trace(r.start)["verdict"] is None
+    assert r.to_trace(r.start)["verdict"] is False and r.to_trace(r.start)["error"] == r.error
 
 
 def test_judge_4xx_is_not_retried(fake):
