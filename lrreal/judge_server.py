@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -77,31 +78,47 @@ class VllmLock:
         self.inherited_from: int | None = None
 
     def acquire(self) -> "VllmLock":
+        """Queue for the lock like `flock(1)` does (a blocking flock in a helper thread, so
+        waiting is fair among waiters), while checking for an ancestor holder and the timeout."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        got, state = threading.Event(), {"abandoned": False}
+        guard = threading.Lock()
+
+        def wait_for_lock():
+            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel's queue
+            with guard:
+                if state["abandoned"]:  # nobody wants it any more: give it back at once
+                    os.close(fd)
+                    return
+                got.set()
+
+        threading.Thread(target=wait_for_lock, daemon=True, name="lr-vllm-lock").start()
         deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         announced = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self.fd = fd
-                return self
-            except BlockingIOError:
-                pass
+        while not got.wait(timeout=0.05 if not announced else 1.0):
             holders = lock_holders(self.path)
             mine = set(_ancestors(os.getpid()))
+            give_up = None
             if holders and all(h in mine for h in holders):
-                os.close(fd)
                 self.inherited_from = holders[0]
                 self.log(f"{self.path} is held by pid {holders[0]} (this process or its parent): using it")
-                return self
-            if deadline is not None and time.monotonic() > deadline:
-                os.close(fd)
-                raise UserError(f"{self.path} is held by pid(s) {holders or '?'} (another vLLM run) for "
-                                f"more than {self.timeout_s:g} s; wait for it to finish and retry")
-            if not announced:
-                self.log(f"waiting for {self.path} (held by pid(s) {holders or '?'}: another vLLM run)")
-                announced = True
-            time.sleep(1.0)
+            elif deadline is not None and time.monotonic() > deadline:
+                give_up = UserError(f"{self.path} is held by pid(s) {holders or '?'} (another vLLM run) "
+                                    f"for more than {self.timeout_s:g} s; wait for it to finish and retry")
+            else:
+                if not announced:
+                    self.log(f"waiting for {self.path} (held by pid(s) {holders or '?'}: another vLLM run)")
+                    announced = True
+                continue
+            with guard:
+                if not got.is_set():
+                    state["abandoned"] = True
+                    if give_up is not None:
+                        raise give_up
+                    return self
+            break  # acquired just now after all
+        self.fd, self.inherited_from = fd, None
+        return self
 
     def release(self) -> None:
         if self.fd is not None:
