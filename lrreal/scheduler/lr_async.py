@@ -119,6 +119,8 @@ class AsyncLookahead:
         jobs = []
         for n in nodes:
             for m in n.subtree():
+                if not m.alive:  # already killed (and recorded) by an earlier decision
+                    continue
                 m.alive = False
                 depth = max(0, m.level - self.root.level) if self.root else 0
                 for kind, job in (("draft", m.draft_job), ("target", m.target_job)):

@@ -248,3 +248,15 @@ def test_randomized_trees_always_yield_the_target_text(case):
     assert res.finish_reason == ("eos" if budget >= FULL_TOKENS else "budget")
     validate(res, mode)
     assert target.active == 0 and draft.active == 0  # nothing left running
+
+
+def test_each_cancelled_or_discarded_request_is_recorded_once():
+    # Budget ends right after a rejection: the old root's killed subtree must not be re-recorded.
+    for budget in (12, 20, 31):
+        target, draft = engines(wrong_steps={1, 2, 3}, draft_tok=0.0005, target_tok=0.003)
+        res = run(SchedulerConfig(mode="lr", depth=3, max_tokens=budget), target, draft)
+        ids = draft.aborted + target.aborted
+        assert len(ids) == len(set(ids)) == len(all_cancelled(res))
+        discarded = [d for s in res.steps for d in s.get("discarded", [])]
+        keys = [(d["kind"], d["start"], d["end"], d["tokens"]) for d in discarded]
+        assert len(keys) == len(set(keys))
