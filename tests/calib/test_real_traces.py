@@ -1,0 +1,74 @@
+"""End to end on committed REAL traces (vLLM CPU, Qwen2.5-Coder 1.5B target / 0.5B draft, recorded
+with `lr collect`): calibrate, then replay; no engine needed. Uses traces/samples/*.jsonl when the
+real-backend helpers ship them, plus our own tests/data/calib/cpu-gsm8k.jsonl."""
+import glob
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lrsim.calib.calibrate import calibrate, read_records
+from lrsim.calib.profile import Profile, load_profile, save_profile, validate_doc
+from lrsim.calib.replay import replay, replay_files
+
+ROOT = Path(__file__).resolve().parents[2]
+OWN = ROOT / "tests/data/calib/cpu-gsm8k.jsonl"
+
+
+def real_traces() -> list[str]:
+    paths = sorted(glob.glob(str(ROOT / "traces/samples/*.jsonl")))
+    if OWN.is_file() and OWN.stat().st_size:
+        paths.append(str(OWN))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def traces():
+    paths = real_traces()
+    if not paths:
+        pytest.skip("no committed real traces")
+    return paths
+
+
+def test_calibrate_replay_real(traces, tmp_path):
+    doc = calibrate(traces)
+    prof = load_profile(save_profile(doc, tmp_path / "real.json"))
+    assert prof.doc["source"]["hardware"]            # recorded from the traces' run info
+    fit = prof.doc["latency"]["target"]["fit"]
+    assert fit["source"].startswith("target") and fit["points"] >= 3
+    assert math.isfinite(fit["rmse_s"]) and math.isfinite(fit["mape"])
+    records = [r for p in traces for r in read_records(p)]
+    out = replay(prof, records)
+    assert math.isfinite(out["mape"]) and out["records"] == len([r for r in records if r["steps"]])
+    for mode, e in out["modes"].items():
+        assert math.isfinite(e["mape"]) and e["tokens_per_s"]["predicted"] > 0, mode
+        assert {"mean", "p50", "p90"} == set(e["latency"])
+    if "lr" in out["modes"] and "ar" in out["modes"]:
+        assert out["modes"]["lr"]["speedup"]["measured"] > 0
+        assert prof.has("draft") and "selected_by" in prof.doc["placement"]
+
+
+def test_replay_cli_json_on_real_traces(traces, tmp_path):
+    prof = tmp_path / "p.json"
+    run = lambda *a: subprocess.run([sys.executable, str(ROOT / "cli.py"), *map(str, a)],  # noqa: E731
+                                    capture_output=True, text=True, cwd=ROOT, timeout=600)
+    r = run("calibrate", *traces, "-o", prof, "--json")
+    assert r.returncode == 0, r.stderr
+    r = run("replay", "--profile", prof, *traces, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert "mape" in out and "pearson_r" in out and math.isfinite(out["mape"])
+    for e in out["modes"].values():
+        assert {"mape", "pearson_r", "speedup", "tokens_per_s", "latency"} <= set(e)
+
+
+def test_holdout_on_real_traces(traces):
+    ids = {r["problem_id"] for p in traces for r in read_records(p)}
+    if len(ids) < 2:
+        pytest.skip("held-out validation needs 2+ problems")
+    out, prof = replay_files(traces, None, holdout=0.5, seed=0)
+    assert set(out["holdout"]["validated_problems"]).isdisjoint(prof.doc["source"]["problems"])
+    assert math.isfinite(out["mape"])
