@@ -102,13 +102,18 @@ class Scaled(LatencyModel):
 class Tabulated(LatencyModel):
     """Piecewise-linear interpolation of measured iteration times (seconds).
 
-    decode: (batch, context, seconds) points; prefill: (tokens, seconds) points. Between measured
-    batches time is interpolated linearly; past the last batch it is extrapolated with the last
-    segment's slope (never flat: compute grows). Context is interpolated the same way between
-    the measured context lengths (mean context per sequence)."""
+    decode: (batch tokens, context, seconds) points; prefill: (tokens, seconds) points. Between
+    measured sizes time is interpolated linearly; past the last one it is extrapolated with the
+    last segment's slope (never flat: compute grows). Context is interpolated the same way
+    between the measured context lengths (mean context per sequence), clamped outside them.
+    An iteration of n = decode + prefill tokens costs the decode curve at n while n is within
+    the decode measurements (a chunked prefill of a few tokens rides along like extra decode
+    tokens: the weights are read once), and the prefill curve at n beyond (large prefills),
+    plus `overhead_s` per iteration (engine scheduling/sampling not in a kernel measurement)."""
     decode: list[tuple[float, float, float]]
     prefill: list[tuple[float, float]] = field(default_factory=list)
     name: str = "tabulated"
+    overhead_s: float = 0.0
 
     def __post_init__(self):
         if not self.decode:
@@ -123,6 +128,7 @@ class Tabulated(LatencyModel):
                     by_batch.setdefault(b, []).append(t)
             pts = sorted((b, sum(ts) / len(ts)) for b, ts in by_batch.items())
             self._curves.append((np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float)))
+        self._max_decode = max(b for b, _, _ in self.decode)
         pp = sorted(self.prefill)
         self._pre = (np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float))
 
@@ -135,22 +141,17 @@ class Tabulated(LatencyModel):
         slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
         return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
 
-    def _decode(self, batch, ctx):
-        vals = [self._interp(batch, xs, ys) for xs, ys in self._curves]
+    def _decode(self, tokens, ctx):
+        vals = [self._interp(tokens, xs, ys) for xs, ys in self._curves]
         if len(vals) == 1:
             return vals[0]
-        return float(np.interp(ctx, self._ctxs, vals))  # clamped outside the measured contexts
+        return float(np.interp(ctx, self._ctxs, vals))
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
-        t = 0.0
-        if decode_tokens:
-            t += self._decode(decode_tokens, context / max(seqs, 1))
-        if prefill_tokens:
-            xs, ys = self._pre
-            if len(xs) == 0:
-                raise UserError(f"{self.name}: no prefill measurements but prefill was needed")
-            t += self._interp(prefill_tokens, xs, ys)
-        return t
+        n = decode_tokens + prefill_tokens
+        if prefill_tokens and n > self._max_decode and len(self._pre[0]):
+            return self.overhead_s + self._interp(n, *self._pre)
+        return self.overhead_s + self._decode(max(n, 1), context / max(seqs, 1))
 
 
 def load_measurements(path: str | Path) -> dict[str, Tabulated]:

@@ -110,7 +110,9 @@ def _latency(doc: _Doc, tp: int):
             name = doc.get("model", str, required=True)
             if name not in models:
                 raise doc.err("model", f"{name!r} not in {f} (has: {', '.join(models)})")
-            return models[name]
+            m = models[name]
+            m.overhead_s = doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3
+            return m
         dec = doc.get("decode", list, required=True)
         try:
             rows = [(float(r[0]), 0.0, float(r[1]) / 1e3) if len(r) == 2 else
@@ -118,7 +120,8 @@ def _latency(doc: _Doc, tp: int):
             pre = [(float(r[0]), float(r[1]) / 1e3) for r in doc.get("prefill", list, [])]
         except (TypeError, ValueError, IndexError):
             raise doc.err("decode", "rows must be [batch, ms] or [batch, context, ms]; prefill [tokens, ms]") from None
-        return Tabulated(rows, pre, name=f"{doc.path.name}:{doc.where}")
+        return Tabulated(rows, pre, name=f"{doc.path.name}:{doc.where}",
+                         overhead_s=doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3)
     raise doc.err("kind", f"must be 'roofline', 'table' or 'ideal', got {kind!r}")
 
 

@@ -29,7 +29,9 @@ def test_tabulated_interpolates_and_extrapolates_with_slope():
     assert t.forward(3, 0, 3, 0) == pytest.approx((0.437 + 0.509) / 2)
     assert t.forward(16, 0, 16, 0) > 0.572                                   # never flat past the table
     assert t.forward(0, 150, 1, 0) == pytest.approx(0.388 + (6.3 - 0.388) * 149 / 299)
-    assert t.forward(2, 300, 3, 0) == pytest.approx(0.437 + 6.3)            # decode + chunked prefill
+    # decode + chunked prefill: one pass over n = 302 tokens (weights read once), prefill curve
+    assert t.forward(2, 300, 3, 0) == pytest.approx(6.3 + 2 * (6.3 - 0.388) / 299)
+    assert t.forward(2, 2, 3, 0) == pytest.approx(0.509)                    # small prefill rides along
 
 
 def test_tabulated_context_axis():

@@ -6,7 +6,7 @@ from lrsim.errors import UserError
 from lrsim.sim import scenario
 from lrsim.sim.latency import Roofline, Tabulated
 
-SHIPPED = ["h100-paper", "cpu-2core", "h100-llm-judge-aime"]
+SHIPPED = ["h100-paper", "cpu-2core", "h100-llm-judge-aime", "h100-measured"]
 
 GOOD = '''
 name = "t"
