@@ -17,12 +17,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from lrsim.errors import UserError
 
 from . import measured as meas
-from . import plots
+from .figures import BUILDERS, Ctx, Figure
 
 
 @dataclass
@@ -41,16 +39,6 @@ class Settings:
         """Few points and short requests: for tests and a first look (seconds, not minutes)."""
         return cls(**{"samples": 1, "steps": 8, "depths": (1, 2, 4), "k2s": (1, 3, 5),
                       "loads": (1, 4), "budget": 8, "min_steps": 0} | kw)
-
-
-@dataclass
-class Figure:
-    key: str
-    title: str
-    path: Path
-    header: list[str]
-    rows: list[list]
-    note: str = ""
 
 
 @dataclass
@@ -100,9 +88,12 @@ def _theory_params(source, steps):
             "c1": float(cfg.c1), "c2": float(c2), "name": cfg.name, "workload": wl}
 
 
+def point_key(policy: str, knobs: dict) -> str:
+    return json.dumps([policy, knobs], sort_keys=True)
+
+
 def collect(source, traces: list[Path] | None, st: Settings, out_dir: Path) -> Report:
     from lrsim.plan.parallel import map_points
-    from lrsim.theory import HybridParams, f_async, f_sync, optimize, sd_speedup, speedup_grid
 
     t0 = time.perf_counter()
     th = _theory_params(source, st.steps)
@@ -120,139 +111,16 @@ def collect(source, traces: list[Path] | None, st: Settings, out_dir: Path) -> R
         for k in st.k2s:
             if (d + 1) * k <= st.budget:
                 points.append(("lr-async", {"depth": d, "k2": k}))
-    points = list({json.dumps([p, k], sort_keys=True): (p, k) for p, k in points}.values())
+    points = list({point_key(p, k): (p, k) for p, k in points}.values())
     res = map_points(_sim_point, [(source, p, k | knobs, st.samples, st.min_steps) for p, k in points], jobs=st.jobs)
-    sims = {json.dumps([p, k], sort_keys=True): r for (p, k), r in zip(points, res)}
-
-    def sim(policy, **kn):
-        return sims[json.dumps([policy, kn], sort_keys=True)]
-
-    ar = sim("ar")["latency_sum"]
-
-    def speedup(policy, **kn):
-        return ar / sim(policy, **kn)["latency_sum"]
-
+    sims = {point_key(p, k): r for (p, k), r in zip(points, res)}
     rep = Report(meta={"source": label, "theory": {k: v for k, v in th.items() if k != "workload"},
-                       "settings": {k: v for k, v in st.__dict__.items()},
-                       "traces": [str(t) for t in traces or []], "records": len(recs)})
-    a1, c1, a2, c2 = th["alpha1"], th["c1"], th["alpha2"], th["c2"]
-
-    # 1. speedup vs k1 / depth
-    k1 = np.arange(1, max(st.depths) + 3)
-    d1 = {"k1": k1, "theory_sync": f_sync(a1, c1, k1), "theory_async": f_async(a1, c1, k1),
-          "sim_async": [(d + 1, speedup("lr-async", depth=d, k2=1)) for d in st.depths],
-          "sim_sync": [(d + 1, speedup("lr-sync", k1=d + 1, k2=1)) for d in st.depths],
-          "measured": [((v["depth"] or 1) + 1, v["speedup"], f"{m} (depth {v['depth']}, n={v['pairs']})")
-                       for m, v in m_speed.items() if m in ("lr", "lr-sync")],
-          "alpha1": a1, "c1": c1, "source": label}
-    rows = [[int(k), f"{float(f_sync(a1, c1, k)):.3f}", f"{float(f_async(a1, c1, k)):.3f}",
-             _fmt(dict(d1["sim_sync"]).get(int(k))), _fmt(dict(d1["sim_async"]).get(int(k)))] for k in k1]
-    rows += [[f"measured: {lab}", "", "", "", f"{s:.3f}"] for _, s, lab in d1["measured"]]
-    rep.figures.append(Figure("depth", "Speedup vs k1 / depth", plots.plot_depth(d1, out_dir / "speedup_vs_depth.png"),
-                              ["k1", "theory f_sync", "theory f_async", "sim lr-sync", "sim lr-async (depth k1-1)"], rows))
-
-    # 2. speedup vs k2
-    k2 = np.arange(1, max(st.k2s) + 1)
-    d2 = {"k2": k2, "theory": sd_speedup(a2, c2, k2), "ceiling": 1 / (1 - a2) if a2 < 1 else float("inf"),
-          "theory_hybrid": f_async(a1, c1, 5) * sd_speedup(a2, c2, k2), "k1": 5,
-          "sim_sd": [(k, speedup("sd", k2=k)) for k in sd_k2],
-          "sim_hybrid": [(1, speedup("lr-async", depth=4, k2=1))] + [(k, speedup("lr-async", depth=4, k2=k)) for k in sd_k2],
-          "measured": [(v["k2"], v["speedup"], f"{m} (k2 {v['k2']}, n={v['pairs']})")
-                       for m, v in m_speed.items() if m in ("sd", "lr+sd")],
-          "alpha2": a2, "c2": c2, "source": label}
-    rows = [[int(k), f"{float(sd_speedup(a2, c2, k)):.3f}", _fmt(dict(d2["sim_sd"]).get(int(k))),
-             f"{float(d2['theory_hybrid'][i]):.3f}", _fmt(dict(d2["sim_hybrid"]).get(int(k)))] for i, k in enumerate(k2)]
-    rows += [[f"measured: {lab}", "", f"{s:.3f}", "", ""] for _, s, lab in d2["measured"]]
-    rep.figures.append(Figure("k2", "Speedup vs k2", plots.plot_k2(d2, out_dir / "speedup_vs_k2.png"),
-                              ["k2", "theory g", "sim sd", "theory f_async(5) g", "sim lr+sd depth 4"], rows))
-
-    # 3. (k1, k2) heatmaps under the budget
-    p = HybridParams(a1, min(max(c1, 1e-6), 1.0), a2, min(c2, 1.0), "async")
-    opt = optimize(p, st.budget)
-    grid = speedup_grid(p, st.budget)
-    shown = min(st.budget, 16)
-    sim_vals = {(d + 1, k): speedup("lr-async", depth=d, k2=k)
-                for d in st.depths for k in st.k2s if (d + 1) * k <= st.budget}
-    sb = max(sim_vals.items(), key=lambda kv: kv[1])
-    theory = {"grid": grid[:shown, :shown], "best": (opt.best.k1, opt.best.k2, opt.best.speedup), "budget": st.budget}
-    simd = {"values": sim_vals, "best": (sb[0][0], sb[0][1], sb[1]), "source": label}
-    rows = [[k1_, k2_, f"{float(grid[k1_ - 1, k2_ - 1]):.3f}", f"{v:.3f}"] for (k1_, k2_), v in sorted(sim_vals.items())]
-    rep.figures.append(Figure("heatmap", f"(k1, k2) under budget M = {st.budget}",
-                              plots.plot_heatmaps(theory, simd, out_dir / "split_heatmap.png"),
-                              ["k1 = depth + 1", "k2", "theory h (async)", "simulated"], rows,
-                              f"theory optimum (k1, k2) = ({opt.best.k1}, {opt.best.k2}) {opt.best.speedup:.3f}x "
-                              f"({opt.winner}); simulated optimum depth {sb[0][0] - 1}, k2 {sb[0][1]}: {sb[1]:.3f}x. "
-                              "The simulated tree's budget counts depth + 1 target positions per level x k2."))
-
-    # 4. acceptance by depth
-    sd4 = sim("lr-async", depth=4, k2=1)["by_depth"]
-    m_acc = meas.acceptance_by_depth(recs) if recs else {}
-    d4 = {"alpha1": a1, "source": label,
-          "sim": {d: (a / p_, p_) for d, (p_, a) in sd4.items() if p_},
-          "measured": {d: (a / p_, p_) for d, (p_, a) in m_acc.items() if p_}}
-    depths = sorted(set(d4["sim"]) | set(d4["measured"]))
-    rows = [[d, f"{a1:.3f}", _fmt(d4["sim"].get(d, (None,))[0]), d4["sim"].get(d, (0, 0))[1],
-             _fmt(d4["measured"].get(d, (None,))[0]), d4["measured"].get(d, (0, 0))[1]] for d in depths]
-    rep.figures.append(Figure("acceptance", "Step acceptance by depth",
-                              plots.plot_acceptance(d4, out_dir / "acceptance_by_depth.png"),
-                              ["depth", "theory", "sim rate", "sim judged", "measured rate", "measured judged"], rows,
-                              "Simulated: lr-async depth 4; drafts not ready when their target step is count as "
-                              "rejected (like the reference)."))
-
-    # 5. latency breakdown (simulated single stream + measured per mode)
-    bd = {}
-    for name, (pol, kn) in {"sim ar": ("ar", {}), "sim lr (depth 4)": ("lr-async", {"depth": 4, "k2": 1}),
-                            f"sim lr+sd (depth 4, k2 {max(sd_k2)})": ("lr-async", {"depth": 4, "k2": max(sd_k2)})}.items():
-        r = sim(pol, **kn)
-        w = r["wall"]
-        bd[name] = {"draft": r["busy"].get("draft", 0.0) / w, "target": r["busy"].get("target", 0.0) / w,
-                    "verify": (r["busy"].get("judge", 0.0) + r["busy"].get("verify", 0.0)) / w,
-                    "target idle": max(0.0, 1 - r["busy"].get("target", 0.0) / w)}
-    for mode, shares in (meas.breakdown(recs) if recs else {}).items():
-        bd[f"measured {mode}"] = shares
-    rows = [[k] + [f"{v[c]:.3f}" for c in meas.COMPONENTS] for k, v in bd.items()]
-    rep.figures.append(Figure("breakdown", "Latency breakdown", plots.plot_breakdown(bd, out_dir / "latency_breakdown.png"),
-                              ["run"] + [f"{c} share" for c in meas.COMPONENTS], rows,
-                              "Busy share = union of the component's busy time / wall time (cancelled work "
-                              "included); target idle = 1 - target share. Simulated verifier time for a constant-cost "
-                              "judge = seconds x judged drafts."))
-
-    # 6. speedup vs load (planner: same devices, replicas, reference AR and equal resources)
-    d6, rows = _load_sweep(source, st, sd_k2, label)
-    rep.figures.append(Figure("load", "Speedup vs load", plots.plot_load(d6, out_dir / "speedup_vs_load.png"),
-                              ["concurrency"] + list(d6["series"]), rows,
-                              "Speedup = reference AR's mean request latency / the configuration's, on "
-                              f"{d6['hardware']} (replicas where a configuration needs fewer devices). No measured "
-                              "points: the shipped traces are single-stream."))
-    rep.meta["measured_speedups"] = m_speed
+                       "settings": dict(st.__dict__), "traces": [str(t) for t in traces or []],
+                       "records": len(recs), "measured_speedups": m_speed})
+    cx = Ctx(source, label, th, sims, recs, m_speed, st, out_dir)
+    rep.figures = [build(cx) for build in BUILDERS]
     rep.meta["elapsed_s"] = time.perf_counter() - t0
     return rep
-
-
-def _load_sweep(source, st: Settings, sd_k2, label):
-    from lrsim.plan import planner
-
-    k2 = max(sd_k2)
-    cands = [planner.Candidate("ar", role="reference"),
-             planner.Candidate("ar", placement="equal-resources", role="equal-resources"),
-             planner.Candidate("sd", k2=k2), planner.Candidate("lr", k1=5, depth=4),
-             planner.Candidate("lr+sd", k1=5, depth=4, k2=k2)]
-    series: dict[str, list[float]] = {c.label: [] for c in cands if c.role != "reference"}
-    hardware = ""
-    for c in st.loads:
-        p = planner.plan(source, cands, planner.Hardware(), planner.Load(concurrency=c, steps=st.steps,
-                                                                         samples=st.samples), jobs=st.jobs)
-        hardware = f"{p.meta['hardware']['devices']}x {p.meta['hardware']['kind']}"
-        for r in p.rows:
-            if r["role"] == "reference":
-                continue
-            series[r["label"]].append(r["speedup"])
-    rows = [[c] + [f"{series[k][i]:.3f}" for k in series] for i, c in enumerate(st.loads)]
-    return {"concurrency": list(st.loads), "series": series, "hardware": hardware, "source": label}, rows
-
-
-def _fmt(v, nd=3):
-    return "" if v is None else f"{v:.{nd}f}"
 
 
 # --- HTML ---------------------------------------------------------------------------------------

@@ -1,0 +1,183 @@
+"""The six figures of `lr plot`: each builder turns the collected numbers (a `Ctx`: theory
+parameters, simulated points, measured records) into the data of one plot, draws it
+(analysis/plots.py) and returns it with the table of numbers behind it (analysis/report.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lrsim.theory import HybridParams, f_async, f_sync, optimize, sd_speedup, speedup_grid
+
+from . import measured as meas
+from . import plots
+
+
+@dataclass
+class Figure:
+    key: str
+    title: str
+    path: Path
+    header: list[str]
+    rows: list[list]
+    note: str = ""
+
+
+@dataclass
+class Ctx:
+    source: object
+    label: str
+    theory: dict                # alpha1, c1, alpha2, c2 of the source
+    sims: dict                  # canonical point key -> _sim_point result
+    records: list[dict]         # measured trace records
+    measured_speedups: dict
+    st: object                  # report.Settings
+    out_dir: Path
+
+    @property
+    def sd_k2(self) -> list[int]:
+        return [k for k in self.st.k2s if k >= 2]
+
+    def sim(self, policy, **kn) -> dict:
+        from .report import point_key
+
+        return self.sims[point_key(policy, kn)]
+
+    def speedup(self, policy, **kn) -> float:
+        """Summed AR latency / summed latency of the point (paired seeds)."""
+        return self.sim("ar")["latency_sum"] / self.sim(policy, **kn)["latency_sum"]
+
+
+def _fmt(v, nd=3):
+    return "" if v is None else f"{v:.{nd}f}"
+
+
+def fig_depth(cx: Ctx) -> Figure:
+    st, label, m_speed, out_dir, speedup = cx.st, cx.label, cx.measured_speedups, cx.out_dir, cx.speedup
+    a1, c1 = cx.theory["alpha1"], cx.theory["c1"]
+    k1 = np.arange(1, max(st.depths) + 3)
+    d1 = {"k1": k1, "theory_sync": f_sync(a1, c1, k1), "theory_async": f_async(a1, c1, k1),
+          "sim_async": [(d + 1, speedup("lr-async", depth=d, k2=1)) for d in st.depths],
+          "sim_sync": [(d + 1, speedup("lr-sync", k1=d + 1, k2=1)) for d in st.depths],
+          "measured": [((v["depth"] or 1) + 1, v["speedup"], f"{m} (depth {v['depth']}, n={v['pairs']})")
+                       for m, v in m_speed.items() if m in ("lr", "lr-sync")],
+          "alpha1": a1, "c1": c1, "source": label}
+    rows = [[int(k), f"{float(f_sync(a1, c1, k)):.3f}", f"{float(f_async(a1, c1, k)):.3f}",
+             _fmt(dict(d1["sim_sync"]).get(int(k))), _fmt(dict(d1["sim_async"]).get(int(k)))] for k in k1]
+    rows += [[f"measured: {lab}", "", "", "", f"{s:.3f}"] for _, s, lab in d1["measured"]]
+    return Figure("depth", "Speedup vs k1 / depth", plots.plot_depth(d1, out_dir / "speedup_vs_depth.png"),
+                  ["k1", "theory f_sync", "theory f_async", "sim lr-sync", "sim lr-async (depth k1-1)"], rows)
+
+
+def fig_k2(cx: Ctx) -> Figure:
+    st, label, m_speed, out_dir = cx.st, cx.label, cx.measured_speedups, cx.out_dir
+    sd_k2, speedup = cx.sd_k2, cx.speedup
+    a1, c1, a2, c2 = (cx.theory[k] for k in ("alpha1", "c1", "alpha2", "c2"))
+    k2 = np.arange(1, max(st.k2s) + 1)
+    d2 = {"k2": k2, "theory": sd_speedup(a2, c2, k2), "ceiling": 1 / (1 - a2) if a2 < 1 else float("inf"),
+          "theory_hybrid": f_async(a1, c1, 5) * sd_speedup(a2, c2, k2), "k1": 5,
+          "sim_sd": [(k, speedup("sd", k2=k)) for k in sd_k2],
+          "sim_hybrid": [(1, speedup("lr-async", depth=4, k2=1))] + [(k, speedup("lr-async", depth=4, k2=k)) for k in sd_k2],
+          "measured": [(v["k2"], v["speedup"], f"{m} (k2 {v['k2']}, n={v['pairs']})")
+                       for m, v in m_speed.items() if m in ("sd", "lr+sd")],
+          "alpha2": a2, "c2": c2, "source": label}
+    rows = [[int(k), f"{float(sd_speedup(a2, c2, k)):.3f}", _fmt(dict(d2["sim_sd"]).get(int(k))),
+             f"{float(d2['theory_hybrid'][i]):.3f}", _fmt(dict(d2["sim_hybrid"]).get(int(k)))] for i, k in enumerate(k2)]
+    rows += [[f"measured: {lab}", "", f"{s:.3f}", "", ""] for _, s, lab in d2["measured"]]
+    return Figure("k2", "Speedup vs k2", plots.plot_k2(d2, out_dir / "speedup_vs_k2.png"),
+                  ["k2", "theory g", "sim sd", "theory f_async(5) g", "sim lr+sd depth 4"], rows)
+
+
+def fig_heatmap(cx: Ctx) -> Figure:
+    st, label, out_dir, speedup = cx.st, cx.label, cx.out_dir, cx.speedup
+    a1, c1, a2, c2 = (cx.theory[k] for k in ("alpha1", "c1", "alpha2", "c2"))
+    p = HybridParams(a1, min(max(c1, 1e-6), 1.0), a2, min(c2, 1.0), "async")
+    opt = optimize(p, st.budget)
+    grid = speedup_grid(p, st.budget)
+    shown = min(st.budget, 16)
+    sim_vals = {(d + 1, k): speedup("lr-async", depth=d, k2=k)
+                for d in st.depths for k in st.k2s if (d + 1) * k <= st.budget}
+    sb = max(sim_vals.items(), key=lambda kv: kv[1])
+    theory = {"grid": grid[:shown, :shown], "best": (opt.best.k1, opt.best.k2, opt.best.speedup), "budget": st.budget}
+    simd = {"values": sim_vals, "best": (sb[0][0], sb[0][1], sb[1]), "source": label}
+    rows = [[k1_, k2_, f"{float(grid[k1_ - 1, k2_ - 1]):.3f}", f"{v:.3f}"] for (k1_, k2_), v in sorted(sim_vals.items())]
+    return Figure("heatmap", f"(k1, k2) under budget M = {st.budget}",
+                  plots.plot_heatmaps(theory, simd, out_dir / "split_heatmap.png"),
+                  ["k1 = depth + 1", "k2", "theory h (async)", "simulated"], rows,
+                  f"theory optimum (k1, k2) = ({opt.best.k1}, {opt.best.k2}) {opt.best.speedup:.3f}x "
+                  f"({opt.winner}); simulated optimum depth {sb[0][0] - 1}, k2 {sb[0][1]}: {sb[1]:.3f}x. "
+                  "The simulated tree's budget counts depth + 1 target positions per level x k2.")
+
+
+def fig_acceptance(cx: Ctx) -> Figure:
+    label, out_dir, recs, sim = cx.label, cx.out_dir, cx.records, cx.sim
+    a1 = cx.theory["alpha1"]
+    sd4 = sim("lr-async", depth=4, k2=1)["by_depth"]
+    m_acc = meas.acceptance_by_depth(recs) if recs else {}
+    d4 = {"alpha1": a1, "source": label,
+          "sim": {d: (a / p_, p_) for d, (p_, a) in sd4.items() if p_},
+          "measured": {d: (a / p_, p_) for d, (p_, a) in m_acc.items() if p_}}
+    depths = sorted(set(d4["sim"]) | set(d4["measured"]))
+    rows = [[d, f"{a1:.3f}", _fmt(d4["sim"].get(d, (None,))[0]), d4["sim"].get(d, (0, 0))[1],
+             _fmt(d4["measured"].get(d, (None,))[0]), d4["measured"].get(d, (0, 0))[1]] for d in depths]
+    return Figure("acceptance", "Step acceptance by depth",
+                  plots.plot_acceptance(d4, out_dir / "acceptance_by_depth.png"),
+                  ["depth", "theory", "sim rate", "sim judged", "measured rate", "measured judged"], rows,
+                  "Simulated: lr-async depth 4; drafts not ready when their target step is count as "
+                  "rejected (like the reference).")
+
+
+def fig_breakdown(cx: Ctx) -> Figure:
+    out_dir, sd_k2, recs, sim = cx.out_dir, cx.sd_k2, cx.records, cx.sim
+    bd = {}
+    for name, (pol, kn) in {"sim ar": ("ar", {}), "sim lr (depth 4)": ("lr-async", {"depth": 4, "k2": 1}),
+                            f"sim lr+sd (depth 4, k2 {max(sd_k2)})": ("lr-async", {"depth": 4, "k2": max(sd_k2)})}.items():
+        r = sim(pol, **kn)
+        w = r["wall"]
+        bd[name] = {"draft": r["busy"].get("draft", 0.0) / w, "target": r["busy"].get("target", 0.0) / w,
+                    "verify": (r["busy"].get("judge", 0.0) + r["busy"].get("verify", 0.0)) / w,
+                    "target idle": max(0.0, 1 - r["busy"].get("target", 0.0) / w)}
+    for mode, shares in (meas.breakdown(recs) if recs else {}).items():
+        bd[f"measured {mode}"] = shares
+    rows = [[k] + [f"{v[c]:.3f}" for c in meas.COMPONENTS] for k, v in bd.items()]
+    return Figure("breakdown", "Latency breakdown", plots.plot_breakdown(bd, out_dir / "latency_breakdown.png"),
+                  ["run"] + [f"{c} share" for c in meas.COMPONENTS], rows,
+                  "Busy share = union of the component's busy time / wall time (cancelled work "
+                  "included); target idle = 1 - target share. Simulated verifier time for a constant-cost "
+                  "judge = seconds x judged drafts.")
+
+
+def fig_load(cx: Ctx) -> Figure:
+    d6, rows = _load_sweep(cx.source, cx.st, cx.sd_k2, cx.label)
+    out_dir = cx.out_dir
+    return Figure("load", "Speedup vs load", plots.plot_load(d6, out_dir / "speedup_vs_load.png"),
+                  ["concurrency"] + list(d6["series"]), rows,
+                  "Speedup = reference AR's mean request latency / the configuration's, on "
+                  f"{d6['hardware']} (replicas where a configuration needs fewer devices). No measured "
+                  "points: the shipped traces are single-stream.")
+
+
+def _load_sweep(source, st, sd_k2, label):
+    from lrsim.plan import planner
+
+    k2 = max(sd_k2)
+    cands = [planner.Candidate("ar", role="reference"),
+             planner.Candidate("ar", placement="equal-resources", role="equal-resources"),
+             planner.Candidate("sd", k2=k2), planner.Candidate("lr", k1=5, depth=4),
+             planner.Candidate("lr+sd", k1=5, depth=4, k2=k2)]
+    series: dict[str, list[float]] = {c.label: [] for c in cands if c.role != "reference"}
+    hardware = ""
+    for c in st.loads:
+        p = planner.plan(source, cands, planner.Hardware(), planner.Load(concurrency=c, steps=st.steps,
+                                                                         samples=st.samples), jobs=st.jobs)
+        hardware = f"{p.meta['hardware']['devices']}x {p.meta['hardware']['kind']}"
+        for r in p.rows:
+            if r["role"] == "reference":
+                continue
+            series[r["label"]].append(r["speedup"])
+    rows = [[c] + [f"{series[k][i]:.3f}" for k in series] for i, c in enumerate(st.loads)]
+    return {"concurrency": list(st.loads), "series": series, "hardware": hardware, "source": label}, rows
+
+
+BUILDERS = (fig_depth, fig_k2, fig_heatmap, fig_acceptance, fig_breakdown, fig_load)
