@@ -15,8 +15,11 @@ the curve plugs into a scenario (`latency = {kind = "table", file = ...}`) or in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +90,21 @@ async def _run(spec: MeasureSpec, path: Path) -> dict:
         eng.shutdown()
 
 
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """vLLM logs to stdout, and its engine-core process inherits file descriptor 1 when it is
+    spawned: point fd 1 at stderr while the engine lives, so `--json` stdout stays one object."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def measure(spec: MeasureSpec, out: str | Path) -> dict:
     """Measure and write the curve (holds the machine-wide vLLM lock while the engine lives)."""
     from lrreal import models
@@ -98,7 +116,7 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
     path = models.resolve(spec.model, spec.cache_dir)
     preload_iomp()
     t0 = time.time()
-    with vllm_lock():
+    with vllm_lock(), stdout_to_stderr():
         res = asyncio.run(_run(spec, Path(path)))
     if not res["decode"]:
         raise UserError(f"--model {spec.model}: no decode pass ran at the requested batch sizes "
