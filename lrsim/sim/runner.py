@@ -7,7 +7,8 @@ import simpy
 
 from .config import Config
 from .devices import DevicePool
-from .engine import Engine, FreeEngine
+from .engine import Engine
+from .free_engine import FreeEngine
 from .latency import Ideal
 from .metrics import compare, summarise
 from .policies import POLICIES

@@ -4,7 +4,8 @@ import simpy
 import pytest
 
 from lrsim.sim.devices import DevicePool
-from lrsim.sim.engine import Engine, FreeEngine, Job
+from lrsim.sim.engine import Engine, Job
+from lrsim.sim.free_engine import FreeEngine
 from lrsim.sim.latency import Roofline
 
 
