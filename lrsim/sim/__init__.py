@@ -2,7 +2,8 @@
 
 Layers (one module per concept):
     latency    forward-pass cost models (roofline-shaped, tabulated, ideal)
-    engine     continuous batching of one model on a device pool (fluid chunks of iterations)
+    engine     continuous batching of one model on a device pool (fluid chunks of iterations);
+               free_engine: the theory's free batching (--ideal, M = inf)
     devices    device pools, time-sharing between models, busy-time accounting
     workload   requests made of reasoning steps (synthetic, or trace-driven via traces.py)
     tokensd    token-level speculative decoding inside a step (rounds of k2 positions)
