@@ -222,3 +222,28 @@ def test_invalid_record_is_not_written(tmp_path):
 def test_missing_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="not found"):
         read_traces(tmp_path / "nope.jsonl")
+
+
+def test_a_crash_at_any_byte_loses_only_the_record_being_written(tmp_path):
+    """Cut a 3-record file at every byte offset (stride 5): resume keeps exactly the records whose
+    JSON was complete (a record missing only its newline is kept and the newline added), byte
+    for byte, and the next write makes a valid file again."""
+    src = tmp_path / "full.jsonl"
+    with TraceWriter(src, resume=False) as w:
+        for s in range(3):
+            w.write(make_record(sample=s))
+    data = src.read_bytes()
+    ends = [i + 1 for i, b in enumerate(data) if b == ord("\n")]
+    path = tmp_path / "cut.jsonl"
+    for cut in range(0, len(data) + 1, 5):
+        path.write_bytes(data[:cut])
+        complete = sum(e - 1 <= cut for e in ends)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TruncatedTraceWarning)
+            with TraceWriter(path, resume=True) as w:
+                assert path.read_bytes() == (data[:ends[complete - 1]] if complete else b"")
+                assert w.completed_keys() == {("gsm8k/0", s, "lr") for s in range(complete)}
+                w.write(make_record(sample=9))
+        assert [r["sample"] for r in read_traces(path)] == list(range(complete)) + [9]
+        for f in tmp_path.glob("cut.jsonl.truncated-*"):
+            f.unlink()
