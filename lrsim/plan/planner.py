@@ -326,4 +326,7 @@ def recommend(rows: list[dict], meta: dict) -> str:
                      f"SD {sb['label']} {sb['speedup']:.2f}x.")
     if meta["skipped"]:
         parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
+    if h["kind"] in hw.HBM_TB_S and any(r["placement"] == "shared" for r in rows):
+        parts.append("Shared-GPU rows assume draft and target alternate whole iterations; a real GPU "
+                     "time-slices them (docs/planning.md, Limits).")
     return " ".join(parts)
