@@ -170,9 +170,32 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
             "defaults": {"depth": int(flags.get("depth", 4)), "width": int(flags.get("width", 1))},
         },
     }
+    doc["warnings"] = drift_warnings(latency)
     if select_placement and lr and "draft" in latency:
         choose_placement(doc, lr)
     return doc
+
+
+DRIFT_RATIO = 1.25     # per-mode fits of one engine further apart than this get a warning
+
+
+def drift_warnings(latency: dict) -> list[str]:
+    """An engine whose single-sequence decode time differs between modes ran in a different
+    environment in each (machine load, another engine on its cores): measured speedups between
+    those modes then contain that difference, and a pooled fit cannot explain both."""
+    from .profile import latency_from_doc
+
+    out = []
+    for role in ("target", "draft"):
+        per = {k.split("@", 1)[1]: latency_from_doc(v).forward(1, 0, 1, 0.0)
+               for k, v in latency.items() if k.startswith(role + "@")}
+        if len(per) > 1 and max(per.values()) > DRIFT_RATIO * min(per.values()):
+            desc = ", ".join(f"{m} {1e3 * t:.0f} ms" for m, t in sorted(per.items()))
+            out.append(f"{role} decode pass differs {max(per.values()) / min(per.values()):.2f}x "
+                       f"between modes ({desc}): its environment changed between the runs (machine "
+                       f"load, a second engine on its cores); measured speedups between these modes "
+                       f"include that")
+    return out
 
 
 def choose_placement(doc: dict, lr_records: list[dict]) -> None:

@@ -96,7 +96,7 @@ def fit_cmd(
         doc["source"]["holdout"] = {"fraction": holdout, "seed": seed}
     save_profile(doc, out)
     prof = Profile(doc, str(out))
-    summary = prof.summary() | {"out": str(out)}
+    summary = prof.summary() | {"out": str(out), "warnings": doc.get("warnings", [])}
     if as_json:
         print(json.dumps(summary))
         return
@@ -134,6 +134,8 @@ def _print_profile(doc: dict, out: Path) -> None:
                  ("draft/target shared device", str(doc["placement"]["shared"]))):
         t2.add_row(k, v)
     c.print(t2)
+    for w in doc.get("warnings", []):
+        c.print(f"[yellow]warning:[/] {w}")
 
 
 @app.command("measure")
@@ -227,6 +229,8 @@ def _print_replay(out: dict, per_record: bool) -> None:
                        f"{r['measured_s']:.2f}", f"{r['predicted_s']:.2f}",
                        _fmt(100 * (r["predicted_s"] - r["measured_s"]) / r["measured_s"], pct=True))
         c.print(t2)
+    for w in doc.get("warnings", []):
+        c.print(f"[yellow]warning:[/] {w}")
 
 
 def register(root: typer.Typer) -> None:

@@ -40,6 +40,7 @@ SCHEMA = {
     "properties": {
         "profile_version": {"const": PROFILE_VERSION},
         "name": {"type": "string"},
+        "warnings": {"type": "array", "items": {"type": "string"}},
         "created": {"type": "string"},
         "source": {
             "type": "object", "required": ["traces", "hardware"],

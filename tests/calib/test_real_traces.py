@@ -72,3 +72,24 @@ def test_holdout_on_real_traces(traces):
     out, prof = replay_files(traces, None, holdout=0.5, seed=0)
     assert set(out["holdout"]["validated_problems"]).isdisjoint(prof.doc["source"]["problems"])
     assert math.isfinite(out["mape"])
+
+
+def test_load_drift_between_modes_is_reported():
+    """Our own real traces: AR ran while the machine was loaded by other engines, LR later with
+    less load; the per-mode target fits differ and the profile says so."""
+    if not OWN.is_file():
+        pytest.skip("no own real traces")
+    doc = calibrate([str(OWN)])
+    assert any(w.startswith("target decode pass differs") for w in doc["warnings"])
+    assert validate_doc(doc)["warnings"] == doc["warnings"]
+
+
+def test_drift_warning_logic():
+    from lrsim.calib.calibrate import drift_warnings
+
+    same = {"target": {"kind": "roofline", "base_s": 1.0},
+            "target@ar": {"kind": "roofline", "base_s": 1.0},
+            "target@lr": {"kind": "roofline", "base_s": 1.2}}
+    assert drift_warnings(same) == []
+    same["target@lr"]["base_s"] = 2.0
+    assert "2.00x" in drift_warnings(same)[0]
