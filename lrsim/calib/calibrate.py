@@ -153,7 +153,8 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         "steps": oh.step_lengths(records),
         "step_acceptance": {"rate": sa["rate"], "by_depth": sa["by_depth"],
                             "proposed": sa["proposed"], "accepted": sa["accepted"]},
-        "sd": {"alpha2": sd["alpha2"], "k2": sd["k2"], "accepted_length_hist": sd["accepted_length_hist"],
+        "sd": {"alpha2": sd["alpha2"], "acceptance_rate": sd["acceptance_rate"], "k2": sd["k2"],
+               "accepted_length_hist": sd["accepted_length_hist"],
                "mean_accepted_length": sd["mean_accepted_length"]},
         "overheads": {
             # expected scheduling cost per decision: wait for the judge to start, plus the

@@ -230,6 +230,22 @@ def sd_acceptance(records: list[dict]) -> dict:
         if n:
             k2 = int(n) + 1
     passes = sum(hist)
-    return {"alpha2": accepted / drafted if drafted else None, "k2": k2 or 1, "drafted": drafted,
-            "accepted": accepted, "accepted_length_hist": hist,
+    return {"alpha2": geometric_alpha(hist) if passes else (accepted / drafted if drafted else None),
+            "acceptance_rate": accepted / drafted if drafted else None, "k2": k2 or 1,
+            "drafted": drafted, "accepted": accepted, "accepted_length_hist": hist,
             "mean_accepted_length": (1 + accepted / passes) if passes else None}
+
+
+def geometric_alpha(hist: list[int]) -> float | None:
+    """Per-token acceptance alpha2 of the simulator's SD model (lrsim/sim/tokensd.py: a pass
+    accepts min(X, gamma) tokens, P(X >= j) = alpha^j) from the accepted-length histogram
+    (hist[k] = passes that accepted exactly k of gamma = len(hist) - 1 drafted tokens).
+    Maximum likelihood of the truncated geometric: every accepted token is a success, every pass
+    that stopped short of gamma ends in one failure, so alpha = S / (S + F). This is not
+    accepted / drafted: the tokens drafted after the first rejection are never tested."""
+    gamma = len(hist) - 1
+    if gamma < 1:
+        return None
+    succ = sum(k * c for k, c in enumerate(hist))
+    fail = sum(c for k, c in enumerate(hist) if k < gamma)
+    return succ / (succ + fail) if succ + fail else None

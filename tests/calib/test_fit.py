@@ -76,3 +76,28 @@ def test_errors_rmse_mape():
     rmse, mape = errors(np.array([1.1, 1.8]), np.array([1.0, 2.0]))
     assert rmse == pytest.approx(np.sqrt((0.01 + 0.04) / 2))
     assert mape == pytest.approx(0.1)
+
+
+def test_sd_alpha2_from_accepted_length_histogram():
+    """The truncated-geometric MLE recovers the simulator's per-token alpha2 (not accepted/drafted)."""
+    import random
+
+    from lrsim.calib.overheads import geometric_alpha, sd_acceptance
+    from lrsim.sim.tokensd import accepted_run
+
+    rng = random.Random(0)
+    gamma = 6
+    for alpha in (0.2, 0.5, 0.8):
+        hist = [0] * (gamma + 1)
+        for _ in range(20000):
+            hist[accepted_run(alpha, gamma, rng)] += 1
+        assert geometric_alpha(hist) == pytest.approx(alpha, abs=0.01)
+    # offline-assets.md: 45 drafts of 6, accepted by position [17, 10, 10, 8, 4, 2]
+    at_least = [45, 17, 10, 10, 8, 4, 2]
+    hist = [at_least[k] - (at_least[k + 1] if k < 6 else 0) for k in range(7)]
+    rec = {"sd": {"drafted": 270, "accepted": 51, "accepted_length_hist": hist},
+           "run": {"flags": {"num_speculative_tokens": 6}}}
+    sd = sd_acceptance([rec])
+    assert sd["acceptance_rate"] == pytest.approx(51 / 270)      # 18.9%, the metrics' definition
+    assert sd["alpha2"] == pytest.approx(51 / (51 + 43))          # 43 passes stopped short of 6
+    assert sd["k2"] == 7 and sd["mean_accepted_length"] == pytest.approx(1 + 51 / 45)
