@@ -93,3 +93,11 @@ def test_drift_warning_logic():
     assert drift_warnings(same) == []
     same["target@lr"]["base_s"] = 2.0
     assert "2.00x" in drift_warnings(same)[0]
+
+
+def test_table_latency_model_from_real_passes(traces):
+    doc = calibrate(traces, latency_kind="table")
+    t = doc["latency"]["target"]
+    assert t["kind"] == "table" and t["decode"] and t["fit"]["source"] == "target passes"
+    out = replay(Profile(validate_doc(doc)), [r for p in traces for r in read_records(p)])
+    assert math.isfinite(out["mape"])
