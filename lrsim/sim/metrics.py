@@ -42,6 +42,7 @@ def summarise(world, wall_s: float, drained_s: float) -> dict:
         "accepted_steps": st.accepted,
         "step_acceptance_rate": st.accepted / st.proposed if st.proposed else None,
         "unready_drafts": st.unready,
+        "position_acceptance_rate": st.positions_accepted / st.positions if st.positions else None,
         "by_depth": {str(d): pa for d, pa in sorted(st.by_depth.items())},
         "steps_from_draft": from_draft,
         "steps_from_target": steps - from_draft,

@@ -149,7 +149,7 @@ def _workload(doc: _Doc | None, seed: int):
     if kind != "synthetic":
         raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
     doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
-                    "step_sigma", "prompt_tokens", "rate", "seed", "note"})
+                    "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "note"})
     abd = doc.get("alpha_by_depth", list, None)
     if abd is not None and not all(isinstance(a, (int, float)) and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
@@ -159,7 +159,7 @@ def _workload(doc: _Doc | None, seed: int):
         alpha2=doc.get("alpha2", float, 0.0, lo=0.0, hi=1.0), alpha_by_depth=abd,
         step_mean=doc.get("step_mean", float, 40.0, lo=1.0), step_sigma=doc.get("step_sigma", float, 0.5, lo=0.0),
         prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0), rate=doc.get("rate", float, None, lo=1e-9),
-        seed=doc.get("seed", int, seed))
+        seed=doc.get("seed", int, seed), sibling_hard=doc.get("sibling_hard", float, 0.0, lo=0.0, hi=0.999))
 
 
 def resolve_path(name: str) -> Path:

@@ -34,6 +34,8 @@ class StepStats:
     proposed: int = 0                  # drafts judged (+ drafts dropped unready: count as rejected)
     accepted: int = 0
     unready: int = 0                   # drafts not finished when their target step was
+    positions: int = 0                 # positions whose drafts were judged (any sibling ready)
+    positions_accepted: int = 0        # ... of which one sibling was accepted (width > 1 metric)
     by_depth: dict[int, list[int]] = field(default_factory=dict)    # depth -> [proposed, accepted]
     per_cycle: dict[int, int] = field(default_factory=dict)         # steps emitted per target verdict
     cancelled_jobs: dict[str, int] = field(default_factory=lambda: {"draft": 0, "target": 0})

@@ -121,16 +121,28 @@ def run(world, req, rec):
         ev = evs[0] if len(evs) == 1 else env.all_of(evs)
         ev.callbacks.append(lambda _e: decide(root, ready))
 
+    def first_accepted(pos, ready):
+        """Index of the first sibling the verifier accepts (in sibling order), or None."""
+        joint = getattr(wl, "judge_siblings", None)      # workloads may correlate siblings
+        if joint is not None:
+            return joint(req, pos, [c.depth for c in ready])
+        for i, c in enumerate(ready):
+            if wl.step_accept(req, pos, c.depth):
+                return i
+        return None
+
     def decide(root, ready):
         pos = root.level
-        winner = None
+        win = first_accepted(pos, ready) if ready else None
+        judged = ready if win is None else ready[:win + 1]
+        for i, c in enumerate(judged):
+            world.stats.judged(c.depth, i == win)
+        winner = ready[win] if win is not None else None
+        if ready:
+            world.stats.positions += 1
+            world.stats.positions_accepted += winner is not None
         for c in ready:
-            ok = wl.step_accept(req, pos, c.depth) if winner is None else False
-            if winner is None:
-                world.stats.judged(c.depth, ok)
-            if ok:
-                winner = c
-            else:
+            if c is not winner:
                 kill(c)
         if winner is not None:
             world.commit(rec, "draft", lens[pos])
