@@ -176,11 +176,12 @@ def load_gpu_table(path: Path) -> dict[str, Tabulated]:
         out = {}
         for name, m in doc["models"].items():
             def ms(r):
-                return (float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0)) + ENGINE_OVERHEAD_MS) / 1e3
+                return (float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0))) / 1e3
             dec = [(float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)), ms(r))
                    for r in m["decode"]]
             pre = [(float(r["tokens"]), ms(r)) for r in m.get("prefill", [])]
-            out[name] = Tabulated(dec, pre, name=f"{Path(path).name}:{name}")
+            out[name] = Tabulated(dec, pre, name=f"{Path(path).name}:{name}",
+                                  overhead_s=ENGINE_OVERHEAD_MS / 1e3)
         return out
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UserError(f"{path}: not a GPU latency table ({e!r}); see docs/gpu-latency-profile.md") from None
