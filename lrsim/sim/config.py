@@ -79,21 +79,33 @@ class Config:
             return 0.0
         return self.draft.latency.per_token() / self.target.latency.per_token()
 
-    def baseline(self) -> "Config":
-        """AR on the same hardware (optionally with the draft's and judge's devices as extra TP)."""
-        cfg = replace(self, policy="ar", k2=1)
-        if self.equal_resources and not self.ideal:
-            extra = [d for p in (self.draft, self.judge) if p is not None for d in p.devices
-                     if d not in self.target.devices]
-            extra = list(dict.fromkeys(extra))
-            if extra:
-                tp_new = self.target.tp + len(extra)
-                ratio = tp_new / self.target.tp
-                factor = (1.0 / ratio) / (self.tp_efficiency ** math.log2(ratio))
-                cfg.target = replace(self.target, latency=Scaled(self.target.latency, factor),
-                                     devices=self.target.devices + extra, tp=tp_new)
-                cfg.draft = cfg.judge = None
+    def widened(self) -> "Config":
+        """The target alone on its devices plus the draft's and judge's (extra TP; equal
+        resources). Latency scales by tp/tp' / tp_efficiency^log2(tp'/tp)."""
+        cfg = replace(self)
+        extra = [d for p in (self.draft, self.judge) if p is not None for d in p.devices
+                 if d not in self.target.devices]
+        extra = list(dict.fromkeys(extra))
+        if extra and not self.ideal:
+            tp_new = self.target.tp + len(extra)
+            ratio = tp_new / self.target.tp
+            factor = (1.0 / ratio) / (self.tp_efficiency ** math.log2(ratio))
+            cfg.target = replace(self.target, latency=Scaled(self.target.latency, factor),
+                                 devices=self.target.devices + extra, tp=tp_new)
+            cfg.draft = cfg.judge = None
         return cfg
+
+    def effective(self) -> "Config":
+        """What actually runs: with equal resources, ar and sd (which use neither the draft
+        model nor the judge) run the target on all the devices."""
+        if self.equal_resources and self.policy in ("ar", "sd"):
+            return self.widened()
+        return self
+
+    def baseline(self) -> "Config":
+        """AR on the same hardware (with equal resources: on all the devices)."""
+        cfg = replace(self, policy="ar", k2=1)
+        return cfg.widened() if self.equal_resources else cfg
 
     @classmethod
     def ideal_setup(cls, policy: str, alpha1: float, c1: float, k1: int = 2, depth: int = 4,

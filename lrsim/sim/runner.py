@@ -30,7 +30,7 @@ def _engine(env, pool, placement, cfg: Config, with_sd: bool):
 
 def run(cfg: Config) -> tuple[dict, World]:
     """Run cfg.policy over cfg.workload; returns (summary, world)."""
-    cfg.validate()
+    cfg = cfg.validate().effective()
     env = simpy.Environment()
     pool = DevicePool(env, cfg.devices)
     uses_sd = cfg.k2 > 1 and cfg.policy != "ar"

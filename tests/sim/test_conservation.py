@@ -125,3 +125,12 @@ def test_width_with_correlated_siblings_reproduces_the_papers_acceptance():
         rates[w] = s["position_acceptance_rate"]
     assert abs(rates[1] - 0.63) < 0.03
     assert abs(rates[4] - 0.85 * (1 - (1 - 0.63 / 0.85) ** 4)) < 0.04
+
+
+def test_equal_resources_sd_runs_on_all_devices():
+    """sd with equal resources: the target (and its n-gram SD) gets the draft's and judge's GPUs."""
+    plain = simulate(_cfg("sd", requests=1, steps=40))
+    fair = simulate(_cfg("sd", requests=1, steps=40, equal_resources=True))
+    assert set(fair["utilisation"]) == {"gpu0", "gpu1", "gpu2", "gpu3"}
+    assert fair["tokens_per_s"] > plain["tokens_per_s"]
+    assert fair["ar_tokens_per_s"] > plain["ar_tokens_per_s"]
