@@ -81,7 +81,8 @@ class Config:
 
     def widened(self) -> "Config":
         """The target alone on its devices plus the draft's and judge's (extra TP; equal
-        resources). Latency scales by tp/tp' / tp_efficiency^log2(tp'/tp)."""
+        resources). Latency (less the fixed per-iteration overhead) scales by
+        tp/tp' / tp_efficiency^log2(tp'/tp)."""
         cfg = replace(self)
         extra = [d for p in (self.draft, self.judge) if p is not None for d in p.devices
                  if d not in self.target.devices]
@@ -90,7 +91,8 @@ class Config:
             tp_new = self.target.tp + len(extra)
             ratio = tp_new / self.target.tp
             factor = (1.0 / ratio) / (self.tp_efficiency ** math.log2(ratio))
-            cfg.target = replace(self.target, latency=Scaled(self.target.latency, factor),
+            lat = self.target.latency
+            cfg.target = replace(self.target, latency=Scaled(lat, factor, getattr(lat, "overhead_s", 0.0)),
                                  devices=self.target.devices + extra, tp=tp_new)
             cfg.draft = cfg.judge = None
         return cfg

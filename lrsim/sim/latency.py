@@ -91,11 +91,15 @@ class Ideal(LatencyModel):
 
 @dataclass(frozen=True)
 class Scaled(LatencyModel):
+    """`factor` x the inner model's time, except a fixed per-iteration part (`fixed_s`, e.g. the
+    engine overhead, which more tensor-parallel devices do not shorten)."""
     inner: LatencyModel
     factor: float
+    fixed_s: float = 0.0
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
-        return self.factor * self.inner.forward(decode_tokens, prefill_tokens, seqs, context)
+        t = self.inner.forward(decode_tokens, prefill_tokens, seqs, context)
+        return self.fixed_s + self.factor * (t - self.fixed_s)
 
 
 @dataclass
