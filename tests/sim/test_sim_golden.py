@@ -1,6 +1,6 @@
 """Golden summaries: a seeded scenario per policy, committed under tests/golden/sim/ and diffed.
 
-Regenerate after an intended change with  LRSIM_UPDATE_GOLDEN=1 pytest tests/sim/test_golden.py
+Regenerate after an intended change with  LRSIM_UPDATE_GOLDEN=1 pytest tests/sim/test_sim_golden.py
 and review the diff (git diff tests/golden/sim) before committing it.
 """
 import json
