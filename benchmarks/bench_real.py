@@ -40,6 +40,9 @@ def main() -> None:
     ap.add_argument("--modes", default="ar,sd,lr,lr+sd")
     ap.add_argument("--verifier", default="exact")
     ap.add_argument("--out", default="traces/samples/gsm8k-cpu.jsonl")
+    ap.add_argument("--ar-1core", default="traces/samples/gsm8k-cpu-ar-1core.jsonl",
+                    help="AR with the target on the same single core LR gives it (recorded with "
+                         "`lr collect --mode ar --target-cores 0`); compared if the file exists")
     args = ap.parse_args()
 
     from lrreal.collect import CollectSpec, collect, summarize
@@ -72,6 +75,17 @@ def main() -> None:
               f"{r['tokens_per_s']:>6.2f} {fmt(r['speedup_vs_ar'], '{:.2f}x'):>6} "
               f"{fmt(r['step_acceptance'], '{:.2f}'):>9} {fmt(r['sd_acceptance'], '{:.2f}'):>7} "
               f"{fmt(mean_len, '{:.2f}'):>7}")
+
+    one = Path(args.ar_1core)
+    if one.is_file():
+        base = [r for r in read_traces(one) if r["mode"] == "ar"]
+        keys = {(r["problem_id"], r["sample"]) for r in base}
+        tps = lambda rs: sum(r["output_tokens"] for r in rs) / sum(r["wall_time_s"] for r in rs)
+        print(f"\nAR with the target on 1 core (as in LR), {len(base)} records: {tps(base):.2f} tok/s")
+        for r in rows:
+            same = [x for x in recs if x["mode"] == r["mode"] and (x["problem_id"], x["sample"]) in keys]
+            if same:
+                print(f"  {r['mode']:7} vs AR(1 core): {tps(same) / tps(base):.2f}x")
 
     # The cost model, measured from the same traces.
     ar_recs = [r for r in recs if r["mode"] == "ar"]
