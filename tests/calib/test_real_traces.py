@@ -101,3 +101,19 @@ def test_table_latency_model_from_real_passes(traces):
     assert t["kind"] == "table" and t["decode"] and t["fit"]["source"] == "target passes"
     out = replay(Profile(validate_doc(doc)), [r for p in traces for r in read_records(p)])
     assert math.isfinite(out["mape"])
+
+
+def test_measured_draft_curve_plugs_into_the_real_profile():
+    """tests/data/calib/draft-curve.json was measured with `lr calibrate measure` on the 0.5B model."""
+    from lrsim.calib.measure import curve_entry
+
+    curve = ROOT / "tests/data/calib/draft-curve.json"
+    if not (OWN.is_file() and curve.is_file()):
+        pytest.skip("no own real traces / curve")
+    doc = calibrate([str(OWN)])
+    doc["latency"]["draft"] = curve_entry(curve)
+    doc["latency"].pop("draft@lr", None)
+    prof = Profile(validate_doc(doc))
+    assert prof.latency("draft", "lr").forward(2, 0, 2, 128.0) > 0
+    out = replay(prof, read_records(OWN))
+    assert math.isfinite(out["modes"]["lr"]["mape"])
