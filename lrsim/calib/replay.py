@@ -21,6 +21,7 @@ from ..errors import UserError
 from ..sim.runner import run
 from ..sim.traces import TraceWorkload
 from .calibrate import calibrate, read_records, split_problems
+from .overheads import geometric_alpha
 from .profile import MODE_POLICY, Profile, validate_doc
 
 
@@ -29,6 +30,14 @@ class ReplayWorkload(TraceWorkload):
     whose comparison reached no verdict (no draft ran: the first step, or a context that did not
     end on a step boundary; or a verifier error) was a rejection in the real run, not a coin flip
     at the pooled acceptance rate."""
+
+    def token_alpha(self, req) -> float:
+        """The simulator's SD model draws min(Geometric(alpha2), k2 - 1) accepted tokens per pass:
+        alpha2 is the truncated-geometric MLE from the record's accepted-length histogram, not
+        accepted / drafted (overheads.geometric_alpha)."""
+        hist = (req.trace.get("sd") or {}).get("accepted_length_hist") or []
+        a = geometric_alpha(hist) if sum(hist) else None
+        return super().token_alpha(req) if a is None else a
 
     def requests(self):
         reqs = super().requests()
