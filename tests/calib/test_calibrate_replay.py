@@ -145,3 +145,27 @@ def test_fresh_fake_traces_calibrate_and_replay(tmp_path):
     path = write_fake_traces(tmp_path / "t.jsonl", problems=2)
     out, prof = replay_files([path], Profile(validate_doc(calibrate([path]))))
     assert out["records"] == 4 and math.isfinite(out["mape"]) and "target" in prof.doc["latency"]
+
+
+def test_replay_sd_record_uses_histogram_alpha(doc, fake):
+    """An `sd` record replays as the simulator's `sd` policy with k2 from the run flags and the
+    per-token alpha2 of its accepted-length histogram: more acceptance -> shorter prediction."""
+    import copy
+
+    from lrsim.calib.calibrate import read_records
+    from lrsim.calib.replay import ReplayWorkload, predict_record
+
+    base = next(r for r in read_records(fake) if r["mode"] == "ar")
+    prof = Profile(validate_doc(doc))
+    lat = {}
+    for name, hist in (("low", [40, 4, 1, 0, 0, 0, 0]), ("high", [2, 2, 3, 4, 6, 8, 20])):
+        rec = copy.deepcopy(base)
+        rec["mode"] = "sd"
+        rec["run"]["flags"]["num_speculative_tokens"] = 6
+        rec["sd"] = {"drafted": 6 * sum(hist), "accepted": sum(k * c for k, c in enumerate(hist)),
+                     "accepted_length_hist": hist}
+        (req,) = ReplayWorkload([rec]).requests()
+        assert ReplayWorkload([rec]).token_alpha(req) == pytest.approx(
+            sum(k * c for k, c in enumerate(hist)) / (sum(k * c for k, c in enumerate(hist)) + sum(hist[:6])))
+        lat[name] = predict_record(prof, rec)["latency_s"]
+    assert lat["high"] < lat["low"]
