@@ -117,3 +117,10 @@ def test_measured_draft_curve_plugs_into_the_real_profile():
     assert prof.latency("draft", "lr").forward(2, 0, 2, 128.0) > 0
     out = replay(prof, read_records(OWN))
     assert math.isfinite(out["modes"]["lr"]["mape"])
+
+
+def test_profile_records_both_models():
+    if not OWN.is_file():
+        pytest.skip("no own real traces")
+    models = calibrate([str(OWN)])["source"]["models"]
+    assert set(models) == {"target", "draft"} and all(m.get("sha256") for m in models.values())
