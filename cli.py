@@ -72,10 +72,13 @@ def main(argv: list[str] | None = None) -> None:
         _fail(e.format_message(), 2)
     except UserError as e:
         _fail(str(e), e.exit_code)
-    except click_exc.Abort:
-        _fail("aborted", 130)
-    except KeyboardInterrupt:
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
         _fail("interrupted", 130)
+    except BrokenPipeError:  # `lr ... | head` closed our stdout: not an error worth a line
+        sys.stderr.close()
+        sys.exit(0)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

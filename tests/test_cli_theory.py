@@ -102,3 +102,18 @@ def test_no_heavy_imports_on_fast_paths():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "HEAVY=\n" in r.stdout, r.stdout[-300:]
+
+
+def test_exit_and_abort_from_a_command(capsys, monkeypatch):
+    """typer.Exit keeps its code; typer.Abort / Ctrl-C are one line with exit 130."""
+    import typer
+
+    from lrsim.theory import cli as theory_cli
+
+    def boom(*a, **k):
+        raise typer.Abort()
+
+    monkeypatch.setattr(theory_cli, "blog_curves", boom, raising=False)
+    monkeypatch.setattr("lrsim.theory.figure.blog_curves", boom)
+    code, _, err = run_lr(capsys, "theory", "figure", "--out", "/tmp/never.png")
+    assert code == 130 and err.startswith("lr: error:")
