@@ -32,7 +32,7 @@ from lrsim.errors import UserError  # noqa: E402
 
 def default_traces() -> list[str]:
     """Every shipped real trace file (each is one `lr collect` setup: calibrated on its own)."""
-    found = sorted(glob.glob(str(ROOT / "traces/samples/*.jsonl")))
+    found = [p for p in sorted(glob.glob(str(ROOT / "traces/samples/*.jsonl"))) if Path(p).stat().st_size]
     own = ROOT / "tests/data/calib/cpu-gsm8k.jsonl"
     return found + ([str(own)] if own.is_file() else [])
 
@@ -71,9 +71,35 @@ def main() -> None:
     groups = [a.traces] if a.traces else [[p] for p in default_traces()]
     if not groups:
         sys.exit("no traces: record some with `lr collect` (traces/samples/ or tests/data/calib/)")
-    results = [evaluate(paths, a) for paths in groups]
+    results, usable = [], []
+    for paths in groups:
+        try:
+            results.append(evaluate(paths, a))
+            usable.append(paths)
+        except UserError as e:            # e.g. a file still being recorded, too few records
+            print(f"skipped {', '.join(paths)}: {e}", file=sys.stderr)
+    cross = cross_run(usable) if len(usable) > 1 else []
     if a.json:
-        print(json.dumps(results if len(results) > 1 else results[0]))
+        print(json.dumps({"files": results, "cross_run": cross} if len(results) > 1 else results[0]))
+
+
+def cross_run(groups) -> list[dict]:
+    """Calibrate on one run's file, replay another run's: does a profile transfer between runs
+    of the same setup recorded at different times (different machine load)?"""
+    out = []
+    for cal in groups:
+        prof = Profile(validate_doc(calibrate(cal)))
+        for val in groups:
+            if val is cal:
+                continue
+            r = replay(prof, [x for p in val for x in read_records(p)])
+            out.append({"calibrated_on": Path(cal[0]).name, "validated_on": Path(val[0]).name,
+                        "mape": r["mape"], "modes": {m: e["mape"] for m, e in r["modes"].items()}})
+    print("cross-run (calibrate on one file, replay another): per-mode MAPE")
+    for c in out:
+        modes = "  ".join(f"{m} {100 * v:.1f}%" for m, v in c["modes"].items())
+        print(f"  {c['calibrated_on']} -> {c['validated_on']}: {modes}  (all {100 * c['mape']:.1f}%)")
+    return out
 
 
 def evaluate(paths: list[str], a) -> dict:
