@@ -177,14 +177,6 @@ def validate_record(rec: Any, where: str | None = None) -> dict:
     return rec
 
 
-def _complete_record(raw: bytes) -> dict | None:
-    try:
-        rec = json.loads(raw)
-        return validate_record(rec)
-    except (ValueError, UserError):
-        return None
-
-
 def _scan(path: Path) -> TraceFile:
     """Parse and validate every complete line; detect an incomplete last line."""
     tf = TraceFile(path=path)
@@ -194,11 +186,13 @@ def _scan(path: Path) -> TraceFile:
         line_no += 1
         nl = data.find(b"\n", offset)
         if nl < 0:  # no newline: the writer crashed mid-line (it always writes line + "\n")
-            rec = _complete_record(data[offset:])
-            if rec is None:
+            try:
+                rec = json.loads(data[offset:])
+            except ValueError:  # a strict prefix of a JSON object never parses
                 tf.truncated = TruncatedTail(path, line_no, offset, data[offset:])
                 break
-            tf.records.append(rec)  # a whole record that only lacks "\n" (edited by hand): keep it
+            # A whole JSON line that only lacks its "\n" (edited by hand): keep it if valid.
+            tf.records.append(validate_record(rec, f"{path}:{line_no}"))
             tf.missing_newline = True
             tf.end_offset = len(data)
             break

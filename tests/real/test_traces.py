@@ -179,6 +179,10 @@ def test_complete_record_missing_only_its_newline_is_kept(tmp_path):
         assert len(w.completed_keys()) == 2
         w.write(make_record(sample=2))
     assert [r["sample"] for r in read_traces(path)] == [0, 1, 2]
+    # complete JSON without newline that breaks the contract is an error, not a "truncation"
+    path.write_text(json.dumps(make_record()) + "\n" + json.dumps(make_record(sample=1) | {"mode": "x"}))
+    with pytest.raises(UserError, match=rf"{path}:2: field mode"):
+        TraceWriter(path, resume=True)
 
 
 def test_duplicates_are_refused(tmp_path):
