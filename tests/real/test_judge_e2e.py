@@ -77,6 +77,18 @@ def served(tmp_path_factory):
         err.close()
 
 
+def group_rss_gib(pgid: int) -> float:
+    """Resident memory of a process group (the server and its engine core)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                total += int((stat.parent / "statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / 2**30
+
+
 def run_judge(spec, url, pairs):
     v = make_verifier(spec, judge_url=url, judge_timeout_s=120, judge_retries=1)
 
@@ -94,7 +106,7 @@ def test_real_judge_gives_verdicts_with_timings(served):
     assert info["url"].startswith("http://127.0.0.1:") and info["served_model_name"] == "judge"
     for spec in ("judge", "judge-logprob:0.5"):
         same, unrelated = run_judge(spec, info["url"], [SAME, UNRELATED])
-        print(f"{spec}: startup {info['startup_s']} s; " + "; ".join(  # shown with -s: real latencies
+        print(f"{spec}: startup {info['startup_s']} s, RSS {group_rss_gib(info['pid']):.2f} GiB; " + "; ".join(  # shown with -s: real latencies
             f"{name} accepted={r.accepted} score={r.score} {r.end - r.start:.3f} s"
             for name, r in (("same", same), ("unrelated", unrelated))))
         for r in (same, unrelated):
