@@ -7,7 +7,8 @@ The server binds 127.0.0.1 only, on a free port unless one is given. `start()` r
 GET /health answers 200; if the process dies first (or start-up times out) it raises a UserError
 carrying the last lines of the server log. `stop()` terminates the whole process group (vLLM
 spawns an engine-core process), escalating to SIGKILL; the child also gets SIGTERM if this
-process dies (PR_SET_PDEATHSIG), so no server outlives its owner.
+process dies (PR_SET_PDEATHSIG), so no server outlives its owner. (PDEATHSIG follows the
+*thread* that started it: call `start()` from the main thread, or one that outlives the server.)
 
 Memory: a vLLM process is a memory hog; the machine-wide lock /tmp/lr-vllm.lock is held for the
 server's whole life (the server process inherits the locked descriptor). The lock is treated as
