@@ -162,7 +162,7 @@ def validate_record(rec: Any, where: str | None = None) -> dict:
     bad = _non_finite(rec)
     if bad is not None:
         raise TraceError(where, _path_str(bad), "is NaN or infinite (JSON allows finite numbers only)")
-    errors = sorted(_validator().iter_errors(rec), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    errors = list(_validator().iter_errors(rec))
     if errors:
         from jsonschema.exceptions import best_match
 

@@ -251,3 +251,22 @@ def test_a_crash_at_any_byte_loses_only_the_record_being_written(tmp_path):
         assert [r["sample"] for r in read_traces(path)] == list(range(complete)) + [9]
         for f in tmp_path.glob("cut.jsonl.truncated-*"):
             f.unlink()
+
+
+def test_shipped_real_traces_satisfy_the_contract():
+    """The traces recorded on real engines under traces/ validate (the contract in practice)."""
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parents[2] / "traces").rglob("*.jsonl"))
+    if not files:
+        pytest.skip("no recorded traces under traces/ in this checkout")
+    modes = set()
+    for f in files:
+        tf = traces.load_traces(f)  # raises on any contract violation
+        modes |= {r["mode"] for r in tf.records}
+        for r in tf.records:
+            assert r["run"]["vllm_version"] and r["steps"], f"{f}: {record_key(r)} has no steps"
+    assert modes, "recorded traces hold no records"
+
+
+from lrreal.traces import record_key  # noqa: E402  (used above)
