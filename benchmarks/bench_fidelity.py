@@ -33,8 +33,8 @@ from lrsim.errors import UserError  # noqa: E402
 def default_traces() -> list[str]:
     """Every shipped real trace file (each is one `lr collect` setup: calibrated on its own)."""
     found = [p for p in sorted(glob.glob(str(ROOT / "traces/samples/*.jsonl"))) if Path(p).stat().st_size]
-    own = ROOT / "tests/data/calib/cpu-gsm8k.jsonl"
-    return found + ([str(own)] if own.is_file() else [])
+    own = [str(ROOT / f"tests/data/calib/{n}.jsonl") for n in ("cpu-gsm8k", "cpu-gsm8k-b")]
+    return found + [p for p in own if Path(p).is_file()]
 
 
 def ablate(doc: dict, what: str) -> dict:
@@ -92,7 +92,11 @@ def cross_run(groups) -> list[dict]:
         for val in groups:
             if val is cal:
                 continue
-            r = replay(prof, [x for p in val for x in read_records(p)])
+            recs = [x for p in val for x in read_records(p)
+                    if prof.has("draft") or x["mode"] in ("ar", "sd")]   # LR needs a fitted draft
+            if not recs:
+                continue
+            r = replay(prof, recs)
             out.append({"calibrated_on": Path(cal[0]).name, "validated_on": Path(val[0]).name,
                         "mape": r["mape"], "modes": {m: e["mape"] for m, e in r["modes"].items()}})
     print("cross-run (calibrate on one file, replay another): per-mode MAPE")
