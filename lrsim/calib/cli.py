@@ -134,7 +134,7 @@ def _print_profile(doc: dict, out: Path) -> None:
                  ("draft/target shared device", str(doc["placement"]["shared"]))):
         t2.add_row(k, v)
     c.print(t2)
-    for w in doc.get("warnings", []):
+    for w in out.get("warnings", []):
         c.print(f"[yellow]warning:[/] {w}")
 
 
@@ -229,7 +229,7 @@ def _print_replay(out: dict, per_record: bool) -> None:
                        f"{r['measured_s']:.2f}", f"{r['predicted_s']:.2f}",
                        _fmt(100 * (r["predicted_s"] - r["measured_s"]) / r["measured_s"], pct=True))
         c.print(t2)
-    for w in doc.get("warnings", []):
+    for w in out.get("warnings", []):
         c.print(f"[yellow]warning:[/] {w}")
 
 
