@@ -134,7 +134,7 @@ def _print_profile(doc: dict, out: Path) -> None:
                  ("draft/target shared device", str(doc["placement"]["shared"]))):
         t2.add_row(k, v)
     c.print(t2)
-    for w in out.get("warnings", []):
+    for w in doc.get("warnings", []):
         c.print(f"[yellow]warning:[/] {w}")
 
 

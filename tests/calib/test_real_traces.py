@@ -64,7 +64,10 @@ def test_replay_cli_json_on_real_traces(traces, tmp_path):
     assert "mape" in out and "pearson_r" in out and math.isfinite(out["mape"])
     for e in out["modes"].values():
         assert {"mape", "pearson_r", "speedup", "tokens_per_s", "latency"} <= set(e)
-    # the human-readable form (tables, warnings) of the same replay
+    # the human-readable forms (tables, warnings) of the same calibration and replay
+    r = run("calibrate", *traces, "-o", tmp_path / "p2.json")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "p2.json").is_file() and "Traceback" not in r.stderr
     r = run("replay", "--profile", prof, *traces, "--per-record")
     assert r.returncode == 0, r.stderr
     assert "fidelity: simulator vs measured" in r.stdout and "per record" in r.stdout
