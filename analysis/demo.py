@@ -1,12 +1,23 @@
-"""The toolkit's main job (`make demo`): what the paper's analytical model says, end to end.
+"""The toolkit's main job (`make demo`): theory, then the whole loop on this machine.
 
-For now this is the theory + optimal-split demo; it grows into the full collect -> calibrate ->
-plan -> plot loop as those capabilities land. Everything it writes goes under out/ (or --out).
+1. theory: the blog figure, exact optimal splits, the overheads the paper's numbers imply;
+2. collect: a short real run (AR and LR) on the packaged models with vLLM (`lr collect`);
+3. calibrate a simulator profile from those traces (`lr calibrate`);
+4. replay: the simulator's prediction of the same runs vs the measurement (`lr replay`);
+5. plan: what to deploy here and on the paper's H100 setup (`lr plan`);
+6. report: theory vs simulation vs measurement plots and one HTML page (`lr plot`).
+
+Steps 2-6 run the real `lr` commands (printed before each runs). Re-running resumes: records
+already collected are kept, never duplicated. `--quick` skips the model run and uses the
+shipped sample traces instead. Everything goes under out/ (or --out).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -77,12 +88,59 @@ def implied_overheads(console: Console) -> list[dict]:
     return rows
 
 
+SAMPLE_TRACES = Path(__file__).resolve().parents[1] / "traces" / "samples" / "gsm8k-cpu.jsonl"
+
+
+def lr(console: Console, *args: str) -> None:
+    """Run one `lr` command as a user would (same interpreter), stop the demo if it fails."""
+    console.print(f"[bold cyan]$ lr {shlex.join(args)}")
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "cli", *args])
+    if r.returncode != 0:
+        console.print(f"[red]demo stopped: `lr {args[0]}` exited with {r.returncode}")
+        sys.exit(r.returncode)
+    console.print(f"[dim]({time.perf_counter() - t0:.0f} s)")
+
+
+def loop(console: Console, args) -> Path:
+    """Steps 2-6: collect -> calibrate -> replay -> plan -> report."""
+    out = args.out
+    if args.quick:
+        traces = SAMPLE_TRACES
+        console.rule("[bold]4. (--quick) using the shipped real traces: " + str(traces))
+    else:
+        traces = out / "traces.jsonl"
+        console.rule("[bold]4. Collect real traces (AR and LR) on the packaged models")
+        lr(console, "models", "prepare")
+        for mode in ("ar", "lr"):
+            lr(console, "collect", "--mode", mode, "--dataset", "gsm8k", "--limit", str(args.limit),
+               "--max-tokens", str(args.max_tokens), "--depth", "2", "--verifier", "embedding",
+               "--out", str(traces), "--resume")
+    profile = out / "profile.json"
+    console.rule("[bold]5. Calibrate the simulator from the traces")
+    lr(console, "calibrate", str(traces), "-o", str(profile))
+    console.rule("[bold]6. Replay: simulated vs measured, same workload")
+    lr(console, "replay", "--profile", str(profile), str(traces))
+    console.rule("[bold]7. Plan: this machine (calibrated) and the paper's 4x H100 setup")
+    lr(console, "plan", "--profile", str(profile), "--modes", "sd,lr", "--depth", "1-3", "--k2", "3")
+    lr(console, "plan", "--preset", "r1-gsm8k")
+    console.rule("[bold]8. Report: theory vs simulation vs measurement")
+    report = out / "report"
+    lr(console, "plot", "--preset", "r1-gsm8k", "--traces", str(traces), "--out", str(report), "--quick")
+    return report / "report.html"
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("out"), help="output directory")
+    ap.add_argument("--theory-only", action="store_true", help="stop after the analytical part")
+    ap.add_argument("--quick", action="store_true", help="skip the model run; use shipped traces")
+    ap.add_argument("--limit", type=int, default=1, help="GSM8K problems to run (default 1)")
+    ap.add_argument("--max-tokens", type=int, default=64, help="output budget per problem")
     args = ap.parse_args(argv)
     console = Console()
     t0 = time.perf_counter()
+    args.out.mkdir(parents=True, exist_ok=True)
     console.rule("[bold]1. Token level vs step + token level (the paper's blog figure)")
     curves = blog_curves()
     fig = plot_blog_figure(curves, args.out / "blog_figure.png")
@@ -100,9 +158,13 @@ def main(argv: list[str] | None = None) -> dict:
     overheads = implied_overheads(console)
 
     summary = {"blog_peaks": {"sd": [g1, s1], "combined": [g2, s2]}, "splits": splits,
-               "implied_c1": overheads, "elapsed_s": time.perf_counter() - t0}
+               "implied_c1": overheads}
+    if not args.theory_only:
+        summary["report"] = str(loop(console, args))
+    summary["elapsed_s"] = time.perf_counter() - t0
     (args.out / "demo_summary.json").write_text(json.dumps(summary, indent=1))
-    console.print(f"\nDone in {summary['elapsed_s']:.1f} s; summary: {args.out / 'demo_summary.json'}")
+    console.print(f"\nDone in {summary['elapsed_s']:.1f} s; summary: {args.out / 'demo_summary.json'}"
+                  + (f"; report: {summary['report']}" if "report" in summary else ""))
     return summary
 
 

@@ -5,7 +5,7 @@ from analysis import demo
 
 
 def test_demo_writes_plots_and_summary(tmp_path):
-    summary = demo.main(["--out", str(tmp_path)])
+    summary = demo.main(["--out", str(tmp_path), "--theory-only"])
     for name in ("blog_figure.png", "split_heatmap.png", "demo_summary.json"):
         assert (tmp_path / name).stat().st_size > 0
     saved = json.loads((tmp_path / "demo_summary.json").read_text())
