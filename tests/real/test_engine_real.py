@@ -131,3 +131,15 @@ def test_ar_and_lr_write_valid_traces(real, tmp_path):
     assert res["written"] == 0 and res["skipped"] == 1
     assert time.monotonic() - t0 < 60
     assert len(out.read_text().splitlines()) == 2  # no duplicate
+
+
+def test_lr_sync_writes_a_valid_trace(real, tmp_path):
+    """Algorithm 1 on the real engines: sequential drafts, concurrent target steps, judged pairs."""
+    rec = _run(real, "lr-sync")
+    _, recs = _write_and_read(tmp_path, [rec])
+    r = recs[0]
+    assert r["mode"] == "lr-sync" and 0 < r["output_tokens"] <= MAX_TOKENS
+    assert r["steps"][0]["source"] == "target" and r["steps"][0]["verify"] is None
+    assert r["engine_stats"]["draft"]["forward_passes"]
+    judged = [s for s in r["steps"] if s["verify"] is not None]
+    assert r["step_acceptance"]["proposed"] == len(judged)
