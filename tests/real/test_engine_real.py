@@ -22,15 +22,7 @@ MAX_TOKENS = 48
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def prepared_cache():
-    pytest.importorskip("vllm")
-    from lrreal import models
-
-    cache = models.cache_dir()
-    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
-        models.prepare(name, cache)  # cold cache: converts once; warm: no-op
-    return cache
+from real_fixtures import prepared_cache  # noqa: F401  (session fixture)
 
 
 @pytest.fixture(scope="module")
