@@ -28,10 +28,8 @@ def read_records(path: str | Path) -> list[dict]:
     p = Path(path)
     if not p.is_file():
         raise UserError(f"{p}: trace file not found")
-    try:
-        from lrreal.traces import read_traces
-    except ImportError:  # a simulator-only install: the minimal reader of the trace adapter
-        from ..sim.traces import _read_minimal as read_traces
+    from lrreal.traces import read_traces
+
     return read_traces(p)
 
 

@@ -1,8 +1,7 @@
 """Trace-driven workloads: replay the steps and verdicts of real traces (traces/README.md, v1).
 
-Reading uses the real backend's validating reader `lrreal.traces.read_traces` when it is
-importable; otherwise (a simulator-only install) a minimal JSONL reader that checks only the
-fields used here. This module is the only place that knows the trace format.
+Reading uses the real backend's validating reader `lrreal.traces.read_traces` (one reader for
+the whole toolkit). This module is the only simulator module that knows the trace format.
 
 Mapping (one record -> one request):
     steps[i].tokens                   -> the length of step i (the simulated request's steps)
@@ -16,7 +15,6 @@ Mapping (one record -> one request):
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,31 +27,9 @@ DEFAULT_ALPHA = 0.5        # when a file has no step acceptance at all
 
 
 def _read(path: Path) -> list[dict]:
-    try:
-        from lrreal.traces import read_traces
-    except ImportError:
-        return _read_minimal(path)
+    from lrreal.traces import read_traces  # validates; imported here to keep `lr --help` light
+
     return read_traces(path)
-
-
-def _read_minimal(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise UserError(f"{path}: trace file not found")
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not JSON ({e.msg})") from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("steps"), list):
-            raise UserError(f"{path}:{n}: field steps: missing or not a list")
-        for i, s in enumerate(rec["steps"]):
-            if not isinstance(s, dict) or not isinstance(s.get("tokens"), int) or s["tokens"] < 0:
-                raise UserError(f"{path}:{n}: field steps/{i}/tokens: must be an integer >= 0")
-        out.append(rec)
-    return out
 
 
 def _verdict(step: dict):

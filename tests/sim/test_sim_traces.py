@@ -49,14 +49,13 @@ def test_trace_requests_and_replayed_verdicts(tmp_path):
     assert wl.token_alpha(r) == pytest.approx(0.25)
 
 
-def test_minimal_reader_without_the_real_backend(tmp_path, monkeypatch):
+def test_bad_trace_file_is_a_one_line_error(tmp_path):
     p = _write(tmp_path, [_record()])
-    recs = traces._read_minimal(p)
-    assert recs[0]["problem_id"] == "gsm8k/0"
+    assert traces._read(p)[0]["problem_id"] == "gsm8k/0"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"steps": [{"tokens": "x"}]}\n')
-    with pytest.raises(UserError, match="bad.jsonl:1: field steps/0/tokens"):
-        traces._read_minimal(bad)
+    with pytest.raises(UserError, match="bad.jsonl:1"):
+        TraceWorkload.from_file(bad)
 
 
 def test_trace_workload_runs_through_the_simulator(tmp_path):
