@@ -135,3 +135,24 @@ def test_lr_sync_writes_a_valid_trace(real, tmp_path):
     assert r["engine_stats"]["draft"]["forward_passes"]
     judged = [s for s in r["steps"] if s["verify"] is not None]
     assert r["step_acceptance"]["proposed"] == len(judged)
+
+
+def test_sampled_lr_with_two_sibling_drafts(real, tmp_path):
+    """Sampled decoding (the paper's temperature 0.6 / top_p 0.95, seeded per request) with
+    width 2 on the real engines: a valid record, exact budget, both engines used, and - whenever
+    a step was drafted - two sibling drafts in flight together on the draft engine."""
+    from lrreal.scheduler import SchedulerConfig
+
+    col, loop, prob = real
+    col.spec.mode = "lr"
+    col.cfg = SchedulerConfig(mode="lr", depth=2, width=2, max_tokens=MAX_TOKENS, max_step_tokens=32,
+                              temperature=0.6, top_p=0.95, seed=7)
+    rec = loop.run_until_complete(col.run_one(prob, 0))
+    _, recs = _write_and_read(tmp_path, [rec])
+    r = recs[0]
+    assert r["mode"] == "lr" and 0 < r["output_tokens"] <= MAX_TOKENS
+    assert r["output_text"] == "".join(s["text"] for s in r["steps"])
+    passes = r["engine_stats"]["draft"]["forward_passes"]
+    assert passes and r["engine_stats"]["target"]["forward_passes"]
+    if r["step_acceptance"]["proposed"] >= 1:
+        assert max(p["batch_size"] for p in passes) >= 2
