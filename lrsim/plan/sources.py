@@ -64,11 +64,8 @@ class ProfileSource:
         return f"profile {self.path}"
 
     def to_config(self, policy, **knobs):
-        try:
-            from ..calib.profile import load_profile
-        except ImportError:
-            raise UserError("--profile: calibration profiles need lrsim.calib (not installed in this "
-                            "checkout); use --preset or --scenario") from None
+        from ..calib.profile import load_profile
+
         knobs = {k: v for k, v in knobs.items() if v is not None}
         return load_profile(self.path).to_config(policy, **knobs)
 
