@@ -5,18 +5,9 @@ import sys
 
 import pytest
 
-import cli
 
-
-def run_lr(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-def test_speedup_json_keys(capsys):
-    code, out, _ = run_lr(capsys, "theory", "speedup", "--alpha1", "0.63", "--c1", "0.1", "--k1", "6",
+def test_speedup_json_keys(run_lr):
+    code, out, _ = run_lr("theory", "speedup", "--alpha1", "0.63", "--c1", "0.1", "--k1", "6",
                           "--mode", "async", "--alpha2", "0.5", "--c2", "0.0", "--k2", "4", "--json")
     assert code == 0
     res = json.loads(out)
@@ -25,13 +16,13 @@ def test_speedup_json_keys(capsys):
     assert res["h"] == pytest.approx(res["f"] * res["g"])
 
 
-def test_speedup_table(capsys):
-    code, out, _ = run_lr(capsys, "theory", "speedup", "--alpha1", "0.6", "--c1", "0.2", "--k1", "2")
+def test_speedup_table(run_lr):
+    code, out, _ = run_lr("theory", "speedup", "--alpha1", "0.6", "--c1", "0.2", "--k1", "2")
     assert code == 0 and "1.3333" in out  # f_sync(2) = (1 + 0.6)/(1 + 0.2)
 
 
-def test_optimize_json_interface(capsys):
-    code, out, _ = run_lr(capsys, "theory", "optimize", "--alpha1", "0.63", "--c1", "0.05",
+def test_optimize_json_interface(run_lr):
+    code, out, _ = run_lr("theory", "optimize", "--alpha1", "0.63", "--c1", "0.05",
                           "--alpha2", "0.6", "--c2", "0.0", "--budget", "16", "--mode", "async", "--json")
     assert code == 0
     res = json.loads(out)
@@ -45,15 +36,15 @@ def test_optimize_json_interface(capsys):
     assert all(isinstance(t, list) and len(t) == 2 for t in res["ties"])
 
 
-def test_optimize_table(capsys):
-    code, out, _ = run_lr(capsys, "theory", "optimize", "--alpha1", "0.7", "--c1", "0.1",
+def test_optimize_table(run_lr):
+    code, out, _ = run_lr("theory", "optimize", "--alpha1", "0.7", "--c1", "0.1",
                           "--alpha2", "0.6", "--c2", "0.05", "--budget", "8")
     assert code == 0 and "Optimal split" in out and "Theorem 3" in out
 
 
-def test_figure_writes_png(capsys, tmp_path):
+def test_figure_writes_png(run_lr, tmp_path):
     out_png = tmp_path / "sub" / "blog.png"
-    code, out, _ = run_lr(capsys, "theory", "figure", "--out", str(out_png))
+    code, out, _ = run_lr("theory", "figure", "--out", str(out_png))
     assert code == 0
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "1.63x at gamma = 3.45" in out and "2.66x at gamma = 9.66" in out
@@ -72,8 +63,8 @@ def test_figure_writes_png(capsys, tmp_path):
     (["optimize", "--c1", "0.1", "--budget", "4"], "--alpha1"),
     (["optimize", "--alpha1", "0.5", "--c1", "0.1", "--budget", "4", "--bogus"], "--bogus"),
 ])
-def test_invalid_input_is_one_line_exit_2(capsys, args, flag):
-    code, out, err = run_lr(capsys, "theory", *args)
+def test_invalid_input_is_one_line_exit_2(run_lr, args, flag):
+    code, out, err = run_lr("theory", *args)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("lr: error:") and flag in err
     assert "Traceback" not in err + out
@@ -104,7 +95,7 @@ def test_no_heavy_imports_on_fast_paths():
     assert "HEAVY=\n" in r.stdout, r.stdout[-300:]
 
 
-def test_exit_and_abort_from_a_command(capsys, monkeypatch):
+def test_exit_and_abort_from_a_command(run_lr, monkeypatch):
     """typer.Exit keeps its code; typer.Abort / Ctrl-C are one line with exit 130."""
     import typer
 
@@ -115,5 +106,5 @@ def test_exit_and_abort_from_a_command(capsys, monkeypatch):
 
     monkeypatch.setattr(theory_cli, "blog_curves", boom, raising=False)
     monkeypatch.setattr("lrsim.theory.figure.blog_curves", boom)
-    code, _, err = run_lr(capsys, "theory", "figure", "--out", "/tmp/never.png")
+    code, _, err = run_lr("theory", "figure", "--out", "/tmp/never.png")
     assert code == 130 and err.startswith("lr: error:")

@@ -9,17 +9,9 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 
-import cli
 from analysis import measured, plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def run_lr(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def is_png(data: bytes) -> bool:
@@ -94,9 +86,9 @@ class _Doc(HTMLParser):
                 self.external.append(a[key])
 
 
-def test_lr_plot_report_is_self_contained_with_measurement(capsys, tmp_path, fake_traces):
+def test_lr_plot_report_is_self_contained_with_measurement(run_lr, tmp_path, fake_traces):
     out = tmp_path / "report"
-    code, stdout, err = run_lr(capsys, "plot", "--quick", "--budget", "8", "--traces", str(fake_traces),
+    code, stdout, err = run_lr("plot", "--quick", "--budget", "8", "--traces", str(fake_traces),
                                "--out", str(out), "--no-paper-table", "--jobs", "1", "--json")
     assert code == 0, err
     res = json.loads(stdout)
@@ -117,8 +109,8 @@ def test_lr_plot_report_is_self_contained_with_measurement(capsys, tmp_path, fak
     assert re.search(r"measured lr</td>", html)
 
 
-def test_lr_plot_table_output(capsys, tmp_path):
-    code, stdout, _ = run_lr(capsys, "plot", "--quick", "--budget", "6", "--scenario", "h100-paper",
+def test_lr_plot_table_output(run_lr, tmp_path):
+    code, stdout, _ = run_lr("plot", "--quick", "--budget", "6", "--scenario", "h100-paper",
                              "--out", str(tmp_path), "--no-paper-table", "--jobs", "1")
     assert code == 0
     assert "report:" in stdout and (tmp_path / "report.html").is_file()
@@ -131,13 +123,13 @@ def test_lr_plot_table_output(capsys, tmp_path):
     (["--preset", "nope"], "--preset"),
     (["--profile", "/nonexistent.json"], "--profile"),
 ])
-def test_bad_input_is_one_line_exit_2(capsys, tmp_path, args, flag):
-    code, _, err = run_lr(capsys, "plot", "--quick", "--out", str(tmp_path), *args)
+def test_bad_input_is_one_line_exit_2(run_lr, tmp_path, args, flag):
+    code, _, err = run_lr("plot", "--quick", "--out", str(tmp_path), *args)
     assert code == 2 and err.startswith("lr: error:") and flag in err and err.count("\n") == 1
 
 
-def test_out_must_be_a_directory(capsys, tmp_path):
+def test_out_must_be_a_directory(run_lr, tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    code, _, err = run_lr(capsys, "plot", "--quick", "--out", str(f))
+    code, _, err = run_lr("plot", "--quick", "--out", str(f))
     assert code == 2 and "--out" in err

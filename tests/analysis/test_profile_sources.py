@@ -8,13 +8,6 @@ import pytest
 import cli
 
 
-def run_lr(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory, fake_traces):
     pytest.importorskip("lrsim.calib.profile")
@@ -25,8 +18,8 @@ def profile(tmp_path_factory, fake_traces):
     return path
 
 
-def test_plan_ranks_a_calibrated_profile(capsys, profile):
-    code, out, err = run_lr(capsys, "plan", "--profile", str(profile), "--samples", "1", "--depth", "1,2",
+def test_plan_ranks_a_calibrated_profile(run_lr, profile):
+    code, out, err = run_lr("plan", "--profile", str(profile), "--samples", "1", "--depth", "1,2",
                             "--modes", "lr", "--placement", "dedicated", "--jobs", "1", "--json")
     assert code == 0, err
     res = json.loads(out)
@@ -38,8 +31,8 @@ def test_plan_ranks_a_calibrated_profile(capsys, profile):
     assert max(r["speedup"] for r in lr) > 1.0
 
 
-def test_plot_a_calibrated_profile_with_its_traces(capsys, tmp_path, profile, fake_traces):
-    code, out, err = run_lr(capsys, "plot", "--profile", str(profile), "--traces", str(fake_traces), "--quick",
+def test_plot_a_calibrated_profile_with_its_traces(run_lr, tmp_path, profile, fake_traces):
+    code, out, err = run_lr("plot", "--profile", str(profile), "--traces", str(fake_traces), "--quick",
                             "--budget", "6", "--out", str(tmp_path), "--jobs", "1", "--json")
     assert code == 0, err
     res = json.loads(out)

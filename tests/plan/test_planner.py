@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-import cli
 from lrsim.errors import UserError
 from lrsim.plan import hardware as hw
 from lrsim.plan import planner
@@ -15,13 +14,6 @@ from lrsim.plan.sources import PresetSource
 
 SRC = PresetSource("r1-gsm8k")
 SMALL = Load(concurrency=1, steps=12, samples=1)     # 12 steps of the GSM8K preset: fast, seeded
-
-
-def run_lr(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +127,8 @@ def test_rate_load_splits_arrivals_over_replicas():
     assert r["replicas"] == 4 and r["requests_per_replica"] == 2
 
 
-def test_cli_json_keys(capsys):
-    code, out, _ = run_lr(capsys, "plan", "--preset", "qwen3-gsm8k", "--steps", "10", "--samples", "1",
+def test_cli_json_keys(run_lr):
+    code, out, _ = run_lr("plan", "--preset", "qwen3-gsm8k", "--steps", "10", "--samples", "1",
                           "--depth", "2", "--k2", "5", "--modes", "sd,lr,lr+sd", "--placement", "dedicated",
                           "--jobs", "1", "--json")
     assert code == 0
@@ -152,8 +144,8 @@ def test_cli_json_keys(capsys):
     assert res["best"]["rank"] == 1 and res["recommendation"].startswith("On 4x H100")
 
 
-def test_cli_table_and_recommendation(capsys):
-    code, out, _ = run_lr(capsys, "plan", "--steps", "8", "--samples", "1", "--depth", "1", "--k2", "3",
+def test_cli_table_and_recommendation(run_lr):
+    code, out, _ = run_lr("plan", "--steps", "8", "--samples", "1", "--depth", "1", "--k2", "3",
                           "--modes", "lr", "--placement", "dedicated", "--jobs", "1")
     assert code == 0
     text = " ".join(out.split())        # rich wraps to the terminal width
@@ -173,8 +165,8 @@ def test_cli_table_and_recommendation(capsys):
     (["--depth", "0-2"], "--depth"),
     (["--preset", "r1-gsm8k", "--scenario", "h100-paper"], "exclusive"),
 ])
-def test_bad_input_is_one_line_exit_2(capsys, args, flag):
-    code, out, err = run_lr(capsys, "plan", "--steps", "4", "--samples", "1", "--jobs", "1", *args)
+def test_bad_input_is_one_line_exit_2(run_lr, args, flag):
+    code, out, err = run_lr("plan", "--steps", "4", "--samples", "1", "--jobs", "1", *args)
     assert code == 2
     assert err.startswith("lr: error:") and flag in err and err.count("\n") == 1
     assert "Traceback" not in err
