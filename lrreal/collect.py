@@ -279,6 +279,18 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
         col.shutdown()
 
 
+def verify_cause(error: str) -> str:
+    """A short class for a failed verification's `error` text (summary counts by cause)."""
+    e = error.lower()
+    for key, words in (("timeout", ("timed out", "timeout")),
+                       ("connection", ("connection", "connect")),
+                       ("http", ("http ",)),
+                       ("bad reply", ("non-json", "unexpected reply", "no [aligned]"))):
+        if any(w in e for w in words):
+            return key
+    return "other"
+
+
 def summarize(records: list[dict]) -> list[dict]:
     """Per-mode accuracy, tokens/s, acceptance, speedup vs AR (same problems) from records."""
     by_mode: dict[str, list[dict]] = {}
@@ -293,6 +305,12 @@ def summarize(records: list[dict]) -> list[dict]:
         prop = sum(r["step_acceptance"]["proposed"] for r in recs)
         acc = sum(r["step_acceptance"]["accepted"] for r in recs)
         sds = [r["sd"] for r in recs if r.get("sd")]
+        checks = [s["verify"] for r in recs for s in r["steps"] if s.get("verify")]
+        errors: dict[str, int] = {}
+        for v in checks:
+            if v.get("error"):
+                cause = verify_cause(v["error"])
+                errors[cause] = errors.get(cause, 0) + 1
         drafted = sum(s["drafted"] for s in sds)
         pairs = [(ar[(r["problem_id"], r["sample"])], r) for r in recs
                  if (r["problem_id"], r["sample"]) in ar]
@@ -307,5 +325,8 @@ def summarize(records: list[dict]) -> list[dict]:
                      "output_tokens": toks, "wall_time_s": wall,
                      "step_acceptance": acc / prop if prop else None, "steps_proposed": prop,
                      "sd_acceptance": (sum(s["accepted"] for s in sds) / drafted) if drafted else None,
-                     "speedup_vs_ar": 1.0 if mode == "ar" and ar else speedup})
+                     "speedup_vs_ar": 1.0 if mode == "ar" and ar else speedup,
+                     "verifications": len(checks),
+                     "verifications_failed": sum(errors.values()),
+                     "verification_failures_by_cause": errors})
     return rows

@@ -111,13 +111,23 @@ def _print_summary(result: dict) -> None:
     if not result["summary"]:
         return
     t = Table(title=f"Summary of {result['out']}")
-    for col in ("mode", "records", "accuracy", "tok/s", "speedup vs AR", "step accept", "SD accept"):
+    for col in ("mode", "records", "accuracy", "tok/s", "speedup vs AR", "step accept", "SD accept",
+                "verify failed"):
         t.add_column(col, justify="right")
     fmt = lambda v, f="{:.3f}": "-" if v is None else f.format(v)
     for r in result["summary"]:
         t.add_row(r["mode"], str(r["records"]), fmt(r["accuracy"], "{:.1%}"), fmt(r["tokens_per_s"], "{:.2f}"),
-                  fmt(r["speedup_vs_ar"], "{:.2f}x"), fmt(r["step_acceptance"]), fmt(r["sd_acceptance"]))
+                  fmt(r["speedup_vs_ar"], "{:.2f}x"), fmt(r["step_acceptance"]), fmt(r["sd_acceptance"]),
+                  _failed_cell(r))
     con.print(t)
+
+
+def _failed_cell(row: dict) -> str:
+    """"3/41 (timeout 2, http 1)": failed verifications (each recorded as a rejection) by cause."""
+    if not row.get("verifications"):
+        return "-"
+    causes = ", ".join(f"{k} {v}" for k, v in sorted(row["verification_failures_by_cause"].items()))
+    return f"{row['verifications_failed']}/{row['verifications']}" + (f" ({causes})" if causes else "")
 
 
 def register(app: typer.Typer) -> None:
