@@ -16,6 +16,12 @@ P(aligned) / (P(aligned) + P(unaligned)) over the first token's top alternatives
 
 Unlike the reference, every call has a timeout and bounded retries (timeouts, connection errors,
 HTTP 429/5xx, with exponential back-off); whatever still fails is a rejection with `error` set.
+The timeout is a deadline on the whole attempt (connect, send, the complete reply), not only on
+the gap between bytes, so a server that trickles its reply cannot hold a verification: one
+exchange takes at most (retries + 1) * timeout_s + backoff_s * (2**retries - 1). A reply without a
+verdict token (neither "ali" nor "un") is a rejection with `error` ("unexpected reply"), not a
+silent "unaligned". A judge that cannot answer /v1/models at start-up (`warm_up`) is a UserError:
+the run stops before any model time is spent, instead of rejecting every step.
 """
 from __future__ import annotations
 
@@ -57,6 +63,12 @@ def reply_accepts(reply: str) -> bool:
     """The reference rule: the reply contains "ali" and not "un"."""
     r = reply.lower()
     return "ali" in r and "un" not in r
+
+
+def has_verdict(reply: str) -> bool:
+    """The reply names a verdict: the reference rule would accept it, or it starts "un"..."""
+    r = reply.lower()
+    return "ali" in r or "un" in r or _verdict_class(reply) is not None
 
 
 def _verdict_class(token: str) -> str | None:
@@ -119,7 +131,8 @@ class JudgeVerifier(Verifier):
                 await asyncio.sleep(delay)
                 delay *= 2
             try:
-                r = await self._http().request(method, self.base + path, json=payload)
+                r = await asyncio.wait_for(self._http().request(method, self.base + path, json=payload),
+                                           self.config.timeout_s)
                 if r.status_code == 429 or r.status_code >= 500:
                     raise _Retryable(f"HTTP {r.status_code}: {r.text[:200]}")
                 if r.status_code >= 400:
@@ -128,10 +141,10 @@ class JudgeVerifier(Verifier):
                     return r.json()
                 except ValueError:
                     raise RuntimeError(f"non-JSON reply from {path}: {r.text[:100]!r}") from None
-            except httpx.TimeoutException:
+            except (httpx.TimeoutException, asyncio.TimeoutError):
                 reason = f"timed out after {self.config.timeout_s:g} s"
             except httpx.TransportError as e:
-                reason = f"connection failed: {type(e).__name__}: {e}"
+                reason = f"connection failed: {type(e).__name__}" + (f": {e}" if str(e) else "")
             except _Retryable as e:
                 reason = str(e)
         n = self.config.retries + 1
@@ -147,7 +160,11 @@ class JudgeVerifier(Verifier):
         return self._model
 
     async def warm_up(self) -> None:
-        await self.served_model()
+        try:
+            await self.served_model()
+        except RuntimeError as e:
+            raise UserError(f"--judge-url {self.base}: the judge did not answer GET /v1/models ({e}); "
+                            "start one with `lr judge serve` or fix the URL") from None
 
     def payload(self, model: str, target_step: str, draft_step: str) -> dict:
         body = {"model": model, "messages": judge_messages(target_step, draft_step),
@@ -165,7 +182,11 @@ class JudgeVerifier(Verifier):
                                        self.payload(model, target_step, draft_step))
             choice = data["choices"][0]
             reply = choice["message"]["content"] or ""
+            if not isinstance(reply, str):
+                raise TypeError(f"content is {type(reply).__name__}")
             if self.config.logprob_threshold is None:
+                if not has_verdict(reply):
+                    return False, None, f"unexpected reply: no [aligned]/[unaligned] verdict in {reply[:50]!r}"
                 return reply_accepts(reply), None, None
             top = choice["logprobs"]["content"][0]["top_logprobs"]
         except RuntimeError as e:
