@@ -129,15 +129,15 @@ class FaultJudge:
             self.chat_requests += 1
             if self.dead or (c.die_after is not None and i >= c.die_after):
                 kind = "die"
-            elif c.mode in KINDS:
-                kind = c.mode
+            elif c.mode in FAMILIES:
+                kinds = FAMILIES[c.mode]
+                kind = kinds[i % len(kinds)]
             elif c.mode == "mixed":
                 fams = list(c.mix)
                 fam = self.rng.choices(fams, weights=[c.mix[f] for f in fams])[0]
                 kind = "die" if fam == "die" else self.rng.choice(FAMILIES[fam])
             else:
-                kinds = FAMILIES[c.mode]
-                kind = kinds[i % len(kinds)]
+                kind = c.mode  # one kind, e.g. http:503
             self.served[kind] += 1
             return kind
 
