@@ -30,6 +30,7 @@ app = typer.Typer(cls=_DefaultFit, no_args_is_help=True,
                        "or measure latency curves on a real engine (measure).")
 
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
+VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # vLLM's --dtype choices
 
 
 def _console():
@@ -73,7 +74,7 @@ def fit_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Profile to write (JSON)."),
     problems: Optional[str] = typer.Option(None, "--problems", help="Calibrate on these problem ids only (comma-separated)."),
     holdout: Optional[float] = typer.Option(None, "--holdout", help="Hold this fraction of problems out (validate them with `lr replay --holdout` and the same --seed)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the --holdout split."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the --holdout split."),
     latency_model: str = typer.Option("roofline", "--latency-model", help="roofline (least-squares fit) | table (binned forward passes)."),
     target_curve: Optional[Path] = typer.Option(None, "--target-curve", help="Measured curve (lr calibrate measure) to use for the target."),
     draft_curve: Optional[Path] = typer.Option(None, "--draft-curve", help="Measured curve to use for the draft."),
@@ -154,6 +155,8 @@ def measure_cmd(
     """Time decode passes at each (batch, context) and prefill chunks on a real vLLM engine."""
     from .measure import MeasureSpec, measure
 
+    if dtype not in VLLM_DTYPES:
+        raise UserError(f"--dtype {dtype!r}: use one of {', '.join(VLLM_DTYPES)}")
     spec = MeasureSpec(model=model, batch_sizes=_ints("--batch-sizes", batch_sizes),
                        contexts=_ints("--context", context), decode_tokens=decode_tokens, dtype=dtype,
                        cores=cores, kv_cache_space_gib=kv_cache_space, cache_dir=cache_dir)
@@ -178,7 +181,7 @@ def replay_cmd(
     traces: List[Path] = typer.Argument(..., help="Trace files (JSONL) to replay."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="Profile from `lr calibrate`."),
     holdout: Optional[float] = typer.Option(None, "--holdout", help="Validate on this fraction of problems; calibrate on the rest (unless --profile)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the --holdout split and of draws beyond the recorded verdicts."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the --holdout split and of draws beyond the recorded verdicts."),
     save_profile: Optional[Path] = typer.Option(None, "--save-profile", help="With --holdout: write the profile fitted on the calibration problems."),
     per_record: bool = typer.Option(False, "--per-record", help="Also print one row per trace record."),
     as_json: bool = JSON,

@@ -45,8 +45,8 @@ def _check(o: Options) -> None:
             raise UserError(f"{flag} must be >= 1, got {v}")
     if o.rate is not None and not (o.rate > 0 and math.isfinite(o.rate)):
         raise UserError(f"--rate must be > 0 requests/s, got {o.rate}")
-    if o.budget is not None and o.budget < 1:
-        raise UserError(f"--budget must be >= 1, got {o.budget}")
+    if o.budget is not None and not o.budget >= 1:  # written so that NaN is refused too
+        raise UserError(f"--budget must be >= 1 (inf = unlimited), got {o.budget}")
     if o.k1 is not None and o.depth is not None:
         raise UserError("--k1 and --depth are exclusive (lr-async: k1 = depth + 1 target steps in flight)")
     if o.seed < 0:
