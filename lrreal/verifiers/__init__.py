@@ -27,8 +27,8 @@ KINDS = ("exact", "embedding", "random", "judge", "judge-logprob")
 
 
 def make_verifier(spec: str, *, judge_url: str | None = None, judge_model: str | None = None,
-                  judge_timeout_s: float = 30.0, judge_retries: int = 2, seed: int = 0,
-                  shortcut: bool = True) -> Verifier:
+                  judge_timeout_s: float = 30.0, judge_retries: int = 2, judge_backoff_s: float = 0.5,
+                  seed: int = 0, shortcut: bool = True) -> Verifier:
     kind, _, arg = spec.partition(":")
     value = None
     if arg:
@@ -53,4 +53,4 @@ def make_verifier(spec: str, *, judge_url: str | None = None, judge_model: str |
         raise UserError(f"--verifier {spec!r}: judge takes no parameter (use judge-logprob:T)")
     threshold = None if kind == "judge" else (0.5 if value is None else value)
     return JudgeVerifier(JudgeConfig(judge_url, judge_model, judge_timeout_s, judge_retries,
-                                     logprob_threshold=threshold), shortcut=shortcut)
+                                     judge_backoff_s, logprob_threshold=threshold), shortcut=shortcut)
