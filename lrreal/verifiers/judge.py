@@ -21,7 +21,9 @@ the gap between bytes, so a server that trickles its reply cannot hold a verific
 exchange takes at most (retries + 1) * timeout_s + backoff_s * (2**retries - 1). A reply without a
 verdict token (neither "ali" nor "un") is a rejection with `error` ("unexpected reply"), not a
 silent "unaligned". A judge that cannot answer /v1/models at start-up (`warm_up`) is a UserError:
-the run stops before any model time is spent, instead of rejecting every step.
+the run stops before any model time is spent, instead of rejecting every step. A judge that
+stops answering mid-run (timeouts or refused connections on every attempt) gets one attempt per
+exchange, without back-off, until it answers again (see `_request`).
 """
 from __future__ import annotations
 
@@ -113,6 +115,7 @@ class JudgeVerifier(Verifier):
         self.base = config.url.rstrip("/").removesuffix("/v1")
         self._client = None
         self._model: str | None = config.model
+        self._unreachable = False  # the last exchange failed by timeout/connection on every attempt
 
     def _http(self):
         if self._client is None:
@@ -122,17 +125,24 @@ class JudgeVerifier(Verifier):
         return self._client
 
     async def _request(self, method: str, path: str, payload: dict | None = None) -> dict:
-        """One HTTP exchange with bounded retries; raises RuntimeError with the last reason."""
+        """One HTTP exchange with bounded retries; raises RuntimeError with the last reason.
+
+        While the judge is unreachable (the previous exchange used up its attempts on timeouts
+        or connection errors: it hangs or died) each exchange makes one attempt, without
+        back-off: every verification still asks, so a judge that comes back is used at once,
+        but a dead one costs a refused connection per step instead of the full retry budget."""
         import httpx
 
+        tries = 1 if self._unreachable else self.config.retries + 1
         delay, reason = self.config.backoff_s, "no attempt"
-        for attempt in range(self.config.retries + 1):
+        for attempt in range(tries):
             if attempt:
                 await asyncio.sleep(delay)
                 delay *= 2
             try:
                 r = await asyncio.wait_for(self._http().request(method, self.base + path, json=payload),
                                            self.config.timeout_s)
+                self._unreachable = False  # it answered, whatever it said
                 if r.status_code == 429 or r.status_code >= 500:
                     raise _Retryable(f"HTTP {r.status_code}: {r.text[:200]}")
                 if r.status_code >= 400:
@@ -147,8 +157,9 @@ class JudgeVerifier(Verifier):
                 reason = f"connection failed: {type(e).__name__}" + (f": {e}" if str(e) else "")
             except _Retryable as e:
                 reason = str(e)
-        n = self.config.retries + 1
-        raise RuntimeError(f"{reason} ({n} attempt{'s' if n > 1 else ''})")
+        note = "; judge unreachable, not retrying until it answers" if tries == 1 and self._unreachable else ""
+        self._unreachable = not reason.startswith("HTTP")
+        raise RuntimeError(f"{reason} ({tries} attempt{'s' if tries > 1 else ''}{note})")
 
     async def served_model(self) -> str:
         if self._model is None:

@@ -125,6 +125,33 @@ def test_a_judge_down_at_start_up_is_a_user_error_not_a_run_of_rejections():
         asyncio.run(warm_and_verify(verifier(url), []))
 
 
+def test_a_dead_judge_costs_one_refused_connection_per_step_and_is_used_again_when_back():
+    fj = FaultJudge(FaultConfig(mode="die", die_after=1)).start()
+    port = int(fj.url.rsplit(":", 1)[1])
+    v = verifier(fj.url, retries=2, backoff_s=0.2)
+
+    async def scenario():
+        try:
+            await v.warm_up()
+            first, dying, dead = [await v.verify(S1, S2) for _ in range(3)]
+            t0 = time.monotonic()
+            dead2 = await v.verify(S1, S2)
+            fast = time.monotonic() - t0
+            with FaultJudge(FaultConfig(mode="ok", port=port)):  # the judge is restarted
+                back = await v.verify(S1, S2)
+            return first, dying, dead, dead2, fast, back
+        finally:
+            await v.aclose()
+
+    first, dying, dead, dead2, fast, back = asyncio.run(scenario())
+    assert first.accepted and first.error is None
+    assert "(3 attempts)" in dying.error and dying.duration_s >= 0.6  # the full retry budget once
+    for r in (dead, dead2):
+        assert verify_cause(r.error) == "connection" and "(1 attempt; judge unreachable" in r.error
+    assert fast < 0.5
+    assert back.accepted and back.error is None
+
+
 def start_process(*args, stats=None):
     cmd = [sys.executable, "-m", "lrreal.fault_judge", "--port", "0", *args]
     cmd += ["--stats-file", str(stats)] if stats else []
@@ -276,3 +303,51 @@ def test_collect_survives_a_judge_dying_mid_run_and_the_json_summary_counts_it(f
     assert row["verifications_failed"] == len(errors) > 5
     assert row["verification_failures_by_cause"] == {"connection": len(errors)}
     assert all(v["verdict"] is False and "connection failed" in v["error"] for v in errors)
+
+
+# ------------------------------------------------------------- end to end on real engines
+
+@pytest.fixture(scope="session")
+def prepared_cache():
+    """The packaged models, prepared once (as tests/real/real_fixtures.py does)."""
+    pytest.importorskip("vllm")
+    cache = models.cache_dir()
+    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
+        models.prepare(name, cache)  # cold cache: converts once; warm: no-op
+    return cache
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache, tmp_path):
+    """`lr collect` on the real vLLM engines with a judge that never answers well (garbage and
+    HTTP errors, then it dies after 2 requests): exit 0, one record, every judged step rejected
+    with its cause, and the --json summary counts them."""
+    from lrreal.traces import read_traces
+
+    out, stats = tmp_path / "t.jsonl", tmp_path / "judge.json"
+    proc, url = start_process("--mode", "mixed", "--mix", "garbage=1,http-error=1", "--seed", "0",
+                              "--die-after", "2", stats=stats)
+    try:
+        p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "lr",
+                            "--dataset", "gsm8k", "--limit", "1", "--max-tokens", "48",
+                            "--max-step-tokens", "12", "--no-boundary-rule", "--depth", "2",
+                            "--verifier", "judge", "--judge-url", url, "--cache-dir", str(prepared_cache),
+                            "--out", str(out), "--json"],
+                           capture_output=True, text=True, timeout=1200, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+    assert p.returncode == 0, p.stderr[-2000:]
+    res = json.loads(p.stdout)
+    assert res["written"] == 1 and res["failed"] == []
+    [row] = res["summary"]
+    checks = judge_checks(read_traces(out))
+    assert checks, "no step reached the judge (every draft matched exactly or was late)"
+    assert all(v["verdict"] is False and v["error"] for v in checks)
+    assert row["verifications_failed"] == len(checks)
+    assert set(row["verification_failures_by_cause"]) <= {"bad reply", "http", "connection"}
+    served = json.loads(stats.read_text())["served"]
+    assert "ok" not in served and sum(served.values()) >= 1
