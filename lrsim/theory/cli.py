@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from enum import Enum
 from pathlib import Path
 
 import typer
 
-from .params import HybridParams
+from ..errors import UserError
+from .params import MAX_BUDGET, MAX_DIM, HybridParams, InvalidParameter
 
 app = typer.Typer(help="The paper's closed forms: speedups, optimal (k1, k2) split, blog figure.",
                   no_args_is_help=True)
@@ -19,9 +21,25 @@ class Mode(str, Enum):
     asynchronous = "async"
 
 
-# Shared option declarations. Ranges are enforced by click, whose message names the flag.
+def _check_unit(value: float) -> float:
+    """Refuse NaN and inf by name (a plain [0, 1] range check lets NaN through or blames the
+    bound); click's message then names the flag."""
+    if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise typer.BadParameter(f"must be a finite number in [0, 1], got {value}")
+    return value
+
+
+# Shared option declarations. Every message names the flag (click's "Invalid value for ...").
 def _unit(flag: str, default, help: str):
-    return typer.Option(default, flag, min=0.0, max=1.0, help=help)
+    return typer.Option(default, flag, callback=_check_unit, help=help)
+
+
+def _params(alpha1, c1, alpha2, c2, mode: str) -> HybridParams:
+    """HybridParams or a one-line error naming the flag (the options already checked ranges)."""
+    try:
+        return HybridParams(alpha1, c1, alpha2, c2, mode)
+    except InvalidParameter as e:
+        raise UserError(f"--{e}") from None
 
 
 ALPHA1 = _unit("--alpha1", ..., "Step acceptance probability alpha1 in [0, 1].")
@@ -53,30 +71,24 @@ def _table(title: str, rows: list[tuple[str, str]]):
 def speedup(
     alpha1: float = ALPHA1,
     c1: float = C1,
-    k1: int = typer.Option(..., "--k1", min=1, help="Step-level parallel dimension (drafted steps + 1)."),
+    k1: int = typer.Option(..., "--k1", min=1, max=MAX_DIM, help="Step-level parallel dimension (drafted steps + 1)."),
     alpha2: float = ALPHA2,
     c2: float = C2,
-    k2: int = typer.Option(1, "--k2", min=1, help="Token-level parallel dimension (drafted tokens + 1)."),
+    k2: int = typer.Option(1, "--k2", min=1, max=MAX_DIM, help="Token-level parallel dimension (drafted tokens + 1)."),
     mode: Mode = MODE,
     as_json: bool = JSON,
 ):
     """Step-level f, token-level g and combined h = f * g for one (k1, k2)."""
-    from .formulas import depth_limit, f_step, sd_speedup, step_ceiling
+    from .point import speedup_point
 
-    p = HybridParams(alpha1, c1, alpha2, c2, mode.value)
-    f = float(f_step(p.alpha1, p.c1, k1, p.mode))
-    g = float(sd_speedup(p.alpha2, p.c2, k2))
-    out = {
-        "mode": p.mode, "k1": k1, "k2": k2, "f": f, "g": g, "h": f * g,
-        "step_ceiling": float(step_ceiling(p.alpha1, p.c1, p.mode)),
-        "depth_limit": None if p.c1 == 0 else int(depth_limit(p.c1)),
-        "params": {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2},
-    }
+    p = _params(alpha1, c1, alpha2, c2, mode.value)
+    out = speedup_point(p, k1, k2) | {"params": {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2}}
     if as_json:
-        print(json.dumps(out))
+        print(json.dumps(out, allow_nan=False))
         return
+    f, g, ceiling = out["f"], out["g"], out["step_ceiling"]
     rows = [("f (step level)", f"{f:.4f}"), ("g (token level)", f"{g:.4f}"), ("h = f * g", f"{f * g:.4f}"),
-            (f"step ceiling ({p.mode})", f"{out['step_ceiling']:.4f}")]
+            (f"step ceiling ({p.mode})", "unbounded" if ceiling is None else f"{ceiling:.4f}")]
     if p.mode == "async":
         rows.append(("depth limit ceil(1/c1)", str(out["depth_limit"] or "inf")))
     _console().print(_table(f"Speedup at k1={k1}, k2={k2} ({p.mode})", rows))
@@ -88,7 +100,7 @@ def optimize(
     c1: float = C1,
     alpha2: float = ALPHA2,
     c2: float = C2,
-    budget: int = typer.Option(..., "--budget", "-M", min=1, help="Budget M on k1 * k2 (parallel dims)."),
+    budget: int = typer.Option(..., "--budget", "-M", min=1, max=MAX_BUDGET, help="Budget M on k1 * k2 (parallel dims)."),
     mode: Mode = MODE,
     as_json: bool = JSON,
 ):
@@ -96,7 +108,7 @@ def optimize(
     from .optimize import optimize as run_optimize
     from .theorems import check_theorem
 
-    p = HybridParams(alpha1, c1, alpha2, c2, mode.value)
+    p = _params(alpha1, c1, alpha2, c2, mode.value)
     t0 = time.perf_counter()
     opt = run_optimize(p, budget)
     th = check_theorem(opt)
@@ -107,14 +119,15 @@ def optimize(
         "pure_sd": {"k2": opt.pure_sd.k2, "speedup": opt.pure_sd.speedup},
         "pure_lr": {"k1": opt.pure_lr.k1, "speedup": opt.pure_lr.speedup},
         "best_hybrid": opt.best_hybrid.as_dict() if opt.best_hybrid else None,
-        "ties": [list(t) for t in opt.ties], "has_ties": len(opt.ties) > 1 or opt.k1_plateau,
+        "ties": [list(t) for t in opt.ties], "n_ties": opt.n_ties,
+        "has_ties": opt.n_ties > 1 or opt.k1_plateau,
         "k1_plateau": opt.k1_plateau,
         "theorem": th.as_dict(),
         "params": {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2},
         "elapsed_s": elapsed,
     }
     if as_json:
-        print(json.dumps(out))
+        print(json.dumps(out, allow_nan=False))
         return
     rows = [
         ("optimum (k1, k2)", f"({opt.best.k1}, {opt.best.k2})"),
@@ -133,9 +146,9 @@ def optimize(
 
 def _ties_text(opt) -> str:
     parts = []
-    if len(opt.ties) > 1:
+    if opt.n_ties > 1:
         shown = ", ".join(f"({a}, {b})" for a, b in opt.ties[:6])
-        parts.append(f"{len(opt.ties)} splits tie: {shown}{' ...' if len(opt.ties) > 6 else ''}")
+        parts.append(f"{opt.n_ties} splits tie: {shown}{' ...' if opt.n_ties > 6 else ''}")
     if opt.k1_plateau:
         parts.append(f"every k1 >= {opt.best.k1} ties (async plateau)")
     return "; ".join(parts) or "none"

@@ -91,7 +91,7 @@ def depth_limit(c1):
     Infinite for c1 = 0 (a free drafter never limits the pipeline).
     """
     c1 = np.asarray(c1, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # subnormal c1: 1/c1 overflows to inf
         out = np.where(c1 > 0, np.ceil(1.0 / np.where(c1 > 0, c1, 1.0) - 1e-12), np.inf)
     return out[()] if out.ndim == 0 else out
 
@@ -166,14 +166,26 @@ def step_ceiling(alpha1, c1, mode: str):
         raise ValueError(f"unknown mode {mode!r} (expected 'sync' or 'async')")
     if float(c1) == 0.0:
         return float(sd_ceiling(alpha1))
-    # f_sync is unimodal in k1 (log-concave numerator over a linear denominator): scan until it falls.
-    best, k = 1.0, 1
-    while True:
-        k += 1
-        v = float(f_sync(alpha1, c1, k))
-        if v <= best:
-            return best
-        best = v
+    if float(alpha1) >= 1.0:
+        return 1.0 / float(c1)  # f_sync = k1 / (1 - c1 + c1 k1) rises towards 1/c1 for ever
+    return _max_unimodal(lambda k: float(f_sync(alpha1, c1, k)))
+
+
+def _max_unimodal(f, k_max: int = 2**62) -> float:
+    """max over integers k >= 1 of f, unimodal in k (f_sync: a log-concave numerator over a
+    linear denominator) and eventually not increasing. Bracketing by doubling, then a ternary
+    search: O(log k*) evaluations, where a plain scan needs k* (millions as alpha1 -> 1)."""
+    k = 1
+    while 2 * k <= k_max and f(2 * k) > f(k):
+        k *= 2
+    lo, hi = max(1, k // 2), min(2 * k, k_max)  # the maximum lies in [k/2, 2k]
+    while hi - lo > 2:
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if f(m1) < f(m2):
+            lo = m1 + 1
+        else:
+            hi = m2
+    return max(f(j) for j in range(lo, hi + 1))
 
 
 def hybrid(alpha1, c1, k1, alpha2, c2, k2, mode: str):

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .formulas import depth_limit, f_step, sd_speedup
-from .params import HybridParams
+from .params import MAX_BUDGET, HybridParams, check_count
 
 # Two splits whose speedups differ by less than this relative amount are reported as a tie.
 # 1e-12 is far above float64 rounding in these closed forms (~1e-15) and far below any
 # difference a user could measure.
 TIE_RTOL = 1e-12
+# Ties listed at most (flat optima, e.g. alpha -> 1 with a tiny c, can tie millions of splits).
+MAX_TIES = 1000
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,13 @@ class Optimum:
     pure_sd: Split              # best with k1 = 1 (token-level SD only)
     pure_lr: Split              # best with k2 = 1 (Lookahead Reasoning only)
     best_hybrid: Split | None   # best with k1 >= 2 and k2 >= 2 (None when M < 4... or infeasible)
-    ties: list[tuple[int, int]] = field(default_factory=list)  # every split within TIE_RTOL of best
+    ties: list[tuple[int, int]] = field(default_factory=list)  # splits within TIE_RTOL of best (<= MAX_TIES)
     k1_plateau: bool = False    # async: every k1 >= ceil(1/c1) ties with the reported k1
+    n_ties: int | None = None   # how many splits tie in all (ties lists only the first MAX_TIES)
+
+    def __post_init__(self):
+        if self.n_ties is None:
+            self.n_ties = len(self.ties)
 
     @property
     def winner(self) -> str:
@@ -97,9 +104,9 @@ def _best_over(k1s, f, g, budget, k2_min=1) -> Split | None:
 
 def optimize(p: HybridParams, budget: int) -> Optimum:
     """Exact maximiser of h over integer (k1, k2) with ParallelDim(k1) * k2 <= budget."""
-    if int(budget) != budget or budget < 1:
-        raise ValueError(f"budget must be an integer >= 1, got {budget!r}")
-    budget = int(budget)
+    if isinstance(budget, np.integer):
+        budget = int(budget)
+    check_count("budget", budget, MAX_BUDGET)
     g = sd_speedup(p.alpha2, p.c2, np.arange(1, budget + 1))
     k1s = _k1_range(p, budget)
     f = f_step(p.alpha1, p.c1, k1s, p.mode)
@@ -110,23 +117,25 @@ def optimize(p: HybridParams, budget: int) -> Optimum:
     hybrid = k1s >= 2
     best_hybrid = _best_over(k1s[hybrid], f[hybrid], g, budget, k2_min=2) if hybrid.any() else None
 
-    ties = _ties(k1s, f, g, budget, best.speedup)
+    ties, n_ties = _ties(k1s, f, g, budget, best.speedup)
     plateau = p.mode == "async" and best.k1 == depth_limit(p.c1)
-    return Optimum(p, budget, best, pure_sd, pure_lr, best_hybrid, ties, bool(plateau))
+    return Optimum(p, budget, best, pure_sd, pure_lr, best_hybrid, ties, bool(plateau), n_ties)
 
 
-def _ties(k1s, f, g, budget, best) -> list[tuple[int, int]]:
-    """All feasible (k1, k2) on the candidate range with h within TIE_RTOL of the optimum."""
+def _ties(k1s, f, g, budget, best) -> tuple[list[tuple[int, int]], int]:
+    """Feasible (k1, k2) on the candidate range with h within TIE_RTOL of the optimum: the first
+    MAX_TIES of them (in k1, then k2 order) and how many there are in all."""
     floor = best * (1 - TIE_RTOL)
-    out = []
+    out, total = [], 0
     g_max = np.maximum.accumulate(g)
     for k1, fk in zip(k1s, f):
         cap = budget // int(k1)
         if cap < 1 or fk * g_max[cap - 1] < floor:
             continue
         hits = np.nonzero(fk * g[:cap] >= floor)[0]
-        out.extend((int(k1), int(j) + 1) for j in hits)
-    return out
+        total += len(hits)
+        out.extend((int(k1), int(j) + 1) for j in hits[:MAX_TIES - len(out)])
+    return out, total
 
 
 def speedup_grid(p: HybridParams, budget: int):

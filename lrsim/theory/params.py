@@ -24,10 +24,19 @@ def check_unit(name: str, value: float) -> float:
     return float(value)
 
 
-def check_count(name: str, value: int) -> int:
-    """A parallel dimension or budget: an integer >= 1."""
+# Upper limits, far beyond any hardware, that keep every computation finite and fast:
+# a parallel dimension above MAX_DIM only pushes f, g towards their limits, and the exact
+# optimiser is O(M) in time and memory (M = 2^20 takes seconds; the paper's budgets are <= 64).
+MAX_DIM = 10**9
+MAX_BUDGET = 2**20
+
+
+def check_count(name: str, value: int, maximum: int | None = None) -> int:
+    """A parallel dimension or budget: an integer >= 1 (and <= maximum when given)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidParameter(name, f"must be an integer >= 1, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise InvalidParameter(name, f"must be <= {maximum}, got {value!r}")
     return value
 
 
