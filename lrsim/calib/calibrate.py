@@ -30,7 +30,7 @@ def read_records(path: str | Path) -> list[dict]:
         raise UserError(f"{p}: trace file not found")
     from lrreal.traces import read_traces
 
-    return read_traces(p)
+    return read_traces(p, strict=True)  # a torn last line: say so, do not calibrate on less
 
 
 def sha256(path: str | Path) -> str:

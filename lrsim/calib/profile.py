@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,10 +167,15 @@ class Profile:
 # --- files ---------------------------------------------------------------------------------
 def _field(err) -> str:
     path = ".".join(str(p) for p in err.absolute_path)
+    key = None
     if err.validator == "required":
-        missing = next((m for m in err.validator_value if m not in (err.instance or {})), None)
-        if missing:
-            path = f"{path}.{missing}" if path else missing
+        key = next((m for m in err.validator_value if m not in (err.instance or {})), None)
+    elif err.validator in ("additionalProperties", "unevaluatedProperties"):
+        key = next(iter(re.findall(r"'([^']*)'", err.message)), None)  # the (first) unknown key
+    elif err.validator == "propertyNames":
+        key = str(err.instance)
+    if key:
+        path = f"{path}.{key}" if path else key
     return path or "(top level)"
 
 
@@ -185,9 +191,19 @@ def validate_doc(doc, where: str = "profile") -> dict:
     errors = sorted(jsonschema.Draft202012Validator(SCHEMA).iter_errors(doc),
                     key=lambda e: (len(list(e.absolute_path)), str(list(e.absolute_path))))
     if errors:
+        # An entry whose own checks fail also reports its keys as "unevaluated": name the cause.
+        errors = [e for e in errors if e.validator != "unevaluatedProperties"] or errors
         e = jsonschema.exceptions.best_match(errors)
-        msg = e.message if e.validator != "required" else "missing"
+        msg = {"required": "missing", "additionalProperties": "unknown field (a typo?)",
+               "unevaluatedProperties": "unknown field (a typo?)"}.get(e.validator, e.message)
         raise UserError(f"{where}: field {_field(e)}: {' '.join(msg.split())[:200]}")
+    bad = _non_finite(doc)
+    if bad is not None:
+        raise UserError(f"{where}: field {bad}: is infinite or NaN (numbers must be finite)")
+    for d, (proposed, accepted) in doc["step_acceptance"]["by_depth"].items():
+        if accepted > proposed:
+            raise UserError(f"{where}: field step_acceptance.by_depth.{d}: accepted {accepted} > "
+                            f"proposed {proposed}")
     for key, lat in doc["latency"].items():
         try:
             latency_from_doc(lat, key)
@@ -199,14 +215,38 @@ def validate_doc(doc, where: str = "profile") -> dict:
 def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8-sig")  # -sig: a BOM (some editors add one) is fine
+    except UnicodeDecodeError as e:
+        raise UserError(f"{p}: not a UTF-8 text file (byte {e.start}); a profile is JSON") from None
     except OSError as e:
         raise UserError(f"{p}: cannot read profile ({e.strerror or e})") from None
     try:
-        doc = json.loads(text, parse_constant=lambda c: _reject_constant(p, c))
+        doc = json.loads(text, parse_constant=lambda c: _reject_constant(p, c),
+                         object_pairs_hook=lambda pairs: _unique_keys(p, pairs))
     except json.JSONDecodeError as e:
         raise UserError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
     return Profile(validate_doc(doc, str(p)), str(p))
+
+
+def _unique_keys(p: Path, pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise UserError(f"{p}: field {dup}: appears twice in one JSON object (a hand edit?); keep one")
+    return obj
+
+
+def _non_finite(x, where: str = "") -> str | None:
+    """The dotted path of the first non-finite number (1e400 parses as inf), or None."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return where or "(top level)"
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        bad = _non_finite(v, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else k)
+        if bad is not None:
+            return bad
+    return None
 
 
 def _reject_constant(p: Path, c: str):

@@ -152,6 +152,8 @@ def replay_files(paths, profile: Profile | None = None, holdout: float | None = 
     """`lr replay`: with `holdout`, calibrate on the other problems (unless a profile is given,
     which must not have seen the held-out ones) and replay the held-out problems only."""
     records = [r for p in paths for r in read_records(p)]
+    if not records:
+        raise UserError(f"{', '.join(map(str, paths))}: no trace records to replay")
     held = None
     if holdout is not None:
         calib_ids, held = split_problems([r["problem_id"] for r in records], holdout, seed)

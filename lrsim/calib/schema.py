@@ -1,4 +1,8 @@
-"""JSON Schema (2020-12) of a calibration profile, version 1 (docs/calibration.md)."""
+"""JSON Schema (2020-12) of a calibration profile, version 1 (docs/calibration.md).
+
+Sections the simulator reads are closed (`additionalProperties: false`): a misspelt optional
+field in a hand-edited profile ("per_tokn_s") is an error naming it, not a silently ignored
+value. Descriptive sections (source, fit, by_method, launch gaps) stay open."""
 from __future__ import annotations
 
 PROFILE_VERSION = 1
@@ -12,15 +16,16 @@ _FIT = {"type": "object", "properties": {
 LATENCY = {
     "type": "object",
     "required": ["kind"],
+    "unevaluatedProperties": False,  # the keys of the matching kind below, nothing else
     "properties": {"kind": {"enum": ["roofline", "table"]}, "fit": _FIT},
     "allOf": [
-        {"if": {"properties": {"kind": {"const": "roofline"}}},
+        {"if": {"required": ["kind"], "properties": {"kind": {"const": "roofline"}}},
          "then": {"required": ["base_s"], "properties": {
              "base_s": {"type": "number", "exclusiveMinimum": 0},
              "knee_tokens": {"type": "number", "exclusiveMinimum": 0},
              "per_token_s": _NUM, "prefill_per_token_s": _NUM, "per_ctx_token_s": _NUM,
              "overhead_s": _NUM}}},
-        {"if": {"properties": {"kind": {"const": "table"}}},
+        {"if": {"required": ["kind"], "properties": {"kind": {"const": "table"}}},
          "then": {"required": ["decode"], "properties": {
              # [batch tokens, mean context per sequence, milliseconds]
              "decode": {"type": "array", "minItems": 1, "items": {
@@ -37,6 +42,7 @@ SCHEMA = {
     "type": "object",
     "required": ["profile_version", "source", "latency", "verifier", "steps", "step_acceptance",
                  "sd", "overheads", "placement"],
+    "additionalProperties": False,
     "properties": {
         "profile_version": {"const": PROFILE_VERSION},
         "name": {"type": "string"},
@@ -61,13 +67,14 @@ SCHEMA = {
         "latency": {"type": "object", "required": ["target"],
                     "additionalProperties": LATENCY},
         "verifier": {
-            "type": "object", "required": ["kind", "seconds"],
+            "type": "object", "required": ["kind", "seconds"], "additionalProperties": False,
             "properties": {"kind": {"enum": ["none", "constant", "per_token"]},
                            "seconds": _NUM, "by_method": {"type": "object"}},
         },
         "steps": {
             "type": "object",
             "required": ["mean_tokens", "lognormal_sigma", "steps_per_request", "prompt_tokens"],
+            "additionalProperties": False,
             "properties": {"mean_tokens": {"type": "number", "minimum": 1},
                            "lognormal_sigma": _NUM,
                            "steps_per_request": {"type": "number", "minimum": 1},
@@ -75,25 +82,35 @@ SCHEMA = {
                            "length_hist": {"type": "object"}},
         },
         "step_acceptance": {
-            "type": "object", "required": ["rate", "by_depth"],
-            "properties": {"rate": _PROB, "by_depth": {"type": "object", "additionalProperties": {
-                "type": "array", "minItems": 2, "maxItems": 2,
-                "items": {"type": "integer", "minimum": 0}}}},
+            "type": "object", "required": ["rate", "by_depth"], "additionalProperties": False,
+            # by_depth: draft depth (1, 2, ...) -> [proposed, accepted]
+            "properties": {"rate": _PROB, "by_depth": {
+                "type": "object", "propertyNames": {"pattern": "^[1-9][0-9]*$"},
+                "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2,
+                                         "items": {"type": "integer", "minimum": 0}}},
+                "proposed": {"type": "integer", "minimum": 0},
+                "accepted": {"type": "integer", "minimum": 0}},
         },
         "sd": {
-            "type": "object", "required": ["alpha2", "k2"],
+            "type": "object", "required": ["alpha2", "k2"], "additionalProperties": False,
             "properties": {"alpha2": _PROB, "k2": {"type": "integer", "minimum": 1},
-                           "accepted_length_hist": {"type": "array", "items": _NUM}},
+                           "acceptance_rate": _PROB,
+                           "accepted_length_hist": {"type": "array", "items": _NUM},
+                           "mean_accepted_length": {"type": ["number", "null"], "minimum": 0}},
         },
         "overheads": {
-            "type": "object",
-            "properties": {"per_step_s": _NUM, "per_request_s": _NUM, "launch_gap_s": {"type": "object"},
-                           "prefill_s_per_step": {"type": "object"}},
+            "type": "object", "additionalProperties": False,
+            "properties": {"per_step_s": _NUM, "per_request_s": _NUM,
+                           "per_request_s_by_mode": {"type": "object", "additionalProperties": _NUM},
+                           "launch_gap_s": {"type": "object"}, "prefill_s_per_step": {"type": "object"}},
         },
         "placement": {
-            "type": "object", "required": ["shared"],
+            "type": "object", "required": ["shared"], "additionalProperties": False,
             "properties": {"shared": {"type": "boolean"}, "device_kind": {"type": "string"},
-                           "defaults": {"type": "object"}},
+                           "defaults": {"type": "object", "properties": {
+                               "depth": {"type": "integer", "minimum": 1},
+                               "width": {"type": "integer", "minimum": 1}}},
+                           "selected_by": {"type": "object"}},
         },
     },
 }

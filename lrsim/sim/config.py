@@ -48,6 +48,7 @@ class Config:
     tp_efficiency: float = 0.9     # per doubling of TP (all-reduce cost); used by equal resources
     stage_c1: float | None = None  # lr-stage threshold ratio; None = from the latency models
     name: str = "flags"
+    source: str = ""               # the scenario file this came from (named in errors)
 
     def validate(self) -> "Config":
         if self.policy not in POLICIES:
@@ -58,16 +59,17 @@ class Config:
                 raise UserError(f"{flag} must be an integer >= 1, got {v!r}")
         if self.policy == "sd" and self.k2 < 2:
             raise UserError("--k2 must be >= 2 for --policy sd (k2 = drafted tokens + 1)")
+        where = self.source or "scenario"
         if self.target is None:
-            raise UserError("scenario: a target model placement is required")
+            raise UserError(f"{where}: models.target: a target model placement is required")
         if self.policy.startswith("lr") and self.draft is None:
-            raise UserError(f"scenario: policy {self.policy} needs a draft model placement")
+            raise UserError(f"{where}: models.draft: policy {self.policy} needs a draft model placement")
         names = set(self.devices)
         for p in (self.target, self.draft, self.judge):
             if p is not None:
                 for d in p.devices:
                     if d not in names:
-                        raise UserError(f"scenario: model {p.name!r} is placed on unknown device {d!r}")
+                        raise UserError(f"{where}: model {p.name!r} is placed on unknown device {d!r}")
         return self
 
     @property

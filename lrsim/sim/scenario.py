@@ -21,6 +21,7 @@ Every error names the file and the field: `lr: error: FILE: models.target.latenc
 """
 from __future__ import annotations
 
+import math
 from importlib import resources
 
 try:
@@ -69,6 +70,8 @@ class _Doc:
             v, ok = float(v), True
         if not ok:
             raise self.err(key, f"expected {getattr(typ, '__name__', typ)}, got {v!r}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.err(key, f"must be a finite number, got {v!r}")
         if lo is not None and v < lo or hi is not None and v > hi:
             raise self.err(key, f"must be in [{lo}, {hi}], got {v!r}")
         return v
@@ -79,8 +82,34 @@ class _Doc:
                 raise self.err(k, f"unknown field (allowed: {', '.join(sorted(allowed))})")
 
 
+LATENCY_KEYS = {
+    "ideal": {"kind", "unit_ms", "note"},
+    "roofline": {"kind", "params_b", "bytes_per_param", "tp", "hbm_tb_s", "tflops", "kv_bytes_per_token",
+                 "bandwidth_efficiency", "tp_efficiency", "overhead_ms", "base_ms", "knee_tokens",
+                 "per_token_ms", "per_ctx_token_us", "note"},
+    "table": {"kind", "file", "model", "decode", "prefill", "overhead_ms", "note"},
+}
+
+
+def _rows(doc: _Doc, key: str, widths: tuple[int, ...], shape: str, required: bool) -> list[list[float]]:
+    """A table of numeric rows ([batch, ms] ...): finite, >= 0, the right width."""
+    rows = doc.get(key, list, [] if not required else None, required=required)
+    if required and not rows:
+        raise doc.err(key, f"needs at least one row {shape}")
+    out = []
+    for i, r in enumerate(rows):
+        if not (isinstance(r, list) and len(r) in widths and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                for x in r)):
+            raise doc.err(f"{key}[{i}]", f"rows must be {shape} of finite numbers >= 0, got {r!r}")
+        out.append([float(x) for x in r])
+    return out
+
+
 def _latency(doc: _Doc, tp: int):
     kind = doc.get("kind", str, required=True)
+    if kind in LATENCY_KEYS:
+        doc.check_keys(LATENCY_KEYS[kind])
     if kind == "ideal":
         return Ideal(doc.get("unit_ms", float, 1.0, lo=0.0) / 1e3)
     if kind == "roofline":
@@ -113,13 +142,9 @@ def _latency(doc: _Doc, tp: int):
             m = models[name]
             m.overhead_s = doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3
             return m
-        dec = doc.get("decode", list, required=True)
-        try:
-            rows = [(float(r[0]), 0.0, float(r[1]) / 1e3) if len(r) == 2 else
-                    (float(r[0]), float(r[1]), float(r[2]) / 1e3) for r in dec]
-            pre = [(float(r[0]), float(r[1]) / 1e3) for r in doc.get("prefill", list, [])]
-        except (TypeError, ValueError, IndexError):
-            raise doc.err("decode", "rows must be [batch, ms] or [batch, context, ms]; prefill [tokens, ms]") from None
+        dec = _rows(doc, "decode", (2, 3), "[batch, ms] or [batch, context, ms]", required=True)
+        rows = [(r[0], 0.0, r[1] / 1e3) if len(r) == 2 else (r[0], r[1], r[2] / 1e3) for r in dec]
+        pre = [(r[0], r[1] / 1e3) for r in _rows(doc, "prefill", (2,), "[tokens, ms]", required=False)]
         return Tabulated(rows, pre, name=f"{doc.path.name}:{doc.where}",
                          overhead_s=doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3)
     raise doc.err("kind", f"must be 'roofline', 'table' or 'ideal', got {kind!r}")
@@ -128,6 +153,8 @@ def _latency(doc: _Doc, tp: int):
 def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
     doc.check_keys({"name", "devices", "tp", "max_seqs", "latency", "params_b", "note"})
     devs = doc.get("devices", list, required=True)
+    if not devs:
+        raise doc.err("devices", "needs at least one device name")
     for d in devs:
         if d not in devices:
             raise doc.err("devices", f"unknown device {d!r} (declared: {', '.join(devices)})")
@@ -142,16 +169,21 @@ def _workload(doc: _Doc | None, seed: int):
     kind = doc.get("kind", str, "synthetic")
     if kind == "trace":
         from .traces import TraceWorkload
+        doc.check_keys({"kind", "path", "mode", "note"})
         p = Path(doc.get("path", str, required=True))
         if not p.is_absolute() and (doc.path.parent / p).exists():
             p = doc.path.parent / p
+        if not p.exists():
+            raise doc.err("path", f"{p}: trace file not found (a relative path is looked up beside "
+                                  "the scenario, then in the current directory)")
         return TraceWorkload.from_file(p, mode=doc.get("mode", str, None))
     if kind != "synthetic":
         raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
     doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
                     "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "note"})
     abd = doc.get("alpha_by_depth", list, None)
-    if abd is not None and not all(isinstance(a, (int, float)) and 0 <= a <= 1 for a in abd):
+    if abd is not None and not all(isinstance(a, (int, float)) and not isinstance(a, bool)
+                                   and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
     return Synthetic(
         n_requests=doc.get("requests", int, 1, lo=1), steps=doc.get("steps", int, 200, lo=1),
@@ -180,17 +212,23 @@ def resolve_path(name: str) -> Path:
 def load(name: str, seed: int = 0) -> Config:
     path = resolve_path(name)
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a BOM is fine
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: invalid TOML ({e})") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not a UTF-8 text file (byte {e.start}); scenarios are TOML") from None
     except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+        raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
     doc = _Doc(path, raw)
     doc.check_keys({"name", "description", "devices", "models", "verifier", "sd", "workload", "policy"})
     devices = doc.get("devices", dict, required=True)
-    if not devices or not all(isinstance(v, str) for v in devices.values()):
+    if not devices:
         raise doc.err("devices", "must be a non-empty table of name = \"kind\"")
+    for name, kind in devices.items():
+        if not isinstance(kind, str):
+            raise doc.err(f"devices.{name}", f"must be a string (the device kind), got {kind!r}")
     models = doc.sub("models", required=True)
+    models.check_keys({"target", "draft", "judge"})
     target = _placement(models.sub("target", required=True), "target", devices)
     draft = models.sub("draft")
     draft = _placement(draft, "draft", devices) if draft else None
@@ -219,7 +257,7 @@ def load(name: str, seed: int = 0) -> Config:
     pol = doc.sub("policy")
     cfg = Config(devices=dict(devices), target=target, draft=draft, judge=judge, verifier=verifier,
                  sd_draft=sd_draft, k2=k2, workload=_workload(doc.sub("workload"), seed),
-                 name=doc.get("name", str, path.stem))
+                 name=doc.get("name", str, path.stem), source=str(path))
     if pol is not None:
         pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "note"})
         cfg.policy = pol.get("name", str, cfg.policy)
@@ -230,4 +268,6 @@ def load(name: str, seed: int = 0) -> Config:
         cfg.width = pol.get("width", int, cfg.width, lo=1)
         cfg.k2 = pol.get("k2", int, cfg.k2, lo=1)
         cfg.equal_resources = pol.get("equal_resources", bool, False)
+        if cfg.policy.startswith("lr") and draft is None:
+            raise models.err("draft", f"missing table (policy.name {cfg.policy!r} needs a draft model)")
     return cfg

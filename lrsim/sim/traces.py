@@ -29,7 +29,7 @@ DEFAULT_ALPHA = 0.5        # when a file has no step acceptance at all
 def _read(path: Path) -> list[dict]:
     from lrreal.traces import read_traces  # validates; imported here to keep `lr --help` light
 
-    return read_traces(path)
+    return read_traces(path, strict=True)  # a torn last line is an error here, not a warning
 
 
 def _verdict(step: dict):
