@@ -7,6 +7,10 @@ from typing import List, Optional
 
 import typer
 
+from lrsim.sim.build import MAX_WORKLOAD
+
+MAX_HEATMAP_BUDGET = 1024   # the (k1, k2) heatmap evaluates an M x M grid
+
 
 def plot_cmd(
     preset: str = typer.Option(None, "--preset", help="Simulate a paper setup (default r1-gsm8k): r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24."),
@@ -15,9 +19,9 @@ def plot_cmd(
     latency: str = typer.Option("auto", "--latency", help="Presets: auto | roofline | PATH to a GPU latency table."),
     traces: Optional[List[Path]] = typer.Option(None, "--traces", help="Measured trace file(s) (JSONL); repeat the flag for several."),
     out: Path = typer.Option(Path("out/report"), "--out", help="Directory for the PNGs and report.html."),
-    budget: int = typer.Option(16, "--budget", "-M", help="M for the (k1, k2) heatmaps."),
-    samples: int = typer.Option(2, "--samples", help="Workload seeds pooled per simulated point."),
-    steps: int = typer.Option(None, "--steps", help="Reasoning steps per simulated request (default: the source's)."),
+    budget: int = typer.Option(16, "--budget", "-M", max=MAX_HEATMAP_BUDGET, help="M for the (k1, k2) heatmaps."),
+    samples: int = typer.Option(2, "--samples", max=1000, help="Workload seeds pooled per simulated point."),
+    steps: int = typer.Option(None, "--steps", max=MAX_WORKLOAD, help="Reasoning steps per simulated request (default: the source's)."),
     quick: bool = typer.Option(False, "--quick", help="Few points, 8-step requests: a first look in seconds."),
     paper: bool = typer.Option(True, "--paper-table/--no-paper-table", help="Presets: add the Table 1 comparison to the report."),
     jobs: int = typer.Option(0, "--jobs", help="Local worker processes (0 = all cores)."),

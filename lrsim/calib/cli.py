@@ -145,10 +145,10 @@ def measure_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Curve to write (lrsim latency-measurement JSON)."),
     batch_sizes: str = typer.Option("1,2,4", "--batch-sizes", help="Concurrent sequences per decode pass."),
     context: str = typer.Option("128", "--context", help="Prompt (context) lengths in tokens."),
-    decode_tokens: int = typer.Option(8, "--decode-tokens", min=2, help="Tokens decoded per request."),
+    decode_tokens: int = typer.Option(8, "--decode-tokens", min=2, max=65536, help="Tokens decoded per request."),
     dtype: str = typer.Option("float32", "--dtype", help="vLLM dtype."),
     cores: str = typer.Option("0-1", "--cores", help="VLLM_CPU_OMP_THREADS_BIND."),
-    kv_cache_space: int = typer.Option(2, "--kv-cache-space", min=1, help="GiB of KV cache (CPU)."),
+    kv_cache_space: int = typer.Option(2, "--kv-cache-space", min=1, max=1024, help="GiB of KV cache (CPU)."),
     cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Model cache of packaged models."),
     as_json: bool = JSON,
 ):

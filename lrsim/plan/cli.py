@@ -9,22 +9,27 @@ from pathlib import Path
 
 import typer
 
+from ..sim.build import MAX_WORKLOAD
+
+MAX_DEVICES = 4096   # devices in one plan: far above any single deployment
+MAX_SAMPLES = 1000   # workload seeds pooled per candidate
+
 
 def plan_cmd(
     preset: str = typer.Option(None, "--preset", help="A paper setup: r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24 (default r1-gsm8k)."),
     profile: Path = typer.Option(None, "--profile", help="A calibrated profile (lr calibrate -o ...)."),
     scenario: str = typer.Option(None, "--scenario", help="A simulator scenario (TOML file or shipped name)."),
     latency: str = typer.Option("auto", "--latency", help="Presets: auto (shipped H100 table if present, else roofline) | roofline | PATH to a GPU latency table."),
-    devices: int = typer.Option(None, "--devices", help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
+    devices: int = typer.Option(None, "--devices", min=1, max=MAX_DEVICES, help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
     device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, B200, L40S (latencies scale by HBM bandwidth)."),
     tp_efficiency: float = typer.Option(None, "--tp-efficiency", help="Equal-resources baseline: bandwidth kept per doubling of TP (default 0.9; lower = TP scales worse)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
     budget: int = typer.Option(None, "--budget", "-M", help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
-    concurrency: int = typer.Option(None, "--concurrency", help="Requests in flight (closed batch; default 1)."),
+    concurrency: int = typer.Option(None, "--concurrency", min=1, max=MAX_WORKLOAD, help="Requests in flight (closed batch; default 1)."),
     rate: float = typer.Option(None, "--rate", help="Poisson arrivals, requests/s (open loop)."),
-    requests: int = typer.Option(None, "--requests", help="--rate: requests simulated over the fleet (default 64)."),
-    steps: int = typer.Option(None, "--steps", help="Reasoning steps per request (default: the source's)."),
-    samples: int = typer.Option(2, "--samples", help="Workload seeds pooled per candidate (noise vs time)."),
+    requests: int = typer.Option(None, "--requests", min=1, max=MAX_WORKLOAD, help="--rate: requests simulated over the fleet (default 64)."),
+    steps: int = typer.Option(None, "--steps", min=1, max=MAX_WORKLOAD, help="Reasoning steps per request (default: the source's)."),
+    samples: int = typer.Option(2, "--samples", min=1, max=MAX_SAMPLES, help="Workload seeds pooled per candidate (noise vs time)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Workload seed."),
     slo_ms: float = typer.Option(None, "--slo-ms", help="Latency SLO in ms (per output token, or per request with --slo-metric latency)."),
     slo_metric: str = typer.Option("tpot", "--slo-metric", help="tpot (ms per output token, end to end) | latency (ms per request)."),
@@ -43,18 +48,20 @@ def plan_cmd(
 ):
     """Rank configurations (mode, depth/k1, k2, width, placement) for hardware and load, against the
     reference AR and the equal-resources baseline; prints a recommendation."""
-    from ..sim.sweep import parse_values
+    from ..sim.sweep import check_knobs, parse_values
     from . import planner, sources
 
     if list_presets:
         return _list_presets(as_json)
     if paper_table:
         return _paper_table(samples, jobs, as_json, latency)
+    grid = {name: parse_values(f"--{name}", text) for name, text in
+            (("depth", depth), ("k1", k1), ("k2", k2), ("width", width))}
+    check_knobs(grid)
     src = sources.resolve(preset, profile, scenario, latency)
     cands = planner.candidates(
-        [m.strip() for m in modes.split(",") if m.strip()], parse_values("--depth", depth),
-        parse_values("--k1", k1), parse_values("--k2", k2), parse_values("--width", width),
-        [p.strip() for p in placement.split(",") if p.strip()], budget)
+        [m.strip() for m in modes.split(",") if m.strip()], grid["depth"], grid["k1"], grid["k2"],
+        grid["width"], [p.strip() for p in placement.split(",") if p.strip()], budget)
     load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric)
     res = planner.plan(src, cands, planner.Hardware(devices, device_kind, tp_efficiency), load, objective, jobs, ray_address)
     if as_json:

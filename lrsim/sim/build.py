@@ -10,6 +10,11 @@ from .latency import Scaled
 from .workload import Synthetic
 
 DEFAULT_SCENARIO = "h100-paper"
+# Upper limits on what one simulation may ask for: far above any real setting, low enough that
+# the workload arrays fit in memory and a typo (--steps 1e20, --width 1e9) fails at once.
+MAX_KNOB = 1024            # --k1, --depth, --width, --k2
+MAX_TREE = 1 << 16         # lr-async target positions: 1 + W + ... + W^depth
+MAX_WORKLOAD = 1_000_000   # --requests, --steps (per request)
 
 
 @dataclass
@@ -43,6 +48,9 @@ def _check(o: Options) -> None:
                     ("--requests", o.requests), ("--steps", o.steps)):
         if v is not None and v < 1:
             raise UserError(f"{flag} must be >= 1, got {v}")
+        top = MAX_WORKLOAD if flag in ("--requests", "--steps") else MAX_KNOB
+        if v is not None and v > top:
+            raise UserError(f"{flag} must be <= {top}, got {v}")
     if o.rate is not None and not (o.rate > 0 and math.isfinite(o.rate)):
         raise UserError(f"--rate must be > 0 requests/s, got {o.rate}")
     if o.budget is not None and not o.budget >= 1:  # written so that NaN is refused too
@@ -51,6 +59,18 @@ def _check(o: Options) -> None:
         raise UserError("--k1 and --depth are exclusive (lr-async: k1 = depth + 1 target steps in flight)")
     if o.seed < 0:
         raise UserError(f"--seed must be >= 0, got {o.seed}")
+
+
+def _check_tree(cfg: Config) -> Config:
+    """lr-async holds up to 1 + W + ... + W^depth target positions: refuse trees too big to run."""
+    size, level = 1, 1
+    for _ in range(cfg.depth):
+        level *= cfg.width
+        size += level
+        if size > MAX_TREE:
+            raise UserError(f"--width {cfg.width} with --depth {cfg.depth}: the draft tree would hold "
+                            f"more than {MAX_TREE} target positions")
+    return cfg
 
 
 def _k1_depth(o: Options) -> tuple[int | None, int | None]:
@@ -70,10 +90,10 @@ def build(o: Options) -> Config:
             raise UserError("--ideal needs --alpha1 and --c1 (the theory's parameters)")
         if o.scenario is not None:
             raise UserError("--ideal and --scenario are exclusive (--ideal replaces the hardware)")
-        return Config.ideal_setup(
+        return _check_tree(Config.ideal_setup(
             o.policy or "lr-async", o.alpha1, o.c1, k1=k1 or 2, depth=depth or 4, width=o.width or 1,
             k2=o.k2 or 1, alpha2=o.alpha2 or 0.0, c2=o.c2 or 0.0, steps=o.steps or 2000,
-            requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate)
+            requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate))
     from . import scenario as scenario_mod
     cfg = scenario_mod.load(o.scenario or DEFAULT_SCENARIO, seed=o.seed)
     if o.policy:
@@ -102,4 +122,4 @@ def build(o: Options) -> Config:
     elif any(v is not None for v in (o.alpha1, o.alpha2, o.steps, o.requests, o.rate)):
         raise UserError("--alpha1/--alpha2/--steps/--requests/--rate apply to synthetic workloads, "
                         "not to the scenario's trace workload")
-    return cfg.validate()
+    return _check_tree(cfg.validate())

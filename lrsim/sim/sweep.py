@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from ..errors import UserError
-from .build import Options, build
+from .build import MAX_KNOB, MAX_TREE, Options, build
 from .metrics import compare
 from .runner import run
 
@@ -34,6 +34,8 @@ def parse_values(flag: str, text: str | None) -> list[int] | None:
                 a, b = (int(x) for x in part.split("-", 1))
                 if b < a:
                     raise ValueError
+                if b - a >= MAX_POINTS:
+                    raise UserError(f"{flag}: range {part!r} has more than {MAX_POINTS} values")
                 out.extend(range(a, b + 1))
             else:
                 out.append(int(part))
@@ -42,6 +44,17 @@ def parse_values(flag: str, text: str | None) -> list[int] | None:
     if not out or min(out) < 1:
         raise UserError(f"{flag}: values must be integers >= 1, got {text!r}")
     return sorted(set(out))
+
+
+def check_knobs(grid: dict) -> None:
+    """Every grid value <= MAX_KNOB and the widest, deepest lr-async tree <= MAX_TREE positions."""
+    for name, vals in grid.items():
+        if vals and vals[-1] > MAX_KNOB:
+            raise UserError(f"--{name}: values must be <= {MAX_KNOB}, got {vals[-1]}")
+    w, d = max(grid.get("width") or [1]), max(grid.get("depth") or [0])
+    if w > 1 and parallel_dim("lr-async", 0, d, w, 1) > MAX_TREE:
+        raise UserError(f"--width {w} with --depth {d}: the draft tree would hold more than "
+                        f"{MAX_TREE} target positions")
 
 
 def parallel_dim(policy: str, k1: int, depth: int, width: int, k2: int) -> int:
@@ -75,6 +88,9 @@ def run_sweep(base: Options, grid: dict, budget: int | None, jobs: int = 0) -> d
     if jobs < 0:
         raise UserError(f"--jobs must be >= 0, got {jobs}")
     pol = base.policy or "lr-async"
+    for name, vals in grid.items():
+        if vals and vals[-1] > MAX_KNOB:
+            raise UserError(f"--{name}: values must be <= {MAX_KNOB}, got {vals[-1]}")
     knob = "depth" if pol == "lr-async" else "k1"
     other = "k1" if knob == "depth" else "depth"
     if grid.get(other) and not grid.get(knob):
@@ -82,6 +98,9 @@ def run_sweep(base: Options, grid: dict, budget: int | None, jobs: int = 0) -> d
     values = grid.get(knob) or [None]
     widths = grid.get("width") or [1]
     k2s = grid.get("k2") or [1]
+    if len(values) * len(widths) * len(k2s) > 10 * MAX_POINTS:
+        raise UserError(f"sweep grid has {len(values) * len(widths) * len(k2s)} points before the "
+                        f"budget (max {10 * MAX_POINTS}): narrow --k1/--depth/--k2/--width")
     points = []
     for v, w, k2 in itertools.product(values, widths, k2s):
         p = {"width": w, "k2": k2}
@@ -93,6 +112,9 @@ def run_sweep(base: Options, grid: dict, budget: int | None, jobs: int = 0) -> d
             continue
         if budget is not None and parallel_dim(pol, k1, d, w, k2) > budget:
             continue
+        if pol == "lr-async" and parallel_dim(pol, k1, d, w, 1) > MAX_TREE:
+            raise UserError(f"--width {w} with --depth {d}: the draft tree would hold more than "
+                            f"{MAX_TREE} target positions")
         points.append(p)
     if not points:
         raise UserError("--budget: no grid point fits the budget")
