@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from ..errors import UserError
@@ -19,7 +20,8 @@ class InvalidParameter(UserError, ValueError):
 
 def check_unit(name: str, value: float) -> float:
     """A probability or cost ratio: a finite number in [0, 1]."""
-    if not isinstance(value, (int, float)) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+            or not 0.0 <= value <= 1.0:
         raise InvalidParameter(name, f"must be in [0, 1], got {value!r}")
     return float(value)
 
@@ -33,7 +35,7 @@ MAX_BUDGET = 2**20
 
 def check_count(name: str, value: int, maximum: int | None = None) -> int:
     """A parallel dimension or budget: an integer >= 1 (and <= maximum when given)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise InvalidParameter(name, f"must be an integer >= 1, got {value!r}")
     if maximum is not None and value > maximum:
         raise InvalidParameter(name, f"must be <= {maximum}, got {value!r}")

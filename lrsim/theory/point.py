@@ -20,8 +20,7 @@ def speedup_point(p: HybridParams, k1: int, k2: int = 1) -> dict:
 
     step_ceiling is the supremum of f over k1 (None when unbounded: alpha1 = 1 with c1 = 0);
     depth_limit is ceil(1/c1) (None when c1 is 0 or so small that 1/c1 overflows)."""
-    check_count("k1", k1, MAX_DIM)
-    check_count("k2", k2, MAX_DIM)
+    k1, k2 = int(check_count("k1", k1, MAX_DIM)), int(check_count("k2", k2, MAX_DIM))
     f = float(f_step(p.alpha1, p.c1, k1, p.mode))
     g = float(sd_speedup(p.alpha2, p.c2, k2))
     limit = float(depth_limit(p.c1))
