@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lrsim.errors import UserError
 
+from . import shutdown
 from .engine import EngineArgs, VllmEngine, ngram_config, vllm_lock, vllm_version
 from .scheduler import DRAFT_MODES, MODES, SD_MODES, Problem, SchedulerConfig, run_problem
 
@@ -234,19 +235,26 @@ def collect(spec: CollectSpec, on_record=None, on_start=None) -> CollectSummary:
     from .datasets import load_problems, with_samples
     from .traces import TraceWriter
 
-    pairs = with_samples(load_problems(spec.dataset, spec.limit, spec.offset), spec.samples)
     summary = CollectSummary(out=spec.out)
-    with TraceWriter(spec.out, resume=spec.resume) as writer:
-        done = writer.completed_keys()
-        todo = [(p, s) for p, s in pairs if (p.id, s, spec.mode) not in done]
-        summary.skipped = len(pairs) - len(todo)
-        if on_start:
-            on_start(len(pairs), summary.skipped)
-        if not todo:
-            return summary
-        col = Collector(spec)  # resolves models (a UserError if not prepared) before the lock
-        with vllm_lock():
-            asyncio.run(_collect_async(col, todo, writer, summary, on_record))
+    # SIGINT/SIGTERM raise shutdown.Interrupted: the finally blocks stop the engines; the guard
+    # stops any child left over and, through its reaper, engine cores orphaned by a SIGKILL.
+    with shutdown.signals_to_exceptions():
+        try:
+            pairs = with_samples(load_problems(spec.dataset, spec.limit, spec.offset), spec.samples)
+            with TraceWriter(spec.out, resume=spec.resume) as writer:
+                done = writer.completed_keys()
+                todo = [(p, s) for p, s in pairs if (p.id, s, spec.mode) not in done]
+                summary.skipped = len(pairs) - len(todo)
+                if on_start:
+                    on_start(len(pairs), summary.skipped)
+                if not todo:
+                    return summary
+                col = Collector(spec)  # resolves models (a UserError if not prepared) before the lock
+                with vllm_lock(), shutdown.EngineGuard():
+                    asyncio.run(_collect_async(col, todo, writer, summary, on_record))
+        except shutdown.Interrupted as e:
+            e.summary = summary
+            raise
     return summary
 
 
@@ -266,8 +274,9 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
                 if len(summary.failed) >= 3 and summary.written == 0:
                     raise  # systematic failure (e.g. engine died): stop instead of looping
                 continue
-            writer.write(rec)
-            summary.written += 1
+            with shutdown.critical():  # a signal waits until the record is on disk
+                writer.write(rec)
+                summary.written += 1
             if on_record:
                 on_record(rec)
     finally:

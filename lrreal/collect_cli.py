@@ -43,7 +43,10 @@ def collect_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ):
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
+    from lrsim.errors import UserError
+
     from .collect import CollectSpec, collect, summarize
+    from .shutdown import Interrupted
     from .traces import read_traces
 
     spec = CollectSpec(mode=mode, dataset=dataset, limit=limit, offset=offset, samples=samples,
@@ -59,10 +62,14 @@ def collect_cmd(
                        draft_cores=draft_cores, execute_code=execute_code)
     spec.scheduler_config()  # validate flags before anything slow
 
-    if as_json:
-        summary = collect(spec)
-    else:
-        summary = _collect_with_progress(spec, collect)
+    try:
+        summary = collect(spec) if as_json else _collect_with_progress(spec, collect)
+    except Interrupted as e:  # engines are stopped by now; one line and 130 / 143
+        written = e.summary.written if e.summary else 0
+        err = UserError(f"interrupted by {e.name}: engines stopped; the {written} record(s) written "
+                        f"this run are kept in {out}; run again with --resume to continue")
+        err.exit_code = e.exit_code
+        raise err from None
     rows = summarize(read_traces(out)) if summary.written or summary.skipped else []
     result = {"out": out, "written": summary.written, "skipped": summary.skipped,
               "failed": summary.failed, "summary": rows}
