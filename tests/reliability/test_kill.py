@@ -1,0 +1,111 @@
+"""Kill test: `lr collect` survives SIGKILL at random points (resume: nothing lost, nothing twice,
+every record valid, no orphan process) and stops cleanly on SIGTERM / SIGINT.
+
+Fast part: the real `lr collect` code path on the deterministic fake engine in a subprocess
+(tests/reliability/kill_fake_collect.py), killed many times. Real part (`real`): the vLLM CPU
+engines with tiny budgets, a few kills, and one SIGTERM and one SIGINT.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_test
+
+HERE = Path(__file__).resolve().parent
+FAKE = [sys.executable, str(HERE / "kill_fake_collect.py")]
+FAKE_ARGS = ["--mode", "lr", "--limit", "12", "--samples", "2", "--max-tokens", "200"]
+FAKE_ENV = {"LR_FAKE_TOKEN_S": "0.012"}  # ~0.4 s per record: kills land mid-record too
+
+
+def _fake_cfg(tmp_path, **kw) -> KillTestConfig:
+    return KillTestConfig(collect_args=FAKE_ARGS, out=tmp_path / "t.jsonl", command=FAKE,
+                          env=FAKE_ENV, tear_env="LR_FAKE_TEAR_AT", min_s=0.3, max_s=3.5,
+                          kinds=("timed", "timed", "on-write", "torn"), orphan_timeout_s=10, **kw)
+
+
+def _assert_exactly_once(res: dict) -> None:
+    assert res["final_rc"] == 0, res
+    assert (res["lost"], res["duplicated"], res["invalid"], res["unexpected"]) == (0, 0, 0, 0), res
+    assert res["read_traces_ok"] and not res["torn_tail_left"], res
+    assert res["orphans_after_kill"] == 0 and res["final_orphans"] == 0, res["kills"]
+
+
+def test_fake_engine_kill_loop(tmp_path):
+    """16 SIGKILLs (timed, on write, mid-line) with resumes: every (problem, sample, mode) once."""
+    res = kill_test(_fake_cfg(tmp_path, n=16, seed=0), expected_keys("gsm8k", 12, "lr", samples=2))
+    _assert_exactly_once(res)
+    assert res["kills_that_hit"] >= 12, res["kills"]         # most kills hit a live run
+    assert res["torn_tails_dropped"] >= 1, res["kills"]      # a torn line was cut on resume
+    assert res["kills_on_write"] >= 3 and res["kills_during_startup"] >= 1, res["kills"]
+    assert any(k["engines_seen"] for k in res["kills"])      # the fake cores were up, then reaped
+
+
+@pytest.mark.parametrize("sig,group", [(signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_fake_engine_signal_stops_cleanly(tmp_path, sig, group):
+    """SIGTERM (to the process) / SIGINT (to the group, like Ctrl-C): exit 128+N, one line,
+    child processes stopped, the records written before the signal kept; a resume completes."""
+    cfg = _fake_cfg(tmp_path, n=0)
+    r = signal_test(cfg, sig, after_lines=2, group=group, exit_timeout_s=30)
+    assert r["sent"] and r["rc"] == 128 + sig, r
+    assert len(r["error_lines"]) == 1 and signal.Signals(sig).name in r["error_lines"][0], r
+    assert r["orphans"] == 0, r
+    assert r["records_after"] >= r["lines_before"] >= 2, r
+    assert r["exit_s"] < 10, r
+    res = kill_test(cfg, expected_keys("gsm8k", 12, "lr", samples=2))  # n=0: just finish
+    _assert_exactly_once(res)
+
+
+# ---------------------------------------------------------------------------------- real engines
+
+REAL_ARGS = ["--mode", "lr", "--dataset", "gsm8k", "--limit", "2", "--max-tokens", "24",
+             "--max-step-tokens", "16", "--depth", "2"]
+
+
+
+@pytest.fixture
+def vllm_held():
+    """Prepared models and the machine-wide vLLM lock for the whole test: the runs we start
+    proceed under it (the lock treats an ancestor's hold as theirs), so kill times are not
+    skewed by waits for another vLLM run."""
+    pytest.importorskip("vllm")
+    from lrreal import models
+    from lrreal.engine import vllm_lock
+
+    cache = models.cache_dir()
+    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
+        models.prepare(name, cache)  # cold cache: converts once; warm: no-op
+    with vllm_lock():
+        yield cache
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_real_engines_kill_loop(tmp_path, vllm_held):
+    """N=3 SIGKILLs of `lr collect` on the vLLM engines (start-up, loading, mid-record, on write),
+    resumed each time: both records exactly once, valid; no engine core left behind."""
+    cfg = KillTestConfig(collect_args=[*REAL_ARGS, "--cache-dir", str(vllm_held)],
+                         out=tmp_path / "t.jsonl", n=3, seed=3, min_s=5, max_s=60,
+                         kinds=("timed", "timed", "on-write"), orphan_timeout_s=30)
+    res = kill_test(cfg, expected_keys("gsm8k", 2, "lr"))
+    _assert_exactly_once(res)
+    assert res["max_linger_s"] < 15, res["kills"]
+
+
+@pytest.mark.real
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,group,after", [(signal.SIGTERM, False, 0), (signal.SIGINT, True, 1)])
+def test_real_engines_signal_stops_cleanly(tmp_path, vllm_held, sig, group, after):
+    """SIGTERM while the engines start, SIGINT to the group (Ctrl-C) after the first record:
+    exit 143 / 130 with one line, within seconds, no engine process left, nothing lost."""
+    cfg = KillTestConfig(collect_args=[*REAL_ARGS, "--cache-dir", str(vllm_held)],
+                         out=tmp_path / "t.jsonl", n=0)
+    r = signal_test(cfg, sig, after_lines=after, group=group, exit_timeout_s=60)
+    assert r["sent"] and r["rc"] == 128 + sig, r
+    assert len(r["error_lines"]) == 1 and signal.Signals(sig).name in r["error_lines"][0], r
+    assert r["orphans"] == 0, r
+    assert r["records_after"] == r["lines_before"] >= after, r
+    assert r["exit_s"] < 30, r
