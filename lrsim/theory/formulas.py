@@ -105,7 +105,7 @@ def async_s1(alpha1, c1):
     """
     a = np.asarray(alpha1, dtype=float)
     c1 = np.asarray(c1, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # inf at alpha1 = 1 with c1 = 0 (or subnormal)
         return 1.0 / (c1 + (1.0 - c1) * (1.0 - a))
 
 

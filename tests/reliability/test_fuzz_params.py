@@ -289,8 +289,9 @@ PROPERTIES = {
 def hypothesis_test(name, max_examples, **extra):
     """The property `name` as a hypothesis test with a fixed seed (derandomize)."""
     fn, strategies, _ = PROPERTIES[name]
-    return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=list(HealthCheck), **extra)(given(*strategies)(fn))
+    kw = {"max_examples": max_examples, "deadline": None, "derandomize": True, "database": None,
+          "suppress_health_check": list(HealthCheck)} | extra
+    return settings(**kw)(given(*strategies)(fn))
 
 
 test_speedup_point = hypothesis_test("theory.speedup_point", PROPERTIES["theory.speedup_point"][2])
