@@ -252,8 +252,24 @@ class VllmEngine:
         self._window: tuple[float, int, dict] | None = None
 
     def start(self) -> "VllmEngine":
+        """Start the engine; a fault (bad model folder, KV cache or memory too small, the engine
+        core dying) is a one-line UserError (lrreal/engine_errors.py), checked up front where
+        cheap. The engine core's start-up log is captured and shown only through that error."""
+        from pathlib import Path
+
+        from .engine_errors import StartContext, check_engine_fits, check_model_folder, translated_start
+
+        a = self.args
+        ctx = StartContext(f"{self.name} engine", a.model, a.max_model_len, a.kv_cache_space_gib,
+                           a.dtype, a.block_size)
+        check_engine_fits(ctx, check_model_folder(Path(a.model)))
+        self._llm = translated_start(ctx, self._create, f"{self.name}-engine")
+        return self
+
+    def _create(self):
         a = self.args
         cpu_environment(a.omp_threads_bind)  # before importing vllm: it reads env at import
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # keep stdout for results
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -265,8 +281,7 @@ class VllmEngine:
             block_size=a.block_size,
             disable_log_stats=True, enable_logging_iteration_details=True,
         )
-        self._llm = AsyncLLM.from_engine_args(eargs, stat_loggers=[_make_stat_logger_factory(self._sink)])
-        return self
+        return AsyncLLM.from_engine_args(eargs, stat_loggers=[_make_stat_logger_factory(self._sink)])
 
     @property
     def num_spec_tokens(self) -> int:

@@ -20,7 +20,14 @@ class _Stop(Exception):
     pass
 
 
-def _raise_stop(signum, frame):
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _on_stop_signal(signum, frame):
+    """First SIGINT/SIGTERM/SIGHUP: stop. Further ones are ignored so they cannot cut the
+    server's shutdown short (it is bounded: SIGTERM, then SIGKILL after a grace period)."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     raise _Stop(signal.Signals(signum).name)
 
 
@@ -32,7 +39,7 @@ def serve(
     dtype: str = typer.Option("float32", "--dtype", help="vLLM --dtype (float32 is fastest on these CPUs)."),
     max_model_len: int = typer.Option(2048, "--max-model-len", min=256, help="vLLM --max-model-len."),
     kv_cache_space: float = typer.Option(1.0, "--kv-cache-space", min=0.25,
-                                         help="GiB of KV cache (VLLM_CPU_KVCACHE_SPACE)."),
+                                         help="GiB of KV cache (vLLM --kv-cache-memory-bytes; fractions allowed)."),
     max_num_seqs: int = typer.Option(16, "--max-num-seqs", min=1, help="vLLM --max-num-seqs."),
     startup_timeout: float = typer.Option(600.0, "--startup-timeout", min=1.0,
                                           help="Seconds to wait for /health."),
@@ -49,7 +56,8 @@ def serve(
                             kv_cache_space_gib=kv_cache_space, max_num_seqs=max_num_seqs,
                             startup_timeout_s=startup_timeout, log_path=log_file)
     srv = JudgeServer(cfg)
-    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, _on_stop_signal) for s in STOP_SIGNALS}
+    stopped_by = None
     try:
         srv.start()
         info = {"url": srv.url, "model": str(srv.model_path), "served_model_name": "judge",
@@ -63,16 +71,21 @@ def serve(
                   flush=True)
         while srv.alive():
             time.sleep(1.0)
-        tail = " | ".join(srv.log_tail())
+        tail = " | ".join(srv.log_tail(3))
         from lrsim.errors import UserError
 
         raise UserError(f"judge server exited unexpectedly; log {srv.log_path}; last lines: {tail}")
-    except (_Stop, KeyboardInterrupt):
-        print("judge: stopping", file=sys.stderr)
+    except _Stop as e:
+        stopped_by = str(e)
     finally:
+        for s in STOP_SIGNALS:  # the shutdown below must run to its end
+            signal.signal(s, signal.SIG_IGN)
         srv.stop()
         for s, h in previous.items():
             signal.signal(s, h)
+    if stopped_by:
+        print(f"judge: stopped on {stopped_by}; the server and its processes have exited",
+              file=sys.stderr, flush=True)
 
 
 @app.command()

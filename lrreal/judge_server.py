@@ -3,9 +3,11 @@
     with JudgeServer("qwen2.5-coder-0.5b-instruct") as srv:   # or a local HF folder
         verifier = make_verifier("judge", judge_url=srv.url)
 
-The server binds 127.0.0.1 only, on a free port unless one is given. `start()` returns once
-GET /health answers 200; if the process dies first (or start-up times out) it raises a UserError
-carrying the last lines of the server log. `stop()` terminates the whole process group (vLLM
+The server binds 127.0.0.1 only (`--host` in extra_args is refused), on a free port unless one
+is given (a port in use is refused before anything starts). `start()` checks the model folder and
+that model + KV cache fit in free memory, then returns once GET /health answers 200; if the
+process dies first it raises a one-line UserError naming the cause found in the server log
+(lrreal/engine_errors.py), or the log's last error line. `stop()` terminates the whole process group (vLLM
 spawns an engine-core process), escalating to SIGKILL; the child also gets SIGTERM if this
 process dies (PR_SET_PDEATHSIG), so no server outlives its owner. (PDEATHSIG follows the
 *thread* that started it: call `start()` from the main thread, or one that outlives the server.)
@@ -37,6 +39,9 @@ LOCK_PATH = "/tmp/lr-vllm.lock"
 HEALTH_POLL_S = 0.5
 STOP_GRACE_S = 15.0  # SIGTERM -> SIGKILL; vLLM shuts its engine core down in a few seconds
 LOG_TAIL_LINES = 15
+ERROR_SCAN_LINES = 400  # server log lines searched for the cause of a failed start
+GIB = 1024 ** 3
+LOOPBACK = "127.0.0.1"
 
 
 # ------------------------------------------------------------------------ machine-wide lock
@@ -135,6 +140,32 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def check_port_free(port: int, host: str = LOOPBACK) -> None:
+    """A UserError naming the port when it cannot be bound (in use, or privileged)."""
+    import errno
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise UserError(f"--port {port}: {host}:{port} is already in use by another process: "
+                                f"pick another port, or omit --port to use a free one") from None
+            if e.errno == errno.EACCES:
+                raise UserError(f"--port {port}: binding {host}:{port} is not permitted (ports below "
+                                f"1024 need root): pick a port above 1024, or omit --port") from None
+            raise UserError(f"--port {port}: cannot bind {host}:{port} ({e.strerror}): pick another "
+                            f"port, or omit --port to use a free one") from None
+
+
+def check_loopback_only(extra_args: list[str]) -> None:
+    """A judge we start listens on 127.0.0.1 only: extra vLLM arguments may not change that."""
+    for a in extra_args:
+        if a == "--host" or a.startswith("--host=") or a in ("--uds",) or a.startswith("--uds="):
+            raise UserError(f"judge server: extra argument {a!r} would change where it listens; a judge "
+                            f"we start binds 127.0.0.1 only (run `vllm serve` yourself to expose one)")
+
+
 def _die_with_parent() -> None:
     """preexec: SIGTERM this child when its parent dies (Linux PR_SET_PDEATHSIG = 1)."""
     try:
@@ -202,6 +233,7 @@ class JudgeServer:
         return [sys.executable, *_serve_entry(), str(self.model_path), "--host", "127.0.0.1", "--port", str(self.port), "--dtype", c.dtype,
                 "--max-model-len", str(c.max_model_len), "--max-num-seqs", str(c.max_num_seqs),
                 "--served-model-name", "judge", "--enforce-eager", "--disable-log-stats",
+                "--kv-cache-memory-bytes", str(int(c.kv_cache_space_gib * GIB)),
                 *c.extra_args]
 
     def environment(self) -> dict:
@@ -209,7 +241,9 @@ class JudgeServer:
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
-        env["VLLM_CPU_KVCACHE_SPACE"] = f"{self.config.kv_cache_space_gib:g}"
+        # vLLM-CPU parses VLLM_CPU_KVCACHE_SPACE as whole GiB (0.5 would crash it) and lets it
+        # override the flag: size the KV cache with --kv-cache-memory-bytes only.
+        env.pop("VLLM_CPU_KVCACHE_SPACE", None)
         env.setdefault("VLLM_CPU_OMP_THREADS_BIND", _default_threads_bind())
         iomp = Path(sys.prefix) / "lib" / "libiomp5.so"  # bundled with vllm-cpu; faster here
         if iomp.is_file() and "LD_PRELOAD" not in env:
@@ -222,12 +256,31 @@ class JudgeServer:
         with open(self.log_path, errors="replace") as f:
             return [line.rstrip() for line in deque(f, maxlen=n)]
 
+    def _context(self):
+        from .engine_errors import StartContext
+
+        c = self.config
+        return StartContext("judge server", str(self.model_path), c.max_model_len, c.kv_cache_space_gib,
+                            c.dtype, port=self.port, log_path=str(self.log_path) if self.log_path else None)
+
+    def _check_port(self) -> None:
+        if self.config.port:
+            check_port_free(self.config.port)
+
     def start(self) -> str:
         if self.proc is not None:
             return self.url
+        from .engine_errors import check_engine_config, check_free_memory, check_model_folder
+
+        check_loopback_only(self.config.extra_args)
         self.model_path = self._resolve_model()
+        folder = check_model_folder(self.model_path)
+        check_engine_config(self._context(), folder)
+        self._check_port()  # fail fast, before waiting for the lock
         self.lock.acquire()
         try:
+            self._check_port()  # again: the wait may have been long
+            check_free_memory(self._context(), folder)  # memory free now, under the lock
             self.port = self.config.port or free_port()
             if self.config.log_path:
                 self.log_path = Path(self.config.log_path)
@@ -259,9 +312,11 @@ class JudgeServer:
         while True:
             code = self.proc.poll()
             if code is not None:
-                tail = " | ".join(self.log_tail())
-                raise UserError(f"judge server (vllm serve {self.model_path}) exited with code {code} "
-                                f"during start-up; log {self.log_path}; last lines: {tail}")
+                from .engine_errors import translate
+
+                log = "\n".join(self.log_tail(ERROR_SCAN_LINES))
+                died = RuntimeError(f"vllm serve exited with code {code} during start-up")
+                raise translate(died, log, self._context())
             try:
                 if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
                     return

@@ -73,7 +73,8 @@ def lookup(name: str) -> PackagedModel:
     key = ALIASES.get(name, name)
     if key not in REGISTRY:
         known = ", ".join(sorted(REGISTRY) + sorted(ALIASES))
-        raise UserError(f"unknown model {name!r}: use one of {known}, or a local HF folder path")
+        raise UserError(f"unknown model {name!r}: no such packaged model or folder: use one of {known} "
+                        f"(`lr models list` shows them), or a local Hugging Face folder path")
     return REGISTRY[key]
 
 
@@ -215,15 +216,22 @@ def resolve(name_or_path: str, cache: Path | None = None) -> Path:
     """A model name/alias -> its prepared HF folder; a local folder path -> itself.
 
     A packaged model that is not prepared yet is a UserError saying to run `lr models prepare`.
+    The folder's contents (config.json parses, weights complete) are checked when an engine
+    starts (`engine_errors.check_model_folder`), still before anything is loaded.
     """
     p = Path(name_or_path).expanduser()
     if p.is_dir():
         if not (p / "config.json").is_file():
-            raise UserError(f"model folder {p} has no config.json: pass a Hugging Face model folder")
+            raise UserError(f"model folder {p} has no config.json, so it is not a Hugging Face model "
+                            f"folder: pass one, or a packaged model name (`lr models list` shows them)")
         return p.resolve()
+    if p.exists():
+        raise UserError(f"model {name_or_path!r} is a file, not a folder: pass a Hugging Face model "
+                        f"folder or a packaged model name (`lr models list` shows them)")
     if "/" in name_or_path and name_or_path not in REGISTRY:
-        raise UserError(f"model {name_or_path!r}: no such folder (models are not downloaded here; "
-                        f"pass a local HF folder or one of {', '.join(sorted(ALIASES))})")
+        raise UserError(f"model {name_or_path!r}: no such folder (models are not downloaded here): "
+                        f"pass a local Hugging Face folder or a packaged model "
+                        f"({', '.join(sorted(ALIASES) + sorted(REGISTRY))}; `lr models list` shows them)")
     m = lookup(name_or_path)
     path = model_dir(m, cache_dir(cache))
     if not is_ready(path):
