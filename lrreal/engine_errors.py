@@ -201,9 +201,14 @@ class StartContext:
     block_size: int = 32
     port: int | None = None
     log_path: str | None = None
+    exit_code: int | None = None    # of a server process that died while starting
 
     def head(self) -> str:
         return f"{self.what} ({Path(self.model).name})"
+
+    def failed(self) -> str:
+        return (f"exited with code {self.exit_code} during start-up" if self.exit_code is not None
+                else "failed to start")
 
 
 def check_engine_fits(ctx: StartContext, folder_info: dict, available: int | None = None) -> None:
@@ -391,7 +396,7 @@ def translate(exc: BaseException | None, log: str, ctx: StartContext) -> UserErr
     for line in reversed(text.splitlines()):
         m = _ERROR_LINE.search(line)
         if m and not any(g in line for g in _GENERIC):
-            return UserError(f"{ctx.head()} failed to start: {_one_line(m['type'] + ': ' + m['msg'])}"
+            return UserError(f"{ctx.head()} {ctx.failed()}: {_one_line(m['type'] + ': ' + m['msg'])}"
                              f"{where or ': run again with VLLM_LOGGING_LEVEL=DEBUG to see more'}")
     m = _KILLED.search(text)
     if m:
@@ -400,7 +405,7 @@ def translate(exc: BaseException | None, log: str, ctx: StartContext) -> UserErr
                                               if code == -9 else "")) if code < 0 else f"exit code {code}"
         return UserError(f"{ctx.head()}: the engine core died during start-up ({why}) without a Python "
                          f"error: check free memory (`free -g`) and the model folder's files{where}")
-    return UserError(f"{ctx.head()} failed to start: {_one_line(_chain_text(exc) or 'no error text')}{where}")
+    return UserError(f"{ctx.head()} {ctx.failed()}: {_one_line(_chain_text(exc) or 'no error text')}{where}")
 
 
 def translated_start(ctx: StartContext, start, capture_name: str = "engine"):

@@ -216,6 +216,7 @@ class JudgeServer:
         self.model_path: Path | None = None
         self.log_path: Path | None = None
         self.startup_s: float | None = None
+        self._folder_info: dict | None = None  # set by _resolve_model (config, parameter count)
 
     @property
     def url(self) -> str:
@@ -224,9 +225,13 @@ class JudgeServer:
         return f"http://127.0.0.1:{self.port}"
 
     def _resolve_model(self) -> Path:
+        """The model's folder, checked the way vLLM would load it (milliseconds)."""
         from . import models
+        from .engine_errors import check_model_folder
 
-        return Path(models.resolve(self.config.model))
+        path = Path(models.resolve(self.config.model))
+        self._folder_info = check_model_folder(path)
+        return path
 
     def command(self) -> list[str]:
         c = self.config
@@ -270,17 +275,19 @@ class JudgeServer:
     def start(self) -> str:
         if self.proc is not None:
             return self.url
-        from .engine_errors import check_engine_config, check_free_memory, check_model_folder
+        from .engine_errors import check_engine_config, check_free_memory
 
         check_loopback_only(self.config.extra_args)
         self.model_path = self._resolve_model()
-        folder = check_model_folder(self.model_path)
-        check_engine_config(self._context(), folder)
+        folder = self._folder_info
+        if folder:
+            check_engine_config(self._context(), folder)
         self._check_port()  # fail fast, before waiting for the lock
         self.lock.acquire()
         try:
             self._check_port()  # again: the wait may have been long
-            check_free_memory(self._context(), folder)  # memory free now, under the lock
+            if folder:
+                check_free_memory(self._context(), folder)  # memory free now, under the lock
             self.port = self.config.port or free_port()
             if self.config.log_path:
                 self.log_path = Path(self.config.log_path)
@@ -315,8 +322,9 @@ class JudgeServer:
                 from .engine_errors import translate
 
                 log = "\n".join(self.log_tail(ERROR_SCAN_LINES))
-                died = RuntimeError(f"vllm serve exited with code {code} during start-up")
-                raise translate(died, log, self._context())
+                ctx = self._context()
+                ctx.exit_code = code
+                raise translate(None, log, ctx)
             try:
                 if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
                     return

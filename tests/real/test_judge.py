@@ -146,7 +146,9 @@ def test_free_port_and_command_are_loopback_only():
     assert cmd[cmd.index("--dtype") + 1] == "bfloat16" and cmd[cmd.index("--max-model-len") + 1] == "1024"
     assert "/models/m" in cmd
     env = srv.environment()
-    assert env["VLLM_CPU_KVCACHE_SPACE"] == "0.5" and env["HF_HUB_OFFLINE"] == "1"
+    # vLLM-CPU parses VLLM_CPU_KVCACHE_SPACE as whole GiB: 0.5 GiB goes by flag, the env is unset
+    assert cmd[cmd.index("--kv-cache-memory-bytes") + 1] == str(2 ** 29)
+    assert "VLLM_CPU_KVCACHE_SPACE" not in env and env["HF_HUB_OFFLINE"] == "1"
 
 
 def test_cli_serve_rejects_bad_input_without_traceback():
