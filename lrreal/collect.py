@@ -238,30 +238,29 @@ def collect(spec: CollectSpec, on_record=None, on_start=None) -> CollectSummary:
     summary = CollectSummary(out=spec.out)
     # SIGINT/SIGTERM raise shutdown.Interrupted: the finally blocks stop the engines; the guard
     # stops any child left over and, through its reaper, engine cores orphaned by a SIGKILL.
-    with shutdown.signals_to_exceptions():
-        try:
-            pairs = with_samples(load_problems(spec.dataset, spec.limit, spec.offset), spec.samples)
-            with TraceWriter(spec.out, resume=spec.resume) as writer:
-                done = writer.completed_keys()
-                todo = [(p, s) for p, s in pairs if (p.id, s, spec.mode) not in done]
-                summary.skipped = len(pairs) - len(todo)
-                if on_start:
-                    on_start(len(pairs), summary.skipped)
-                if not todo:
-                    return summary
-                col = Collector(spec)  # resolves models (a UserError if not prepared) before the lock
-                with vllm_lock(), shutdown.EngineGuard():
-                    asyncio.run(_collect_async(col, todo, writer, summary, on_record))
-        except shutdown.Interrupted as e:
-            e.summary = summary
-            raise
+    with shutdown.signals_to_exceptions() as signals:
+        signals.summary = summary  # carried by the Interrupted exception
+        pairs = with_samples(load_problems(spec.dataset, spec.limit, spec.offset), spec.samples)
+        with TraceWriter(spec.out, resume=spec.resume) as writer:
+            done = writer.completed_keys()
+            todo = [(p, s) for p, s in pairs if (p.id, s, spec.mode) not in done]
+            summary.skipped = len(pairs) - len(todo)
+            if on_start:
+                on_start(len(pairs), summary.skipped)
+            if not todo:
+                return summary
+            col = Collector(spec)  # resolves models (a UserError if not prepared) before the lock
+            with vllm_lock(), shutdown.EngineGuard():
+                asyncio.run(_collect_async(col, todo, writer, summary, on_record))
     return summary
 
 
 async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, on_record) -> None:
+    shutdown.cancel_on_signal(asyncio.current_task())
     try:
         col.verifier = col.make_verifier()
-        col.start()
+        with shutdown.engine_start():
+            col.start()
         await col.warm_up()
         for prob, sample in todo:
             try:

@@ -303,37 +303,71 @@ def _orphans_of_group(pgid: int, since: int, exclude: set[int]) -> list[int]:
 
 
 # ------------------------------------------------------------------------------ signals
+# Where a signal lands decides what it does (measured on the vLLM CPU engines: raising an
+# exception from inside vLLM's start-up wait left the process hung in its cleanup):
+# - while engines start (`engine_start()`): our new child processes get SIGTERM, so the start
+#   fails through vLLM's own error path, and `Interrupted` replaces that error afterwards;
+# - inside the collector's event loop (`cancel_on_signal(task)`): the main task is cancelled,
+#   so its `finally` stops the engines from inside their loop, as a normal exit does;
+# - elsewhere: `Interrupted` is raised at once (after `critical()` regions).
+# A second signal is ignored; a watchdog SIGKILLs our children and exits if stopping stalls.
 
 class _SignalState:
     def __init__(self):
         self.got: int | None = None
         self.defer = 0
         self.pending = False
+        self.starting = 0
+        self.task = None
+        self.loop = None
+        self.err_fd: int | None = None   # our real stderr (engine start-up redirects fd 2)
+        self.summary = None
 
 
 _state = _SignalState()
 
 
+def _say(msg: str) -> None:
+    fd = _state.err_fd if _state.err_fd is not None else 2
+    with contextlib.suppress(OSError):
+        os.write(fd, (msg + "\n").encode())
+
+
+def _children() -> list[int]:
+    return [p for p in descendants(os.getpid())
+            if not _is_resource_tracker(p) and "lrreal.shutdown reap" not in cmdline(p)]
+
+
+def _interrupted(signum: int) -> Interrupted:
+    e = Interrupted(signum)
+    e.summary = _state.summary
+    return e
+
+
 def _handler(signum, frame):
+    name = signal.Signals(signum).name
     if _state.got is not None:
-        print(f"lr: {signal.Signals(signum).name} again: already stopping", file=sys.stderr, flush=True)
+        _say(f"lr: {name} again: already stopping")
         return
     _state.got = signum
-    name = signal.Signals(signum).name
-    print(f"lr: {name}: stopping the engines (records already written are kept)",
-          file=sys.stderr, flush=True)
+    _say(f"lr: {name}: stopping the engines (records already written are kept)")
     t = threading.Timer(SHUTDOWN_WATCHDOG_S, _watchdog, args=(signum,))
     t.daemon = True
     t.start()
+    if _state.starting:
+        threading.Thread(target=terminate, args=(_children(),), daemon=True).start()
+    task, loop = _state.task, _state.loop
+    if task is not None and not task.done() and loop is not None and loop.is_running():
+        loop.call_soon_threadsafe(task.cancel)
+        return
     if _state.defer:
         _state.pending = True
-    else:
-        raise Interrupted(signum)
+        return
+    raise _interrupted(signum)
 
 
 def _watchdog(signum: int) -> None:
-    print(f"lr: engines did not stop within {SHUTDOWN_WATCHDOG_S:.0f} s; killing them",
-          file=sys.stderr, flush=True)
+    _say(f"lr: engines did not stop within {SHUTDOWN_WATCHDOG_S:.0f} s; killing them")
     for p in descendants(os.getpid()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(p, signal.SIGKILL)
@@ -342,20 +376,54 @@ def _watchdog(signum: int) -> None:
 
 @contextlib.contextmanager
 def signals_to_exceptions():
-    """SIGINT/SIGTERM raise `Interrupted` (once; later signals are ignored while we stop).
+    """SIGINT/SIGTERM end the block with `Interrupted` (whatever error the stopping caused on
+    the way). Yields the state: set `.summary` to what the caller wants `Interrupted` to carry.
     Only the main thread can own signal handlers; elsewhere this is a no-op."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield _SignalState()
         return
-    old = {s: signal.signal(s, _handler) for s in HANDLED}
     import faulthandler
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1`: where is it stuck?
-    _state.got, _state.defer, _state.pending = None, 0, False
+
+    _state.__init__()
+    _state.err_fd = os.dup(2)
+    err = os.fdopen(os.dup(_state.err_fd), "w")
+    faulthandler.register(signal.SIGUSR1, file=err, all_threads=True)  # `kill -USR1`: stuck where?
+    old = {s: signal.signal(s, _handler) for s in HANDLED}
     try:
-        yield
+        yield _state
+    except BaseException as e:
+        if _state.got is not None and not isinstance(e, Interrupted):
+            raise _interrupted(_state.got) from None
+        raise
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        faulthandler.unregister(signal.SIGUSR1)
+        err.close()
+        os.close(_state.err_fd)
+        _state.err_fd = None
+    if _state.got is not None and _state.pending:
+        raise _interrupted(_state.got)
+
+
+def cancel_on_signal(task) -> None:
+    """From now on a signal cancels TASK (the collector's main task) instead of raising."""
+    _state.task, _state.loop = task, task.get_loop()
+
+
+@contextlib.contextmanager
+def engine_start():
+    """Engines starting: a signal terminates our new children instead of raising in vLLM."""
+    _state.starting += 1
+    _state.defer += 1
+    try:
+        yield
+    finally:
+        _state.starting -= 1
+        _state.defer -= 1
+        if _state.got is not None:
+            _state.pending = False
+            raise _interrupted(_state.got)
 
 
 @contextlib.contextmanager
@@ -368,7 +436,7 @@ def critical():
         _state.defer -= 1
         if not _state.defer and _state.pending:
             _state.pending = False
-            raise Interrupted(_state.got)
+            raise _interrupted(_state.got)
 
 
 def main(argv: list[str]) -> int:
