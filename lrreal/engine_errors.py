@@ -398,9 +398,9 @@ def translate(exc: BaseException | None, log: str, ctx: StartContext) -> UserErr
         if m and not any(g in line for g in _GENERIC):
             return UserError(f"{ctx.head()} {ctx.failed()}: {_one_line(m['type'] + ': ' + m['msg'])}"
                              f"{where or ': run again with VLLM_LOGGING_LEVEL=DEBUG to see more'}")
-    m = _KILLED.search(text)
-    if m:
-        code = int(m["code"])
+    codes = [int(c) for c in _KILLED.findall(text)]
+    if codes:
+        code = min(codes)  # a signal (negative) says more than the exit code 1 it caused
         why = (f"killed by signal {-code}" + (" (SIGKILL: often the kernel's out-of-memory killer)"
                                               if code == -9 else "")) if code < 0 else f"exit code {code}"
         return UserError(f"{ctx.head()}: the engine core died during start-up ({why}) without a Python "
