@@ -1,0 +1,155 @@
+"""Judge faults at collection scale: `lr collect --mode lr --verifier judge` on the deterministic
+fake engine against `python -m lrreal.fault_judge` in each fault mode (a separate process, so
+`die` is a real process exit).
+
+    .venv/bin/python benchmarks/bench_judge_faults.py [--problems 20] [--timeout 0.5] [--retries 1]
+
+Per mode: verifications that reached the judge, how many failed (recorded as rejections) and by
+cause, what the server injected (chat requests that got a fault; with retries one failed
+verification can consume several), whether the run finished with every record written, wall
+time, and the slowest failed verification against the bound (retries+1)*timeout + back-offs.
+Writes benchmarks/results/judge_faults.json.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lrreal import collect as collect_mod  # noqa: E402
+from lrreal import models  # noqa: E402
+from lrreal import verifiers as verifiers_mod  # noqa: E402
+from lrreal.fake_engine import MARKER, FakeEngine  # noqa: E402
+from lrreal.traces import read_traces  # noqa: E402
+
+MODES = ["ok", "slow", "garbage", "http-error", "die", "mixed"]
+SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
+          "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
+DIE_AFTER = 10  # mode die: answers this many, then the process exits
+
+
+class StubTokenizer:
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
+
+    def __call__(self, text):
+        return {"input_ids": text.split()}
+
+
+def fake_start(self):
+    """Target 4 ms/token, draft 0.2 ms/token; drafts differ at steps 1-3 (each goes to the judge)."""
+    self.engines["target"] = FakeEngine("target", SCRIPT, per_token_s=0.004)
+    if self.draft_path is not None:
+        self.engines["draft"] = FakeEngine("draft", SCRIPT, per_token_s=0.0002,
+                                           wrong=lambda step, seed: step >= 1)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def start_judge(mode: str, seed: int, stats: Path, slow_s: float):
+    cmd = [sys.executable, "-m", "lrreal.fault_judge", "--mode", mode, "--seed", str(seed),
+           "--port", "0", "--stats-file", str(stats), "--slow-s", str(slow_s), "--trickle-s", "0.05"]
+    if mode == "die":
+        cmd += ["--die-after", str(DIE_AFTER)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return proc, proc.stdout.readline().strip()
+
+
+def run_mode(mode: str, args, folder: Path, index: int) -> dict:
+    out, stats = folder / f"{index}-{mode}.jsonl", folder / f"{index}-{mode}.stats.json"
+    proc, url = start_judge(mode, args.seed, stats, slow_s=10 * args.timeout)
+    make = functools.partial(verifiers_mod.make_verifier, judge_timeout_s=args.timeout,
+                             judge_retries=args.retries, judge_backoff_s=args.backoff)
+    spec = collect_mod.CollectSpec(mode="lr", limit=args.problems, depth=2, max_tokens=200,
+                                   verifier="judge", judge_url=url, out=str(out))
+    finished, error = True, None
+    t0 = time.monotonic()
+    with mock.patch.object(models, "resolve", lambda name, cache=None: folder), \
+         mock.patch.object(collect_mod, "vllm_lock", lambda: _Null()), \
+         mock.patch.object(collect_mod.Collector, "start", fake_start), \
+         mock.patch.object(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer()), \
+         mock.patch.object(verifiers_mod, "make_verifier", make):
+        try:
+            summary = collect_mod.collect(spec)
+        except BaseException as e:  # the point of the benchmark: this must never happen
+            finished, error, summary = False, f"{type(e).__name__}: {e}", None
+    wall = time.monotonic() - t0
+    if proc.poll() is None:
+        proc.terminate()
+    proc.wait(timeout=10)
+    recs = read_traces(out) if out.exists() else []
+    checks = [s["verify"] for r in recs for s in r["steps"]
+              if s.get("verify") and s["verify"]["method"] == "judge" and not s["verify"]["shortcut"]]
+    failed = [v for v in checks if v["error"]]
+    row = collect_mod.summarize(recs)[0] if recs else {}
+    served = json.loads(stats.read_text())
+    r = args.retries
+    return {"mode": mode, "problems": args.problems,
+            "records_written": summary.written if summary else 0,
+            "problems_failed": len(summary.failed) if summary else None,
+            "run_finished": finished and summary is not None and summary.written == args.problems,
+            "error": error,
+            "verifications": row.get("verifications"), "judged": len(checks),
+            "failed": row.get("verifications_failed"),
+            "failed_in_trace": len(failed),
+            "failed_by_cause": row.get("verification_failures_by_cause"),
+            "server_chat_requests": served["chat_requests"], "server_injected": served["injected"],
+            "server_served": served["served"], "server_died": served["dead"],
+            "wall_time_s": round(wall, 2),
+            "slowest_failed_verification_s": round(max((v["end"] - v["start"] for v in failed), default=0), 3),
+            "bound_s": round((r + 1) * args.timeout + args.backoff * (2 ** r - 1), 3)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--problems", type=int, default=20)
+    ap.add_argument("--timeout", type=float, default=0.5, help="judge client timeout per attempt (s)")
+    ap.add_argument("--retries", type=int, default=1)
+    ap.add_argument("--backoff", type=float, default=0.1, help="first retry back-off (s)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/judge_faults.json"))
+    args = ap.parse_args()
+    from lrreal.datasets import load_problems
+    load_problems("gsm8k", args.problems)  # first calls are slow (data set, torch import for the
+    collect_mod.hardware()                 # run record): keep them out of the first mode's time
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "config.json").write_text("{}")
+        run_mode("ok", argparse.Namespace(**{**vars(args), "problems": 2}), folder, -1)  # warm-up, not reported
+        for i, mode in enumerate(args.modes.split(",")):
+            rows.append(run_mode(mode, args, folder, i))
+            r = rows[-1]
+            print(f"{mode:11} finished={'yes' if r['run_finished'] else 'NO':3} records={r['records_written']:3} "
+                  f"judged={r['judged']:4} failed={r['failed']:4} by cause={r['failed_by_cause']} "
+                  f"injected={r['server_injected']:4} (of {r['server_chat_requests']} requests) "
+                  f"wall={r['wall_time_s']:6.1f}s slowest failed={r['slowest_failed_verification_s']:.2f}s "
+                  f"(bound {r['bound_s']:.2f}s)", flush=True)
+    doc = {"benchmark": "judge_faults", "client": {"timeout_s": args.timeout, "retries": args.retries,
+                                                   "backoff_s": args.backoff},
+           "engine": "fake (deterministic)", "cpus": os.cpu_count(), "rows": rows}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
