@@ -90,6 +90,8 @@ def _read_jsonl(path: Path, required: tuple[str, ...], lines: list[int] | None =
             row = json.loads(line)
         except json.JSONDecodeError as e:
             raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); one JSON object per line") from None
+        except RecursionError:
+            raise UserError(f"{path}:{n}: JSON nested too deeply; one flat object per line") from None
         if not isinstance(row, dict):
             raise UserError(f"{path}:{n}: expected a JSON object with {', '.join(required)}")
         for key in required:

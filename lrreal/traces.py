@@ -91,8 +91,13 @@ def _path_str(parts: Iterable[Any]) -> str:
     return out or "<record>"
 
 
+MAX_NUMBER = 1e300  # beyond any time or count; larger integers do not even convert to float
+
+
 def _non_finite(obj: Any, path: tuple = ()) -> tuple | None:
     if isinstance(obj, float) and not math.isfinite(obj):
+        return path
+    if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) > MAX_NUMBER:
         return path
     items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
     for k, v in items:
@@ -154,14 +159,15 @@ def validate_record(rec: Any, where: str | None = None) -> dict:
     if where is None:
         where = "record " + ", ".join(f"{k}={rec.get(k)!r}" for k in ("problem_id", "sample", "mode"))
     version = rec.get("schema_version")
-    if version not in SUPPORTED_VERSIONS:
+    if not isinstance(version, int) or isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
         hint = ("it is newer than this toolkit: upgrade it" if isinstance(version, int)
                 and version > max(SUPPORTED_VERSIONS) else "not a trace of a supported version")
         raise TraceError(where, "schema_version",
                          f"is {version!r}; this toolkit reads {sorted(SUPPORTED_VERSIONS)} ({hint})")
     bad = _non_finite(rec)
     if bad is not None:
-        raise TraceError(where, _path_str(bad), "is NaN or infinite (JSON allows finite numbers only)")
+        raise TraceError(where, _path_str(bad), "is NaN, infinite or beyond 1e300 (numbers must be "
+                                                "finite and in range)")
     errors = list(_validator().iter_errors(rec))
     if errors:
         from jsonschema.exceptions import best_match
@@ -198,6 +204,8 @@ def _parse_line(raw: bytes, where: str):
     except _DuplicateKey as e:
         raise TraceError(where, e.key, "appears twice in one JSON object (a hand edit?); keep "
                                        "one") from None
+    except RecursionError:
+        raise TraceError(where, "<line>", "JSON nested too deeply to be a trace record") from None
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -26,7 +26,7 @@ LR_MODES = ("lr", "lr+sd", "lr-sync")
 
 def read_records(path: str | Path) -> list[dict]:
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():  # a directory or unreadable file: the reader names it
         raise UserError(f"{p}: trace file not found")
     from lrreal.traces import read_traces
 

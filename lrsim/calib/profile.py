@@ -199,7 +199,7 @@ def validate_doc(doc, where: str = "profile") -> dict:
         raise UserError(f"{where}: field {_field(e)}: {' '.join(msg.split())[:200]}")
     bad = _non_finite(doc)
     if bad is not None:
-        raise UserError(f"{where}: field {bad}: is infinite or NaN (numbers must be finite)")
+        raise UserError(f"{where}: field {bad}: is infinite, NaN or beyond 1e300 (numbers must be finite)")
     for d, (proposed, accepted) in doc["step_acceptance"]["by_depth"].items():
         if accepted > proposed:
             raise UserError(f"{where}: field step_acceptance.by_depth.{d}: accepted {accepted} > "
@@ -225,6 +225,8 @@ def load_profile(path: str | Path) -> Profile:
                          object_pairs_hook=lambda pairs: _unique_keys(p, pairs))
     except json.JSONDecodeError as e:
         raise UserError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
+    except RecursionError:
+        raise UserError(f"{p}: JSON nested too deeply to be a profile") from None
     return Profile(validate_doc(doc, str(p)), str(p))
 
 
@@ -239,7 +241,8 @@ def _unique_keys(p: Path, pairs: list) -> dict:
 
 def _non_finite(x, where: str = "") -> str | None:
     """The dotted path of the first non-finite number (1e400 parses as inf), or None."""
-    if isinstance(x, float) and not math.isfinite(x):
+    if isinstance(x, float) and not math.isfinite(x) or (
+            isinstance(x, int) and not isinstance(x, bool) and abs(x) > 1e300):  # float() overflows
         return where or "(top level)"
     items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
     for k, v in items:

@@ -67,7 +67,7 @@ class _Doc:
         v = self.t[key]
         ok = isinstance(v, typ) and not (typ in ((int,), int) and isinstance(v, bool))
         if typ is float and isinstance(v, int) and not isinstance(v, bool):
-            v, ok = float(v), True
+            v, ok = (float(v) if abs(v) <= 1e300 else math.inf), True  # huge ints: "not finite" below
         if not ok:
             raise self.err(key, f"expected {getattr(typ, '__name__', typ)}, got {v!r}")
         if isinstance(v, float) and not math.isfinite(v):
@@ -91,6 +91,13 @@ LATENCY_KEYS = {
 }
 
 
+def _number(x) -> bool:
+    """A finite number (TOML integers are unbounded; float() of a 400-digit one overflows)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    return abs(x) <= 1e300 if isinstance(x, int) else math.isfinite(x)
+
+
 def _rows(doc: _Doc, key: str, widths: tuple[int, ...], shape: str, required: bool) -> list[list[float]]:
     """A table of numeric rows ([batch, ms] ...): finite, >= 0, the right width."""
     rows = doc.get(key, list, [] if not required else None, required=required)
@@ -98,9 +105,7 @@ def _rows(doc: _Doc, key: str, widths: tuple[int, ...], shape: str, required: bo
         raise doc.err(key, f"needs at least one row {shape}")
     out = []
     for i, r in enumerate(rows):
-        if not (isinstance(r, list) and len(r) in widths and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
-                for x in r)):
+        if not (isinstance(r, list) and len(r) in widths and all(_number(x) and x >= 0 for x in r)):
             raise doc.err(f"{key}[{i}]", f"rows must be {shape} of finite numbers >= 0, got {r!r}")
         out.append([float(x) for x in r])
     return out
@@ -156,6 +161,8 @@ def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
     if not devs:
         raise doc.err("devices", "needs at least one device name")
     for d in devs:
+        if not isinstance(d, str):
+            raise doc.err("devices", f"must be a list of device names (strings), got {d!r}")
         if d not in devices:
             raise doc.err("devices", f"unknown device {d!r} (declared: {', '.join(devices)})")
     tp = doc.get("tp", int, len(devs), lo=1)
@@ -176,14 +183,17 @@ def _workload(doc: _Doc | None, seed: int):
         if not p.exists():
             raise doc.err("path", f"{p}: trace file not found (a relative path is looked up beside "
                                   "the scenario, then in the current directory)")
-        return TraceWorkload.from_file(p, mode=doc.get("mode", str, None))
+        mode = doc.get("mode", str, None)
+        try:
+            return TraceWorkload.from_file(p, mode=mode)
+        except UserError as e:  # the trace's own error (file:line: field), under this field
+            raise doc.err("path", str(e)) from None
     if kind != "synthetic":
         raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
     doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
                     "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "note"})
     abd = doc.get("alpha_by_depth", list, None)
-    if abd is not None and not all(isinstance(a, (int, float)) and not isinstance(a, bool)
-                                   and 0 <= a <= 1 for a in abd):
+    if abd is not None and not all(_number(a) and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
     return Synthetic(
         n_requests=doc.get("requests", int, 1, lo=1), steps=doc.get("steps", int, 200, lo=1),
@@ -215,6 +225,8 @@ def load(name: str, seed: int = 0) -> Config:
         raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a BOM is fine
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: invalid TOML ({e})") from None
+    except RecursionError:
+        raise UserError(f"{path}: TOML nested too deeply to be a scenario") from None
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not a UTF-8 text file (byte {e.start}); scenarios are TOML") from None
     except OSError as e:
