@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "fuzz_params.json"
 # Examples per property = CI examples x scale x this weight (the CLI properties cost 10-500 ms
 # per input, the library ones well under 1 ms).
-WEIGHT = {"theory.speedup_point": 1.0, "theory.optimize": 1.0, "cli.theory-speedup": 0.4,
+WEIGHT = {"theory.speedup_point": 1.0, "theory.optimize": 1.0, "cli.theory-speedup": 0.2,
           "cli.theory-optimize": 0.4, "sim.build": 1.5, "cli.simulate": 0.2}
 
 

@@ -225,8 +225,9 @@ def prop_sim_options(opts):
     except UserError as e:
         assert str(e) and "\n" not in str(e)
         return
-    for v in (cfg.k1, cfg.depth, cfg.width, cfg.k2):
+    for v in (cfg.depth, cfg.width, cfg.k2):
         assert isinstance(v, int) and 1 <= v <= MAX_KNOB
+    assert isinstance(cfg.k1, int) and 1 <= cfg.k1 <= MAX_KNOB + 1   # --depth d runs k1 = d + 1
     assert cfg.policy in ("ar", "sd", "lr-sync", "lr-async", "lr-stage")
     wl = cfg.workload
     for name in ("alpha1", "alpha2"):
