@@ -3,9 +3,11 @@
 Each vLLM engine is a spawned engine-core process (with helpers of its own) holding ~5-10 GiB.
 Three mechanisms make sure none outlives the run that started it:
 
-- `signals_to_exceptions()`: SIGINT / SIGTERM raise `Interrupted` in the main thread (deferred
-  while a record is being appended, see `critical()`), so the collector's `finally` blocks stop
-  the engines inside their event loop; a watchdog SIGKILLs what is left and exits if that stalls.
+- `signals_to_exceptions()`: SIGINT / SIGTERM end the run with `Interrupted` (exit 130 / 143
+  in the CLI) after the engines are stopped: during engine start-up the new engine processes
+  are terminated, inside the event loop the main task is cancelled (its `finally` stops the
+  engines), never in the middle of appending a record; a watchdog SIGKILLs what is left and
+  exits if stopping stalls (see the notes above `_SignalState`).
 - `EngineGuard` (around engine start-up and shutdown) starts a tiny reaper process that records
   our new child processes (pid + start time) every REAPER_POLL_S in a registry file and waits on
   a pipe from us: when we die, even by SIGKILL, the kernel closes the pipe and the reaper stops
