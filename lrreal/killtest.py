@@ -131,9 +131,18 @@ def _kill_once(cfg: KillTestConfig, kind: str, delay: float, tear_at: int) -> di
     _kill_leftovers(survivors)
     if p.stdout:
         p.stdout.close()
-    return {"kind": kind, "t_s": round(killed_at if killed_at is not None else time.monotonic() - t0, 3),
+    grew = _size(cfg.out) != before
+    if killed_at is None:
+        phase = "finished first"
+    elif kind != "timed":
+        phase = "writing a record"
+    else:
+        phase = ("mid-record (after a write)" if grew else
+                 "engines up, first record" if engines else "start-up (no engine yet)")
+    return {"kind": kind, "phase": phase,
+            "t_s": round(killed_at if killed_at is not None else time.monotonic() - t0, 3),
             "rc": p.returncode, "killed": killed_at is not None or p.returncode == -signal.SIGKILL,
-            "engines_seen": engines, "grew": _size(cfg.out) != before,
+            "engines_seen": engines, "grew": grew,
             "lines_after": _line_count(cfg.out), "orphans": len(survivors),
             "orphan_cmds": [cmdline(x)[:80] for x in survivors], "linger_s": round(linger, 2)}
 
@@ -206,6 +215,7 @@ def kill_test(cfg: KillTestConfig, expected: set[tuple], progress=None) -> dict:
             "kills_during_startup": sum(k["killed"] and not k["engines_seen"] for k in kills),
             "kills_on_write": sum(k["killed"] and k["kind"] in ("on-write", "torn") for k in kills),
             "torn_tails_dropped": len(dropped),
+            "phases": {ph: sum(k["phase"] == ph for k in kills) for ph in sorted({k["phase"] for k in kills})},
             "kill_times": [k["t_s"] for k in kills], "kills": kills,
             "final_rc": p.returncode, "final_written": final and final.get("written"),
             "final_skipped": final and final.get("skipped"), "final_orphans": len(final_left),
