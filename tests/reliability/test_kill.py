@@ -110,7 +110,7 @@ def test_real_engines_signal_stops_cleanly(tmp_path, vllm_held, sig, group, afte
     assert r["sent"] and r["rc"] == 128 + sig, r
     assert len(r["error_lines"]) == 1 and signal.Signals(sig).name in r["error_lines"][0], r
     assert r["orphans"] == 0, r
-    assert r["records_after"] == r["lines_before"] >= after, r
+    assert r["records_after"] >= r["lines_before"] >= after, r  # a record in flight may land
     assert r["exit_s"] < 30, r
 
 
