@@ -101,8 +101,7 @@ KNOWN_LATE = {
     *(("collect", f, HUGE) for f in ("--depth", "--width", "--max-tokens", "--max-step-tokens",
                                      "--top-k", "--max-model-len", "--kv-cache-space", "--block-size",
                                      "--num-speculative-tokens", "--prompt-lookup-max")),
-    ("judge ask", "--judge-retries", HUGE), ("judge serve", "--max-model-len", HUGE),
-    ("judge serve", "--max-num-seqs", HUGE),
+    ("judge ask", "--judge-retries", HUGE), ("judge serve", "--max-num-seqs", HUGE),
 }
 # ... and one that hangs (builds a list of 1e20 (problem, sample) pairs): not run.
 KNOWN_HANG = {("collect", "--samples", HUGE)}
