@@ -10,6 +10,8 @@ re-parenting. Kill points (seeded) are of three kinds:
               start-up, engine loading and the middle of a record);
 - "on-write": SIGKILL the moment the trace file grows, i.e. during or right after a record's
               write()/fsync();
+- "mid-record": once this run has written a record, SIGKILL after a further uniform random
+              delay in [0, mid_s] (inside the next record, with the engines warm);
 - "torn":     (fake engine only, `tear_env`) the writer SIGKILLs itself halfway through a line, a
               deterministic torn tail.
 After each kill the parent is gone; its session must empty within `orphan_timeout_s` (survivors
@@ -48,6 +50,8 @@ class KillTestConfig:
     min_s: float = 0.5                            # "timed" kill window after process start
     max_s: float = 60.0
     kinds: tuple[str, ...] = ("timed", "timed", "on-write")   # drawn uniformly per kill
+    cycle_kinds: bool = False                     # True: kinds in order, kill i gets kinds[i % k]
+    mid_s: float = 20.0                           # "mid-record": delay window after a write
     command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "cli"])
     env: dict = field(default_factory=dict)       # extra environment of every run
     tear_env: str | None = None                   # env var that makes the writer tear line k
@@ -116,12 +120,15 @@ def _kill_once(cfg: KillTestConfig, kind: str, delay: float, tear_at: int) -> di
     t0 = time.monotonic()
     p = _start(cfg, extra)
     engines = False
-    killed_at = None
+    killed_at = mid_deadline = None
     while p.poll() is None:
         now = time.monotonic() - t0
         if not engines and int(now / 0.25) != int((now - POLL_S) / 0.25):
             engines = _engines_seen(p.pid)  # a /proc scan: only every 0.25 s
-        if (kind == "timed" and now >= delay) or (kind == "on-write" and _size(cfg.out) != before):
+        if kind == "mid-record" and mid_deadline is None and _size(cfg.out) != before:
+            mid_deadline = now + delay
+        if ((kind == "timed" and now >= delay) or (kind == "on-write" and _size(cfg.out) != before)
+                or (mid_deadline is not None and now >= mid_deadline)):
             os.kill(p.pid, signal.SIGKILL)  # the parent only, as the OOM killer or `kill -9` do
             killed_at = now
             break
@@ -132,10 +139,12 @@ def _kill_once(cfg: KillTestConfig, kind: str, delay: float, tear_at: int) -> di
     if p.stdout:
         p.stdout.close()
     grew = _size(cfg.out) != before
-    if killed_at is None:
+    if killed_at is None and p.returncode != -signal.SIGKILL:
         phase = "finished first"
-    elif kind != "timed":
+    elif kind in ("on-write", "torn"):
         phase = "writing a record"
+    elif kind == "mid-record":
+        phase = "mid-record (after a write)"
     else:
         phase = ("mid-record (after a write)" if grew else
                  "engines up, first record" if engines else "start-up (no engine yet)")
@@ -184,8 +193,8 @@ def kill_test(cfg: KillTestConfig, expected: set[tuple], progress=None) -> dict:
     t0 = time.monotonic()
     kills = []
     for i in range(cfg.n):
-        kind = rng.choice(cfg.kinds)
-        delay = rng.uniform(cfg.min_s, cfg.max_s)
+        kind = cfg.kinds[i % len(cfg.kinds)] if cfg.cycle_kinds else rng.choice(cfg.kinds)
+        delay = rng.uniform(0.0, cfg.mid_s) if kind == "mid-record" else rng.uniform(cfg.min_s, cfg.max_s)
         tear_at = rng.randint(1, 3)
         kills.append(_kill_once(cfg, kind, delay, tear_at))
         if progress:

@@ -88,11 +88,13 @@ def vllm_held():
 @pytest.mark.real
 @pytest.mark.slow
 def test_real_engines_kill_loop(tmp_path, vllm_held):
-    """N=3 SIGKILLs of `lr collect` on the vLLM engine (start-up, loading, mid-record, on write),
-    resumed each time: both records exactly once, valid; no engine process left behind."""
+    """N=3 SIGKILLs of `lr collect` on the vLLM engine - at a random time in start-up, inside
+    the second record, on the write of a record - resumed each time: both records exactly once,
+    valid; no engine process left behind."""
     cfg = KillTestConfig(collect_args=[*REAL_KILL_ARGS, "--cache-dir", str(vllm_held)],
                          out=tmp_path / "t.jsonl", n=3, seed=3, min_s=5, max_s=50,
-                         kinds=("timed", "timed", "on-write"), orphan_timeout_s=30)
+                         kinds=("timed", "mid-record", "on-write"), cycle_kinds=True, mid_s=10,
+                         orphan_timeout_s=30)
     res = kill_test(cfg, expected_keys("gsm8k", 2, "ar"))
     _assert_exactly_once(res)
     assert res["max_linger_s"] < 15, res["kills"]
