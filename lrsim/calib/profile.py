@@ -206,9 +206,12 @@ def validate_doc(doc, where: str = "profile") -> dict:
                             f"proposed {proposed}")
     for key, lat in doc["latency"].items():
         try:
-            latency_from_doc(lat, key)
+            t1 = latency_from_doc(lat, key).per_token()
         except UserError as e:
             raise UserError(f"{where}: field latency.{key}: {e}") from None
+        if not (t1 > 0 and math.isfinite(t1)):  # c1 and every speedup divide by it
+            raise UserError(f"{where}: field latency.{key}: a decode step takes {t1!r} s at batch 1; "
+                            "it must take a positive, finite time")
     return doc
 
 

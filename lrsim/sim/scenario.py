@@ -241,7 +241,12 @@ def load(name: str, seed: int = 0) -> Config:
             raise doc.err(f"devices.{name}", f"must be a string (the device kind), got {kind!r}")
     models = doc.sub("models", required=True)
     models.check_keys({"target", "draft", "judge"})
-    target = _placement(models.sub("target", required=True), "target", devices)
+    target_doc = models.sub("target", required=True)
+    target = _placement(target_doc, "target", devices)
+    t1 = target.latency.per_token()
+    if not (t1 > 0 and math.isfinite(t1)):  # every speedup is a ratio to it (c1 = draft / target)
+        raise target_doc.err("latency", f"a target decode step takes {t1!r} s at batch 1; it must "
+                                        "take a positive, finite time")
     draft = models.sub("draft")
     draft = _placement(draft, "draft", devices) if draft else None
     judge = models.sub("judge")

@@ -297,6 +297,8 @@ def test_fuzz_scenario_parser():
     @example(b"a = " + b"[" * DEEP + b"]" * DEEP + b"\n")
     @example(b"a = " + b"{b = " * 5000 + b"1" + b"}" * 5000 + b"\n")
     @example(tomli_w.dumps({**SCENARIO_BASE, "workload": {"kind": "trace", "path": str(WORK)}}).encode())
+    @example(tomli_w.dumps({**SCENARIO_BASE, "models": {**SCENARIO_BASE["models"], "target": {
+        "devices": ["cpu0"], "latency": {"kind": "table", "decode": [[1, 0]]}}}}).encode())  # c1 = x / 0
     def prop(data):
         _count("scenario")
         check_scenario(data)
@@ -308,6 +310,8 @@ def test_fuzz_profile_parser(profile_base):
     @given(profile_files(profile_base))
     @example(b"[" * DEEP + b"]" * DEEP)
     @example(json.dumps(profile_base).encode())
+    @example(json.dumps({**profile_base, "latency": {**profile_base["latency"], "target": {
+        "kind": "table", "decode": [[1, 0, 0]]}}}).encode())  # c1 = x / 0
     def prop(data):
         _count("profile")
         check_profile(data)
