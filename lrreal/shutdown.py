@@ -279,15 +279,18 @@ def reap(fd: int, owner: str, before: set[int]) -> int:
                     break
             except OSError:
                 break
-    for p in _orphans_of_group(pgid, start_time(me) or 0, before | {me}):
-        known.setdefault(p, start_time(p))
+    # The pipe closes before the kernel re-parents the dying owner's children: look both ways.
+    for p in descendants(owner_pid) + _orphans_of_group(pgid, owner_pid, start_time(me) or 0,
+                                                        before | {me}):
+        if p not in before and p != me and not _is_resource_tracker(p):
+            known.setdefault(p, start_time(p))
     _stop_known(known)
     with contextlib.suppress(OSError):
         reg.unlink()
     return 0
 
 
-def _orphans_of_group(pgid: int, since: int, exclude: set[int]) -> list[int]:
+def _orphans_of_group(pgid: int, owner_pid: int, since: int, exclude: set[int]) -> list[int]:
     """Processes of the owner's process group, started after the reaper, whose parent died (now
     a child of init or of a subreaper outside the group): what the owner spawned in the last
     poll interval before it was killed. A group member with a living parent in the group (a
@@ -298,8 +301,9 @@ def _orphans_of_group(pgid: int, since: int, exclude: set[int]) -> list[int]:
         if (not st or st[0] in ("Z", "X") or int(st[2]) != pgid or p in exclude
                 or int(st[19]) < since or _is_resource_tracker(p)):
             continue
-        parent = _stat(int(st[1]))
-        if int(st[1]) == 1 or parent is None or int(parent[2]) != pgid:
+        ppid = int(st[1])
+        parent = _stat(ppid)
+        if ppid in (1, owner_pid) or parent is None or int(parent[2]) != pgid:
             out.append(p)
     return out
 
