@@ -258,15 +258,24 @@ def test_failed_start_keeps_the_engine_cores_traceback_off_the_terminal(capfd):
     Path(c.log_path).unlink()
 
 
-def test_successful_start_passes_later_engine_output_through(capfd):
+def test_successful_start_passes_later_engine_output_through(capfd, tmp_path):
+    go = tmp_path / "go"
+    child_code = ("import os, sys, time; sys.stderr.write('during\\n'); sys.stderr.flush()\n"
+                  f"while not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+                  "sys.stderr.write('after\\n')")
     cap = StartupCapture("test-engine")
     with cap:
-        child = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stderr.write('during\\n');"
-                                  " sys.stderr.flush(); time.sleep(1.0); sys.stderr.write('after\\n')"])
-        time.sleep(0.5)
-    child.wait()
-    time.sleep(0.3)  # the pump thread forwards 'after'
-    err = capfd.readouterr().err
+        child = subprocess.Popen([sys.executable, "-c", child_code])
+        deadline = time.monotonic() + 60
+        while "during" not in cap.text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    go.touch()  # the engine started; what the child writes now is run-time output
+    child.wait(60)
+    deadline = time.monotonic() + 10
+    err = ""
+    while "after" not in err and time.monotonic() < deadline:
+        time.sleep(0.05)
+        err += capfd.readouterr().err
     assert "after" in err and "during" not in err  # start-up noise dropped, later output shown
     assert "during" in cap.text()
 
