@@ -27,7 +27,7 @@ def load(paths: list[Path]) -> list[dict]:
     for p in paths:
         if not Path(p).is_file():
             raise UserError(f"--traces {p}: no such file")
-        out += read_traces(p)
+        out += read_traces(p, strict=True)  # a torn last line: one-line error, not a warning
     if not out:
         raise UserError(f"--traces {', '.join(map(str, paths))}: no records")
     return out

@@ -431,9 +431,7 @@ OK_COMMANDS = {"trace": ("calibrate", "collect-resume"), "scenario": ("simulate"
                "profile": ("replay",), "dataset": ("collect",)}
 # `lr collect --resume` legitimately accepts a truncated last line (--resume exists to repair
 # it) and a missing or empty trace file (nothing recorded yet: it starts one).
-# `lr plot --traces` reads through analysis/measured.py, which keeps the complete records and
-# warns about the torn tail (read_traces' default) instead of failing.
-TOLERATES = {("trace", "truncated-last-line"): {"collect-resume", "plot"},
+TOLERATES = {("trace", "truncated-last-line"): {"collect-resume"},
              ("trace", "missing-file"): {"collect-resume"},
              ("trace", "empty"): {"collect-resume"},
              ("trace", "blank-lines-only"): {"collect-resume"}}
