@@ -219,7 +219,7 @@ class EngineGuard:
         try:
             self._reaper = subprocess.Popen(
                 [sys.executable, "-m", "lrreal.shutdown", "reap", str(r), owner_token(),
-                 ",".join(map(str, sorted(self._before)))],
+                 ",".join(map(str, sorted(self._before))), str(os.getpgrp())],
                 pass_fds=(r,), stdin=subprocess.DEVNULL,
                 cwd=str(Path(__file__).resolve().parents[1]))
             self._pipe_w = w
@@ -248,7 +248,7 @@ class EngineGuard:
                 self._reaper.wait(timeout=TERM_GRACE_S + 2)
 
 
-def reap(fd: int, owner: str, before: set[int]) -> int:
+def reap(fd: int, owner: str, before: set[int], pgid: int) -> int:
     """The reaper: record the owner's new descendants every REAPER_POLL_S (in the registry, for
     `kill_stale`) until the owner's pipe closes, then stop those still running, plus orphans of
     the owner's process group spawned since the last poll."""
@@ -257,11 +257,7 @@ def reap(fd: int, owner: str, before: set[int]) -> int:
     for s in HANDLED:  # Ctrl-C reaches the whole process group: outlive the owner regardless
         signal.signal(s, signal.SIG_IGN)
     owner_pid = int(owner.split(":")[0])
-    me = os.getpid()
-    try:
-        pgid = os.getpgid(owner_pid)
-    except OSError:
-        pgid = -1
+    me = os.getpid()  # pgid comes from the owner: it may be dead before we get to ask
     reg = registry_dir() / f"{owner.replace(':', '-')}.json"
     known: dict[int, int] = {}
     while True:
@@ -446,9 +442,9 @@ def critical():
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 4 and argv[0] == "reap":
-        return reap(int(argv[1]), argv[2], {int(p) for p in argv[3].split(",") if p})
-    print("usage: python -m lrreal.shutdown reap FD OWNER_TOKEN PID,PID,...", file=sys.stderr)
+    if len(argv) == 5 and argv[0] == "reap":
+        return reap(int(argv[1]), argv[2], {int(p) for p in argv[3].split(",") if p}, int(argv[4]))
+    print("usage: python -m lrreal.shutdown reap FD OWNER_TOKEN PID,PID,... PGID", file=sys.stderr)
     return 2
 
 
