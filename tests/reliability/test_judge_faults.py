@@ -332,6 +332,9 @@ def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache
         p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "lr",
                             "--dataset", "gsm8k", "--limit", "1", "--max-tokens", "48",
                             "--max-step-tokens", "12", "--no-boundary-rule", "--depth", "2",
+                            # the small model as both draft and target, sampled: engines start and
+                            # decode ~1.5x faster, and drafts still differ from the target's steps
+                            "--target", "draft", "--temperature", "0.8",
                             "--verifier", "judge", "--judge-url", url, "--cache-dir", str(prepared_cache),
                             "--out", str(out), "--json"],
                            capture_output=True, text=True, timeout=1200, cwd=ROOT,
