@@ -24,6 +24,7 @@ from typing import Protocol
 from lrsim.errors import UserError
 
 LOCK_PATH = "/tmp/lr-vllm.lock"
+VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # vLLM's --dtype choices
 STEP_STOP = "\n\n"  # a reasoning step ends at a blank line (paper, Sec. 3)
 
 
@@ -155,6 +156,13 @@ class EngineArgs:
     block_size: int = 32                   # KV block = prefix-cache granularity; vLLM-CPU's
                                            # default 128 re-prefills up to 127 tokens per step
     omp_threads_bind: str | None = None    # VLLM_CPU_OMP_THREADS_BIND for this engine's core
+
+
+def check_dtype(dtype: str, flag: str = "--dtype") -> str:
+    """Refuse an unknown dtype before anything loads (vLLM would only say so at engine start)."""
+    if dtype not in VLLM_DTYPES:
+        raise UserError(f"{flag} {dtype!r}: use one of {', '.join(VLLM_DTYPES)}")
+    return dtype
 
 
 def ngram_config(num_speculative_tokens: int = 6, prompt_lookup_max: int = 2,

@@ -38,10 +38,10 @@ def serve(
     port: int = typer.Option(0, "--port", min=0, max=65535, help="Loopback port; 0 = a free one."),
     dtype: str = typer.Option("float32", "--dtype", help="vLLM --dtype (float32 is fastest on these CPUs)."),
     max_model_len: int = typer.Option(2048, "--max-model-len", min=256, help="vLLM --max-model-len."),
-    kv_cache_space: float = typer.Option(1.0, "--kv-cache-space", min=0.25,
+    kv_cache_space: float = typer.Option(1.0, "--kv-cache-space", min=0.25, max=1024.0,
                                          help="GiB of KV cache (vLLM --kv-cache-memory-bytes; fractions allowed)."),
-    max_num_seqs: int = typer.Option(16, "--max-num-seqs", min=1, help="vLLM --max-num-seqs."),
-    startup_timeout: float = typer.Option(600.0, "--startup-timeout", min=1.0,
+    max_num_seqs: int = typer.Option(16, "--max-num-seqs", min=1, max=4096, help="vLLM --max-num-seqs."),
+    startup_timeout: float = typer.Option(600.0, "--startup-timeout", min=1.0, max=86400.0,
                                           help="Seconds to wait for /health."),
     log_file: Optional[str] = typer.Option(None, "--log-file", help="Server log (default: a temp file)."),
     as_json: bool = JSON,
@@ -50,8 +50,10 @@ def serve(
 
     Waits until /health answers; holds /tmp/lr-vllm.lock while the server lives; stopping
     terminates the server's whole process group."""
+    from .engine import check_dtype
     from .judge_server import JudgeServer, JudgeServerConfig
 
+    check_dtype(dtype)
     cfg = JudgeServerConfig(model, port=port, dtype=dtype, max_model_len=max_model_len,
                             kv_cache_space_gib=kv_cache_space, max_num_seqs=max_num_seqs,
                             startup_timeout_s=startup_timeout, log_path=log_file)
@@ -95,8 +97,8 @@ def ask(
     judge_url: str = typer.Option(..., "--judge-url", help="http://HOST:PORT of a running judge."),
     verifier: str = typer.Option("judge", "--verifier", help="judge or judge-logprob[:T] "
                                  "(also exact, embedding[:T], random[:P])."),
-    judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, help="Seconds per attempt."),
-    judge_retries: int = typer.Option(2, "--judge-retries", min=0, help="Extra attempts on failure."),
+    judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, max=3600.0, help="Seconds per attempt."),
+    judge_retries: int = typer.Option(2, "--judge-retries", min=0, max=100, help="Extra attempts on failure."),
     no_shortcut: bool = typer.Option(False, "--no-shortcut", help="Skip the exact-match shortcut."),
     as_json: bool = JSON,
 ):

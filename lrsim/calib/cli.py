@@ -30,7 +30,6 @@ app = typer.Typer(cls=_DefaultFit, no_args_is_help=True,
                        "or measure latency curves on a real engine (measure).")
 
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
-VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # vLLM's --dtype choices
 
 
 def _console():
@@ -155,8 +154,8 @@ def measure_cmd(
     """Time decode passes at each (batch, context) and prefill chunks on a real vLLM engine."""
     from .measure import MeasureSpec, measure
 
-    if dtype not in VLLM_DTYPES:
-        raise UserError(f"--dtype {dtype!r}: use one of {', '.join(VLLM_DTYPES)}")
+    from lrreal.engine import check_dtype
+    check_dtype(dtype)
     spec = MeasureSpec(model=model, batch_sizes=_ints("--batch-sizes", batch_sizes),
                        contexts=_ints("--context", context), decode_tokens=decode_tokens, dtype=dtype,
                        cores=cores, kv_cache_space_gib=kv_cache_space, cache_dir=cache_dir)

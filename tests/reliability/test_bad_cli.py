@@ -94,14 +94,9 @@ KNOWN_LATE = {
     ("collect", "--verifier", "bogus"), ("collect", "--dtype", "bogus"),
     ("collect", "--target-cores", "bogus"), ("collect", "--draft-cores", "bogus"),
     ("collect", "--temperature", "inf"), ("collect", "--temperature", "1e999"),
-    ("judge serve", "--dtype", "bogus"),
-    ("judge serve", "--kv-cache-space", "inf"), ("judge serve", "--kv-cache-space", "1e999"),
-    ("judge serve", "--startup-timeout", "inf"), ("judge serve", "--startup-timeout", "1e999"),
-    ("judge ask", "--judge-timeout", "inf"), ("judge ask", "--judge-timeout", "1e999"),
     *(("collect", f, HUGE) for f in ("--depth", "--width", "--max-tokens", "--max-step-tokens",
                                      "--top-k", "--max-model-len", "--kv-cache-space", "--block-size",
                                      "--num-speculative-tokens", "--prompt-lookup-max")),
-    ("judge ask", "--judge-retries", HUGE), ("judge serve", "--max-num-seqs", HUGE),
 }
 # ... and one that hangs (builds a list of 1e20 (problem, sample) pairs): not run.
 KNOWN_HANG = {("collect", "--samples", HUGE)}
