@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from lrreal import collect as collect_mod  # noqa: E402
 from lrreal import models  # noqa: E402
 from lrreal import verifiers as verifiers_mod  # noqa: E402
-from lrreal.fake_engine import MARKER, FakeEngine  # noqa: E402
+from lrreal.fake_engine import MARKER, FakeEngine, fake_model_folder  # noqa: E402
 from lrreal.traces import read_traces  # noqa: E402
 
 MODES = ["ok", "slow", "garbage", "http-error", "die", "mixed"]
@@ -75,10 +75,10 @@ def start_judge(mode: str, seed: int, stats: Path, slow_s: float):
 def run_mode(mode: str, args, folder: Path, index: int) -> dict:
     out, stats = folder / f"{index}-{mode}.jsonl", folder / f"{index}-{mode}.stats.json"
     proc, url = start_judge(mode, args.seed, stats, slow_s=10 * args.timeout)
-    make = functools.partial(verifiers_mod.make_verifier, judge_timeout_s=args.timeout,
-                             judge_retries=args.retries, judge_backoff_s=args.backoff)
+    make = functools.partial(verifiers_mod.make_verifier, judge_backoff_s=args.backoff)  # no flag
     spec = collect_mod.CollectSpec(mode="lr", limit=args.problems, depth=2, max_tokens=200,
-                                   verifier="judge", judge_url=url, out=str(out))
+                                   verifier="judge", judge_url=url, out=str(out),
+                                   judge_timeout_s=args.timeout, judge_retries=args.retries)
     finished, error = True, None
     t0 = time.monotonic()
     with mock.patch.object(models, "resolve", lambda name, cache=None: folder), \
@@ -132,8 +132,7 @@ def main() -> None:
     collect_mod.hardware()                 # run record): keep them out of the first mode's time
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        (folder / "config.json").write_text("{}")
+        folder = fake_model_folder(Path(tmp) / "model")
         run_mode("ok", argparse.Namespace(**{**vars(args), "problems": 2}), folder, -1)  # warm-up, not reported
         for i, mode in enumerate(args.modes.split(",")):
             rows.append(run_mode(mode, args, folder, i))

@@ -10,7 +10,9 @@ vLLM flock, and are shut down however the run ends.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import re
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -36,6 +38,8 @@ class CollectSpec:
     width: int = 1
     verifier: str = "exact"
     judge_url: str | None = None
+    judge_timeout_s: float = 30.0         # per attempt; a CPU judge answers one step in seconds
+    judge_retries: int = 2                # extra attempts on timeouts, 5xx, 429, refused connections
     max_tokens: int = 512
     max_step_tokens: int = 100
     boundary_rule: bool = True
@@ -60,11 +64,45 @@ class CollectSpec:
     execute_code: bool = False
     extra: dict = field(default_factory=dict)
 
+    def validate(self) -> "CollectSpec":
+        """Refuse bad flags before anything slow (data set, trace file, lock, engines)."""
+        from .engine import check_dtype
+
+        if self.mode not in MODES:
+            raise UserError(f"--mode {self.mode!r}: use one of {', '.join(MODES)}")
+        self.scheduler_config()
+        check_dtype(self.dtype)
+        if not (math.isfinite(self.temperature) and math.isfinite(self.judge_timeout_s)):
+            raise UserError("--temperature and --judge-timeout must be finite numbers")
+        for flag, cores in (("--target-cores", self.target_cores), ("--draft-cores", self.draft_cores)):
+            check_cores(flag, cores)
+        if self.mode in DRAFT_MODES:
+            self.make_verifier()  # parses --verifier / --judge-url; opens nothing
+        return self
+
+    def make_verifier(self):
+        from .verifiers import make_verifier
+        return make_verifier(self.verifier, judge_url=self.judge_url, seed=self.seed,
+                             judge_timeout_s=self.judge_timeout_s, judge_retries=self.judge_retries)
+
     def scheduler_config(self) -> SchedulerConfig:
         return SchedulerConfig(mode=self.mode, depth=self.depth, width=self.width,
                                max_tokens=self.max_tokens, max_step_tokens=self.max_step_tokens,
                                boundary_rule=self.boundary_rule, temperature=self.temperature,
                                top_p=self.top_p, top_k=self.top_k, seed=self.seed)
+
+
+def check_cores(flag: str, cores: str) -> None:
+    """VLLM_CPU_OMP_THREADS_BIND syntax: auto, nobind, or CPU ids/ranges ("0-2,5", "|" per rank)
+    on CPUs this machine has; vLLM would only fail inside the engine core."""
+    if cores in ("auto", "nobind"):
+        return
+    ncpu = os.cpu_count() or 1
+    ok = bool(re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*(\|\d+(-\d+)?(,\d+(-\d+)?)*)*", cores))
+    ids = [int(x) for x in re.findall(r"\d+", cores)] if ok else []
+    if not ok or max(ids) >= ncpu:
+        raise UserError(f"{flag} {cores!r}: use auto, nobind or CPU ids like 0-{ncpu - 1} "
+                        f"(this machine has CPUs 0-{ncpu - 1})")
 
 
 def hardware() -> dict:
@@ -133,18 +171,30 @@ def build_record(spec: CollectSpec, run_info: dict, prob, sample: int, res, grad
     }
 
 
+def _model_folder(flag: str, name: str, cache_dir: str | None):
+    """Resolve a model and check its folder in milliseconds, before the lock and the engines."""
+    from . import models
+    from .engine_errors import check_model_folder
+
+    try:
+        path = models.resolve(name, cache_dir)
+        check_model_folder(path)
+    except UserError as e:
+        raise UserError(f"{flag}: {e}") from None
+    return path
+
+
 class Collector:
     """Holds started engines; runs (problem, sample) pairs; used by `collect()` and the tests."""
 
     def __init__(self, spec: CollectSpec):
         from . import models
 
-        if spec.mode not in MODES:
-            raise UserError(f"--mode {spec.mode!r}: use one of {', '.join(MODES)}")
-        self.spec = spec
+        self.spec = spec.validate()
         self.cfg = spec.scheduler_config()
-        self.target_path = models.resolve(spec.target, spec.cache_dir)
-        self.draft_path = models.resolve(spec.draft, spec.cache_dir) if spec.mode in DRAFT_MODES else None
+        self.target_path = _model_folder("--target", spec.target, spec.cache_dir)
+        self.draft_path = (_model_folder("--draft", spec.draft, spec.cache_dir)
+                           if spec.mode in DRAFT_MODES else None)
         self.engines: dict[str, VllmEngine] = {}
         self.verifier = None
         self._tokenizer = None
@@ -160,8 +210,7 @@ class Collector:
     def make_verifier(self):
         if self.spec.mode not in DRAFT_MODES:
             return None
-        from .verifiers import make_verifier
-        v = make_verifier(self.spec.verifier, judge_url=self.spec.judge_url, seed=self.spec.seed)
+        v = self.spec.make_verifier()
         self.run_info["verifier"] = v.describe()
         return v
 
@@ -235,6 +284,7 @@ def collect(spec: CollectSpec, on_record=None, on_start=None) -> CollectSummary:
     from .datasets import load_problems, with_samples
     from .traces import TraceWriter
 
+    spec.validate()
     summary = CollectSummary(out=spec.out)
     # SIGINT/SIGTERM raise shutdown.Interrupted: the finally blocks stop the engines; the guard
     # stops any child left over and, through its reaper, engine cores orphaned by a SIGKILL.
@@ -290,6 +340,8 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
 def verify_cause(error: str) -> str:
     """A short class for a failed verification's `error` text (summary counts by cause)."""
     e = error.lower()
+    if e.startswith("http "):  # "HTTP 504: ... timeout": the status decides
+        return "http"
     for key, words in (("timeout", ("timed out", "timeout")),
                        ("connection", ("connection", "connect")),
                        ("http", ("http ",)),

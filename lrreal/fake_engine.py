@@ -131,3 +131,20 @@ class ExactVerifier:
         same = "".join(target_step.split()).lower() == "".join(draft_step.split()).lower()
         return SimpleNamespace(accepted=same, method="exact", score=1.0 if same else 0.0,
                                shortcut=False, error=None, start=start, end=monotonic())
+
+
+def fake_model_folder(folder) -> "Path":
+    """A model folder that passes the cheap start-up checks (lrreal.engine_errors) but holds no
+    real weights: what `models.resolve` returns in fake-engine tests."""
+    import json
+    import struct
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": "fake",
+                                                    "architectures": ["FakeForCausalLM"]}))
+    header = b"{}"  # safetensors: u64 header length, JSON header, no tensors
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    (folder / "tokenizer.json").write_text("{}")
+    return folder

@@ -7,7 +7,7 @@ import pytest
 
 from lrreal import collect as collect_mod
 from lrreal import models
-from lrreal.fake_engine import MARKER, FakeEngine
+from lrreal.fake_engine import MARKER, FakeEngine, fake_model_folder
 
 SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
           "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
@@ -23,9 +23,7 @@ class StubTokenizer:
 
 @pytest.fixture
 def fake_collect(tmp_path, monkeypatch):
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
+    folder = fake_model_folder(tmp_path / "model")
     monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
     monkeypatch.setattr(collect_mod, "vllm_lock", lambda: _null())
     started = []

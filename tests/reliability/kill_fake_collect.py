@@ -53,10 +53,9 @@ def patch() -> None:
     from types import SimpleNamespace
 
     from lrreal import grading, models, traces
-    from lrreal.fake_engine import FakeEngine
+    from lrreal.fake_engine import FakeEngine, fake_model_folder
 
-    folder = Path(tempfile.mkdtemp(prefix="lr-fake-model-"))
-    (folder / "config.json").write_text("{}")
+    folder = fake_model_folder(tempfile.mkdtemp(prefix="lr-fake-model-"))
     models.resolve = lambda name, cache=None: folder
     collect_mod.vllm_lock = lambda: _NoLock()
     token_s = float(os.environ.get("LR_FAKE_TOKEN_S", "0.004"))

@@ -8,7 +8,6 @@ collect-level tests run on the deterministic fake engine, the last test on real 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import signal
@@ -22,9 +21,8 @@ import pytest
 
 from lrreal import collect as collect_mod
 from lrreal import models
-from lrreal import verifiers as verifiers_mod
 from lrreal.collect import summarize, verify_cause
-from lrreal.fake_engine import MARKER, FakeEngine
+from lrreal.fake_engine import MARKER, FakeEngine, fake_model_folder
 from lrreal.fault_judge import KINDS, FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier
 from lrsim.errors import UserError
@@ -212,10 +210,8 @@ class StubTokenizer:
 @pytest.fixture
 def fake_collect(tmp_path, monkeypatch):
     """`collect()` with fake engines whose drafts differ from the target at steps 1-3 (so every
-    drafted step goes to the judge), and the judge client's timeout/retries set by the test."""
-    folder = tmp_path / "model"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
+    drafted step goes to the judge); the tests set the judge client's timeout/retries."""
+    folder = fake_model_folder(tmp_path / "model")
     monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
     monkeypatch.setattr(collect_mod, "vllm_lock", lambda: _Null())
 
@@ -228,11 +224,7 @@ def fake_collect(tmp_path, monkeypatch):
     monkeypatch.setattr(collect_mod.Collector, "start", start)
     monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
 
-    def client(timeout_s, retries):
-        monkeypatch.setattr(verifiers_mod, "make_verifier", functools.partial(
-            verifiers_mod.make_verifier, judge_timeout_s=timeout_s, judge_retries=retries))
-
-    return tmp_path / "t.jsonl", client
+    return tmp_path / "t.jsonl"
 
 
 class _Null:
@@ -253,12 +245,12 @@ def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
     server's injected faults exactly, kind for cause."""
     from lrreal.traces import read_traces
 
-    out, client = fake_collect
-    client(timeout_s=0.3, retries=0)
+    out = fake_collect
     with FaultJudge(FaultConfig(mode="mixed", seed=3, slow_s=5.0, trickle_s=0.05)) as fj:
         t0 = time.monotonic()
         s = collect_mod.collect(collect_mod.CollectSpec(mode="lr", limit=12, depth=2, max_tokens=200,
-                                                        verifier="judge", judge_url=fj.url, out=str(out)))
+                                                        verifier="judge", judge_url=fj.url, out=str(out),
+                                                        judge_timeout_s=0.3, judge_retries=0))
         wall = time.monotonic() - t0
         served = dict(fj.served)
     assert s.written == 12 and s.failed == []
@@ -281,13 +273,12 @@ def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
 def test_collect_survives_a_judge_dying_mid_run_and_the_json_summary_counts_it(fake_collect, run_lr, tmp_path):
     from lrreal.traces import read_traces
 
-    out, client = fake_collect
-    client(timeout_s=2.0, retries=1)
+    out = fake_collect
     proc, url = start_process("--mode", "die", "--die-after", "5", stats=tmp_path / "s.json")
     try:
         code, stdout, err = run_lr("collect", "--mode", "lr", "--limit", "6", "--depth", "2",
                                    "--max-tokens", "200", "--verifier", "judge", "--judge-url", url,
-                                   "--out", out, "--json")
+                                   "--judge-timeout", "2", "--judge-retries", "1", "--out", out, "--json")
         assert proc.wait(timeout=10) == 3
     finally:
         if proc.poll() is None:
