@@ -29,21 +29,12 @@ sys.path.insert(0, str(ROOT))
 from lrreal import collect as collect_mod  # noqa: E402
 from lrreal import models  # noqa: E402
 from lrreal import verifiers as verifiers_mod  # noqa: E402
-from lrreal.fake_engine import MARKER, FakeEngine, fake_model_folder  # noqa: E402
+from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT  # noqa: E402
+from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder  # noqa: E402
 from lrreal.traces import read_traces  # noqa: E402
 
 MODES = ["ok", "slow", "garbage", "http-error", "die", "mixed"]
-SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
-          "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
 DIE_AFTER = 10  # mode die: answers this many, then the process exits
-
-
-class StubTokenizer:
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
-        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
-
-    def __call__(self, text):
-        return {"input_ids": text.split()}
 
 
 def fake_start(self):

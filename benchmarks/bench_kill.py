@@ -1,6 +1,6 @@
 """Kill test, long run: SIGKILL `lr collect` N times at random points, resume, check exactly-once.
 
-    .venv/bin/python benchmarks/bench_kill.py [--real-n 5] [--fake-n 200] [--seed 0] [--skip-real]
+    .venv/bin/python benchmarks/bench_kill.py [--real-n 5] [--real-mode lr|ar] [--fake-n 200] [--seed 0] [--skip-real]
 
 Two parts, one after the other:
   fake   the real `lr collect` code path on the deterministic fake engine in a subprocess
@@ -27,8 +27,12 @@ sys.path.insert(0, str(ROOT))
 from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
 
 FAKE_LIMIT, FAKE_SAMPLES = 100, 4  # 400 records: more work than 200 kills let through
-REAL_ARGS = ["--mode", "lr", "--dataset", "gsm8k", "--limit", "3", "--max-tokens", "24",
-             "--max-step-tokens", "16", "--depth", "2"]
+REAL_LIMIT = 3
+REAL_ARGS = {  # lr: both engines (a first record takes minutes on 2 busy cores, so most kills land
+               # in start-up); ar: one engine, kills cycled through start-up, mid-record, on write
+    "lr": ["--mode", "lr", "--dataset", "gsm8k", "--limit", str(REAL_LIMIT), "--max-tokens", "24",
+           "--max-step-tokens", "16", "--depth", "2"],
+    "ar": ["--mode", "ar", "--dataset", "gsm8k", "--limit", str(REAL_LIMIT), "--max-tokens", "24"]}
 
 
 def run_fake(n: int, seed: int, work: Path) -> dict:
@@ -44,22 +48,27 @@ def run_fake(n: int, seed: int, work: Path) -> dict:
     return kill_test(cfg, expected_keys("gsm8k", FAKE_LIMIT, "lr", samples=FAKE_SAMPLES), prog)
 
 
-def run_real(n: int, seed: int, work: Path, signals: bool) -> tuple[dict, list[dict]]:
+def run_real(n: int, seed: int, work: Path, signals: bool, mode: str = "lr") -> tuple[dict, list[dict]]:
     from lrreal import models
     from lrreal.engine import vllm_lock
 
     cache = models.cache_dir()
     for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
         models.prepare(name, cache)
-    args = [*REAL_ARGS, "--cache-dir", str(cache)]
-    cfg = KillTestConfig(collect_args=args, out=work / "real.jsonl", n=n, seed=seed, min_s=5,
-                         max_s=150, kinds=("timed", "timed", "on-write"), orphan_timeout_s=30)
+    args = [*REAL_ARGS[mode], "--cache-dir", str(cache)]
+    if mode == "ar":
+        cfg = KillTestConfig(collect_args=args, out=work / "real.jsonl", n=n, seed=seed, min_s=5,
+                             max_s=50, kinds=("timed", "mid-record", "on-write"), cycle_kinds=True,
+                             mid_s=10, orphan_timeout_s=30)
+    else:
+        cfg = KillTestConfig(collect_args=args, out=work / "real.jsonl", n=n, seed=seed, min_s=5,
+                             max_s=150, kinds=("timed", "timed", "on-write"), orphan_timeout_s=30)
     prog = lambda i, k: print(f"  real kill {i}/{n}: {k['kind']:8s} t={k['t_s']:6.1f}s "
                               f"engines={k['engines_seen']} lines={k['lines_after']} "
                               f"orphans={k['orphans']} gone in {k['linger_s']}s", flush=True)
     sigs = []
     with vllm_lock():  # held per part: other users of the machine get a turn in between
-        res = kill_test(cfg, expected_keys("gsm8k", 3, "lr"), prog)
+        res = kill_test(cfg, expected_keys("gsm8k", REAL_LIMIT, mode), prog) | {"mode": mode}
     if signals:
         for sig, group, after in ((signal.SIGTERM, False, 0), (signal.SIGINT, True, 1)):
             scfg = KillTestConfig(collect_args=args, out=work / f"sig-{sig}.jsonl", n=0)
@@ -103,6 +112,8 @@ def main() -> None:
     ap.add_argument("--fake-n", type=int, default=200)
     ap.add_argument("--real-n", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--real-mode", choices=sorted(REAL_ARGS), default="lr",
+                    help="lr: draft + target engines; ar: one engine, kills cycled over phases")
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--skip-fake", action="store_true")
     ap.add_argument("--skip-signals", action="store_true")
@@ -116,7 +127,10 @@ def main() -> None:
         results["fake"] = run_fake(a.fake_n, a.seed, work)
     if not a.skip_real:
         print(f"real engines: {a.real_n} kills", flush=True)
-        results["real"], results["signals"] = run_real(a.real_n, a.seed, work, not a.skip_signals)
+        results["real"], sigs = run_real(a.real_n, a.seed, work, not a.skip_signals,
+                                          a.real_mode)
+        if sigs:  # --skip-signals keeps the last measured ones
+            results["signals"] = sigs
     print(f"\n{'part':6s} {'N':>4s} {'hit':>4s} {'expected':>8s} {'lost':>5s} {'dup':>4s} {'invalid':>7s} "
           f"{'orphans':>7s} {'torn':>4s} {'max gone s':>10s} {'wall s':>7s}")
     for part in ("fake", "real"):

@@ -148,3 +148,18 @@ def fake_model_folder(folder) -> "Path":
     (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
     (folder / "tokenizer.json").write_text("{}")
     return folder
+
+
+# A four-step GSM8K-style answer the fake engines "generate" in collect-level tests/benchmarks.
+GSM8K_SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
+                "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
+
+
+class StubTokenizer:
+    """Stands in for the target's tokenizer: a chat prompt ending in MARKER, words as tokens."""
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
+
+    def __call__(self, text):
+        return {"input_ids": text.split()}

@@ -7,18 +7,9 @@ import pytest
 
 from lrreal import collect as collect_mod
 from lrreal import models
-from lrreal.fake_engine import MARKER, FakeEngine, fake_model_folder
+from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
+from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
-SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
-          "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
-
-
-class StubTokenizer:
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
-        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
-
-    def __call__(self, text):
-        return {"input_ids": text.split()}
 
 
 @pytest.fixture

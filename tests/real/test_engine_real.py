@@ -22,7 +22,6 @@ MAX_TOKENS = 48
 ROOT = Path(__file__).resolve().parents[2]
 
 
-from real_fixtures import prepared_cache  # noqa: F401  (session fixture)
 
 
 @pytest.fixture(scope="module")

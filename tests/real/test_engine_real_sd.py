@@ -9,7 +9,6 @@ pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 MAX_TOKENS = 48
 
-from real_fixtures import prepared_cache  # noqa: F401,E402  (session fixture)
 
 
 def test_sd_records_token_level_acceptance(prepared_cache, tmp_path):

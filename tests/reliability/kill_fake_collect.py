@@ -31,15 +31,6 @@ SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them for breakfas
 CORE_CMD = ["bash", "-c", "exec -a VLLM::FakeEngineCore sleep 100000"]  # named like vLLM's
 
 
-class StubTokenizer:
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
-        from lrreal.fake_engine import MARKER
-        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
-
-    def __call__(self, text):
-        return {"input_ids": text.split()}
-
-
 class _NoLock:
     def __enter__(self):
         return self
@@ -53,7 +44,7 @@ def patch() -> None:
     from types import SimpleNamespace
 
     from lrreal import grading, models, traces
-    from lrreal.fake_engine import FakeEngine, fake_model_folder
+    from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
     folder = fake_model_folder(tempfile.mkdtemp(prefix="lr-fake-model-"))
     models.resolve = lambda name, cache=None: folder

@@ -345,13 +345,11 @@ def test_cli_judge_serve_bad_model_folder(tmp_path, fault):
 # ------------------------------------------------------------------------ real engines and server
 
 @pytest.fixture(scope="module")
-def packaged():
-    """The packaged models' folders, prepared once (as tests/real/real_fixtures.py does)."""
-    pytest.importorskip("vllm")
+def packaged(prepared_cache):
+    """The packaged models' folders (tests/conftest.py prepares them once per session)."""
     from lrreal import models
 
-    cache = models.cache_dir()
-    return {n: models.prepare(n, cache) for n in ("draft", "target")}
+    return {n: models.prepare(n, prepared_cache) for n in ("draft", "target")}
 
 
 @pytest.mark.real

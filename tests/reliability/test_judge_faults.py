@@ -22,7 +22,8 @@ import pytest
 from lrreal import collect as collect_mod
 from lrreal import models
 from lrreal.collect import summarize, verify_cause
-from lrreal.fake_engine import MARKER, FakeEngine, fake_model_folder
+from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
+from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 from lrreal.fault_judge import KINDS, FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier
 from lrsim.errors import UserError
@@ -195,16 +196,6 @@ def test_judge_process_cli_prints_its_url_and_counts_until_sigterm():
 
 # ------------------------------------------------------ `lr collect` on the fake engine
 
-SCRIPT = ["Janet's ducks lay 16 eggs.", "She uses 3 + 4 = 7 of them.",
-          "She sells 9 eggs at $2: 9 * 2 = 18.", "The answer is \\boxed{18}."]
-
-
-class StubTokenizer:
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
-        return "<|user|>\n" + messages[-1]["content"] + "\n" + MARKER
-
-    def __call__(self, text):
-        return {"input_ids": text.split()}
 
 
 @pytest.fixture
@@ -297,16 +288,6 @@ def test_collect_survives_a_judge_dying_mid_run_and_the_json_summary_counts_it(f
 
 
 # ------------------------------------------------------------- end to end on real engines
-
-@pytest.fixture(scope="session")
-def prepared_cache():
-    """The packaged models, prepared once (as tests/real/real_fixtures.py does)."""
-    pytest.importorskip("vllm")
-    cache = models.cache_dir()
-    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
-        models.prepare(name, cache)  # cold cache: converts once; warm: no-op
-    return cache
-
 
 @pytest.mark.real
 @pytest.mark.slow

@@ -70,19 +70,14 @@ REAL_KILL_ARGS = ["--mode", "ar", "--dataset", "gsm8k", "--limit", "2", "--max-t
 
 
 @pytest.fixture
-def vllm_held():
+def vllm_held(prepared_cache):
     """Prepared models and the machine-wide vLLM lock for the whole test: the runs we start
     proceed under it (the lock treats an ancestor's hold as theirs), so kill times are not
     skewed by waits for another vLLM run."""
-    pytest.importorskip("vllm")
-    from lrreal import models
     from lrreal.engine import vllm_lock
 
-    cache = models.cache_dir()
-    for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):
-        models.prepare(name, cache)  # cold cache: converts once; warm: no-op
     with vllm_lock():
-        yield cache
+        yield prepared_cache
 
 
 @pytest.mark.real
