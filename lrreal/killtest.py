@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .shutdown import cmdline, session_members
+from .reaper import cmdline, session_members
 
 ROOT = Path(__file__).resolve().parents[1]
 ORPHAN_TIMEOUT_S = 20.0   # reaper: SIGTERM, 5 s grace, SIGKILL; engines usually go in 1-6 s

@@ -119,17 +119,17 @@ def test_kill_stale_stops_processes_a_dead_owner_left(tmp_path, monkeypatch):
     import json
     import subprocess
 
-    from lrreal import shutdown
+    from lrreal import reaper
 
-    monkeypatch.setattr(shutdown, "registry_dir", lambda: tmp_path)
+    monkeypatch.setattr(reaper, "registry_dir", lambda: tmp_path)
     left = subprocess.Popen(["sleep", "600"])
     spared = subprocess.Popen(["sleep", "600"])
     try:
-        procs = [[left.pid, shutdown.start_time(left.pid)], [spared.pid, 1]]  # 1: another process
+        procs = [[left.pid, reaper.start_time(left.pid)], [spared.pid, 1]]  # 1: another process
         (tmp_path / "dead.json").write_text(json.dumps({"owner": "999999999:1", "procs": procs}))
-        (tmp_path / "alive.json").write_text(json.dumps({"owner": shutdown.owner_token(),
+        (tmp_path / "alive.json").write_text(json.dumps({"owner": reaper.owner_token(),
                                                          "procs": [[spared.pid, procs[0][1]]]}))
-        assert shutdown.kill_stale() == [left.pid]
+        assert reaper.kill_stale() == [left.pid]
         assert left.wait(timeout=10) is not None and spared.poll() is None
         assert not (tmp_path / "dead.json").exists() and (tmp_path / "alive.json").exists()
     finally:
