@@ -14,7 +14,6 @@ import math
 import os
 import re
 import platform
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -174,7 +173,7 @@ def build_record(spec: CollectSpec, run_info: dict, prob, sample: int, res, grad
 def _model_folder(flag: str, name: str, cache_dir: str | None):
     """Resolve a model and check its folder in milliseconds, before the lock and the engines."""
     from . import models
-    from .engine_errors import check_model_folder
+    from .engine_checks import check_model_folder
 
     try:
         path = models.resolve(name, cache_dir)

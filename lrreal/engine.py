@@ -265,7 +265,8 @@ class VllmEngine:
         cheap. The engine core's start-up log is captured and shown only through that error."""
         from pathlib import Path
 
-        from .engine_errors import StartContext, check_engine_fits, check_model_folder, translated_start
+        from .engine_checks import StartContext, check_engine_fits, check_model_folder
+        from .engine_errors import translated_start
 
         a = self.args
         ctx = StartContext(f"{self.name} engine", a.model, a.max_model_len, a.kv_cache_space_gib,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from .engine import GenRequest, GenResult, Progress, StatsWindow, monotonic
@@ -133,12 +134,11 @@ class ExactVerifier:
                                shortcut=False, error=None, start=start, end=monotonic())
 
 
-def fake_model_folder(folder) -> "Path":
-    """A model folder that passes the cheap start-up checks (lrreal.engine_errors) but holds no
+def fake_model_folder(folder) -> Path:
+    """A model folder that passes the cheap start-up checks (lrreal.engine_checks) but holds no
     real weights: what `models.resolve` returns in fake-engine tests."""
     import json
     import struct
-    from pathlib import Path
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -227,7 +227,7 @@ class JudgeServer:
     def _resolve_model(self) -> Path:
         """The model's folder, checked the way vLLM would load it (milliseconds)."""
         from . import models
-        from .engine_errors import check_model_folder
+        from .engine_checks import check_model_folder
 
         path = Path(models.resolve(self.config.model))
         self._folder_info = check_model_folder(path)
@@ -262,7 +262,7 @@ class JudgeServer:
             return [line.rstrip() for line in deque(f, maxlen=n)]
 
     def _context(self):
-        from .engine_errors import StartContext
+        from .engine_checks import StartContext
 
         c = self.config
         return StartContext("judge server", str(self.model_path), c.max_model_len, c.kv_cache_space_gib,
@@ -275,7 +275,7 @@ class JudgeServer:
     def start(self) -> str:
         if self.proc is not None:
             return self.url
-        from .engine_errors import check_engine_config, check_free_memory
+        from .engine_checks import check_engine_config, check_free_memory
 
         check_loopback_only(self.config.extra_args)
         self.model_path = self._resolve_model()

@@ -217,7 +217,7 @@ def resolve(name_or_path: str, cache: Path | None = None) -> Path:
 
     A packaged model that is not prepared yet is a UserError saying to run `lr models prepare`.
     The folder's contents (config.json parses, weights complete) are checked when an engine
-    starts (`engine_errors.check_model_folder`), still before anything is loaded.
+    starts (`engine_checks.check_model_folder`), still before anything is loaded.
     """
     p = Path(name_or_path).expanduser()
     if p.is_dir():

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from lrreal import engine_errors as ee
+from lrreal import engine_checks as ee
+from lrreal import engine_errors
 from lrreal.engine_errors import StartContext, StartupCapture, translate
 from lrreal.judge_server import _group_alive, check_loopback_only, check_port_free
 from lrsim.errors import UserError
@@ -248,7 +249,7 @@ def test_failed_start_keeps_the_engine_cores_traceback_off_the_terminal(capfd):
 
     c = ctx()
     with pytest.raises(UserError) as e:
-        ee.translated_start(c, start, "test-engine")
+        engine_errors.translated_start(c, start, "test-engine")
     out, err = capfd.readouterr()
     assert err == "" and out == ""
     msg = one_line(e.value)
