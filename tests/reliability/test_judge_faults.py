@@ -301,11 +301,13 @@ def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache
     proc, url = start_process("--mode", "mixed", "--mix", "garbage=1,http-error=1", "--seed", "0",
                               "--die-after", "1", stats=stats)
     try:
-        p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "lr",
+        p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "lr-sync",
                             "--dataset", "gsm8k", "--limit", "1", "--max-tokens", "48",
                             "--max-step-tokens", "12", "--no-boundary-rule", "--depth", "2",
                             # the small model as both draft and target, sampled: engines start and
-                            # decode ~1.5x faster, and drafts still differ from the target's steps
+                            # decode ~1.5x faster, and drafts still differ from the target's steps;
+                            # lr-sync judges every drafted step (in async lr an equally fast draft
+                            # is often late and cancelled unjudged: no judge call, seen in CI)
                             "--target", "draft", "--temperature", "0.8",
                             "--verifier", "judge", "--judge-url", url, "--cache-dir", str(prepared_cache),
                             "--out", str(out), "--json"],
@@ -320,7 +322,7 @@ def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache
     assert res["written"] == 1 and res["failed"] == []
     [row] = res["summary"]
     checks = judge_checks(read_traces(out))
-    assert checks, "no step reached the judge (every draft matched exactly or was late)"
+    assert checks, "no step reached the judge (every draft matched its target step exactly)"
     assert all(v["verdict"] is False and v["error"] for v in checks)
     assert row["verifications_failed"] == len(checks)
     assert set(row["verification_failures_by_cause"]) <= {"bad reply", "http", "connection"}
