@@ -133,9 +133,12 @@ def preload_iomp() -> str | None:
     lib = Path(sys.prefix) / "lib" / IOMP_LIB
     if not lib.is_file() or os.environ.get("LR_NO_IOMP"):
         return None
-    cur = os.environ.get("LD_PRELOAD", "")
-    if IOMP_LIB not in cur:
-        os.environ["LD_PRELOAD"] = f"{lib}:{cur}" if cur else str(lib)
+    # An engine started earlier in this process without it made vLLM add torch's libgomp here;
+    # vLLM refuses both OpenMP runtimes at once (an assertion in its engine core), so drop it.
+    keep = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p and "libgomp" not in p]
+    if not any(IOMP_LIB in p for p in keep):
+        keep.insert(0, str(lib))
+    os.environ["LD_PRELOAD"] = ":".join(keep)
     return str(lib)
 
 

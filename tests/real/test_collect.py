@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -105,3 +106,20 @@ def test_bad_flags_are_user_errors():
         collect_mod.CollectSpec(mode="turbo").scheduler_config()
     with pytest.raises(UserError, match="--depth"):
         collect_mod.CollectSpec(depth=0).scheduler_config()
+
+
+def test_preload_iomp_replaces_the_libgomp_vllm_added(monkeypatch, tmp_path):
+    """An engine started earlier in the process without Intel OpenMP made vLLM put torch's
+    libgomp in LD_PRELOAD; both at once is an assertion in vLLM's engine core (seen when a
+    collect followed such an engine in one test session)."""
+    import sys
+
+    lib = tmp_path / "lib" / collect_mod.IOMP_LIB
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    monkeypatch.delenv("LR_NO_IOMP", raising=False)
+    monkeypatch.setenv("LD_PRELOAD", "/v/libtcmalloc_minimal.so.4:/t/torch.libs/libgomp-a34b3233.so.1")
+    assert collect_mod.preload_iomp() == str(lib)
+    assert collect_mod.preload_iomp() == str(lib)  # idempotent
+    assert os.environ["LD_PRELOAD"] == f"{lib}:/v/libtcmalloc_minimal.so.4"
