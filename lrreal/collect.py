@@ -61,6 +61,8 @@ class CollectSpec:
     target_cores: str = "auto"            # VLLM_CPU_OMP_THREADS_BIND of each engine core;
     draft_cores: str = "auto"             # "auto": see default_binding()
     execute_code: bool = False
+    probe: bool = True                    # time a reference pass per engine around each record
+                                          # (lrreal/probe.py): ~5 s that make drift visible
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> "CollectSpec":
@@ -198,6 +200,7 @@ class Collector:
         self.draft_path = (_model_folder("--draft", spec.draft, spec.cache_dir)
                            if spec.mode in DRAFT_MODES else None)
         self.engines: dict[str, VllmEngine] = {}
+        self.pool = None
         self.verifier = None
         self._tokenizer = None
         self.run_info = {
@@ -216,32 +219,48 @@ class Collector:
         self.run_info["verifier"] = v.describe()
         return v
 
-    def start(self) -> None:
-        """Start the engines (call inside the event loop, holding the vLLM lock)."""
+    def engine_args(self) -> dict[str, EngineArgs]:
+        """The engines this spec runs on, by role."""
         s = self.spec
-        self.run_info["hardware"]["iomp_preload"] = preload_iomp()
         auto_t, auto_d = default_binding(s.mode)
         t_cores = auto_t if s.target_cores == "auto" else s.target_cores
         d_cores = auto_d if s.draft_cores == "auto" else s.draft_cores
-        self.run_info["hardware"]["cores"] = {"target": t_cores,
-                                              "draft": d_cores if self.draft_path else None}
         spec_cfg = ngram_config(s.num_speculative_tokens, s.prompt_lookup_max) if s.mode in SD_MODES else None
         common = dict(dtype=s.dtype, max_model_len=s.max_model_len,
                       kv_cache_space_gib=s.kv_cache_space_gib,
                       enable_prefix_caching=s.enable_prefix_caching, seed=s.seed,
                       block_size=s.block_size)
-        self.engines["target"] = VllmEngine("target", EngineArgs(
-            model=str(self.target_path), speculative_config=spec_cfg,
-            omp_threads_bind=t_cores, **common)).start()
+        out = {"target": EngineArgs(model=str(self.target_path), speculative_config=spec_cfg,
+                                    omp_threads_bind=t_cores, **common)}
         if self.draft_path is not None:
-            self.engines["draft"] = VllmEngine("draft", EngineArgs(
-                model=str(self.draft_path), omp_threads_bind=d_cores, **common)).start()
+            out["draft"] = EngineArgs(model=str(self.draft_path), omp_threads_bind=d_cores, **common)
+        return out
+
+    def start(self, pool=None) -> None:
+        """Start the engines, or take them from `pool` (an EnginePool kept across specs, where
+        engines with the same arguments are reused). Call inside the event loop, holding the
+        vLLM lock."""
+        from .engine_pool import EnginePool
+
+        self.pool = pool if pool is not None else EnginePool()
+        self.run_info["hardware"]["iomp_preload"] = preload_iomp()
+        args = self.engine_args()
+        self.run_info["hardware"]["cores"] = {"target": args["target"].omp_threads_bind,
+                                              "draft": args["draft"].omp_threads_bind
+                                              if "draft" in args else None}
+        self._fresh = [r for r, a in args.items() if self.pool.args.get(r) != a]
+        self.engines = {role: self.pool.get(role, a) for role, a in args.items()}
+        if set(self.pool.engines) != set(self.engines):  # e.g. ar beside a loaded, idle draft
+            self.run_info["engines_loaded"] = self.pool.describe()
 
     async def warm_up(self) -> None:
-        """One tiny request per engine, so start-up costs never land in a timed record."""
+        """One tiny request per newly started engine, so start-up costs never land in a timed
+        record."""
         from .engine import GenRequest
-        for name, e in self.engines.items():
+        for name in getattr(self, "_fresh", list(self.engines)):
+            e = self.engines[name]
             await e.generate(GenRequest(request_id=f"warmup-{name}", prompt="Hello", max_tokens=2))
+        self._fresh = []
         if self.verifier is not None:
             await self.verifier.warm_up()
 
@@ -256,20 +275,23 @@ class Collector:
 
         prompt = chat_prompt(self.tokenizer(), prob.messages)
         prompt_tokens = len(self.tokenizer()(prompt)["input_ids"])
+        probes = self.pool.probes if self.spec.probe and self.pool is not None else None
+        before = await probes.before(self.pool.engines) if probes else None
         marks = {n: e.stats_mark() for n, e in self.engines.items()}
         res = await run_problem(self.cfg, Problem(prob.id, sample, prompt), self.engines["target"],
                                 self.engines.get("draft"), self.verifier)
         stats = {n: e.stats_since(marks[n], res.t0) for n, e in self.engines.items()}
         sd = self.engines["target"].sd_since(marks["target"])
+        after = await probes.take(self.pool.engines) if probes else None
         g = grade(prob, res.text, execute_code=self.spec.execute_code)
-        return build_record(self.spec, self.run_info, prob, sample, res, g, stats, sd, prompt_tokens)
+        rec = build_record(self.spec, self.run_info, prob, sample, res, g, stats, sd, prompt_tokens)
+        if probes:
+            rec["probe"] = {"before": before, "after": after}
+        return rec
 
     def shutdown(self) -> None:
-        for e in self.engines.values():
-            try:
-                e.shutdown()
-            except Exception:
-                pass
+        if self.pool is not None:
+            self.pool.shutdown()
         self.engines.clear()
 
 

@@ -189,7 +189,7 @@ def _make_stat_logger_factory(sink: "_StatSink"):
 
     class _Recorder(StatLoggerBase):
         def __init__(self, vllm_config, engine_index: int = 0):
-            pass
+            sink.cache_config = getattr(vllm_config, "cache_config", None)
 
         def record(self, scheduler_stats, iteration_stats, mm_cache_stats=None, engine_idx=0):
             sink.record(scheduler_stats)
@@ -206,6 +206,16 @@ class _StatSink:
     def __init__(self):
         self.passes: list[dict] = []
         self.sd = {"num_drafts": 0, "drafted": 0, "accepted": 0, "per_pos": []}
+        self.cache_config = None  # vLLM's, for the KV block count (filled in after start-up)
+
+    def kv_tokens(self, usage: float) -> int | None:
+        """Tokens held in KV blocks of running requests after a pass (block granularity): the
+        physical context the pass read, which vLLM does not report directly."""
+        cc = self.cache_config
+        blocks = getattr(cc, "num_gpu_blocks", None) if cc is not None else None
+        if not blocks or usage is None:
+            return None
+        return int(round(usage * blocks)) * int(getattr(cc, "block_size", 16))
 
     def record(self, s) -> None:
         if s is None:
@@ -220,6 +230,7 @@ class _StatSink:
                 "duration_s": dur, "t_end": now,
                 "prefill_requests": d.num_ctx_requests, "prefill_tokens": d.num_ctx_tokens,
                 "decode_requests": d.num_generation_requests,
+                "kv_tokens": self.kv_tokens(getattr(s, "kv_cache_usage", None)),
             })
         sd = getattr(s, "spec_decoding_stats", None)
         if sd is not None:
@@ -248,6 +259,27 @@ def sd_summary(before: dict, after: dict, num_spec: int) -> dict:
     return {"drafted": after["drafted"] - before["drafted"],
             "accepted": after["accepted"] - before["accepted"],
             "accepted_length_hist": hist, "accepted_per_position": per_pos, "num_drafts": drafts}
+
+
+PROBE_PROMPT_TOKENS = 32   # one KV block: a prefill long enough to time, short enough to be cheap
+PROBE_DECODE_TOKENS = 4    # decode passes timed per probe (the median is kept)
+
+
+def probe_token_ids(salt: int, n: int) -> list[int]:
+    """Deterministic pseudo-random ids in the common part of a BPE vocabulary (1000-30000)."""
+    import random
+    rng = random.Random(f"lr-probe-{salt}")
+    return [rng.randrange(1000, 30000) for _ in range(n)]
+
+
+def probe_summary(passes: list[dict], prompt_tokens: int, wall_s: float) -> dict:
+    """Prefill and median decode-pass seconds of one probe request's forward passes."""
+    pre = [p["duration_s"] for p in passes if p.get("prefill_tokens", 0) > 0]
+    dec = sorted(p["duration_s"] for p in passes if p.get("prefill_tokens", 0) == 0
+                 and p.get("tokens_scheduled") == 1)
+    return {"prefill_tokens": prompt_tokens, "prefill_s": sum(pre) if pre else None,
+            "decode_s": dec[len(dec) // 2] if dec else None, "decode_passes": len(dec),
+            "wall_s": wall_s}
 
 
 class VllmEngine:
@@ -336,6 +368,27 @@ class VllmEngine:
         return GenResult(text=c.text, tokens=len(c.token_ids), finish=finish,
                          start=progress.start, end=end)
 
+    async def probe(self, salt: int, prompt_tokens: int = PROBE_PROMPT_TOKENS,
+                    decode_tokens: int = PROBE_DECODE_TOKENS) -> dict:
+        """Time a fixed reference pass (the machine-speed probe, lrreal/probe.py): a prefill of
+        `prompt_tokens` pseudo-random token ids (unique per `salt`, so the prefix cache never
+        hits) and `decode_tokens` single-token decode passes at that context (random ids give
+        n-gram SD nothing to match, so an SD engine decodes one token per pass too)."""
+        from vllm import SamplingParams
+
+        ids = probe_token_ids(salt, prompt_tokens)
+        params = SamplingParams(max_tokens=1 + decode_tokens, temperature=0.0, ignore_eos=True)
+        n0 = len(self._sink.passes)
+        t0 = monotonic()
+        async for _ in self._llm.generate({"prompt_token_ids": ids}, params, f"probe-{salt}"):
+            pass
+        wall = monotonic() - t0
+        for _ in range(100):  # the stat logger may report the last pass just after the output
+            if len(self._sink.passes) - n0 >= 1 + decode_tokens:
+                break
+            await asyncio.sleep(0.01)
+        return probe_summary(self._sink.passes[n0:], prompt_tokens, wall)
+
     def stats_mark(self):
         return self._sink.mark()
 
@@ -344,7 +397,7 @@ class VllmEngine:
         n, sd_before = mark
         passes = []
         for p in self._sink.passes[n:]:
-            q = {k: v for k, v in p.items() if k != "t_end"}
+            q = {k: v for k, v in p.items() if k != "t_end" and v is not None}
             q["start"] = max(0.0, p["t_end"] - p["duration_s"] - t0)
             passes.append(q)
         agg = {"passes": len(passes), "busy_s": sum(p["duration_s"] for p in passes),

@@ -112,6 +112,14 @@ class FakeEngine:
     def stats_window(self) -> StatsWindow:
         return StatsWindow()
 
+    async def probe(self, salt: int, prompt_tokens: int = 32, decode_tokens: int = 4) -> dict:
+        """The machine-speed probe's shape (lrreal/probe.py), timed on the fake clock."""
+        t0 = monotonic()
+        await asyncio.sleep(self.prefill_s + decode_tokens * self.per_token_s)
+        return {"prefill_tokens": prompt_tokens, "prefill_s": self.prefill_s,
+                "decode_s": self.per_token_s, "decode_passes": decode_tokens,
+                "wall_s": monotonic() - t0}
+
     def shutdown(self) -> None:
         pass
 

@@ -1,0 +1,89 @@
+"""(Re)collect the real trace corpus in traces/corpus/ (resumable; hours of engine time).
+
+    .venv/bin/python benchmarks/collect_corpus.py                  # everything still missing
+    .venv/bin/python benchmarks/collect_corpus.py --stop-after 3h  # a session's share, then stop
+    .venv/bin/python benchmarks/collect_corpus.py --dry-run        # the plan and what is left
+
+Every configuration of lrreal/corpus.py (ar, sd, lr depth 1/2/3, lr depth 2 width 2, lr-sync,
+lr+sd, and lr / lr+sd with the embedding verifier) on GSM8K test problems 0-7 and AIME 2025
+problems 0-3, 256-token budget, one record per (problem, configuration), interleaved problem by
+problem, with a machine-speed probe around every record. Run it alone: no test suite or other
+engine job beside it (the probe shows when something else ran). Kill it whenever; rerunning
+continues where it stopped (each record is fsynced before the next starts). A line per record
+goes to stdout and to <out>/collection.log.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DATASETS = "gsm8k:8,aime2025:4"
+MAX_TOKENS = 256   # GSM8K answers of the 1.5B target finish within it (accuracy means something)
+
+
+def duration(text: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smh]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: use seconds or a number with s/m/h (e.g. 3h)")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="traces/corpus")
+    ap.add_argument("--datasets", default=DATASETS, help="name:count,... (problems 0..count-1)")
+    ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
+    ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    ap.add_argument("--stop-after", type=duration, default=None, help="stop starting records after this long")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+
+    from lrsim.errors import UserError
+    from lrreal.collect import CollectSpec
+    from lrreal.corpus import BY_LABEL, CONFIGS, collect_corpus, corpus_plan, pending
+
+    try:
+        datasets = [(n, int(k)) for n, k in (x.split(":") for x in a.datasets.split(","))]
+    except ValueError:
+        sys.exit(f"collect_corpus: --datasets {a.datasets!r}: use name:count,name:count")
+    configs = CONFIGS
+    if a.configs:
+        bad = [c for c in a.configs.split(",") if c not in BY_LABEL]
+        if bad:
+            sys.exit(f"collect_corpus: unknown config(s) {bad}; known: {', '.join(BY_LABEL)}")
+        configs = tuple(BY_LABEL[c] for c in a.configs.split(","))
+    jobs = corpus_plan(datasets, configs)
+    out = Path(a.out)
+    if a.dry_run:
+        left = pending(jobs, out)
+        for j in jobs:
+            print(f"{'todo' if j in left else 'done'} {j.dataset}/{j.index} {j.config.label}")
+        print(f"{len(jobs) - len(left)} of {len(jobs)} recorded")
+        return
+    base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1")
+    out.mkdir(parents=True, exist_ok=True)
+    logf = open(out / "collection.log", "a", buffering=1)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        logf.write(msg + "\n")
+
+    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} collect_corpus {' '.join(sys.argv[1:])}")
+    try:
+        n = collect_corpus(jobs, out, base, log=log, stop_after_s=a.stop_after)
+    except UserError as e:
+        log(f"collect_corpus: error: {e}")
+        sys.exit(getattr(e, "exit_code", 2))
+    except KeyboardInterrupt as e:
+        log(f"collect_corpus: interrupted ({e!r}); records so far are kept; rerun to continue")
+        sys.exit(130)
+    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} wrote {n} record(s)")
+
+
+if __name__ == "__main__":
+    main()

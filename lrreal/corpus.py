@@ -1,0 +1,178 @@
+"""The real trace corpus: every configuration on every problem, interleaved, on one engine pool.
+
+    plan = corpus_plan([("gsm8k", 8), ("aime2025", 4)])
+    collect_corpus(plan, out_dir="traces/corpus", max_tokens=256)      # resumable, any time
+
+One trace file per (data set, configuration): `<out_dir>/<dataset>/<label>.jsonl`, each written
+exactly as `lr collect` with that configuration's flags would write it (same records, same
+resume rules, a probe around every record). The order is what makes the corpus comparable:
+
+- problem by problem, every configuration of a problem before the next problem, so a change in
+  the machine's speed hits every configuration alike instead of whichever ran that hour;
+- within a problem the configurations on the plain target (ar, lr, lr-sync) and on the n-gram SD
+  target (sd, lr+sd) form two phases whose order alternates between problems, so the target
+  restarts once per problem (vLLM's speculative config is fixed per engine) and the draft never;
+- within a phase the order rotates by one configuration per problem (no configuration always
+  runs first after a restart).
+
+Every configuration binds the target to core 0 and the draft to core 1, AR included: speedups
+are against the target on the same hardware it has under LR (the paper's baseline), and the
+draft is loaded, idle, during ar/sd (recorded as `run.engines_loaded`).
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .collect import CollectSpec, Collector
+from .scheduler import SD_MODES
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    label: str                 # the trace file's stem
+    mode: str
+    depth: int = 2
+    width: int = 1
+    verifier: str = "exact"
+    temperature: float = 0.0   # width > 1 needs sampling: greedy siblings are identical
+    top_p: float = 1.0
+
+    @property
+    def phase(self) -> str:
+        return "sd" if self.mode in SD_MODES else "plain"
+
+
+CONFIGS = (
+    CorpusConfig("ar", "ar"),
+    CorpusConfig("lr-d1", "lr", depth=1),
+    CorpusConfig("lr-d2", "lr", depth=2),
+    CorpusConfig("lr-d3", "lr", depth=3),
+    CorpusConfig("lr-d2-w2", "lr", depth=2, width=2, temperature=0.6, top_p=0.95),  # paper's sampling
+    CorpusConfig("lr-sync-d2", "lr-sync", depth=2),
+    CorpusConfig("lr-d2-emb", "lr", depth=2, verifier="embedding:0.9"),
+    CorpusConfig("sd", "sd"),
+    CorpusConfig("lr+sd-d2", "lr+sd", depth=2),
+    CorpusConfig("lr+sd-d2-emb", "lr+sd", depth=2, verifier="embedding:0.9"),
+)
+BY_LABEL = {c.label: c for c in CONFIGS}
+
+
+@dataclass(frozen=True)
+class Job:
+    dataset: str
+    index: int                 # problem offset in the data set
+    config: CorpusConfig
+
+
+def corpus_plan(datasets: list[tuple[str, int]], configs=CONFIGS) -> list[Job]:
+    """Every (problem, configuration) job in collection order (see the module docstring)."""
+    jobs, n = [], 0
+    for dataset, count in datasets:
+        for i in range(count):
+            phases = ["plain", "sd"] if n % 2 == 0 else ["sd", "plain"]
+            for ph in phases:
+                group = [c for c in configs if c.phase == ph]
+                if group:
+                    k = n % len(group)
+                    jobs += [Job(dataset, i, c) for c in group[k:] + group[:k]]
+            n += 1
+    return jobs
+
+
+def spec_for(job: Job, out_dir: Path, base: CollectSpec) -> CollectSpec:
+    c = job.config
+    return replace(base, mode=c.mode, depth=c.depth, width=c.width, verifier=c.verifier,
+                   temperature=c.temperature, top_p=c.top_p, dataset=job.dataset,
+                   offset=job.index, limit=1, resume=True, probe=True,
+                   out=str(out_dir / job.dataset / f"{c.label}.jsonl"),
+                   extra={"corpus_config": c.label})
+
+
+def pending(jobs: list[Job], out_dir: Path) -> list[Job]:
+    """Jobs whose record is not yet in its trace file (resume)."""
+    from .datasets import load_problems
+    from .traces import read_traces
+
+    done: dict[str, set] = {}
+    left = []
+    for j in jobs:
+        path = out_dir / j.dataset / f"{j.config.label}.jsonl"
+        if str(path) not in done:
+            done[str(path)] = ({(r["problem_id"], r["sample"]) for r in read_traces(path)}
+                               if path.exists() else set())
+        pid = load_problems(j.dataset, 1, j.index)[0].id
+        if (pid, 0) not in done[str(path)]:
+            left.append(j)
+    return left
+
+
+def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
+                   log=print, stop_after_s: float | None = None) -> int:
+    """Run the pending jobs on one engine pool; returns the number of records written. Safe to
+    kill at any point: every record is on disk before the next job starts."""
+    from . import shutdown
+    from .datasets import load_problems
+    from .engine import vllm_lock
+    from .engine_pool import EnginePool
+    from .traces import TraceWriter
+
+    out_dir = Path(out_dir)
+    todo = pending(jobs, out_dir)
+    log(f"corpus: {len(jobs) - len(todo)} of {len(jobs)} records already in {out_dir}; "
+        f"{len(todo)} to collect")
+    if not todo:
+        return 0
+    written = 0
+    t_start = time.monotonic()
+
+    async def run() -> None:
+        nonlocal written
+        shutdown.cancel_on_signal(asyncio.current_task())
+        pool = EnginePool()
+        verifiers: dict[str, object] = {}
+        try:
+            # the draft stays loaded throughout (idle in ar/sd), so every record runs beside the
+            # same engine set
+            lr_spec = replace(base, mode="lr", out=str(out_dir / "unused.jsonl"))
+            with shutdown.engine_start():
+                pool.get("draft", Collector(lr_spec).engine_args()["draft"])
+            for job in todo:
+                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
+                    log(f"corpus: stopping after {stop_after_s:.0f} s as asked; resume later")
+                    return
+                spec = spec_for(job, out_dir, base)
+                col = Collector(spec)
+                with shutdown.engine_start():
+                    col.start(pool)
+                if spec.mode in ("lr", "lr+sd", "lr-sync"):
+                    if spec.verifier not in verifiers:
+                        verifiers[spec.verifier] = col.make_verifier()
+                    col.verifier = verifiers[spec.verifier]
+                    col.run_info["verifier"] = col.verifier.describe()
+                await col.warm_up()
+                prob = load_problems(job.dataset, 1, job.index)[0]
+                rec = await col.run_one(prob, 0)
+                with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
+                    w.write(rec)
+                written += 1
+                p = rec["probe"]["after"]["engines"].get("target", {})
+                log(f"{time.strftime('%H:%M:%S')} {prob.id:<16} {job.config.label:<13} "
+                    f"{rec['output_tokens']:>4} tok {rec['wall_time_s']:7.1f} s "
+                    f"{rec['tokens_per_s']:5.2f} tok/s acc {rec['step_acceptance']['accepted']}/"
+                    f"{rec['step_acceptance']['proposed']} correct {rec['correct']} "
+                    f"probe {1e3 * (p.get('decode_s') or 0):.0f} ms "
+                    f"load {rec['probe']['after'].get('loadavg', ['?'])[0]}")
+        finally:
+            for v in verifiers.values():
+                try:
+                    await v.aclose()
+                except Exception:
+                    pass
+            pool.shutdown()
+
+    with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
+        asyncio.run(run())
+    return written

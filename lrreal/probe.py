@@ -1,0 +1,63 @@
+"""The machine-speed probe: a fixed reference pass timed on every engine, before and after each
+trace record, so that drift in the machine's speed (other jobs, thermal state, another day or
+machine) can be seen in the traces and corrected for (`lr calibrate probe`, lrsim/calib/probe.py).
+
+    p = await probe_engines(engines, salt=7)
+    # {"t": 1732350000.0, "loadavg": [1.02, 0.98, 0.91], "procs_running": 2,
+    #  "engines": {"target": {"prefill_tokens": 32, "prefill_s": 1.31, "decode_s": 0.552,
+    #                         "decode_passes": 4, "wall_s": 3.6}, "draft": {...}}}
+
+Each engine runs one request with a 32-token pseudo-random prompt (unique per salt, so no prefix
+cache hit) and 4 forward decode passes (`VllmEngine.probe`); engines are probed one after the
+other so that neither slows the other. Cost: about 4 s on the 1.5B target on one CPU core, 1 s
+on the 0.5B draft. What the rest of the machine was doing is recorded beside it: the 1/5/15-min
+load averages and the number of runnable processes (/proc).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def machine_load() -> dict:
+    """Load averages and runnable processes right now (empty where /proc is missing)."""
+    out: dict = {}
+    try:
+        f = Path("/proc/loadavg").read_text().split()
+        out["loadavg"] = [float(x) for x in f[:3]]
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith("procs_running"):
+                out["procs_running"] = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+async def probe_engines(engines: dict, salt: int) -> dict:
+    """Probe every engine that supports it (VllmEngine; fake engines report synthetic times)."""
+    rec = {"t": time.time(), **machine_load(), "engines": {}}
+    for name in sorted(engines, key=lambda n: n != "target"):  # target first: it is the slow one
+        eng = engines[name]
+        if hasattr(eng, "probe"):
+            rec["engines"][name] = await eng.probe(salt)
+    return rec
+
+
+class ProbeClock:
+    """One probe between consecutive records: the probe after record i is the probe before
+    record i+1 (halves the cost). `invalidate()` when the engines change (a restart)."""
+
+    def __init__(self):
+        self._last: dict | None = None
+        self._salt = 0
+
+    def invalidate(self) -> None:
+        self._last = None
+
+    async def take(self, engines: dict) -> dict:
+        self._salt += 1
+        self._last = await probe_engines(engines, salt=int(time.time() * 1000) + self._salt)
+        return self._last
+
+    async def before(self, engines: dict) -> dict:
+        return self._last if self._last is not None else await self.take(engines)
