@@ -6,7 +6,7 @@
 
 Every configuration of lrreal/corpus.py (ar, sd, lr depth 1/2/3, lr depth 2 width 2, lr-sync,
 lr+sd, and lr / lr+sd with the embedding verifier) on GSM8K test problems 0-7 and AIME 2025
-problems 0-3, 256-token budget, one record per (problem, configuration), interleaved problem by
+problems 0-3 (budgets 384 and 256 tokens), one record per (problem, configuration), interleaved problem by
 problem, with a machine-speed probe around every record. Run it alone: no test suite or other
 engine job beside it (the probe shows when something else ran). Kill it whenever; rerunning
 continues where it stopped (each record is fsynced before the next starts). A line per record
@@ -22,8 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DATASETS = "gsm8k:8,aime2025:4"
-MAX_TOKENS = 256   # GSM8K answers of the 1.5B target finish within it (accuracy means something)
+# name:problems:max_tokens. GSM8K answers of the 1.5B target run to ~270 tokens (problem 0 needs
+# 265), so 384 lets them finish and accuracy means something; AIME answers never finish in a
+# CPU-affordable budget, and are there for their lower step acceptance.
+DATASETS = "gsm8k:8:384,aime2025:4:256"
 
 
 def duration(text: str) -> float:
@@ -36,9 +38,10 @@ def duration(text: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="traces/corpus")
-    ap.add_argument("--datasets", default=DATASETS, help="name:count,... (problems 0..count-1)")
+    ap.add_argument("--datasets", default=DATASETS,
+                    help="name:count[:max_tokens],... (problems 0..count-1)")
     ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
-    ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    ap.add_argument("--max-tokens", type=int, default=256, help="budget where --datasets names none")
     ap.add_argument("--stop-after", type=duration, default=None, help="stop starting records after this long")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
@@ -48,9 +51,11 @@ def main() -> None:
     from lrreal.corpus import BY_LABEL, CONFIGS, collect_corpus, corpus_plan, pending
 
     try:
-        datasets = [(n, int(k)) for n, k in (x.split(":") for x in a.datasets.split(","))]
+        datasets = [(f[0], *map(int, f[1:])) for f in (x.split(":") for x in a.datasets.split(","))]
+        if any(len(d) not in (2, 3) or min(d[1:]) < 1 for d in datasets):
+            raise ValueError
     except ValueError:
-        sys.exit(f"collect_corpus: --datasets {a.datasets!r}: use name:count,name:count")
+        sys.exit(f"collect_corpus: --datasets {a.datasets!r}: use name:count[:max_tokens],...")
     configs = CONFIGS
     if a.configs:
         bad = [c for c in a.configs.split(",") if c not in BY_LABEL]

@@ -65,19 +65,22 @@ class Job:
     dataset: str
     index: int                 # problem offset in the data set
     config: CorpusConfig
+    max_tokens: int | None = None   # None: the base spec's budget
 
 
-def corpus_plan(datasets: list[tuple[str, int]], configs=CONFIGS) -> list[Job]:
-    """Every (problem, configuration) job in collection order (see the module docstring)."""
+def corpus_plan(datasets: list[tuple], configs=CONFIGS) -> list[Job]:
+    """Every (problem, configuration) job in collection order (see the module docstring).
+    `datasets`: (name, problems) or (name, problems, max_tokens) tuples."""
     jobs, n = [], 0
-    for dataset, count in datasets:
+    for dataset, count, *budget in datasets:
+        max_tokens = budget[0] if budget else None
         for i in range(count):
             phases = ["plain", "sd"] if n % 2 == 0 else ["sd", "plain"]
             for ph in phases:
                 group = [c for c in configs if c.phase == ph]
                 if group:
                     k = n % len(group)
-                    jobs += [Job(dataset, i, c) for c in group[k:] + group[:k]]
+                    jobs += [Job(dataset, i, c, max_tokens) for c in group[k:] + group[:k]]
             n += 1
     return jobs
 
@@ -87,6 +90,7 @@ def spec_for(job: Job, out_dir: Path, base: CollectSpec) -> CollectSpec:
     return replace(base, mode=c.mode, depth=c.depth, width=c.width, verifier=c.verifier,
                    temperature=c.temperature, top_p=c.top_p, dataset=job.dataset,
                    offset=job.index, limit=1, resume=True, probe=True,
+                   max_tokens=job.max_tokens or base.max_tokens,
                    out=str(out_dir / job.dataset / f"{c.label}.jsonl"),
                    extra={"corpus_config": c.label})
 
