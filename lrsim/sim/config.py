@@ -26,6 +26,9 @@ class Placement:
     devices: list[str]
     tp: int = 1                   # tensor-parallel degree the latency model was measured/derived at
     max_seqs: int = 256           # vLLM's default max_num_seqs
+    contention: float = 0.0       # fractional slowdown of this model's forward pass while another
+    #                               model runs a pass on other devices of the same machine (shared
+    #                               memory bandwidth); 0 on GPUs
 
 
 @dataclass
@@ -70,6 +73,11 @@ class Config:
                 for d in p.devices:
                     if d not in names:
                         raise UserError(f"{where}: model {p.name!r} is placed on unknown device {d!r}")
+                c = p.contention
+                if not (isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
+                        and c >= 0):
+                    raise UserError(f"{where}: model {p.name!r}: contention must be a finite number "
+                                    f">= 0, got {c!r}")
         return self
 
     @property

@@ -11,6 +11,12 @@ next job completion. A submit or cancel wakes it; it then finishes the iteration
 (iterations are never preempted) and recomposes the batch. Events scale with jobs, not tokens.
 With a context-length term the chunk is capped (`max_chunk`) so the context used for the cost
 lags the true one by at most that many tokens.
+
+Contention (two engines on separate devices of one machine, e.g. two CPU cores sharing memory
+bandwidth): an engine linked to a `peer` pays `(1 + contention)` x the iteration time for every
+iteration that starts while the peer is running one. When either engine starts or stops running,
+the other recomposes at the end of its iteration in progress, so each iteration's cost reflects
+the peer's state at its start (no link, or contention 0: nothing changes, no extra events).
 """
 from __future__ import annotations
 
@@ -87,6 +93,8 @@ class Engine:
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
         self._boundary = False            # an early chunk end is already scheduled
         self._reqs: list = []
+        self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
+        self.contention = 0.0             # fractional slowdown of an iteration while the peer runs
 
     @property
     def shared(self) -> bool:
@@ -123,12 +131,29 @@ class Engine:
             self._state = "kick"      # start at this instant, after all same-time submits
             self.env.timeout(0).callbacks.append(self._kick)
         elif st == "run" and not self._boundary:
-            start, t_iter = self._chunk
-            k = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
-            if k < self._n_chunk:
-                self._boundary = True
-                self._gen += 1
-                self._schedule_end(start + k * t_iter - self.env.now, k)
+            self._recompose()
+
+    def _peer_changed(self):
+        """The peer started or stopped running: a running engine recomposes (and re-costs) at the
+        end of its iteration in progress; an idle or waiting one costs its next start anyway."""
+        if self._state == "run" and not self._boundary:
+            self._recompose()
+
+    def _notify_peer(self):
+        """Called on every change into or out of the "run" state (only when a peer is linked)."""
+        p = self.peer
+        if p.contention:
+            p._peer_changed()
+
+    def _recompose(self):
+        """End the chunk in progress at the end of its current iteration (never preempted; at
+        the chunk's first instant, k = 0: restart it at once)."""
+        start, t_iter = self._chunk
+        k = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+        if k < self._n_chunk:
+            self._boundary = True
+            self._gen += 1
+            self._schedule_end(start + k * t_iter - self.env.now, k)
 
     def _schedule_end(self, delay: float, k: int):
         gen = self._gen
@@ -137,10 +162,16 @@ class Engine:
     def _kick(self, _e=None):
         self._admit()
         if not self.n:
+            was = self._state
             self._state = "idle"
+            if was == "run" and self.peer is not None:
+                self._notify_peer()
             return
         if self.shared:   # time-sharing: hold every device of the pool, one iteration at a time
+            was = self._state
             self._state = "wait-device"
+            if was == "run" and self.peer is not None:
+                self._notify_peer()
             self._reqs = [d.resource.request() for d in self.devices]
             self.env.all_of(self._reqs).callbacks.append(self._granted)
         else:
@@ -165,12 +196,15 @@ class Engine:
             n = 1
         else:
             n = min(self._next_finish() - self.iter_no, self.max_chunk)
+        was = self._state
         self._state = "run"
         self._boundary = False
         self._chunk = (self.env.now, t_iter)
         self._n_chunk = n
         self._gen += 1
         self._schedule_end(n * t_iter, n)
+        if was != "run" and self.peer is not None:
+            self._notify_peer()
 
     def _chunk_end(self, gen: int, k: int):
         if gen != self._gen:
@@ -232,6 +266,8 @@ class Engine:
         t = self.latency.forward(dec, pre, self.n, ctx)
         if self.nsd and self.sd_draft is not None and self.sd_k2 > 1:
             t += (self.sd_k2 - 1) * self.sd_draft.forward(self.nsd, 0, self.nsd, ctx)
+        if self.contention and self.peer is not None and self.peer._state == "run":
+            t *= 1.0 + self.contention
         return t
 
     def _advance(self, k: int, spent: float):

@@ -28,6 +28,18 @@ def _engine(env, pool, placement, cfg: Config, with_sd: bool):
                   sd_draft=cfg.sd_draft, context_term=not cfg.ideal)
 
 
+def _link_peers(target, draft, cfg: Config) -> None:
+    """Target and draft on disjoint devices of one machine slow each other down while both run
+    passes (Placement.contention, per engine); FreeEngine (--ideal) never contends."""
+    if not (isinstance(target, Engine) and isinstance(draft, Engine)):
+        return
+    if set(cfg.target.devices) & set(cfg.draft.devices):
+        return                    # time-shared devices: the engines never run at once
+    if cfg.target.contention > 0 or cfg.draft.contention > 0:
+        target.peer, draft.peer = draft, target
+        target.contention, draft.contention = float(cfg.target.contention), float(cfg.draft.contention)
+
+
 def run(cfg: Config) -> tuple[dict, World]:
     """Run cfg.policy over cfg.workload; returns (summary, world)."""
     cfg = cfg.validate().effective()
@@ -37,6 +49,7 @@ def run(cfg: Config) -> tuple[dict, World]:
     target = _engine(env, pool, cfg.target, cfg, uses_sd)
     draft = _engine(env, pool, cfg.draft, cfg, False) if cfg.policy.startswith("lr") else None
     judge = _engine(env, pool, cfg.judge, cfg, False) if cfg.policy.startswith("lr") else None
+    _link_peers(target, draft, cfg)
     world = World(env, cfg, cfg.workload, target, draft, judge, pool)
     policy = POLICIES[cfg.policy]
     requests = cfg.workload.requests()
