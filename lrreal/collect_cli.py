@@ -109,34 +109,42 @@ def _collect_with_progress(spec, collect):
 
 
 def _print_summary(result: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from lrsim.tables import console, table
 
-    con = Console()
+    con = console()
     con.print(f"wrote {result['written']} record(s) to {result['out']} "
               f"(skipped {result['skipped']} already recorded)")
     for f in result["failed"]:
         con.print(f"[red]failed[/] {f['problem_id']} sample {f['sample']}: {f['error']}")
     if not result["summary"]:
         return
-    t = Table(title=f"Summary of {result['out']}")
-    for col in ("mode", "records", "accuracy", "tok/s", "speedup vs AR", "step accept", "SD accept",
-                "verify failed"):
-        t.add_column(col, justify="right")
+    # Two-line headers and the failures' causes under the table: 8 columns fit in 80.
+    t = table(f"Summary of {result['out']}",
+              ("mode", "records", "accuracy", "tok/s", "speedup\nvs AR", "step\naccept", "SD\naccept",
+               "verify\nfailed"), text=("mode",))
     fmt = lambda v, f="{:.3f}": "-" if v is None else f.format(v)
     for r in result["summary"]:
         t.add_row(r["mode"], str(r["records"]), fmt(r["accuracy"], "{:.1%}"), fmt(r["tokens_per_s"], "{:.2f}"),
                   fmt(r["speedup_vs_ar"], "{:.2f}x"), fmt(r["step_acceptance"]), fmt(r["sd_acceptance"]),
                   _failed_cell(r))
     con.print(t)
+    causes = [f"{r['mode']}: {c}" for r in result["summary"] if (c := _failure_causes(r))]
+    if causes:
+        con.print("verify failed by cause: " + "; ".join(causes))
 
 
 def _failed_cell(row: dict) -> str:
-    """"3/41 (timeout 2, http 1)": failed verifications (each recorded as a rejection) by cause."""
+    """"3/41": failed verifications (each recorded as a rejection) of all verifications."""
     if not row.get("verifications"):
         return "-"
-    causes = ", ".join(f"{k} {v}" for k, v in sorted(row["verification_failures_by_cause"].items()))
-    return f"{row['verifications_failed']}/{row['verifications']}" + (f" ({causes})" if causes else "")
+    return f"{row['verifications_failed']}/{row['verifications']}"
+
+
+def _failure_causes(row: dict) -> str:
+    """"timeout 2, http 1": the failed verifications by cause ("" if none)."""
+    if not row.get("verifications"):
+        return ""
+    return ", ".join(f"{k} {v}" for k, v in sorted(row["verification_failures_by_cause"].items()))
 
 
 def register(app: typer.Typer) -> None:

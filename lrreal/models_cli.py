@@ -44,8 +44,7 @@ def prepare(
 @app.command("list")
 def list_models(cache_dir: Optional[str] = CACHE, as_json: bool = JSON):
     """Show the packaged models and whether each is ready."""
-    from rich.console import Console
-    from rich.table import Table
+    from lrsim.tables import console, table
 
     from . import models
 
@@ -54,13 +53,18 @@ def list_models(cache_dir: Optional[str] = CACHE, as_json: bool = JSON):
     if as_json:
         print(json.dumps({"cache_dir": str(cache), "models": rows}))
         return
-    t = Table(title=f"Packaged models (cache: {cache})")
-    for col in ("name", "role", "parts installed", "ready", "path"):
-        t.add_column(col)
+    # The folders go under the table, one per line: a path column would leave the table no room
+    # at 80 columns.
+    cols = ("name", "role", "parts installed", "ready")
+    t = table(f"Packaged models (cache: {cache})", cols, text=cols)
     for r in rows:
         t.add_row(r["name"], r["role"], "yes" if r["parts_installed"] else "no",
-                  "[green]yes[/]" if r["ready"] else "no", r["path"] if r["ready"] else "-")
-    Console().print(t)
+                  "[green]yes[/]" if r["ready"] else "no")
+    c = console()
+    c.print(t)
+    for r in rows:
+        if r["ready"]:
+            c.print(f"folder: {r['path']}", markup=False)
 
 
 def register(root: typer.Typer) -> None:

@@ -77,37 +77,59 @@ def _list_presets(as_json: bool) -> None:
     if as_json:
         print(json.dumps({"presets": rows}))
         return
-    from rich.console import Console
-    from rich.table import Table
+    _print_presets(rows)
 
-    t = Table(title="Paper presets (lr plan --preset NAME)")
-    for c in ("name", "pair / data", "alpha1", "steps x tokens", "hardware", "latency"):
-        t.add_column(c)
+
+def _print_presets(rows: list[dict]) -> None:
+    from ..tables import console, table
+
+    t = table("Paper presets (lr plan --preset NAME)", ("name", "pair / data", "alpha1", "steps x tokens"),
+              text=("name", "pair / data"))
     for r in rows:
         t.add_row(r["name"], f"{r['pair']} / {r['dataset']}", f"{r['alpha1']:.2f}",
-                  f"{r['steps']} x {r['step_mean']:.0f}", r["hardware"], r["latency"])
-    Console().print(t)
+                  f"{r['steps']} x {r['step_mean']:.0f}")
+    c = console()
+    c.print(t)
+    # Hardware and latency source are long and (today) the same for every preset: one line each
+    # under the table, naming the presets when they differ.
+    for key in ("hardware", "latency"):
+        values = list(dict.fromkeys(r[key] for r in rows))
+        if len(values) == 1:
+            c.print(f"{key}: {values[0]}", markup=False)
+        else:
+            for v in values:
+                names = ", ".join(r["name"] for r in rows if r[key] == v)
+                c.print(f"{key} ({names}): {v}", markup=False)
 
 
 def _paper_table(samples: int, jobs: int, as_json: bool, latency: str) -> None:
     from .sources import resolve
-    from .table1 import TABLE_HEADER, compare_table1, format_rows
+    from .table1 import compare_table1
 
     src = resolve(None, None, None, latency)
     rows = compare_table1(seeds=max(1, samples), jobs=jobs, latency_file=src.latency_file)
     if as_json:
         print(json.dumps({"rows": rows}))
         return
-    from rich.console import Console
-    from rich.table import Table
+    _print_paper_table(rows)
 
-    t = Table(title="Simulated (presets) vs the paper's Table 1: speedup over AR, single stream")
-    for c in TABLE_HEADER:
-        t.add_column(c, justify="right", no_wrap=c == "preset")
-    for cells in format_rows(rows):
+
+def _print_paper_table(rows: list[dict]) -> None:
+    from ..tables import console, table
+    from .table1 import format_rows
+
+    # Terminal form of table1.TABLE_HEADER (the HTML report keeps the long headers): the speedup
+    # cells "sim/paper" without spaces and the product ratio as h/(f*g) fit 80 columns (speedups
+    # below 10x; the paper's are 1.12-2.11x).
+    t = table("Simulated (presets) vs the paper's Table 1: speedup over AR, single stream",
+              ("preset", "alpha1", "c1", "LR", "SD", "LR+SD", "h/(f*g)"), text=("preset",))
+    for cells in format_rows(rows, sep="/"):
         t.add_row(*cells)
-    Console().print(t)
-    Console().print(f"latency: {rows[0]['latency']}. Why they differ: docs/planning.md")
+    c = console()
+    c.print(t)
+    c.print("LR, SD, LR+SD: simulated/paper speedup; h/(f*g): simulated LR+SD / (LR x SD), "
+            "1.00 = the two speedups multiply")
+    c.print(f"latency: {rows[0]['latency']}. Why they differ: docs/planning.md", markup=False)
 
 
 def _f(v, fmt="{:.2f}"):
@@ -115,33 +137,42 @@ def _f(v, fmt="{:.2f}"):
 
 
 def _print_plan(res, top: int) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    """Two tables, the same rows in the same order: the ranking (speedups, throughput), then
+    latency and goodput. All of it in one table needs about 125 columns."""
+    from rich.markup import escape
+
+    from ..tables import console, table
 
     m = res.meta
-    t = Table(title=f"lr plan: {m['source']}, {m['hardware']['devices']}x {m['hardware']['kind']}, "
-                    f"{m['load_text']} (ranked by {m['objective']}, {m['elapsed_s']:.1f} s)")
     slo = bool(m["load"]["slo_ms"])
-    cols = ["#", "configuration", "dev x rep", "speedup", "vs eq-res", "tok/s"]
-    cols += ["goodput", "SLO ok"] if slo else []
-    cols += ["p90 s", "p90 ms/tok", "accept"]
-    for c in cols:
-        t.add_column(c, justify="left" if c == "configuration" else "right", no_wrap=c == "configuration")
     shown = [r for r in res.rows if r["rank"] <= top or r["role"]]
-    for r in shown:
-        style = "bold" if r["rank"] == 1 else ("cyan" if r["role"] else None)
-        name = r["label"] + (" [reference]" if r["role"] == "reference" else "")
-        cells = [str(r["rank"]), name, f"{r['devices_per_replica']}x{r['replicas']}",
-                 f"{r['speedup']:.2f}", _f(r["speedup_vs_equal"]), f"{r['tokens_per_s']:.0f}"]
+    styles = ["bold" if r["rank"] == 1 else ("cyan" if r["role"] else None) for r in shown]
+    names = [escape(r["label"] + (" [reference]" if r["role"] == "reference" else "")) for r in shown]
+
+    t = table(f"lr plan: {m['source']}, {m['hardware']['devices']}x {m['hardware']['kind']}, "
+              f"{m['load_text']} (ranked by {m['objective']}, {m['elapsed_s']:.1f} s)",
+              ("#", "configuration", "dev", "speedup", "vs eq-res", "tok/s", "accept"),
+              text=("configuration",))
+    for r, name, style in zip(shown, names, styles):
+        t.add_row(str(r["rank"]), name, f"{r['devices_per_replica']}x{r['replicas']}", f"{r['speedup']:.2f}",
+                  _f(r["speedup_vs_equal"]), f"{r['tokens_per_s']:.0f}", _f(r["step_acceptance_rate"]),
+                  style=style)
+    cols = ("#", "configuration") + (("goodput", "SLO ok") if slo else ()) + ("p90 s", "p90 ms/tok")
+    t2 = table("latency (p90 over requests)" + (" and SLO" if slo else ""), cols, text=("configuration",))
+    for r, name, style in zip(shown, names, styles):
+        cells = [str(r["rank"]), name]
         if slo:
             cells += [f"{r['goodput_tokens_per_s']:.0f}", f"{r['slo_attainment']:.0%}"]
-        cells += [f"{r['latency_s']['p90']:.2f}", f"{r['ms_per_token']['p90']:.1f}", _f(r["step_acceptance_rate"])]
-        t.add_row(*cells, style=style)
-    c = Console()
+        cells += [f"{r['latency_s']['p90']:.2f}", f"{r['ms_per_token']['p90']:.1f}"]
+        t2.add_row(*cells, style=style)
+    c = console()
     c.print(t)
+    c.print("dev: devices per replica x replicas; vs eq-res: speedup over AR given the same devices "
+            "(equal resources); tok/s: output tokens/s of all replicas; accept: step acceptance rate")
+    c.print(t2)
     if m["skipped"]:
-        c.print(f"skipped (not enough devices): {', '.join(r['label'] for r in m['skipped'])}")
-    c.print(m["recommendation"])
+        c.print(f"skipped (not enough devices): {', '.join(r['label'] for r in m['skipped'])}", markup=False)
+    c.print(m["recommendation"], markup=False)
 
 
 def register(app: typer.Typer) -> None:

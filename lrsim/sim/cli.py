@@ -74,13 +74,9 @@ def _fmt(v, nd=3):
 
 
 def _print_summary(s: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from ..tables import console, kv_table
 
     unit = "units" if s["params"]["ideal"] else "s"
-    t = Table(title=f"lr simulate: {s['policy']} on {s['scenario']}", show_header=False)
-    t.add_column(style="bold")
-    t.add_column(justify="right")
     p = s["params"]
     rows = [
         ("speedup vs AR", f"{s['speedup']:.4f}" + (f" ± {s['latency_speedup_se']:.4f}" if s.get("latency_speedup_se") else "")),
@@ -99,12 +95,11 @@ def _print_summary(s: dict) -> None:
         ("cancelled jobs draft/target", f"{s['cancelled_jobs']['draft']} / {s['cancelled_jobs']['target']}"),
     ]
     if s["sd"]:
-        rows.append(("SD token acceptance / mean accepted length",
-                     f"{_fmt(s['sd']['acceptance_rate'])} / {_fmt(s['sd']['mean_accepted_length'])}"))
-    rows.append(("utilisation", ", ".join(f"{k} {v:.0%}" for k, v in s["utilisation"].items())))
-    for k, v in rows:
-        t.add_row(k, v)
-    Console().print(t)
+        rows += [("SD token acceptance", _fmt(s["sd"]["acceptance_rate"])),
+                 ("SD mean accepted length", _fmt(s["sd"]["mean_accepted_length"]))]
+    # "gpu0 99%" kept together ("gpu0=99%") so that a long list wraps between devices
+    rows.append(("utilisation", " ".join(f"{k}={v:.0%}" for k, v in s["utilisation"].items())))
+    console().print(kv_table(f"lr simulate: {s['policy']} on {s['scenario']}", rows))
 
 
 def sweep(
@@ -143,20 +138,19 @@ def sweep(
 
 
 def _print_sweep(res: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from ..tables import console, table
 
-    t = Table(title=f"lr sweep: {res['policy']} ({len(res['points'])} points, {res['elapsed_s']:.1f} s)")
-    for c in ("k1", "depth", "width", "k2", "parallel", "speedup", "tokens/s", "accept"):
-        t.add_column(c, justify="right")
+    t = table(f"lr sweep: {res['policy']} ({len(res['points'])} points, {res['elapsed_s']:.1f} s)",
+              ("k1", "depth", "width", "k2", "parallel", "speedup", "tokens/s", "accept"))
     for p in sorted(res["points"], key=lambda p: -p["speedup"]):
         t.add_row(*(str(p[k]) for k in ("k1", "depth", "width", "k2", "parallel")),
                   f"{p['speedup']:.4f}", f"{p['tokens_per_s']:.2f}", _fmt(p["step_acceptance_rate"]))
-    Console().print(t)
+    c = console()
+    c.print(t)
     if res["best"]:
         b = res["best"]
-        Console().print(f"best: k1={b['k1']} depth={b['depth']} width={b['width']} k2={b['k2']} "
-                        f"speedup {b['speedup']:.4f}")
+        c.print(f"best: k1={b['k1']} depth={b['depth']} width={b['width']} k2={b['k2']} "
+                f"speedup {b['speedup']:.4f}")
 
 
 def register(app: typer.Typer) -> None:

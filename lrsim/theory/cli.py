@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from ..errors import UserError
+from ..tables import console, kv_table
 from .params import MAX_BUDGET, MAX_DIM, HybridParams, InvalidParameter
 
 app = typer.Typer(help="The paper's closed forms: speedups, optimal (k1, k2) split, blog figure.",
@@ -50,23 +51,6 @@ MODE = typer.Option(Mode.sync, "--mode", help="sync = Algorithm 1; async = pipel
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
 
 
-def _console():
-    from rich.console import Console
-
-    return Console()
-
-
-def _table(title: str, rows: list[tuple[str, str]]):
-    from rich.table import Table
-
-    t = Table(title=title, show_header=False)
-    t.add_column(style="bold")
-    t.add_column(justify="right")
-    for k, v in rows:
-        t.add_row(k, v)
-    return t
-
-
 @app.command()
 def speedup(
     alpha1: float = ALPHA1,
@@ -91,7 +75,7 @@ def speedup(
             (f"step ceiling ({p.mode})", "unbounded" if ceiling is None else f"{ceiling:.4f}")]
     if p.mode == "async":
         rows.append(("depth limit ceil(1/c1)", str(out["depth_limit"] or "inf")))
-    _console().print(_table(f"Speedup at k1={k1}, k2={k2} ({p.mode})", rows))
+    console().print(kv_table(f"Speedup at k1={k1}, k2={k2} ({p.mode})", rows))
 
 
 @app.command()
@@ -141,7 +125,7 @@ def optimize(
         (th.name, _theorem_text(th)),
         ("time", f"{elapsed * 1e3:.1f} ms"),
     ]
-    _console().print(_table(f"Optimal split under M={budget} ({p.mode})", rows))
+    console().print(kv_table(f"Optimal split under M={budget} ({p.mode})", rows))
 
 
 def _ties_text(opt) -> str:
