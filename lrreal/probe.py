@@ -61,3 +61,46 @@ class ProbeClock:
 
     async def before(self, engines: dict) -> dict:
         return self._last if self._last is not None else await self.take(engines)
+
+
+def probe_machine(target: str = "target", draft: str | None = "draft", target_cores: str = "0",
+                  draft_cores: str = "1", repeats: int = 3, cache_dir: str | None = None,
+                  dtype: str = "float32", max_model_len: int = 4096) -> dict:
+    """Start the engines as `lr collect` would, probe them `repeats` times, stop them; the median
+    of each engine's probes (what `lr calibrate probe` compares with a profile's reference).
+    Engine start-up (about a minute per engine on CPU) dominates; the probes take seconds."""
+    import asyncio
+    import statistics
+
+    from . import shutdown
+    from .collect import CollectSpec, Collector
+    from .engine import vllm_lock
+    from .engine_pool import EnginePool
+
+    spec = CollectSpec(mode="lr" if draft else "ar", target=target, draft=draft or "draft",
+                       target_cores=target_cores, draft_cores=draft_cores, cache_dir=cache_dir,
+                       dtype=dtype, max_model_len=max_model_len, out="/dev/null")
+    col = Collector(spec)  # resolves and checks the model folders before the lock
+
+    async def run() -> list[dict]:
+        shutdown.cancel_on_signal(asyncio.current_task())
+        pool = EnginePool()
+        try:
+            with shutdown.engine_start():
+                col.start(pool)
+            await col.warm_up()
+            return [await probe_engines(pool.engines, salt=int(time.time() * 1000) + i)
+                    for i in range(repeats)]
+        finally:
+            pool.shutdown()
+
+    with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
+        probes = asyncio.run(run())
+    out = {"t": time.time(), **machine_load(), "repeats": repeats,
+           "cores": col.run_info["hardware"].get("cores"), "engines": {}}
+    for name in probes[0]["engines"]:
+        es = [p["engines"][name] for p in probes]
+        out["engines"][name] = {k: statistics.median(e[k] for e in es if e.get(k) is not None)
+                                for k in ("decode_s", "prefill_s") if any(e.get(k) for e in es)}
+        out["engines"][name]["runs"] = [e.get("decode_s") for e in es]
+    return out

@@ -1,13 +1,16 @@
 """Traces -> profile: every fit `lr calibrate` makes, and where its evidence comes from.
 
-    doc = calibrate(["traces/samples/cpu.jsonl"])           # a profile dict (schema.py)
-    doc = calibrate(paths, problems=keep)                   # only these problem ids (held-out runs)
+    doc = calibrate(["traces/corpus/gsm8k/ar.jsonl", ...])   # a profile dict (schema.py)
+    doc = calibrate(paths, problems=keep)                      # only these problem ids (held out)
+    doc = calibrate(paths, configs={"ar", "lr-d2"})            # only these configurations
 
-Latency: per engine role, from vLLM forward passes when the traces have them, else from the
-generation spans with reconstructed concurrency (fit.py). The pooled fit is `latency.<role>`; a
-mode whose traces give enough points also gets `latency.<role>@<mode>`: an engine measured in
-that mode's environment (the target alone in `ar`, beside a draft engine on the same cores in
-`lr`), which the simulator then uses for that mode.
+Latency: one physical model per engine role, shared by every mode (physical.py): per-pass time
+as a function of decode positions, prefill positions, context and whether the other engine was
+busy, corrected for the machine's speed by the probe each record carries, with error bars. The
+simulator uses the same model for ar, sd, lr, lr+sd and lr-sync, so a configuration that was
+never measured is predicted from the physics, not from a fit of its own. Traces without
+forward-pass statistics fall back to generation spans with reconstructed concurrency (fit.py).
+Acceptance (by depth), step lengths, SD acceptance and the verifier are fitted separately.
 """
 from __future__ import annotations
 
@@ -61,7 +64,14 @@ def _points(records, engine):
     return p if len(p) >= MIN_POINTS else oh.span_points(records, engine)
 
 
-def _latency_entry(records, engine, kind: str) -> dict | None:
+def _latency_entry(records, engine, kind: str, ref: dict | None) -> dict | None:
+    from .physical import fit_physical, pass_data
+
+    if kind == "roofline":
+        d = pass_data(records, engine, ref)
+        if len(d) >= 8 and any(((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
+                               for r in records):
+            return fit_physical(d, engine)
     pts = _points(records, engine)
     if len(pts) < MIN_POINTS:
         return None
@@ -85,7 +95,8 @@ def _first(records, *keys, default=None):
 
 
 def calibrate(paths, problems: set | None = None, name: str | None = None,
-              latency_kind: str = "roofline", select_placement: bool = True) -> dict:
+              latency_kind: str = "roofline", select_placement: bool = True,
+              configs: set | None = None) -> dict:
     if latency_kind not in ("roofline", "table"):
         raise UserError(f"--latency-model must be roofline or table, got {latency_kind!r}")
     records, sources = [], []
@@ -95,24 +106,27 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         records += recs
     if problems is not None:
         records = [r for r in records if r["problem_id"] in problems]
+    if configs is not None:
+        from .physical import config_label
+        records = [r for r in records if config_label(r) in configs]
     records = [r for r in records if r.get("steps")]
     if not records:
         raise UserError(f"{', '.join(map(str, paths))}: no trace record with steps"
-                        + (" among the selected problems" if problems is not None else ""))
+                        + (" among the selected problems" if problems is not None else "")
+                        + (" in the selected configurations" if configs is not None else ""))
     by_mode: dict[str, list[dict]] = {}
     for r in records:
         by_mode.setdefault(r["mode"], []).append(r)
     lr = [r for r in records if r["mode"] in LR_MODES]
 
+    from .physical import reference_probe
+
+    ref = reference_probe(records)
     latency = {}
     for role in ("target", "draft"):
-        pooled = _latency_entry(records, role, latency_kind)
-        if pooled is not None:
-            latency[role] = pooled
-        per_mode = {m: _latency_entry(recs, role, latency_kind) for m, recs in sorted(by_mode.items())}
-        per_mode = {m: e for m, e in per_mode.items() if e is not None}
-        if len(per_mode) > 1:          # one mode only: the pooled fit is that mode's fit
-            latency.update({f"{role}@{m}": e for m, e in per_mode.items()})
+        entry = _latency_entry(records, role, latency_kind, ref)
+        if entry is not None:
+            latency[role] = entry
     if "target" not in latency:
         raise UserError(f"{paths[0]}: too few target generations to fit a latency curve "
                         f"(need {MIN_POINTS}); record longer traces or run `lr calibrate measure`")
@@ -169,31 +183,51 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
             "defaults": {"depth": int(flags.get("depth", 4)), "width": int(flags.get("width", 1))},
         },
     }
-    doc["warnings"] = drift_warnings(latency)
+    if ref:
+        doc["probe"] = ref
+    doc["source"]["configs"] = _configs(records)
+    doc["warnings"] = drift_warnings(latency, records)
     if select_placement and lr and "draft" in latency:
         choose_placement(doc, lr)
     return doc
 
 
-DRIFT_RATIO = 1.25     # per-mode fits of one engine further apart than this get a warning
+PROBE_SPREAD = 1.15    # probe speeds further apart than this over the records get a warning
+CONFIG_RESIDUAL = 0.15  # a configuration whose passes the shared model misses by more: warning
 
 
-def drift_warnings(latency: dict) -> list[str]:
-    """An engine whose single-sequence decode time differs between modes ran in a different
-    environment in each (machine load, another engine on its cores): measured speedups between
-    those modes then contain that difference, and a pooled fit cannot explain both."""
-    from .profile import latency_from_doc
+def _configs(records) -> dict:
+    from .physical import config_label
 
+    out: dict[str, int] = {}
+    for r in records:
+        out[config_label(r)] = out.get(config_label(r), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def drift_warnings(latency: dict, records: list[dict]) -> list[str]:
+    """Real differences, in plain numbers: the machine's speed changing while the traces were
+    recorded (the probes), and configurations whose forward passes the one physical model of an
+    engine does not explain (an environment the model does not describe)."""
     out = []
     for role in ("target", "draft"):
-        per = {k.split("@", 1)[1]: latency_from_doc(v).forward(1, 0, 1, 0.0)
-               for k, v in latency.items() if k.startswith(role + "@")}
-        if len(per) > 1 and max(per.values()) > DRIFT_RATIO * min(per.values()):
-            desc = ", ".join(f"{m} {1e3 * t:.0f} ms" for m, t in sorted(per.items()))
-            out.append(f"{role} decode pass differs {max(per.values()) / min(per.values()):.2f}x "
-                       f"between modes ({desc}): its environment changed between the runs (machine "
-                       f"load, a second engine on its cores); measured speedups between these modes "
-                       f"include that")
+        vals = [e["decode_s"] for r in records for side in ("before", "after")
+                for e in [(((r.get("probe") or {}).get(side) or {}).get("engines") or {}).get(role) or {}]
+                if e.get("decode_s")]
+        if vals and max(vals) > PROBE_SPREAD * min(vals):
+            out.append(f"{role} probe decode pass ranged {1e3 * min(vals):.0f}-{1e3 * max(vals):.0f} ms "
+                       f"over the records ({max(vals) / min(vals):.2f}x): the machine's speed changed "
+                       f"while recording; pass times are corrected by the probe of each record")
+        fit = (latency.get(role) or {}).get("fit") or {}
+        for cfg, row in sorted((fit.get("by_config") or {}).items()):
+            if cfg == "probe" or row["passes"] < 20 or abs(row["sum_diff_pct"]) <= 100 * CONFIG_RESIDUAL:
+                continue
+            slow = row["sum_diff_pct"] < 0
+            out.append(f"{role} forward passes of {cfg} took {abs(row['sum_diff_pct']):.0f}% "
+                       f"{'longer' if slow else 'less'} than the shared {role} model predicts "
+                       f"({row['passes']} passes): they ran in a different environment (machine "
+                       f"load{'' if any(r.get('probe') for r in records) else ' - these traces carry no probe to correct it'}"
+                       f", or an effect the model does not describe)")
     return out
 
 

@@ -1,8 +1,10 @@
 """`lr calibrate`, `lr calibrate measure` and `lr replay` (registered by the top-level cli.py).
 
-    lr calibrate TRACES... -o profile.json [--holdout F --seed N] [--target-curve C.json]
+    lr calibrate TRACES... -o profile.json [--configs ar,lr-d2] [--holdout F --seed N]
     lr calibrate measure --model PATH --batch-sizes 1,2,4 --context 256,1024 -o curve.json
+    lr calibrate probe --profile P -o today.json     # rescale P to this machine's speed now
     lr replay --profile P TRACES... [--holdout F --seed N] [--json]
+    lr replay TRACES... --calibrate-on ar,lr-d2      # predict every other configuration
 """
 from __future__ import annotations
 
@@ -33,9 +35,9 @@ JSON = typer.Option(False, "--json", help="Print one JSON object instead of tabl
 
 
 def _console():
-    from rich.console import Console
+    from ..tables import console
 
-    return Console()
+    return console()
 
 
 def _fmt(x, spec=".3f", pct=False):
@@ -51,6 +53,15 @@ def _ints(flag: str, text: str) -> list[int]:
         raise UserError(f"{flag} must be a comma-separated list of integers, got {text!r}") from None
     if not vals or any(v < 1 for v in vals):
         raise UserError(f"{flag} must list integers >= 1, got {text!r}")
+    return vals
+
+
+def _labels(flag: str, text: str | None) -> set | None:
+    if text is None:
+        return None
+    vals = {v.strip() for v in text.split(",") if v.strip()}
+    if not vals:
+        raise UserError(f"{flag}: name at least one configuration (e.g. ar,lr-d2)")
     return vals
 
 
@@ -72,6 +83,7 @@ def fit_cmd(
     traces: List[Path] = typer.Argument(..., help="Trace files (JSONL, schema v1) from `lr collect`."),
     out: Path = typer.Option(..., "--out", "-o", help="Profile to write (JSON)."),
     problems: Optional[str] = typer.Option(None, "--problems", help="Calibrate on these problem ids only (comma-separated)."),
+    configs: Optional[str] = typer.Option(None, "--configs", help="Calibrate on these configurations only (labels as `lr replay` prints them, e.g. ar,lr-d2)."),
     holdout: Optional[float] = typer.Option(None, "--holdout", help="Hold this fraction of problems out (validate them with `lr replay --holdout` and the same --seed)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the --holdout split."),
     latency_model: str = typer.Option("roofline", "--latency-model", help="roofline (least-squares fit) | table (binned forward passes)."),
@@ -86,7 +98,8 @@ def fit_cmd(
     from .profile import Profile, save_profile
 
     keep = _problems(problems, holdout, seed, traces)
-    doc = calibrate([str(t) for t in traces], problems=keep, name=name, latency_kind=latency_model)
+    doc = calibrate([str(t) for t in traces], problems=keep, name=name, latency_kind=latency_model,
+                    configs=_labels("--configs", configs))
     for role, curve in (("target", target_curve), ("draft", draft_curve)):
         if curve is not None:
             doc["latency"][role] = curve_entry(curve)
@@ -103,39 +116,111 @@ def fit_cmd(
     _print_profile(doc, out)
 
 
+def _pm(v: dict, key: str, scale: float, spec: str) -> str:
+    """value+-SE of a fitted parameter ("-" if fixed at 0 or absent)."""
+    if key not in v:
+        return "-"
+    x = float(v[key]) * scale
+    se = ((v.get("fit") or {}).get("stderr") or {}).get(key)
+    if not x and se is None:
+        return "0"
+    return format(x, spec) + (f"±{format(se * scale, spec)}" if se is not None else "")
+
+
 def _print_profile(doc: dict, out: Path) -> None:
-    from rich.table import Table
+
+    from ..tables import kv_table, table
 
     c = _console()
-    t = Table(title=f"latency fits -> {out}")
-    for col in ("engine", "kind", "source", "points", "base ms", "slope ms/tok", "prefill ms/tok", "RMSE ms", "MAPE"):
-        t.add_column(col, justify="right" if col not in ("engine", "kind", "source") else "left")
+    t = table(f"latency per engine -> {out}",
+              ("engine", "passes", "w ms", "+pos ms", "pre ms/t", "busy +%", "MAPE"),
+              text=("engine",), title_justify="left")
     for k, v in doc["latency"].items():
         f = v.get("fit", {})
-        t.add_row(k, v["kind"], str(f.get("source", "-")), str(f.get("points", "-")),
-                  _fmt(v.get("base_s", 0) * 1e3, ".1f") if "base_s" in v else "-",
-                  _fmt(v.get("per_token_s", 0) * 1e3, ".2f") if "base_s" in v else "-",
-                  _fmt(v.get("prefill_per_token_s", 0) * 1e3, ".2f") if "base_s" in v else "-",
-                  _fmt((f.get("rmse_s") or 0) * 1e3, ".1f") if f else "-",
+        t.add_row(k, str(f.get("points", "-")), _pm(v, "base_s", 1e3, ".1f"),
+                  _pm(v, "per_token_s", 1e3, ".1f"), _pm(v, "prefill_per_token_s", 1e3, ".1f"),
+                  _pm(v, "contention", 100, ".0f"),
                   f"{100 * f['mape']:.1f}%" if f.get("mape") is not None else "-")
     c.print(t)
+    c.print("w: one decode pass, one sequence; +pos: each extra decode position (batch, SD "
+            "verify); pre: each prefill token; busy: slowdown while the other engine runs; "
+            "±: standard error")
+    for k, v in doc["latency"].items():
+        for p, why in ((v.get("fit") or {}).get("fixed") or {}).items():
+            c.print(f"  {k}.{p} = 0: {why}")
+    if doc.get("probe"):
+        c.print("reference probe: " + ", ".join(
+            f"{e} decode {1e3 * r['decode_s']:.0f} ms" for e, r in doc["probe"].items()))
     sa, st, sd, ov = doc["step_acceptance"], doc["steps"], doc["sd"], doc["overheads"]
-    t2 = Table(show_header=False, title="workload and overheads")
-    t2.add_column(style="bold")
-    t2.add_column(justify="right")
-    for k, v in (("verifier s/judgement", _fmt(doc["verifier"]["seconds"], ".4f")),
+    by_depth = ", ".join(f"d{d} {a}/{p}" for d, (p, a) in sa["by_depth"].items()) or "-"
+    t2 = kv_table("workload and overheads", (
+                 ("verifier s/judgement", _fmt(doc["verifier"]["seconds"], ".4f")),
                  ("step acceptance", _fmt(sa["rate"])),
-                 ("by depth", json.dumps(sa["by_depth"])),
+                 ("by depth (accepted/judged)", by_depth),
                  ("SD token acceptance", _fmt(sd["alpha2"])),
                  ("step tokens mean / log-sigma", f"{st['mean_tokens']:.1f} / {st['lognormal_sigma']:.2f}"),
                  ("steps per request", _fmt(st["steps_per_request"], ".1f")),
                  ("per-step overhead s", _fmt(ov.get("per_step_s"), ".4f")),
                  ("per-request overhead s", _fmt(ov.get("per_request_s"), ".3f")),
-                 ("draft/target shared device", str(doc["placement"]["shared"]))):
-        t2.add_row(k, v)
+                 ("draft/target shared device", str(doc["placement"]["shared"]))))
     c.print(t2)
     for w in doc.get("warnings", []):
         c.print(f"[yellow]warning:[/] {w}")
+
+
+@app.command("probe")
+def probe_cmd(
+    profile: Path = typer.Option(..., "--profile", help="Profile from `lr calibrate` (with a reference probe: traces collected with probes)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Rescaled profile to write."),
+    repeats: int = typer.Option(3, "--repeats", min=1, max=100, help="Probes per engine (the median is used)."),
+    target: str = typer.Option("target", "--target", help="Target model: packaged name or HF folder."),
+    draft: str = typer.Option("draft", "--draft", help="Draft model: packaged name or HF folder."),
+    target_cores: Optional[str] = typer.Option(None, "--target-cores", help="Default: the cores the profile's traces used."),
+    draft_cores: Optional[str] = typer.Option(None, "--draft-cores", help="Default: the cores the profile's traces used."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Model cache of packaged models."),
+    as_json: bool = JSON,
+):
+    """Measure this machine's speed now (a fixed reference pass per engine) and rescale a profile
+    to it, so a profile recorded on another day or machine predicts runs here."""
+    from lrreal.collect import check_cores
+
+    from .profile import load_profile, save_profile
+    from .rescale import factors_from_probe
+
+    if out.resolve() == profile.resolve():
+        raise UserError(f"--out {out}: is the input profile; write the rescaled one elsewhere")
+    prof = load_profile(profile)
+    if not prof.doc.get("probe"):
+        raise UserError(f"--profile {profile}: has no reference probe (its traces carry no "
+                        "`probe`; collect with probes, the default of `lr collect`)")
+    cores = (prof.doc["source"].get("hardware") or {}).get("cores") or {}
+    t_cores = target_cores or cores.get("target") or "0"
+    d_cores = draft_cores or cores.get("draft") or "1"
+    for flag, v in (("--target-cores", t_cores), ("--draft-cores", d_cores)):
+        check_cores(flag, v)
+    from lrreal.probe import probe_machine
+
+    today = probe_machine(target, draft if prof.has("draft") else None, t_cores, d_cores,
+                          repeats, cache_dir)
+    factors = factors_from_probe(prof.doc["probe"], today)
+    new = prof.rescaled(factors, "lr calibrate probe")
+    new.doc["rescaled"]["probe"] = today
+    save_profile(new, out)
+    res = {"out": str(out), "factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
+           "probe": today, "reference": prof.doc["probe"]}
+    if as_json:
+        print(json.dumps(res))
+        return
+
+    from ..tables import table
+
+    t = table(f"machine speed now vs {profile.name} -> {out}",
+              ("engine", "ref ms", "now ms", "decode x", "prefill x"), text=("engine",),
+              title_justify="left")
+    for r, (fd, fp) in factors.items():
+        t.add_row(r, f"{1e3 * prof.doc['probe'][r]['decode_s']:.0f}",
+                  f"{1e3 * today['engines'][r]['decode_s']:.0f}", f"{fd:.3f}", f"{fp:.3f}")
+    _console().print(t)
 
 
 @app.command("measure")
@@ -181,7 +266,9 @@ def replay_cmd(
     profile: Optional[Path] = typer.Option(None, "--profile", help="Profile from `lr calibrate`."),
     holdout: Optional[float] = typer.Option(None, "--holdout", help="Validate on this fraction of problems; calibrate on the rest (unless --profile)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the --holdout split and of draws beyond the recorded verdicts."),
-    save_profile: Optional[Path] = typer.Option(None, "--save-profile", help="With --holdout: write the profile fitted on the calibration problems."),
+    calibrate_on: Optional[str] = typer.Option(None, "--calibrate-on", help="Calibrate on these configurations (e.g. ar,lr-d2) and predict every other one."),
+    probe: str = typer.Option("before", "--probe", help="Correct each record for the machine speed of its probe: before (known before the run) | both | none."),
+    save_profile: Optional[Path] = typer.Option(None, "--save-profile", help="With --holdout or --calibrate-on: write the profile fitted on the calibration part."),
     per_record: bool = typer.Option(False, "--per-record", help="Also print one row per trace record."),
     as_json: bool = JSON,
 ):
@@ -190,8 +277,11 @@ def replay_cmd(
     from .profile import save_profile as save
     from .replay import replay_files
 
+    if probe not in ("before", "both", "none"):
+        raise UserError(f"--probe {probe!r}: use before, both or none")
     prof = load_profile(profile) if profile is not None else None
-    out, prof = replay_files([str(t) for t in traces], prof, holdout, seed)
+    out, prof = replay_files([str(t) for t in traces], prof, holdout, seed,
+                             calibrate_on=_labels("--calibrate-on", calibrate_on), probe=probe)
     if save_profile is not None:
         save(prof, save_profile)
     if as_json:
@@ -203,32 +293,34 @@ def replay_cmd(
 
 
 def _print_replay(out: dict, per_record: bool) -> None:
-    from rich.table import Table
 
-    title = f"fidelity: simulator vs measured ({out['records']} records, profile {out['profile']})"
-    if out.get("holdout"):
-        title += f", held out: {len(out['holdout']['validated_problems'])} problems"
-    t = Table(title=title)
-    for col in ("mode", "n", "MAPE", "Pearson r", "tok/s meas", "tok/s pred", "mean diff",
-                "P50 diff", "P90 diff", "speedup meas", "speedup pred"):
-        t.add_column(col, justify="left" if col == "mode" else "right")
-    for mode, e in out["modes"].items():
+    title = f"simulated vs measured: {out['records']} records, profile {out['profile']}"
+    ho = out.get("holdout") or {}
+    if ho.get("validated_problems"):
+        title += f"; {len(ho['validated_problems'])} held-out problems"
+    if ho.get("calibrated_on"):
+        title += f"; calibrated on {','.join(ho['calibrated_on'])} only"
+    from ..tables import table
+
+    t = table(title, ("config", "n", "MAPE", "r", "tok/s", "pred", "x AR", "pred x"),
+              text=("config",), title_justify="left")
+    for cfg, e in (out.get("configs") or out["modes"]).items():
         sp = e["speedup"] or {}
-        t.add_row(mode, str(e["records"]), f"{100 * e['mape']:.1f}%", _fmt(e["pearson_r"]),
+        t.add_row(cfg, str(e["records"]), f"{100 * e['mape']:.1f}%", _fmt(e["pearson_r"], ".2f"),
                   _fmt(e["tokens_per_s"]["measured"], ".2f"), _fmt(e["tokens_per_s"]["predicted"], ".2f"),
-                  _fmt(e["latency"]["mean"]["diff_pct"], pct=True), _fmt(e["latency"]["p50"]["diff_pct"], pct=True),
-                  _fmt(e["latency"]["p90"]["diff_pct"], pct=True), _fmt(sp.get("measured"), ".2f"),
-                  _fmt(sp.get("predicted"), ".2f"))
-    t.add_row("all", str(out["records"]), f"{100 * out['mape']:.1f}%", _fmt(out["pearson_r"]), *[""] * 7)
+                  _fmt(sp.get("measured"), ".2f"), _fmt(sp.get("predicted"), ".2f"))
+    t.add_row("all", str(out["records"]), f"{100 * out['mape']:.1f}%", _fmt(out["pearson_r"], ".2f"),
+              *[""] * 4)
     c = _console()
     c.print(t)
+    c.print("MAPE, r: per-record latency; tok/s and x AR (speedup over ar on the same problems): "
+            "measured, then predicted")
     if per_record:
-        t2 = Table(title="per record")
-        for col in ("mode", "problem", "sample", "tokens", "measured s", "predicted s", "diff"):
-            t2.add_column(col)
+        t2 = table("per record", ("config", "problem", "tokens", "meas s", "pred s", "diff"),
+                   text=("config", "problem"), title_justify="left")
         for r in out["per_record"]:
-            t2.add_row(r["mode"], r["problem_id"], str(r["sample"]), str(r["tokens"]),
-                       f"{r['measured_s']:.2f}", f"{r['predicted_s']:.2f}",
+            t2.add_row(r.get("config", r["mode"]), f"{r['problem_id']}/{r['sample']}", str(r["tokens"]),
+                       f"{r['measured_s']:.1f}", f"{r['predicted_s']:.1f}",
                        _fmt(100 * (r["predicted_s"] - r["measured_s"]) / r["measured_s"], pct=True))
         c.print(t2)
     for w in out.get("warnings", []):

@@ -68,6 +68,33 @@ class Profile:
             self._models[key] = latency_from_doc(lat[key], f"{self.path or 'profile'}:{key}")
         return self._models[key]
 
+    def contention(self, role: str, mode: str | None = None) -> float:
+        """Fractional slowdown of `role`'s passes while the other engine runs (physical.py)."""
+        lat = self.doc["latency"]
+        key = f"{role}@{mode}" if mode and f"{role}@{mode}" in lat else role
+        return float((lat.get(key) or {}).get("contention", 0.0))
+
+    def rescaled(self, factors: dict, why: str = "") -> "Profile":
+        """A copy whose latency models run `factors[role] = (f_dec, f_pre)` times slower: decode
+        terms (weights, extra positions, context) by f_dec, prefill by f_pre. How a probe of the
+        machine today (or before a record) carries a profile to that speed."""
+        import copy
+
+        doc = copy.deepcopy(self.doc)
+        for key, lat in doc["latency"].items():
+            role = key.split("@", 1)[0]
+            if role not in factors or lat["kind"] != "roofline":
+                continue
+            f_dec, f_pre = factors[role]
+            for k in ("base_s", "per_token_s", "per_ctx_token_s", "overhead_s"):
+                if k in lat:
+                    lat[k] = float(lat[k]) * f_dec
+            if "prefill_per_token_s" in lat:
+                lat["prefill_per_token_s"] = float(lat["prefill_per_token_s"]) * f_pre
+        doc["rescaled"] = {"factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
+                           "why": why}
+        return Profile(doc, self.path)
+
     def verifier_cost(self, per_step: bool = True) -> VerifierCost:
         """The measured verifier latency, plus the per-step scheduling gap (the simulator's only
         hook between a target step's end and the next launch is the verdict delay)."""
@@ -136,13 +163,15 @@ class Profile:
         seqs = {"max_seqs": max_seqs} if max_seqs else {}
         lat_mode = mode or {"ar": "ar", "sd": "sd", "lr-sync": "lr-sync"}.get(sim_policy, "lr")
         needs_draft = sim_policy.startswith("lr")
-        target = Placement("target", self.latency("target", lat_mode), ["dev0"], **seqs)
+        target = Placement("target", self.latency("target", lat_mode), ["dev0"],
+                           contention=self.contention("target", lat_mode), **seqs)
         draft = None
         devices = {"dev0": kind}
         if needs_draft:
             dev = "dev0" if share else "dev1"
             devices[dev] = kind
-            draft = Placement("draft", self.latency("draft", lat_mode), [dev], **seqs)
+            draft = Placement("draft", self.latency("draft", lat_mode), [dev],
+                              contention=self.contention("draft", lat_mode), **seqs)
         cfg = Config(policy=sim_policy, k1=k1, depth=depth, width=width or int(defaults.get("width", 1)),
                      k2=k2, devices=devices, target=target, draft=draft,
                      verifier=self.verifier_cost(per_step_overhead),

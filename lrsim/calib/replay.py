@@ -60,11 +60,25 @@ def _knobs(rec: dict, prof: Profile) -> dict:
     return k
 
 
-def predict_record(prof: Profile, rec: dict, seed: int = 0) -> dict:
+def probe_scaled(prof: Profile, rec: dict, which: str = "before") -> Profile:
+    """The profile at the machine speed of this record's probe (taken before the record: known
+    before the run, so a prediction may use it); unchanged without probes on either side."""
+    from .physical import speed_factors
+
+    ref = prof.doc.get("probe")
+    if not ref or not rec.get("probe") or which == "none":
+        return prof
+    factors = {role: speed_factors(rec, role, ref, which) for role in ("target", "draft")
+               if role in ref}
+    return prof.rescaled(factors, f"probe {which} {rec.get('problem_id')}")
+
+
+def predict_record(prof: Profile, rec: dict, seed: int = 0, probe: str = "before") -> dict:
     """Simulated latency of one trace record (seconds) and what the simulator saw."""
     mode = rec["mode"]
     if mode not in MODE_POLICY:
         raise UserError(f"trace record {rec.get('problem_id')}: unknown mode {mode!r}")
+    prof = probe_scaled(prof, rec, probe)
     wl = ReplayWorkload([rec], source=str(rec.get("problem_id")), seed=seed)
     cfg = prof.to_config(mode, workload=wl, **_knobs(rec, prof))
     summary, _ = run(cfg)
@@ -86,11 +100,13 @@ def _pearson(x, y) -> float | None:
     return float(pearsonr(x, y).statistic)
 
 
-def compare(rows: list[dict]) -> dict:
-    """Predicted vs measured over rows {mode, key, tokens, measured_s, predicted_s}."""
+def compare(rows: list[dict], group: str = "mode") -> dict:
+    """Predicted vs measured over rows {mode, config, key, tokens, measured_s, predicted_s},
+    grouped by `group` ("mode", or "config": one entry per configuration); speedups are against
+    the "ar" group on the same (problem, sample)."""
     by_mode: dict[str, list[dict]] = {}
     for r in rows:
-        by_mode.setdefault(r["mode"], []).append(r)
+        by_mode.setdefault(r[group], []).append(r)
     ar = {r["key"]: r for r in by_mode.get("ar", [])}
     modes = {}
     for mode, rs in sorted(by_mode.items()):
@@ -127,19 +143,36 @@ def compare(rows: list[dict]) -> dict:
             "pearson_r": _pearson(pred, meas), "modes": modes}
 
 
-def replay(prof: Profile, records: list[dict], seed: int = 0) -> dict:
+def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "before",
+           baseline: list[dict] | None = None) -> dict:
+    """Predict every record; `baseline`: AR records predicted too but only used as the speedup
+    reference (when AR was in the calibration set and is not being validated)."""
+    from .physical import config_label
+
     rows = []
     for rec in records:
         if not rec.get("steps") or not rec.get("wall_time_s"):
             continue
-        p = predict_record(prof, rec, seed)
-        rows.append({"mode": rec["mode"], "key": (rec["problem_id"], rec["sample"]),
+        p = predict_record(prof, rec, seed, probe)
+        rows.append({"mode": rec["mode"], "config": config_label(rec),
+                     "key": (rec["problem_id"], rec["sample"]),
                      "problem_id": rec["problem_id"], "sample": rec["sample"],
                      "tokens": rec["output_tokens"], "measured_s": float(rec["wall_time_s"]),
                      "predicted_s": p["latency_s"]})
     if not rows:
         raise UserError("replay: no trace record with steps and a wall time to compare")
     out = compare(rows)
+    base_rows = []
+    for rec in baseline or []:
+        if rec.get("steps") and rec.get("wall_time_s") and config_label(rec) == "ar":
+            p = predict_record(prof, rec, seed, probe)
+            base_rows.append({"mode": "ar", "config": "ar", "key": (rec["problem_id"], rec["sample"]),
+                              "tokens": rec["output_tokens"], "measured_s": float(rec["wall_time_s"]),
+                              "predicted_s": p["latency_s"]})
+    by_cfg = compare(rows + base_rows, group="config")["modes"]
+    if base_rows and not any(r["config"] == "ar" for r in rows):
+        by_cfg.pop("ar", None)   # the reference only: it was calibrated on, not validated
+    out["configs"] = by_cfg
     out["per_record"] = [{k: v for k, v in r.items() if k != "key"} for r in rows]
     for mode, entry in out["modes"].items():
         if not all(math.isfinite(x) for x in (entry["mape"],)):
@@ -148,12 +181,37 @@ def replay(prof: Profile, records: list[dict], seed: int = 0) -> dict:
 
 
 def replay_files(paths, profile: Profile | None = None, holdout: float | None = None,
-                 seed: int = 0, name: str | None = None) -> tuple[dict, Profile]:
+                 seed: int = 0, name: str | None = None, calibrate_on: set | None = None,
+                 probe: str = "before") -> tuple[dict, Profile]:
     """`lr replay`: with `holdout`, calibrate on the other problems (unless a profile is given,
-    which must not have seen the held-out ones) and replay the held-out problems only."""
+    which must not have seen the held-out ones) and replay the held-out problems only. With
+    `calibrate_on` (configuration labels), calibrate on those configurations and predict every
+    other one: what `lr plan` does for a configuration nobody has measured."""
+    from .physical import config_label
+
     records = [r for p in paths for r in read_records(p)]
     if not records:
         raise UserError(f"{', '.join(map(str, paths))}: no trace records to replay")
+    if calibrate_on is not None:
+        if holdout is not None or profile is not None:
+            raise UserError("--calibrate-on calibrates its own profile: it excludes --holdout "
+                            "and --profile")
+        labels = {config_label(r) for r in records}
+        unknown = sorted(set(calibrate_on) - labels)
+        if unknown:
+            raise UserError(f"--calibrate-on: no records of configuration(s) {', '.join(unknown)} "
+                            f"in these traces (they hold {', '.join(sorted(labels))})")
+        rest = [r for r in records if config_label(r) not in calibrate_on]
+        if not rest:
+            raise UserError("--calibrate-on names every configuration in the traces: nothing is "
+                            "left to predict")
+        profile = Profile(validate_doc(calibrate(paths, configs=set(calibrate_on), name=name)))
+        out = replay(profile, rest, seed, probe,
+                     baseline=[r for r in records if config_label(r) == "ar"])
+        out["holdout"] = {"calibrated_on": sorted(calibrate_on),
+                          "predicted": sorted({config_label(r) for r in rest})}
+        out["profile"] = "(in memory)"
+        return out, profile
     held = None
     if holdout is not None:
         calib_ids, held = split_problems([r["problem_id"] for r in records], holdout, seed)
@@ -169,7 +227,7 @@ def replay_files(paths, profile: Profile | None = None, holdout: float | None = 
     elif profile is None:
         raise UserError("lr replay: give --profile PATH, or --holdout FRACTION to calibrate on the "
                         "other problems")
-    out = replay(profile, records, seed)
+    out = replay(profile, records, seed, probe)
     out["holdout"] = None if held is None else {"fraction": holdout, "seed": seed,
                                                "validated_problems": sorted(held),
                                                "calibration_problems": profile.doc["source"].get("problems")}

@@ -24,7 +24,9 @@ LATENCY = {
              "base_s": {"type": "number", "exclusiveMinimum": 0},
              "knee_tokens": {"type": "number", "exclusiveMinimum": 0},
              "per_token_s": _NUM, "prefill_per_token_s": _NUM, "per_ctx_token_s": _NUM,
-             "overhead_s": _NUM}}},
+             "overhead_s": _NUM,
+             # fractional slowdown of a pass while the other engine runs one (physical.py)
+             "contention": _NUM}}},
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "table"}}},
          "then": {"required": ["decode"], "properties": {
              # [batch tokens, mean context per sequence, milliseconds]
@@ -47,6 +49,14 @@ SCHEMA = {
         "profile_version": {"const": PROFILE_VERSION},
         "name": {"type": "string"},
         "warnings": {"type": "array", "items": {"type": "string"}},
+        # the reference machine speed: median probe per engine (lrreal/probe.py); a record's or
+        # today's probe over it rescales the latency models (`lr calibrate probe`)
+        "probe": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["decode_s"],
+            "properties": {"decode_s": {"type": "number", "exclusiveMinimum": 0},
+                           "prefill_s": {"type": "number", "exclusiveMinimum": 0},
+                           "n": {"type": "integer", "minimum": 0}}}},
+        "rescaled": {"type": "object"},
         "created": {"type": "string"},
         "source": {
             "type": "object", "required": ["traces", "hardware"],
@@ -60,10 +70,12 @@ SCHEMA = {
                 "models": {"type": "object"},
                 "problems": {"type": "array", "items": {"type": "string"}},
                 "modes": {"type": "object"},
+                "configs": {"type": "object"},
             },
         },
-        # role ("target", "draft") or role@mode ("target@lr": the target measured beside a draft
-        # engine) -> latency model; to_config prefers role@mode for the simulated mode.
+        # role ("target", "draft") -> the engine's physical latency model, shared by every mode.
+        # Profiles of earlier versions may hold role@mode entries ("target@lr"); to_config still
+        # prefers one for its mode.
         "latency": {"type": "object", "required": ["target"],
                     "additionalProperties": LATENCY},
         "verifier": {

@@ -12,6 +12,16 @@ Mapping (one record -> one request):
                                          step_acceptance.by_depth rate at that depth (pooled
                                          over the file when the record has none)
     sd.accepted / sd.drafted          -> per-token acceptance of token-level SD (pooled fallback)
+    steps[i-1].text ends in a blank   -> can_draft(req, i): the real scheduler's boundary rule
+      line (run.flags.boundary_rule)     (drafting only after a context on a step boundary; never
+                                         after the chat prompt)
+    steps[i].draft/target.tokens,     -> spec_tokens(req, kind, position, root_level): how long
+      steps[q].cancelled/discarded       a draft or target job for `position` ran in the real run:
+                                         on the committed path the judged draft's / the target
+                                         step's own length; below the first rejected position q,
+                                         the recorded discarded/cancelled job at that depth (in
+                                         order for lr-sync, which records depth 0). None: unknown
+                                         (the policy then uses the committed step's length)
 """
 from __future__ import annotations
 
@@ -30,6 +40,27 @@ def _read(path: Path) -> list[dict]:
     from lrreal.traces import read_traces  # validates; imported here to keep `lr --help` light
 
     return read_traces(path, strict=True)  # a torn last line is an error here, not a warning
+
+
+def _spec_lengths(steps: list[dict]) -> dict:
+    """Per step: the committed draft/target job lengths, and the discarded or cancelled jobs
+    recorded when it was decided, by (kind, depth) (the longest) and in order for depth 0."""
+    committed, spec = [], []
+    for s in steps:
+        committed.append({k: int(s[k]["tokens"]) for k in ("draft", "target")
+                          if isinstance(s.get(k), dict) and s[k].get("tokens")})
+        by_depth: dict = {}
+        ordered: dict = {}
+        for e in list(s.get("cancelled") or []) + list(s.get("discarded") or []):
+            n, d = int(e.get("tokens") or 0), int(e.get("depth") or 0)
+            if n <= 0:
+                continue
+            if d > 0:
+                by_depth[(e["kind"], d)] = max(n, by_depth.get((e["kind"], d), 0))
+            else:
+                ordered.setdefault(e["kind"], []).append(n)
+        spec.append((by_depth, ordered))
+    return {"committed": committed, "spec": spec}
 
 
 def _verdict(step: dict):
@@ -78,9 +109,37 @@ class TraceWorkload:
                               random.Random(self.seed * 1_000_003 + i))
             req.trace = r                        # type: ignore[attr-defined]
             req.replayed = set()                 # type: ignore[attr-defined]
-            req.verdicts = [_verdict(s) for s in r["steps"] if s.get("tokens", 0) > 0]  # type: ignore[attr-defined]
+            kept = [s for s in r["steps"] if s.get("tokens", 0) > 0]
+            req.verdicts = [_verdict(s) for s in kept]  # type: ignore[attr-defined]
+            rule = ((r.get("run") or {}).get("flags") or {}).get("boundary_rule", True) is not False
+            # boundary[i]: may a draft follow the context of the first i steps
+            req.boundary = ([False] + [str(s.get("text", "")).endswith("\n\n") for s in kept]  # type: ignore[attr-defined]
+                            if rule and all("text" in s for s in kept) else None)
+            req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]
             out.append(req)
         return out
+
+    def can_draft(self, req, level: int) -> bool:
+        b = getattr(req, "boundary", None)
+        return True if b is None or level >= len(b) else b[level]
+
+    def spec_tokens(self, req, kind: str, position: int, root_level: int) -> int | None:
+        """Recorded length of the `kind` job ("draft" or "target") for step `position`, launched
+        while the committed context held `root_level` steps (see the module docstring)."""
+        spec = getattr(req, "spec", None)
+        if spec is None or position >= len(spec["committed"]):
+            return None
+        v = req.verdicts
+        q = next((i for i in range(root_level, min(position, len(v))) if v[i] is not True), None)
+        if q is None:
+            return spec["committed"][position].get(kind)
+        by_depth, ordered = spec["spec"][q]
+        n = by_depth.get((kind, position - q + (kind == "draft")))
+        if n is None:
+            seq = ordered.get(kind, [])
+            k = position - q - 1
+            n = seq[k] if 0 <= k < len(seq) else None
+        return n
 
     def _rate(self, req, depth: int) -> float:
         by = {int(d): (a / p if p else None)

@@ -101,6 +101,15 @@ def test_ar_and_lr_write_valid_traces(real, tmp_path):
         assert all(p["batch_size"] >= 1 for p in r["engine_stats"]["target"]["forward_passes"])
         assert r["run"]["vllm_version"] and r["run"]["models"]["target"]["sha256"]
     assert ar["finish_reason"] != "budget" or ar["output_tokens"] == MAX_TOKENS
+    # the machine-speed probe around each record (both engines, real decode and prefill times)
+    # and the physical context of every pass
+    for r in recs:
+        for side in ("before", "after"):
+            eng = r["probe"][side]["engines"]
+            assert set(eng) == {"target", "draft"}
+            assert all(0.01 < e["decode_s"] < 10 and e["prefill_s"] > 0 for e in eng.values())
+        assert all(p["kv_tokens"] >= 32 for p in r["engine_stats"]["target"]["forward_passes"])
+    assert lr["probe"]["before"] is not None and lr["probe"]["before"]["t"] >= ar["probe"]["after"]["t"] - 1e-6
     # LR: the first step follows the chat prompt (no boundary) so the target writes it; later
     # steps are drafted and judged; both engines did work.
     assert lr["steps"][0]["source"] == "target"

@@ -11,6 +11,17 @@ target's next step after this node's context". Rules:
    the depth limit resume drafting); if none is accepted the target step is committed, all
    speculation is cancelled (freeing engine capacity) and drafting restarts from the new context.
 Verification is in order: a node is judged only once its parent is the root.
+
+Two optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; synthetic
+workloads have neither, and then every context is a step boundary and a draft is as long as the
+target's step):
+ - `can_draft(req, level)`: the boundary rule of the real scheduler - drafting only follows a
+   context that ends on a step boundary (a step cut at the token cap does not); the drafter then
+   only prefills the prompt meanwhile (a 1-token request), as the real one does;
+ - `spec_tokens(req, kind, position, root_level)`: how long a draft or target job for that
+   position ran in the recorded run (None: the committed step's length).
+Prefix caching on the drafter: it re-reads only the committed tokens it has not processed
+(`d_cached`), which after a stretch without drafting is more than the last step.
 """
 from __future__ import annotations
 
@@ -38,7 +49,15 @@ def run(world, req, rec):
     S = len(lens)
     D, W = cfg.depth, cfg.width
     stream = world.sd_stream(req)
-    state = {"root": None, "run": 0}      # run: drafts accepted since the last target commit
+    can_draft = getattr(wl, "can_draft", None)
+    spec_len = getattr(wl, "spec_tokens", None)
+
+    def job_len(kind, position):
+        n = spec_len(req, kind, position, state["root"].level) if spec_len is not None else None
+        return n if n else lens[position]
+    # run: drafts accepted since the last target commit; d_cached: committed tokens (prompt
+    # included) the drafter has processed, so its prefix cache holds them
+    state = {"root": None, "run": 0, "d_cached": 0.0}
     finished = env.event()
     cum = [float(req.prompt_tokens)]
     for n in lens:
@@ -51,30 +70,39 @@ def run(world, req, rec):
         if node.level >= S:
             return
         node.target = world.target.submit(world.target_job(
-            req, lens[node.level], ctx_of(node), prefill=prefill, stream=stream, tag=node))
+            req, job_len("target", node.level), ctx_of(node), prefill=prefill, stream=stream, tag=node))
         node.target.done.callbacks.append(lambda _e, n=node: on_target(n))
 
     def expand(node):
         root = state["root"]
         if node.expanded or node.dead or node.level >= S or node.level - root.level >= D:
             return
+        if can_draft is not None and not can_draft(req, node.level):
+            if node.level == 0 and state["d_cached"] == 0:
+                # the first step follows the chat prompt: the drafter only prefills the prompt
+                world.draft.submit(world.draft_job(1, 0.0, prefill=req.prompt_tokens))
+                state["d_cached"] = float(req.prompt_tokens)
+            return
         node.expanded = True
-        # the drafter re-reads only what it did not write: the prompt, or a committed target step
-        if node.level == 0:
-            prefill = req.prompt_tokens
+        # the drafter re-reads only what it has not processed: committed tokens it never saw
+        if node.draft is None:
+            prefill = int(max(0.0, ctx_of(node) - state["d_cached"]))
+            state["d_cached"] = ctx_of(node)
         else:
-            prefill = lens[node.level - 1] if node.draft is None else 0
+            prefill = 0                   # it wrote this context itself
+        n_tok = job_len("draft", node.level)
         for _ in range(W):
             c = Node(node.level + 1, node, depth=node.level + 1 - root.level)
             node.children.append(c)
-            c.draft = world.draft.submit(world.draft_job(lens[node.level], ctx_of(node), prefill=prefill, tag=c))
+            c.draft = world.draft.submit(world.draft_job(n_tok, ctx_of(node), prefill=prefill, tag=c))
             c.draft.done.callbacks.append(lambda _e, n=c: on_draft(n))
 
     def on_draft(node):
         if node.dead:
             return
         node.draft_done = True
-        submit_target(node, prefill=lens[node.level - 1])
+        # the target reads the draft's text, which it has not seen
+        submit_target(node, prefill=node.draft.total if node.draft is not None else lens[node.level - 1])
         expand(node)
 
     def on_target(node):
@@ -146,6 +174,7 @@ def run(world, req, rec):
                 kill(c)
         if winner is not None:
             world.commit(rec, "draft", lens[pos])
+            state["d_cached"] = cum[pos + 1]       # the drafter wrote the step it committed
             state["run"] += 1
             root.children = [winner]
             new_root(winner)

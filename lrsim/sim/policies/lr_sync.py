@@ -7,7 +7,9 @@ One cycle from the committed context:
  4. commit d_1..d_(j-1) and t_j (all accepted: d_1..d_g and t_(g+1)).
 Near the end of a request g shrinks so that nothing is drafted past the last step.
 Prefix caching: the target re-reads only the draft steps it has not seen (prefill), the drafter
-only the committed target step.
+only the committed tokens it has not processed. The workload hooks `can_draft` (boundary rule)
+and `spec_tokens` (recorded job lengths) work as in lr_async.py: drafting stops at a context
+that does not end on a step boundary, so such a cycle is the target's step alone.
 """
 from __future__ import annotations
 
@@ -17,23 +19,35 @@ def run(world, req, rec):
     lens = req.step_tokens
     S = len(lens)
     stream = world.sd_stream(req)
+    can_draft = getattr(wl, "can_draft", None)
+    spec_len = getattr(wl, "spec_tokens", None)
+
+    def job_len(kind, position, root):
+        n = spec_len(req, kind, position, root) if spec_len is not None else None
+        return n if n else lens[position]
+
     pos = 0
     ctx = float(req.prompt_tokens)
-    pre_d = pre_t = req.prompt_tokens
+    pre_t = req.prompt_tokens
+    d_cached = 0.0                      # committed tokens the drafter has processed
     while pos < S:
         g = min(cfg.k1 - 1, S - pos - 1)
+        if can_draft is not None:       # drafting stops at the first context off a boundary
+            g = next((i for i in range(g) if not can_draft(req, pos + i)), g)
         # 1. sequential drafting
+        dl = [job_len("draft", pos + i, pos) for i in range(g)]
         for i in range(g):
-            job = world.draft.submit(world.draft_job(lens[pos + i], ctx + sum(lens[pos:pos + i]),
-                                                     prefill=pre_d if i == 0 else 0))
+            job = world.draft.submit(world.draft_job(dl[i], ctx + sum(dl[:i]),
+                                                     prefill=int(ctx - d_cached) if i == 0 else 0))
             yield job.done
         # 2. g + 1 target steps in one batch (equal step costs under --ideal share one SD draw)
         shared = stream.rounds_for(lens[pos], req.rng, world.sd) if (stream and cfg.ideal) else None
         jobs = []
         for i in range(g + 1):
-            prefix = sum(lens[pos:pos + i])
+            prefix = sum(dl[:i])
             jobs.append(world.target.submit(world.target_job(
-                req, lens[pos + i], ctx + prefix, prefill=pre_t + prefix, stream=stream, rounds=shared)))
+                req, job_len("target", pos + i, pos), ctx + prefix, prefill=pre_t + prefix,
+                stream=stream, rounds=shared)))
         yield env.all_of([j.done for j in jobs])
         # 3. parallel judgement of the g pairs
         if g:
@@ -50,6 +64,8 @@ def run(world, req, rec):
             world.commit(rec, "draft", lens[pos + i])
         world.commit(rec, "target", lens[pos + j])
         world.stats.cycle(j + 1)
+        if g:                           # the drafter processed the context and its accepted drafts
+            d_cached = ctx + sum(lens[pos:pos + j])
         ctx += sum(lens[pos:pos + j + 1])
-        pre_d, pre_t = lens[pos + j], 0
+        pre_t = 0
         pos += j + 1

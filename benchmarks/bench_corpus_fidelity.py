@@ -1,0 +1,165 @@
+"""Does the simulator, calibrated on some configurations, predict the ones it has not seen?
+
+    .venv/bin/python benchmarks/bench_corpus_fidelity.py [--corpus traces/corpus] [--json]
+        [--out benchmarks/results/corpus_fidelity.json]
+
+On the real trace corpus (benchmarks/collect_corpus.py), per data set:
+
+  in-sample        calibrate on every configuration, replay every configuration (how well one
+                   physical latency model per engine can explain all of them at once);
+  leave-out        calibrate on ar plus ONE lr configuration, predict every other configuration
+                   (per-record latency MAPE, and the speedup over ar measured in the same run vs
+                   predicted), for each choice of that lr configuration; the headline is
+                   ar + lr-d2, the configuration a user would measure first;
+  probe ablation   the headline leave-out without the per-record probe correction (what the
+                   probe buys);
+  cross data set   calibrate on GSM8K (ar + lr-d2), predict AIME 2025: latency transfers across
+                   data sets, acceptance and step lengths come from the replayed records.
+
+Targets (issue 10): latency MAPE under 10% for every configuration, speedup error within 0.05.
+Only the records' own workload (steps, lengths, verdicts) is replayed: the timing, batching,
+prefill and contention are the simulator's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
+from lrsim.calib.physical import config_label  # noqa: E402
+from lrsim.calib.profile import Profile, validate_doc  # noqa: E402
+from lrsim.calib.replay import replay  # noqa: E402
+
+HEADLINE = ("ar", "lr-d2")
+MAPE_TARGET, SPEEDUP_TARGET = 0.10, 0.05
+
+
+def files(corpus: Path, dataset: str) -> list[str]:
+    return sorted(str(p) for p in (corpus / dataset).glob("*.jsonl") if p.stat().st_size)
+
+
+def rows(out: dict) -> dict:
+    res = {}
+    for cfg, e in out["configs"].items():
+        sp = e["speedup"] or {}
+        res[cfg] = {"records": e["records"], "mape": e["mape"], "pearson_r": e["pearson_r"],
+                    "tps_meas": e["tokens_per_s"]["measured"], "tps_pred": e["tokens_per_s"]["predicted"],
+                    "speedup_meas": sp.get("measured"), "speedup_pred": sp.get("predicted"),
+                    "speedup_err": (sp["predicted"] - sp["measured"]) if sp else None}
+    return res
+
+
+def leave_out(paths, records, calib: tuple, probe: str = "before") -> dict:
+    prof = Profile(validate_doc(calibrate(paths, configs=set(calib), select_placement=False)))
+    rest = [r for r in records if config_label(r) not in calib]
+    out = replay(prof, rest, probe=probe, baseline=[r for r in records if config_label(r) == "ar"])
+    return {"calibrated_on": list(calib), "configs": rows(out), "mape_all": out["mape"],
+            "fits": {k: {p: v.get(p) for p in ("base_s", "per_token_s", "prefill_per_token_s",
+                                                "contention")} | {"stderr": v["fit"].get("stderr"),
+                                                                  "fixed": v["fit"].get("fixed")}
+                     for k, v in prof.doc["latency"].items()}}
+
+
+def verdict(r: dict) -> dict:
+    cfgs = r["configs"]
+    mapes = [e["mape"] for e in cfgs.values()]
+    errs = [abs(e["speedup_err"]) for e in cfgs.values() if e["speedup_err"] is not None]
+    return {"max_mape": max(mapes) if mapes else None, "max_speedup_err": max(errs) if errs else None,
+            "configs_within_mape_target": sum(m < MAPE_TARGET for m in mapes),
+            "configs_within_speedup_target": sum(e <= SPEEDUP_TARGET for e in errs),
+            "configs": len(cfgs)}
+
+
+def evaluate(corpus: Path, dataset: str) -> dict | None:
+    paths = files(corpus, dataset)
+    if not paths:
+        return None
+    records = [r for p in paths for r in read_records(p)]
+    labels = sorted({config_label(r) for r in records})
+    res = {"dataset": dataset, "records": len(records),
+           "configs": {c: sum(config_label(r) == c for r in records) for c in labels},
+           "problems": sorted({r["problem_id"] for r in records})}
+    prof = Profile(validate_doc(calibrate(paths, select_placement=False)))
+    res["in_sample"] = {"configs": rows(replay(prof, records)), "warnings": prof.doc.get("warnings")}
+    res["leave_out"] = {}
+    for lr in [c for c in labels if c != "ar"]:
+        if "ar" in labels:
+            r = leave_out(paths, records, ("ar", lr))
+            r["verdict"] = verdict(r)
+            res["leave_out"][f"ar+{lr}"] = r
+    if all(c in labels for c in HEADLINE):
+        r = leave_out(paths, records, HEADLINE, probe="none")
+        res["headline_without_probe"] = r | {"verdict": verdict(r)}
+    return res
+
+
+def cross_dataset(corpus: Path, src: str, dst: str) -> dict | None:
+    sp, dp = files(corpus, src), files(corpus, dst)
+    if not sp or not dp:
+        return None
+    prof = Profile(validate_doc(calibrate(sp, configs=set(HEADLINE), select_placement=False)))
+    recs = [r for p in dp for r in read_records(p)]
+    out = replay(prof, recs)
+    return {"calibrated_on": f"{src} {'+'.join(HEADLINE)}", "predicted": dst, "configs": rows(out),
+            "mape_all": out["mape"]}
+
+
+def show(title: str, cfgs: dict) -> None:
+    print(f"  {title}")
+    print(f"    {'config':14s}{'n':>3s}{'MAPE':>7s}{'tok/s':>7s}{'pred':>7s}{'x AR':>7s}{'pred':>7s}{'err':>7s}")
+    for c, e in cfgs.items():
+        f = lambda x, s="{:7.2f}": s.format(x) if x is not None else "      -"  # noqa: E731
+        print(f"    {c:14s}{e['records']:3d}{100 * e['mape']:6.1f}%{e['tps_meas']:7.2f}{e['tps_pred']:7.2f}"
+              f"{f(e['speedup_meas'])}{f(e['speedup_pred'])}{f(e['speedup_err'], '{:+7.3f}')}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", default=str(ROOT / "traces/corpus"))
+    ap.add_argument("--datasets", default="gsm8k,aime2025")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/corpus_fidelity.json"))
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    t0 = time.perf_counter()
+    corpus = Path(a.corpus)
+    result = {"corpus": a.corpus, "targets": {"mape": MAPE_TARGET, "speedup_abs": SPEEDUP_TARGET},
+              "datasets": {}}
+    for ds in a.datasets.split(","):
+        r = evaluate(corpus, ds)
+        if r is not None:
+            result["datasets"][ds] = r
+    sets = list(result["datasets"])
+    if len(sets) > 1:
+        result["cross_dataset"] = cross_dataset(corpus, sets[0], sets[1])
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
+    if a.json:
+        print(json.dumps(result))
+        return
+    for ds, r in result["datasets"].items():
+        print(f"{ds}: {r['records']} records, {len(r['problems'])} problems, configs {r['configs']}")
+        show("in-sample (calibrated on every configuration)", r["in_sample"]["configs"])
+        for key, lo in r["leave_out"].items():
+            v = lo["verdict"]
+            show(f"calibrated on {key} only: max MAPE {100 * (v['max_mape'] or 0):.1f}%, "
+                 f"max |speedup err| {v['max_speedup_err'] or 0:.3f}", lo["configs"])
+        if "headline_without_probe" in r:
+            v = r["headline_without_probe"]["verdict"]
+            show(f"calibrated on ar+lr-d2, no probe correction: max MAPE {100 * (v['max_mape'] or 0):.1f}%",
+                 r["headline_without_probe"]["configs"])
+    if result.get("cross_dataset"):
+        c = result["cross_dataset"]
+        show(f"cross data set: {c['calibrated_on']} -> {c['predicted']}", c["configs"])
+    print(f"({result['seconds']} s; written to {a.out})")
+
+
+if __name__ == "__main__":
+    main()

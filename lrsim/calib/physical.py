@@ -1,0 +1,291 @@
+"""One physical latency model per engine, shared by every mode (docs/calibration.md).
+
+A forward pass of an engine costs what the hardware does, whatever mode asked for it:
+
+    t = f_dec * (w + a * (q - 1)+ + c * C) + f_pre * p * P          (alone)
+    t_busy = t * (1 + beta)                                        (the other engine busy)
+
+    q     decode positions in the pass (sequences in the batch, plus SD verification positions)
+    P     prefill positions (prompts, and the uncached suffix an LR step re-reads)
+    C     context: tokens held in the KV cache of the batch (vLLM `kv_tokens`, else estimated)
+    w     one decode pass of one sequence: reading the weights once
+    a     each extra decode position; p: each prefill position; c: each context token
+    beta  fractional slowdown while the other engine runs a pass (memory bandwidth and caches
+          shared by the cores); fitted on the fraction o of the pass the other engine was busy:
+          t = t_alone * (1 + beta * o)
+    f_dec, f_pre  the record's machine speed: its probe's decode / prefill time over the
+          profile's reference probe (lrreal/probe.py); 1 when the traces carry no probe
+
+Fitted by bounded non-linear least squares on relative residuals (scipy.optimize.least_squares,
+soft-L1 loss so that a pass stalled by the OS does not pull the fit), with standard errors from
+the Jacobian at the optimum. A parameter that the data cannot separate from the others (its
+standard error larger than half its value, or no pass exercises it) is fixed to 0 and named in
+`fit.fixed`: no parameter is reported with a value the data do not support, and the weight read
+`w` is never allowed to vanish (at least 1% of the mean decode pass).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UserError
+
+PARAMS = ("base_s", "per_token_s", "per_ctx_token_s", "prefill_per_token_s", "contention")
+MIN_PASSES = 8
+SE_LIMIT = 0.5            # a parameter with SE > 50% of its value is not identified: fixed to 0
+
+
+@dataclass
+class PassData:
+    """Every forward pass of one engine role, with its features (arrays of equal length)."""
+    q: np.ndarray          # decode positions
+    P: np.ndarray          # prefill positions
+    C: np.ndarray          # context tokens
+    o: np.ndarray          # fraction of the pass the other engine was busy (0..1)
+    f_dec: np.ndarray      # machine speed factor for decode terms
+    f_pre: np.ndarray      # machine speed factor for prefill terms
+    t: np.ndarray          # measured seconds
+    config: np.ndarray     # configuration label of the record (diagnostics)
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def select(self, mask) -> "PassData":
+        return PassData(*(getattr(self, k)[mask] for k in self.__dataclass_fields__))
+
+
+def _overlap(passes, other) -> list[float]:
+    """Fraction of each pass (start, end) covered by the union of `other` intervals."""
+    if not other:
+        return [0.0] * len(passes)
+    other = sorted(other)
+    out = []
+    j = 0
+    for s, e in passes:
+        while j < len(other) and other[j][1] <= s:
+            j += 1
+        cov, k = 0.0, j
+        while k < len(other) and other[k][0] < e:
+            cov += max(0.0, min(e, other[k][1]) - max(s, other[k][0]))
+            k += 1
+        out.append(min(1.0, cov / (e - s)) if e > s else 0.0)
+    return out
+
+
+def _intervals(rec: dict, engine: str) -> list[tuple[float, float]]:
+    fp = ((rec.get("engine_stats") or {}).get(engine) or {}).get("forward_passes") or []
+    return [(float(p.get("start", 0.0)), float(p.get("start", 0.0)) + float(p["duration_s"]))
+            for p in fp]
+
+
+def speed_factors(rec: dict, engine: str, ref: dict | None, which: str = "both") -> tuple[float, float]:
+    """(f_dec, f_pre) of a record for `engine`: its probe over the reference probe.
+    which = "before" (known before the run: what a prediction may use), "both" (mean of the
+    probes before and after: the best estimate of the speed during the record), "none"."""
+    if not ref or which == "none":
+        return 1.0, 1.0
+    probe = rec.get("probe") or {}
+    sides = ["before"] if which == "before" else ["before", "after"]
+    dec, pre = [], []
+    for side in sides:
+        e = ((probe.get(side) or {}).get("engines") or {}).get(engine) or {}
+        if e.get("decode_s"):
+            dec.append(float(e["decode_s"]))
+        if e.get("prefill_s"):
+            pre.append(float(e["prefill_s"]))
+    r = ref.get(engine) or {}
+    f_dec = float(np.mean(dec)) / r["decode_s"] if dec and r.get("decode_s") else 1.0
+    f_pre = float(np.mean(pre)) / r["prefill_s"] if pre and r.get("prefill_s") else f_dec
+    return f_dec, f_pre
+
+
+def reference_probe(records: list[dict]) -> dict | None:
+    """Median probe of every engine over the records (the profile's reference speed)."""
+    vals: dict[str, dict[str, list[float]]] = {}
+    for rec in records:
+        for side in ("before", "after"):
+            for eng, e in (((rec.get("probe") or {}).get(side) or {}).get("engines") or {}).items():
+                for k in ("decode_s", "prefill_s"):
+                    if e.get(k):
+                        vals.setdefault(eng, {}).setdefault(k, []).append(float(e[k]))
+    if not vals:
+        return None
+    return {eng: {k: float(np.median(v)) for k, v in d.items()} | {"n": len(d.get("decode_s", []))}
+            for eng, d in sorted(vals.items())}
+
+
+def config_label(rec: dict) -> str:
+    """A record's configuration: the corpus label, else mode + tree shape + verifier."""
+    flags = (rec.get("run") or {}).get("flags") or {}
+    if isinstance(flags.get("corpus_config"), str):
+        return flags["corpus_config"]
+    mode = rec.get("mode", "?")
+    if mode in ("ar", "sd"):
+        return mode
+    v = (rec.get("run") or {}).get("verifier") or {}
+    ver = str(flags.get("verifier", v.get("method", "exact")))
+    w = flags.get("width", 1)
+    return f"{mode}-d{flags.get('depth', '?')}" + (f"-w{w}" if w not in (1, None) else "") + \
+        ("" if ver == "exact" else f"-{ver.split(':')[0][:3]}")
+
+
+def pass_data(records: list[dict], engine: str, ref: dict | None, probe: str = "both",
+              probes: bool = True) -> PassData:
+    from .overheads import _active_ctx, spans
+
+    peer = "draft" if engine == "target" else "target"
+    cols: dict[str, list] = {k: [] for k in PassData.__dataclass_fields__}
+    for rec in records:
+        fp = ((rec.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
+        if not fp:
+            continue
+        mine = _intervals(rec, engine)
+        ov = _overlap(mine, _intervals(rec, peer))
+        f_dec, f_pre = speed_factors(rec, engine, ref, probe)
+        sp = None
+        label = config_label(rec)
+        for p, o in zip(fp, ov):
+            ptok = int(p.get("prefill_tokens", 0))
+            ctx = p.get("kv_tokens")
+            if ctx is None:
+                sp = sp if sp is not None else spans(rec)
+                ctx = _active_ctx(sp, engine, float(p.get("start", 0.0)) + float(p["duration_s"]))
+            cols["q"].append(max(0, int(p.get("tokens_scheduled", 0)) - ptok))
+            cols["P"].append(ptok)
+            cols["C"].append(float(ctx))
+            cols["o"].append(o)
+            cols["f_dec"].append(f_dec)
+            cols["f_pre"].append(f_pre)
+            cols["t"].append(float(p["duration_s"]))
+            cols["config"].append(label)
+    if probes:
+        _probe_passes(records, engine, ref, cols)
+    arr = {k: np.asarray(v, dtype=object if k == "config" else float) for k, v in cols.items()}
+    return PassData(**arr)
+
+
+def _probe_passes(records: list[dict], engine: str, ref: dict | None, cols: dict) -> None:
+    """The probes as passes run with the other engine idle (o = 0): they pin the alone speed,
+    which a draft that only ever runs beside a busy target would otherwise not show."""
+    seen = set()
+    for rec in records:
+        for side in ("before", "after"):
+            pr = (rec.get("probe") or {}).get(side) or {}
+            e = (pr.get("engines") or {}).get(engine) or {}
+            if not e.get("decode_s") or pr.get("t") in seen:
+                continue
+            seen.add(pr.get("t"))
+            r = (ref or {}).get(engine) or {}
+            f_dec = e["decode_s"] / r["decode_s"] if r.get("decode_s") else 1.0
+            f_pre = (e["prefill_s"] / r["prefill_s"] if r.get("prefill_s") and e.get("prefill_s")
+                     else f_dec)
+            n = int(e.get("prefill_tokens", 32))
+            rows = [(1, 0, n, e["decode_s"])]
+            if e.get("prefill_s"):
+                rows.append((0, n, n, e["prefill_s"]))
+            for q, P, C, t in rows:
+                for k, v in (("q", q), ("P", P), ("C", C), ("o", 0.0), ("f_dec", f_dec),
+                             ("f_pre", f_pre), ("t", t), ("config", "probe")):
+                    cols[k].append(v)
+
+
+def predict(x: np.ndarray, d: PassData) -> np.ndarray:
+    w, a, c, p, beta = x
+    alone = d.f_dec * (w + a * np.maximum(0.0, d.q - 1) + c * d.C) + d.f_pre * p * d.P
+    return alone * (1.0 + beta * d.o)
+
+
+def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.optimize import least_squares
+
+    scale = np.array([max(x0[0], 1e-3), max(x0[0], 1e-3) / 4, max(x0[0], 1e-3) / 1000,
+                      max(x0[0], 1e-3) / 10, 0.2])
+
+    def full(z):
+        x = np.zeros(5)
+        x[free] = z * scale[free]
+        return x
+
+    def resid(z):
+        return (predict(full(z), d) - d.t) / d.t
+
+    lo = np.zeros(len(free))
+    if 0 in free:  # the weight read never vanishes: at least 1% of the mean decode-only pass
+        dec = d.t[(d.P == 0)]
+        lo[free.index(0)] = 0.01 * (dec.mean() if len(dec) else d.t.mean()) / scale[0]
+    z0 = np.maximum(x0[free] / scale[free], lo + 1e-9)
+    res = least_squares(resid, z0, bounds=(lo, np.inf), loss="soft_l1", f_scale=0.05)
+    x = full(res.x)
+    # covariance of the scaled parameters from the Jacobian (Gauss-Newton), residual variance
+    J = res.jac
+    dof = max(1, len(d) - len(free))
+    s2 = float(np.sum(res.fun ** 2) / dof)
+    try:
+        cov = np.linalg.pinv(J.T @ J) * s2
+        se = np.zeros(5)
+        se[free] = np.sqrt(np.maximum(np.diag(cov), 0.0)) * scale[free]
+    except np.linalg.LinAlgError:
+        se = np.full(5, np.inf)
+    return x, se
+
+
+def fit_physical(d: PassData, engine: str = "engine") -> dict:
+    """The profile's `latency.<engine>` entry: kind roofline (+ contention), with error bars."""
+    if len(d) < MIN_PASSES:
+        raise UserError(f"latency fit ({engine}): need at least {MIN_PASSES} forward passes, got "
+                        f"{len(d)} (record longer traces or run `lr calibrate measure`)")
+    fixed: dict[str, str] = {}
+    free = [0]
+    if np.any(d.q > 1):
+        free.append(1)
+    else:
+        fixed["per_token_s"] = "no pass had more than one decode position"
+    if np.ptp(d.C) > 0:
+        free.append(2)
+    else:
+        fixed["per_ctx_token_s"] = "every pass read the same context"
+    if np.any(d.P > 0):
+        free.append(3)
+    else:
+        fixed["prefill_per_token_s"] = "no prefill pass"
+    if np.any(d.o > 0.25):
+        free.append(4)
+    else:
+        fixed["contention"] = "the other engine never ran during a pass"
+    dec = d.t[d.P == 0]
+    x0 = np.array([float(np.median(dec)) if len(dec) else float(np.median(d.t)), 0.0, 0.0, 0.0, 0.0])
+    x0[1], x0[2], x0[3], x0[4] = x0[0] / 4, 1e-6, x0[0] / 20, 0.1
+    while True:
+        x, se = _solve(d, free, x0)
+        weak = [i for i in free[1:] if not (x[i] > 0 and se[i] <= SE_LIMIT * x[i])]
+        if not weak:
+            break
+        # drop the least supported parameter and refit
+        i = max(weak, key=lambda i: se[i] / x[i] if x[i] > 0 else np.inf)
+        free.remove(i)
+        fixed[PARAMS[i]] = ("not identified by these traces: " +
+                            (f"fitted {x[i]:.3g} +/- {se[i]:.2g}" if x[i] > 0 else "fitted 0"))
+        x[i] = se[i] = 0.0
+    pred = predict(x, d)
+    rel = np.abs(pred - d.t) / d.t
+    by_cfg = {}
+    for label in sorted(set(d.config)):
+        m = d.config == label
+        by_cfg[label] = {"passes": int(m.sum()), "mape": float(rel[m].mean()),
+                         "sum_diff_pct": float(100 * (pred[m].sum() - d.t[m].sum()) / d.t[m].sum())}
+    entry = {"kind": "roofline", "base_s": float(x[0]), "knee_tokens": 1.0,
+             "per_token_s": float(x[1]), "prefill_per_token_s": float(x[3]),
+             "per_ctx_token_s": float(x[2]), "contention": float(x[4])}
+    entry["fit"] = {
+        "points": int(len(d)), "source": f"{engine} forward passes (physical model)",
+        "rmse_s": float(np.sqrt(np.mean((pred - d.t) ** 2))), "mape": float(rel.mean()),
+        "sum_diff_pct": float(100 * (pred.sum() - d.t.sum()) / d.t.sum()),
+        "stderr": {PARAMS[i]: float(se[i]) for i in range(5) if PARAMS[i] not in fixed},
+        "fixed": fixed, "by_config": by_cfg,
+        "ranges": {"decode_positions": [float(d.q.min()), float(d.q.max())],
+                   "prefill_tokens": [float(d.P.min()), float(d.P.max())],
+                   "context_tokens": [float(d.C.min()), float(d.C.max())],
+                   "busy_overlap_passes": int((d.o > 0.25).sum())},
+    }
+    return entry

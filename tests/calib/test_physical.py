@@ -1,0 +1,105 @@
+"""The physical latency model (lrsim/calib/physical.py) on synthetic passes of known parameters:
+recovery within its error bars, parameters the data cannot identify fixed to 0 (never a 0-ms
+pass), contention identified from probes, and the machine-speed correction."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lrsim.calib import physical as ph
+
+TRUE = np.array([0.40, 0.045, 2e-5, 0.030, 0.12])   # w, a, c, p, beta
+
+
+def synth(n=600, seed=0, noise=0.02, beta_data=True, f=None) -> ph.PassData:
+    rng = np.random.default_rng(seed)
+    q = rng.choice([0, 1, 1, 1, 1, 2, 3, 7], n).astype(float)
+    P = np.where(q == 0, rng.integers(10, 120, n), np.where(rng.random(n) < 0.1, rng.integers(5, 40, n), 0)).astype(float)
+    C = rng.uniform(100, 700, n)
+    o = (rng.random(n) < 0.4).astype(float) * rng.uniform(0.5, 1, n) if beta_data else np.zeros(n)
+    fd = np.ones(n) if f is None else f
+    d = ph.PassData(q, P, C, o, fd, fd.copy(), np.zeros(n), np.array(["x"] * n, dtype=object))
+    d.t = ph.predict(TRUE, d) * (1 + noise * rng.standard_normal(n))
+    return d
+
+
+def test_recovers_known_parameters_within_error_bars():
+    e = ph.fit_physical(synth(), "target")
+    se = e["fit"]["stderr"]
+    for i, k in enumerate(("base_s", "per_token_s", "per_ctx_token_s", "prefill_per_token_s",
+                           "contention")):
+        if k in se:
+            assert abs(e[k] - TRUE[i]) <= 4 * se[k] + 1e-12, (k, e[k], TRUE[i], se[k])
+    assert e["base_s"] == pytest.approx(0.40, rel=0.02)
+    assert e["contention"] == pytest.approx(0.12, abs=0.02)
+    assert e["fit"]["mape"] < 0.03
+
+
+def test_unidentified_parameters_are_fixed_not_invented():
+    d = synth(beta_data=False)
+    d.C[:] = 300.0                       # every pass read the same context
+    e = ph.fit_physical(d, "target")
+    assert e["contention"] == 0.0 and "contention" in e["fit"]["fixed"]
+    assert e["per_ctx_token_s"] == 0.0 and "per_ctx_token_s" in e["fit"]["fixed"]
+    assert e["base_s"] > 0.3             # the context term did not swallow the weight read
+
+
+def test_base_never_collapses_to_zero():
+    """The demo's old degenerate fit ('0.0 ms base') came from context and base being collinear;
+    with a constant-ish context the weight read must still carry the decode pass."""
+    d = synth(n=200, beta_data=False)
+    d.C = 300.0 + d.q                  # context nearly constant
+    e = ph.fit_physical(d, "target")
+    assert e["base_s"] > 0.3
+
+
+def test_machine_speed_factor_is_divided_out():
+    rng = np.random.default_rng(3)
+    f = np.where(rng.random(600) < 0.5, 1.0, 1.3)     # half the records on a 30% slower machine
+    e = ph.fit_physical(synth(f=f), "target")
+    assert e["base_s"] == pytest.approx(0.40, rel=0.02)
+    assert e["fit"]["mape"] < 0.03
+
+
+def _rec(probe_before, probe_after, passes=(), peer=(), t=0.0):
+    return {"run": {"flags": {"corpus_config": "lr-d2"}},
+            "probe": {"before": {"t": t, "engines": {"draft": {"decode_s": probe_before, "prefill_s": 1.0}}},
+                      "after": {"t": t + 1, "engines": {"draft": {"decode_s": probe_after, "prefill_s": 1.0}}}},
+            "engine_stats": {"draft": {"forward_passes": list(passes)},
+                             "target": {"forward_passes": list(peer)}}, "steps": []}
+
+
+def test_probes_identify_contention_of_an_engine_that_always_ran_beside_a_busy_one():
+    """The draft only ever decodes while the target is busy (o = 1); the probes, taken with the
+    target idle, show its alone speed, so the slowdown is measured rather than absorbed."""
+    recs = []
+    for i in range(10):
+        passes = [{"batch_size": 1, "tokens_scheduled": 1, "prefill_tokens": 0, "duration_s": 0.168,
+                   "start": j * 0.2, "kv_tokens": 300 + j} for j in range(20)]
+        peer = [{"batch_size": 1, "tokens_scheduled": 1, "prefill_tokens": 0, "duration_s": 4.0, "start": 0.0}]
+        recs.append(_rec(0.14, 0.14, passes, peer, t=10.0 * i))
+    ref = ph.reference_probe(recs)
+    assert ref["draft"]["decode_s"] == pytest.approx(0.14)
+    d = ph.pass_data(recs, "draft", ref)
+    assert (d.config == "probe").sum() == 40 and d.o.max() == 1.0   # decode + prefill per probe
+    e = ph.fit_physical(d, "draft")
+    assert e["base_s"] == pytest.approx(0.14, rel=0.01)
+    assert e["contention"] == pytest.approx(0.20, abs=0.01)
+
+
+def test_speed_factors_before_and_both():
+    r = _rec(0.15, 0.17)
+    ref = {"draft": {"decode_s": 0.1, "prefill_s": 1.0}}
+    assert ph.speed_factors(r, "draft", ref, "before") == pytest.approx((1.5, 1.0))
+    assert ph.speed_factors(r, "draft", ref, "both") == pytest.approx((1.6, 1.0))
+    assert ph.speed_factors(r, "draft", ref, "none") == (1.0, 1.0)
+    assert ph.speed_factors({"probe": None}, "draft", ref) == (1.0, 1.0)
+
+
+def test_config_label():
+    assert ph.config_label({"mode": "lr", "run": {"flags": {"corpus_config": "lr-d3"}}}) == "lr-d3"
+    assert ph.config_label({"mode": "ar", "run": {"flags": {}}}) == "ar"
+    assert ph.config_label({"mode": "lr", "run": {"flags": {"depth": 2, "width": 1,
+                                                            "verifier": "exact"}}}) == "lr-d2"
+    assert ph.config_label({"mode": "lr+sd", "run": {"flags": {"depth": 2, "width": 2,
+                                                               "verifier": "embedding:0.9"}}}) == "lr+sd-d2-w2-emb"
