@@ -44,6 +44,12 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=256, help="budget where --datasets names none")
     ap.add_argument("--stop-after", type=duration, default=None, help="stop starting records after this long")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--set-aside-disturbed", type=float, metavar="FRACTION", default=None,
+                    help="first move records during which other processes used more than this "
+                         "fraction of a core (probe.during) to <dataset>/set-aside/, to be recollected")
+    ap.add_argument("--set-aside-before", metavar="UNIX_TIME", type=float, default=None,
+                    help="first move records whose first probe is older than this (with --reason)")
+    ap.add_argument("--reason", default="", help="why records are set aside (kept in each record)")
     a = ap.parse_args()
 
     from lrsim.errors import UserError
@@ -64,6 +70,22 @@ def main() -> None:
         configs = tuple(BY_LABEL[c] for c in a.configs.split(","))
     jobs = corpus_plan(datasets, configs)
     out = Path(a.out)
+    if a.set_aside_disturbed is not None or a.set_aside_before is not None:
+        from lrreal.corpus import disturbed, set_aside
+
+        def pick(r):
+            if a.set_aside_disturbed is not None and disturbed(r, a.set_aside_disturbed):
+                return True
+            t = ((r.get("probe") or {}).get("before") or {}).get("t")
+            return a.set_aside_before is not None and t is not None and t < a.set_aside_before
+        why = a.reason or (f"other processes used more than {a.set_aside_disturbed:.0%} of a core"
+                           if a.set_aside_disturbed is not None else "set aside by time")
+        if a.dry_run:
+            from lrreal.traces import read_traces
+            n = sum(pick(r) for f in out.glob("*/*.jsonl") for r in read_traces(f))
+            print(f"would set aside {n} record(s): {why}")
+        else:
+            print(f"set aside {set_aside(out, pick, why)} record(s): {why}")
     if a.dry_run:
         left = pending(jobs, out)
         for j in jobs:

@@ -277,16 +277,21 @@ class Collector:
         prompt_tokens = len(self.tokenizer()(prompt)["input_ids"])
         probes = self.pool.probes if self.spec.probe and self.pool is not None else None
         before = await probes.before(self.pool.engines) if probes else None
+        from .probe import cpu_snapshot, machine_during
+        cpu0 = cpu_snapshot() if probes else None
         marks = {n: e.stats_mark() for n, e in self.engines.items()}
         res = await run_problem(self.cfg, Problem(prob.id, sample, prompt), self.engines["target"],
                                 self.engines.get("draft"), self.verifier)
         stats = {n: e.stats_since(marks[n], res.t0) for n, e in self.engines.items()}
         sd = self.engines["target"].sd_since(marks["target"])
+        during = machine_during(cpu0, cpu_snapshot()) if probes else None
         after = await probes.take(self.pool.engines) if probes else None
         g = grade(prob, res.text, execute_code=self.spec.execute_code)
         rec = build_record(self.spec, self.run_info, prob, sample, res, g, stats, sd, prompt_tokens)
         if probes:
             rec["probe"] = {"before": before, "after": after}
+            if during is not None:
+                rec["probe"]["during"] = during
         return rec
 
     def shutdown(self) -> None:

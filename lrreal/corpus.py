@@ -180,3 +180,52 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
     with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
         asyncio.run(run())
     return written
+
+
+DISTURBED_OTHER_CPU = 0.10   # other processes' CPU-seconds per second of record: more = disturbed
+
+
+def disturbed(rec: dict, threshold: float = DISTURBED_OTHER_CPU) -> bool:
+    """A record during which other processes used more than `threshold` of a core on average
+    (probe.during); records without that measurement are not judged here."""
+    d = (rec.get("probe") or {}).get("during")
+    return bool(d and d.get("wall_s")) and d["other_cpu_s"] / d["wall_s"] > threshold
+
+
+def set_aside(out_dir: str | Path, select, reason: str) -> int:
+    """Move the records `select(rec)` picks out of the corpus into
+    `<dataset>/set-aside/<label>.jsonl` (with `set_aside_reason`), so that a resumed collection
+    records them again. Nothing is lost: the set-aside copy is fsynced before the corpus file is
+    atomically replaced by the records it keeps."""
+    import json
+    import os
+
+    from .traces import TraceWriter, read_traces
+
+    moved = 0
+    for path in sorted(Path(out_dir).glob("*/*.jsonl")):
+        recs = read_traces(path, strict=True)
+        out = [r for r in recs if select(r)]
+        if not out:
+            continue
+        aside = path.parent / "set-aside" / path.name
+        with TraceWriter(aside, resume=True) as w:
+            done = w.completed_keys()
+            for r in out:
+                key = (r["problem_id"], r["sample"], r["mode"])
+                if key in done:   # an earlier set-aside of the same record: keep both copies
+                    aside2 = aside.with_name(f"{aside.stem}.{int(time.time())}.jsonl")
+                    with TraceWriter(aside2, resume=True) as w2:
+                        w2.write(dict(r, set_aside_reason=reason))
+                else:
+                    w.write(dict(r, set_aside_reason=reason))
+        keep = [r for r in recs if not select(r)]
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w") as f:
+            for r in keep:
+                f.write(json.dumps(r, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        moved += len(out)
+    return moved

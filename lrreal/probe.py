@@ -11,10 +11,14 @@ Each engine runs one request with a 32-token pseudo-random prompt (unique per sa
 cache hit) and 4 forward decode passes (`VllmEngine.probe`); engines are probed one after the
 other so that neither slows the other. Cost: about 4 s on the 1.5B target on one CPU core, 1 s
 on the 0.5B draft. What the rest of the machine was doing is recorded beside it: the 1/5/15-min
-load averages and the number of runnable processes (/proc).
+load averages and the number of runnable processes (/proc), and, over the record itself
+(`probe.during`), the CPU time that processes outside the collector used: probes before and after
+cannot see load that came and went in between; this can (a test suite run beside a collection
+shows as tens of CPU-seconds).
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -41,6 +45,54 @@ async def probe_engines(engines: dict, salt: int) -> dict:
         if hasattr(eng, "probe"):
             rec["engines"][name] = await eng.probe(salt)
     return rec
+
+
+def _tree_pids(root: int) -> set[int]:
+    """`root` and every descendant process (the engine cores are children of the collector)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        out.add(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cpu_snapshot() -> dict | None:
+    """CPU seconds used so far by the whole machine (all cores) and by this process tree."""
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        busy = sum(f[:8]) - f[3] - f[4]        # everything but idle and iowait
+        own = 0
+        for pid in _tree_pids(os.getpid()):
+            try:
+                st = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                own += sum(int(x) for x in st[11:15])  # utime stime cutime cstime
+            except (OSError, ValueError, IndexError):
+                continue
+        return {"t": time.monotonic(), "busy_s": busy / tick, "own_s": own / tick}
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine_during(before: dict | None, after: dict | None) -> dict | None:
+    """What the rest of the machine did between two snapshots: `other_cpu_s` is CPU time used
+    by processes outside this collector (a test suite, another job); 0 on a quiet machine."""
+    if not before or not after:
+        return None
+    wall = after["t"] - before["t"]
+    busy = after["busy_s"] - before["busy_s"]
+    own = after["own_s"] - before["own_s"]
+    return {"wall_s": wall, "busy_cpu_s": busy, "own_cpu_s": own,
+            "other_cpu_s": max(0.0, busy - own)}
 
 
 class ProbeClock:

@@ -139,3 +139,30 @@ def test_corpus_runs_interleaved_restarts_once_per_phase_and_resumes(fake_pool, 
         (out / "gsm8k" / "sd.jsonl").read_text().splitlines(keepends=True)[0])
     assert corpus.collect_corpus(jobs, out, base, log=lambda m: None) == 1  # only the missing one
     assert len(read_traces(out / "gsm8k" / "sd.jsonl")) == 2
+
+
+def test_set_aside_moves_records_without_losing_them(fake_pool, monkeypatch):
+    """Disturbed records leave the corpus for <dataset>/set-aside/ (fsynced first, with the
+    reason) and a resumed collection records them again."""
+    import json
+
+    from lrreal.traces import read_traces
+
+    out, _ = fake_pool
+    import lrreal.shutdown as sh
+    monkeypatch.setattr("lrreal.engine.vllm_lock", lambda *a, **k: _Null())
+    monkeypatch.setattr(sh, "EngineGuard", lambda: _Null())
+    jobs = corpus.corpus_plan([("gsm8k", 2)], (corpus.BY_LABEL["ar"],))
+    base = collect_mod.CollectSpec(max_tokens=200, target_cores="0", draft_cores="1")
+    assert corpus.collect_corpus(jobs, out, base, log=lambda m: None) == 2
+    recs = read_traces(out / "gsm8k" / "ar.jsonl")
+    assert all("during" in r["probe"] for r in recs)
+    assert corpus.set_aside(out, lambda r: r["problem_id"] == "gsm8k/1", "test load") == 1
+    assert [r["problem_id"] for r in read_traces(out / "gsm8k" / "ar.jsonl")] == ["gsm8k/0"]
+    aside = read_traces(out / "gsm8k" / "set-aside" / "ar.jsonl")
+    assert [(r["problem_id"], r["set_aside_reason"]) for r in aside] == [("gsm8k/1", "test load")]
+    assert json.dumps(aside[0]["steps"]) == json.dumps(recs[1]["steps"])
+    assert corpus.collect_corpus(jobs, out, base, log=lambda m: None) == 1   # recollected
+    assert corpus.disturbed({"probe": {"during": {"wall_s": 10.0, "other_cpu_s": 2.0}}})
+    assert not corpus.disturbed({"probe": {"during": {"wall_s": 10.0, "other_cpu_s": 0.5}}})
+    assert not corpus.disturbed({"probe": {}})
