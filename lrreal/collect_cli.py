@@ -41,6 +41,7 @@ def collect_cmd(
     target_cores: str = typer.Option("auto", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine (auto: all cores alone, 3/4 beside a draft)."),
     draft_cores: str = typer.Option("auto", "--draft-cores", help="VLLM_CPU_OMP_THREADS_BIND of the draft engine (auto: the remaining cores)."),
     execute_code: bool = typer.Option(False, "--execute-code", help="Grade HumanEval by running its tests (sandboxed subprocess)."),
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a reference pass per engine around each record (~5 s; lets calibration correct for machine speed)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ):
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
@@ -61,7 +62,7 @@ def collect_cmd(
                        block_size=block_size,
                        num_speculative_tokens=num_speculative_tokens,
                        prompt_lookup_max=prompt_lookup_max, target_cores=target_cores,
-                       draft_cores=draft_cores, execute_code=execute_code)
+                       draft_cores=draft_cores, execute_code=execute_code, probe=probe)
     spec.validate()  # flags refused before anything slow (data set, trace file, lock, engines)
 
     try:
