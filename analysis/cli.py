@@ -13,11 +13,11 @@ MAX_HEATMAP_BUDGET = 1024   # the (k1, k2) heatmap evaluates an M x M grid
 
 
 def plot_cmd(
-    preset: str = typer.Option(None, "--preset", help="Simulate a paper setup (default r1-gsm8k): r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24."),
-    profile: Path = typer.Option(None, "--profile", help="Simulate a calibrated profile (lr calibrate)."),
-    scenario: str = typer.Option(None, "--scenario", help="Simulate a scenario (TOML file or shipped name)."),
+    preset: str = typer.Option(None, "--preset", help="Add a section simulating a paper setup (r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24); the default when nothing else is given is r1-gsm8k."),
+    profile: Path = typer.Option(None, "--profile", help="This machine: a calibrated profile (lr calibrate) for the theory and simulation curves of the measured section."),
+    scenario: str = typer.Option(None, "--scenario", help="Add a section simulating a scenario (TOML file or shipped name)."),
     latency: str = typer.Option("auto", "--latency", help="Presets: auto | roofline | PATH to a GPU latency table."),
-    traces: Optional[List[Path]] = typer.Option(None, "--traces", help="Measured trace file(s) (JSONL); repeat the flag for several."),
+    traces: Optional[List[Path]] = typer.Option(None, "--traces", help="Measured trace file(s) (JSONL) of this machine, or a directory of them (e.g. traces/corpus/gsm8k); repeat the flag for several. Without --profile, a profile is calibrated from them."),
     out: Path = typer.Option(Path("out/report"), "--out", help="Directory for the PNGs and report.html."),
     budget: int = typer.Option(16, "--budget", "-M", max=MAX_HEATMAP_BUDGET, help="M for the (k1, k2) heatmaps."),
     samples: int = typer.Option(2, "--samples", max=1000, help="Workload seeds pooled per simulated point."),
@@ -27,13 +27,19 @@ def plot_cmd(
     jobs: int = typer.Option(0, "--jobs", help="Local worker processes (0 = all cores)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
-    """Draw speedup vs depth and vs k2 (closed forms, simulation, measurement), the (k1, k2)
-    heatmap under a budget, acceptance by depth, latency breakdown and speedup vs load; write
-    PNGs and report.html (self-contained)."""
+    """Theory vs simulation vs measurement, one section per setup: this machine (--profile
+    and/or --traces: the profile's closed forms and simulation with the traces' measured
+    configurations on the same axes) and reference setups (--preset, --scenario: simulated only,
+    never with measurements). Figures: speedup vs depth and vs k2, the (k1, k2) heatmap under a
+    budget, acceptance by depth, latency breakdown, speedup vs load; PNGs and a self-contained
+    report.html."""
+    import time
+
     from lrsim.errors import UserError
     from lrsim.plan.sources import resolve
 
-    from .report import Settings, collect, paper_table, write_html
+    from . import measured
+    from .report import Settings, calibrated_source, machine_section, reference_section, write_html
 
     if budget < 2:
         raise UserError(f"--budget must be >= 2 (k1 x k2 positions), got {budget}")
@@ -45,22 +51,45 @@ def plot_cmd(
         raise UserError(f"--jobs must be >= 0, got {jobs}")
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: exists and is not a directory")
-    source = resolve(preset, profile, scenario, latency)
+    traces = measured.expand(traces or [])
+    machine = profile is not None or bool(traces)
+    if preset is None and scenario is None and not machine:
+        preset = "r1-gsm8k"
+    if latency not in (None, "auto") and preset is None:
+        raise UserError("--latency applies to presets only (profiles and scenarios carry their own)")
+    refs = ([resolve(preset, None, None, latency)] if preset else []) + \
+           ([resolve(None, None, scenario)] if scenario else [])
     kw = {"budget": budget, "jobs": jobs} | ({"samples": samples} if not quick else {}) | \
          ({"steps": steps} if steps is not None else {})
     st = Settings.quick(**kw) if quick else Settings(**kw)
-    rep = collect(source, list(traces or []), st, out)
-    extra = [t for t in ([paper_table(source)] if paper else []) if t]
-    html = write_html(rep, out / "report.html", extra)
-    res = {"report": str(html), "figures": {f.key: str(f.path) for f in rep.figures},
-           "source": rep.meta["source"], "theory": rep.meta["theory"], "records": rep.meta["records"],
-           "measured_speedups": rep.meta["measured_speedups"], "elapsed_s": rep.meta["elapsed_s"]}
+    t0 = time.perf_counter()
+    sections = []
+    if machine:
+        if traces:
+            measured.load(traces)              # a bad file: its one-line error, before any fit
+        source = resolve(None, profile, None) if profile is not None else calibrated_source(traces, out)
+        sections.append(machine_section(source, traces, st, out))
+    sections += [reference_section(src, st, out, paper) for src in refs]
+    elapsed = time.perf_counter() - t0
+    html = write_html(sections, out / "report.html", elapsed)
+    first = sections[0]
+    res = {"report": str(html),
+           "sections": [{"key": s.key, "title": s.title, "source": s.meta["source"],
+                         "theory": s.meta["theory"], "records": s.meta["records"],
+                         "measured_speedups": s.meta["measured_speedups"],
+                         "figures": {f.key: str(f.path) for f in s.figures}} for s in sections],
+           "figures": {f"{s.key}/{f.key}": str(f.path) for s in sections for f in s.figures},
+           "source": first.meta["source"], "theory": first.meta["theory"],
+           "records": first.meta["records"], "measured_speedups": first.meta["measured_speedups"],
+           "elapsed_s": elapsed}
     if as_json:
         print(json.dumps(res))
         return
-    for f in rep.figures:
-        print(f"{f.title:32s} {f.path}")
-    print(f"report: {html} ({rep.meta['elapsed_s']:.1f} s)")
+    for s in sections:
+        print(s.title)
+        for f in s.figures:
+            print(f"  {f.title:32s} {f.path}")
+    print(f"report: {html} ({elapsed:.1f} s)")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,15 +1,24 @@
-"""The toolkit's main job (`make demo`): theory, then the whole loop on this machine.
+"""The toolkit's main job (`make demo`): theory, then a prediction of a real run on this machine
+made before the run, and the run itself.
 
-1. theory: the blog figure, exact optimal splits, the overheads the paper's numbers imply;
-2. collect: a short real run (AR and LR) on the packaged models with vLLM (`lr collect`);
-3. calibrate a simulator profile from those traces (`lr calibrate`);
-4. replay: the simulator's prediction of the same runs vs the measurement (`lr replay`);
-5. plan: what to deploy here and on the paper's H100 setup (`lr plan`);
-6. report: theory vs simulation vs measurement plots and one HTML page (`lr plot`).
+1-3. theory: the blog figure, exact optimal splits, the overheads the paper's numbers imply;
+4. calibrate: one physical latency model per engine from the shipped GSM8K trace corpus
+   (traces/corpus/gsm8k/*.jsonl; `lr calibrate`);
+5. probe: time a reference pass on this machine now and rescale the profile to today's speed
+   (`lr calibrate probe`);
+6. predict: latency, tokens/s and speedup over AR of AR and LR (depth 2) on GSM8K problem 0,
+   printed before anything is run (the simulator replaying the corpus record of that problem,
+   analysis/predict_live.py);
+7. measure: the same run for real (`lr collect`, greedy, the corpus's 384-token budget, target on
+   core 0 and draft on core 1), the whole answer;
+8. predicted vs measured side by side, and whether the answer was right;
+9. plan: what to deploy here (calibrated profile) and on the paper's 4x H100 setup (`lr plan`);
+10. report: theory vs simulation vs measurement for this machine (its profile and the corpus's
+    configurations on the same axes), the paper preset in its own section (`lr plot`).
 
-Steps 2-6 run the real `lr` commands (printed before each runs). Re-running resumes: records
-already collected are kept, never duplicated. `--quick` skips the model run and uses the
-shipped sample traces instead. Everything goes under out/ (or --out).
+Every `lr` command is printed before it runs. Re-running resumes: live records already collected
+are kept (the demo says so), never duplicated. `--quick` runs no model: today's profile is the
+corpus's, and the "measured" column is the corpus records themselves. Everything goes under out/.
 """
 from __future__ import annotations
 
@@ -88,55 +97,142 @@ def implied_overheads(console: Console) -> list[dict]:
     return rows
 
 
-SAMPLE_TRACES = Path(__file__).resolve().parents[1] / "traces" / "samples" / "gsm8k-cpu.jsonl"
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "traces" / "corpus"
+LIVE_CONFIGS = ("ar", "lr-d2")
+MAX_TOKENS = 384      # the corpus's GSM8K budget: answers finish (problem 0 needs ~265 tokens)
 
 
-def lr(console: Console, *args: str) -> None:
-    """Run one `lr` command as a user would (same interpreter), stop the demo if it fails."""
-    console.print(f"[bold cyan]$ lr {shlex.join(args)}")
+def lr(console: Console, *args: str, shown: str | None = None, capture: bool = False) -> str:
+    """Run one `lr` command as a user would (same interpreter), stop the demo if it fails.
+    `shown`: how to print it (a glob instead of ten file names); `capture`: return stdout."""
+    console.print(f"[bold cyan]$ lr {shown or shlex.join(args)}")
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "cli", *args])
+    r = subprocess.run([sys.executable, "-m", "cli", *args], text=True,
+                       stdout=subprocess.PIPE if capture else None)
     if r.returncode != 0:
         console.print(f"[red]demo stopped: `lr {args[0]}` exited with {r.returncode}")
         sys.exit(r.returncode)
     console.print(f"[dim]({time.perf_counter() - t0:.0f} s)")
+    return r.stdout or ""
 
 
-def loop(console: Console, args) -> Path:
-    """Steps 2-6: collect -> calibrate -> replay -> plan -> report."""
-    out = args.out
-    if args.quick:
-        traces = SAMPLE_TRACES
-        console.rule("[bold]4. (--quick) using the shipped real traces: " + str(traces))
+def _rel(p: Path) -> Path:
+    """p relative to the working directory when it lies under it (shorter commands to print)."""
+    try:
+        return p.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return p
+
+
+def _records(paths) -> list[dict]:
+    from lrsim.calib.calibrate import read_records
+
+    return [r for p in paths for r in read_records(str(p))]
+
+
+def _live_keys(path: Path) -> set:
+    if not path.is_file():
+        return set()
+    from lrsim.calib.physical import config_label
+
+    return {(r["problem_id"], config_label(r)) for r in _records([path])}
+
+
+def loop(console: Console, args) -> dict:
+    """Steps 4-10: calibrate -> probe -> predict -> measure -> compare -> plan -> report."""
+    from lrsim.calib.profile import load_profile
+
+    from . import predict_live as pl
+
+    out, quick = args.out, args.quick
+    corpus_dir = _rel(args.corpus) / "gsm8k"
+    corpus = sorted(corpus_dir.glob("*.jsonl"))
+    if not corpus:
+        console.print(f"[red]demo stopped: no GSM8K trace corpus in {corpus_dir} "
+                      "(benchmarks/collect_corpus.py records it)")
+        sys.exit(2)
+    problem = f"gsm8k/{args.problem}"
+    profile, today = out / "profile.json", out / "profile-today.json"
+    res: dict = {"problem": problem, "corpus": [str(p) for p in corpus]}
+
+    console.rule("[bold]4. Calibrate: one latency model per engine from the shipped trace corpus")
+    lr(console, "calibrate", *map(str, corpus), "-o", str(profile),
+       shown=f"calibrate {corpus_dir}/*.jsonl -o {profile}")
+
+    console.rule("[bold]5. Probe: this machine's speed now vs the corpus's")
+    if quick:
+        today = profile
+        console.print("(--quick) no engines: today's profile is the corpus profile as calibrated")
     else:
-        traces = out / "traces.jsonl"
-        console.rule("[bold]4. Collect real traces (AR and LR) on the packaged models")
         lr(console, "models", "prepare")
-        for mode in ("ar", "lr"):
-            lr(console, "collect", "--mode", mode, "--dataset", "gsm8k", "--limit", str(args.limit),
-               "--max-tokens", str(args.max_tokens), "--depth", "2", "--verifier", "embedding",
-               "--out", str(traces), "--resume")
-    profile = out / "profile.json"
-    console.rule("[bold]5. Calibrate the simulator from the traces")
-    lr(console, "calibrate", str(traces), "-o", str(profile))
-    console.rule("[bold]6. Replay: simulated vs measured, same workload")
-    lr(console, "replay", "--profile", str(profile), str(traces))
-    console.rule("[bold]7. Plan: this machine (calibrated) and the paper's 4x H100 setup")
-    lr(console, "plan", "--profile", str(profile), "--modes", "sd,lr", "--depth", "1-3", "--k2", "3")
+        probe = json.loads(lr(console, "calibrate", "probe", "--profile", str(profile), "-o", str(today),
+                              "--json", capture=True))
+        console.print("slower (>1) or faster (<1) than the corpus now: " + ", ".join(
+            f"{role} decode x{f['decode']:.2f}, prefill x{f['prefill']:.2f}"
+            for role, f in probe["factors"].items()))
+        res["probe_factors"] = probe["factors"]
+
+    console.rule(f"[bold]6. Prediction for the live run ({problem}, greedy, {MAX_TOKENS}-token budget)")
+    records = _records(corpus)
+    pred = pl.predict(load_profile(today), records, problem, LIVE_CONFIGS, probe="none")
+    console.print(f"Predicted with {today}, before running anything: the simulator replays the "
+                  f"corpus record of {problem} for each configuration.")
+    console.print(pl.prediction_table(pred, "prediction"))
+    res["prediction"] = {c: {k: v for k, v in p.items() if k != "text"} for c, p in pred.items()}
+
+    live_path = out / "live.jsonl"
+    console.rule("[bold]7. Measure: the same run for real on the packaged models")
+    if quick:
+        live = records
+        console.print("(--quick) no live run: the 'measured' column is the corpus records the "
+                      "prediction replayed (an in-sample check, not a prediction)")
+    else:
+        before = _live_keys(live_path)
+        offset = ["--offset", str(args.problem)] if args.problem else []
+        common = ["--dataset", "gsm8k", "--limit", "1", *offset, "--max-tokens", str(MAX_TOKENS),
+                  "--target-cores", "0"]
+        lr(console, "collect", "--mode", "ar", *common, "--out", str(live_path), "--resume")
+        lr(console, "collect", "--mode", "lr", "--depth", "2", *common, "--draft-cores", "1",
+           "--out", str(live_path), "--resume")
+        kept = [c for c in LIVE_CONFIGS if (problem, c) in before]
+        if kept:
+            console.print(f"[yellow]{', '.join(kept)}: measured by an earlier run (kept by --resume); "
+                          f"delete {live_path} to measure again")
+        live = _records([live_path])
+        res["live"] = str(live_path)
+
+    console.rule("[bold]8. Predicted vs measured")
+    rows = pl.compare(pred, live, problem)
+    console.print(pl.comparison_table(rows, f"{problem}: predicted (step 6) vs measured (step 7)"))
+    lrrow = next((r for r in rows if r["config"] == "lr-d2"), rows[-1])
+    if lrrow["correct"] is not None:
+        console.print(f"The answer was {'right' if lrrow['correct'] else 'wrong'}"
+                      + ("" if lrrow["same_text"] is None else
+                         f"; the text is {'the same as' if lrrow['same_text'] else 'not the same as'} "
+                         "the corpus record's") + ".")
+    res["comparison"] = rows
+
+    console.rule("[bold]9. Plan: this machine (calibrated) and the paper's 4x H100 setup")
+    lr(console, "plan", "--profile", str(today), "--modes", "sd,lr", "--depth", "1-3", "--k2", "3")
     lr(console, "plan", "--preset", "r1-gsm8k")
-    console.rule("[bold]8. Report: theory vs simulation vs measurement")
+
+    console.rule("[bold]10. Report: this machine and its corpus; the paper preset apart")
     report = out / "report"
-    lr(console, "plot", "--preset", "r1-gsm8k", "--traces", str(traces), "--out", str(report), "--quick")
-    return report / "report.html"
+    lr(console, "plot", "--profile", str(profile), "--traces", str(corpus_dir), "--preset", "r1-gsm8k",
+       "--out", str(report), "--quick")
+    res["report"] = str(report / "report.html")
+    return res
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("out"), help="output directory")
     ap.add_argument("--theory-only", action="store_true", help="stop after the analytical part")
-    ap.add_argument("--quick", action="store_true", help="skip the model run; use shipped traces")
-    ap.add_argument("--limit", type=int, default=1, help="GSM8K problems to run (default 1)")
-    ap.add_argument("--max-tokens", type=int, default=64, help="output budget per problem")
+    ap.add_argument("--quick", action="store_true",
+                    help="run no model: no probe, no live run; the corpus stands in for both")
+    ap.add_argument("--corpus", type=Path, default=CORPUS, help="trace corpus (DIR/gsm8k/*.jsonl)")
+    ap.add_argument("--problem", type=int, default=0, help="GSM8K problem of the live run (default 0)")
     args = ap.parse_args(argv)
     console = Console()
     t0 = time.perf_counter()
@@ -160,7 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {"blog_peaks": {"sd": [g1, s1], "combined": [g2, s2]}, "splits": splits,
                "implied_c1": overheads}
     if not args.theory_only:
-        summary["report"] = str(loop(console, args))
+        summary.update(loop(console, args))
     summary["elapsed_s"] = time.perf_counter() - t0
     (args.out / "demo_summary.json").write_text(json.dumps(summary, indent=1))
     console.print(f"\nDone in {summary['elapsed_s']:.1f} s; summary: {args.out / 'demo_summary.json'}"

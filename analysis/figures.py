@@ -31,9 +31,11 @@ class Ctx:
     theory: dict                # alpha1, c1, alpha2, c2 of the source
     sims: dict                  # canonical point key -> _sim_point result
     records: list[dict]         # measured trace records
-    measured_speedups: dict
+    measured_speedups: dict     # analysis.measured.speedups: per configuration
     st: object                  # report.Settings
     out_dir: Path
+    depth_ref: int = 4          # the LR depth of the breakdown and LR+SD points (the measured one)
+    replayed: dict | None = None   # config -> lrsim.calib.replay entry (simulated on the records)
 
     @property
     def sd_k2(self) -> list[int]:
@@ -53,40 +55,77 @@ def _fmt(v, nd=3):
     return "" if v is None else f"{v:.{nd}f}"
 
 
+def _measured_points(cx: Ctx, modes: tuple, x_of) -> list[tuple]:
+    """(x, measured speedup, label) per measured configuration of these modes."""
+    return [(x_of(v), v["speedup"], f"{cfg} (n={v['pairs']})")
+            for cfg, v in cx.measured_speedups.items() if v["mode"] in modes]
+
+
+def _replayed_points(cx: Ctx, modes: tuple, x_of) -> list[tuple]:
+    """The simulator on the measured records' own workloads (same steps, lengths, verdicts)."""
+    out = []
+    for cfg, v in cx.measured_speedups.items():
+        sp = ((cx.replayed or {}).get(cfg) or {}).get("speedup") or {}
+        if v["mode"] in modes and sp.get("predicted") is not None:
+            out.append((x_of(v), sp["predicted"], cfg))
+    return out
+
+
+def _measured_rows(cx: Ctx, modes: tuple, x_of, width: int) -> list[list]:
+    """Table rows "x: measured CONFIG (n=...)" with the measured and replayed speedups last."""
+    rows = []
+    for cfg, v in cx.measured_speedups.items():
+        if v["mode"] in modes:
+            rep = (((cx.replayed or {}).get(cfg) or {}).get("speedup") or {}).get("predicted")
+            rows.append([f"{x_of(v)}: measured {cfg} (n={v['pairs']})"] + [""] * (width - 3)
+                        + [f"{v['speedup']:.3f}", _fmt(rep)])
+    return rows
+
+
 def fig_depth(cx: Ctx) -> Figure:
-    st, label, m_speed, out_dir, speedup = cx.st, cx.label, cx.measured_speedups, cx.out_dir, cx.speedup
+    st, label, out_dir, speedup = cx.st, cx.label, cx.out_dir, cx.speedup
     a1, c1 = cx.theory["alpha1"], cx.theory["c1"]
     k1 = np.arange(1, max(st.depths) + 3)
+    x_of = lambda v: (v["depth"] or 1) + 1  # noqa: E731
     d1 = {"k1": k1, "theory_sync": f_sync(a1, c1, k1), "theory_async": f_async(a1, c1, k1),
           "sim_async": [(d + 1, speedup("lr-async", depth=d, k2=1)) for d in st.depths],
           "sim_sync": [(d + 1, speedup("lr-sync", k1=d + 1, k2=1)) for d in st.depths],
-          "measured": [((v["depth"] or 1) + 1, v["speedup"], f"{m} (depth {v['depth']}, n={v['pairs']})")
-                       for m, v in m_speed.items() if m in ("lr", "lr-sync")],
+          "measured": _measured_points(cx, ("lr", "lr-sync"), x_of),
+          "replayed": _replayed_points(cx, ("lr", "lr-sync"), x_of),
           "alpha1": a1, "c1": c1, "source": label}
     rows = [[int(k), f"{float(f_sync(a1, c1, k)):.3f}", f"{float(f_async(a1, c1, k)):.3f}",
-             _fmt(dict(d1["sim_sync"]).get(int(k))), _fmt(dict(d1["sim_async"]).get(int(k)))] for k in k1]
-    rows += [[f"measured: {lab}", "", "", "", f"{s:.3f}"] for _, s, lab in d1["measured"]]
+             _fmt(dict(d1["sim_sync"]).get(int(k))), _fmt(dict(d1["sim_async"]).get(int(k))), "", ""]
+            for k in k1]
+    rows += _measured_rows(cx, ("lr", "lr-sync"), x_of, 7)
     return Figure("depth", "Speedup vs k1 / depth", plots.plot_depth(d1, out_dir / "speedup_vs_depth.png"),
-                  ["k1", "theory f_sync", "theory f_async", "sim lr-sync", "sim lr-async (depth k1-1)"], rows)
+                  ["k1", "theory f_sync", "theory f_async", "sim lr-sync", "sim lr-async (depth k1-1)",
+                   "measured", "replayed"], rows,
+                  "Theory and simulation use this source's alpha1 and c1; measured points are the "
+                  "configurations in the traces (AR on the same problems as the baseline); replayed = "
+                  "the simulator on each measured record's own steps and verdicts." if d1["measured"] else "")
 
 
 def fig_k2(cx: Ctx) -> Figure:
-    st, label, m_speed, out_dir = cx.st, cx.label, cx.measured_speedups, cx.out_dir
-    sd_k2, speedup = cx.sd_k2, cx.speedup
+    st, label, out_dir = cx.st, cx.label, cx.out_dir
+    sd_k2, speedup, dref = cx.sd_k2, cx.speedup, cx.depth_ref
     a1, c1, a2, c2 = (cx.theory[k] for k in ("alpha1", "c1", "alpha2", "c2"))
     k2 = np.arange(1, max(st.k2s) + 1)
+    x_of = lambda v: v["k2"]  # noqa: E731
     d2 = {"k2": k2, "theory": sd_speedup(a2, c2, k2), "ceiling": 1 / (1 - a2) if a2 < 1 else float("inf"),
-          "theory_hybrid": f_async(a1, c1, 5) * sd_speedup(a2, c2, k2), "k1": 5,
+          "theory_hybrid": f_async(a1, c1, dref + 1) * sd_speedup(a2, c2, k2), "k1": dref + 1,
           "sim_sd": [(k, speedup("sd", k2=k)) for k in sd_k2],
-          "sim_hybrid": [(1, speedup("lr-async", depth=4, k2=1))] + [(k, speedup("lr-async", depth=4, k2=k)) for k in sd_k2],
-          "measured": [(v["k2"], v["speedup"], f"{m} (k2 {v['k2']}, n={v['pairs']})")
-                       for m, v in m_speed.items() if m in ("sd", "lr+sd")],
+          "sim_hybrid": [(1, speedup("lr-async", depth=dref, k2=1))]
+          + [(k, speedup("lr-async", depth=dref, k2=k)) for k in sd_k2],
+          "measured": _measured_points(cx, ("sd", "lr+sd"), x_of),
+          "replayed": _replayed_points(cx, ("sd", "lr+sd"), x_of),
           "alpha2": a2, "c2": c2, "source": label}
     rows = [[int(k), f"{float(sd_speedup(a2, c2, k)):.3f}", _fmt(dict(d2["sim_sd"]).get(int(k))),
-             f"{float(d2['theory_hybrid'][i]):.3f}", _fmt(dict(d2["sim_hybrid"]).get(int(k)))] for i, k in enumerate(k2)]
-    rows += [[f"measured: {lab}", "", f"{s:.3f}", "", ""] for _, s, lab in d2["measured"]]
+             f"{float(d2['theory_hybrid'][i]):.3f}", _fmt(dict(d2["sim_hybrid"]).get(int(k))), "", ""]
+            for i, k in enumerate(k2)]
+    rows += _measured_rows(cx, ("sd", "lr+sd"), x_of, 7)
     return Figure("k2", "Speedup vs k2", plots.plot_k2(d2, out_dir / "speedup_vs_k2.png"),
-                  ["k2", "theory g", "sim sd", "theory f_async(5) g", "sim lr+sd depth 4"], rows)
+                  ["k2", "theory g", "sim sd", f"theory f_async({dref + 1}) g", f"sim lr+sd depth {dref}",
+                   "measured", "replayed"], rows)
 
 
 def fig_heatmap(cx: Ctx) -> Figure:
@@ -129,17 +168,18 @@ def fig_acceptance(cx: Ctx) -> Figure:
 
 
 def fig_breakdown(cx: Ctx) -> Figure:
-    out_dir, sd_k2, recs, sim = cx.out_dir, cx.sd_k2, cx.records, cx.sim
+    out_dir, sd_k2, recs, sim, dref = cx.out_dir, cx.sd_k2, cx.records, cx.sim, cx.depth_ref
     bd = {}
-    for name, (pol, kn) in {"sim ar": ("ar", {}), "sim lr (depth 4)": ("lr-async", {"depth": 4, "k2": 1}),
-                            f"sim lr+sd (depth 4, k2 {max(sd_k2)})": ("lr-async", {"depth": 4, "k2": max(sd_k2)})}.items():
+    for name, (pol, kn) in {"sim ar": ("ar", {}), f"sim lr (depth {dref})": ("lr-async", {"depth": dref, "k2": 1}),
+                            f"sim lr+sd (depth {dref}, k2 {max(sd_k2)})":
+                                ("lr-async", {"depth": dref, "k2": max(sd_k2)})}.items():
         r = sim(pol, **kn)
         w = r["wall"]
         bd[name] = {"draft": r["busy"].get("draft", 0.0) / w, "target": r["busy"].get("target", 0.0) / w,
                     "verify": (r["busy"].get("judge", 0.0) + r["busy"].get("verify", 0.0)) / w,
                     "target idle": max(0.0, 1 - r["busy"].get("target", 0.0) / w)}
-    for mode, shares in (meas.breakdown(recs) if recs else {}).items():
-        bd[f"measured {mode}"] = shares
+    for cfg, shares in (meas.breakdown(recs) if recs else {}).items():
+        bd[f"measured {cfg}"] = shares
     rows = [[k] + [f"{v[c]:.3f}" for c in meas.COMPONENTS] for k, v in bd.items()]
     return Figure("breakdown", "Latency breakdown", plots.plot_breakdown(bd, out_dir / "latency_breakdown.png"),
                   ["run"] + [f"{c} share" for c in meas.COMPONENTS], rows,

@@ -1,10 +1,12 @@
 """Numbers measured on real runs, from trace files (traces/README.md, schema v1).
 
-    speedups            per mode: sum of AR wall time / sum of the mode's wall time over the
+    speedups            per configuration (lrsim.calib.physical.config_label: the corpus label,
+                        e.g. lr-d2, lr-d2-w2, lr-d2-emb, else mode + depth + width + verifier):
+                        sum of AR wall time / sum of the configuration's wall time over the
                         (problem_id, sample) pairs recorded in both (paired, like the simulator)
     acceptance_by_depth pooled step acceptance per speculation depth
-    breakdown           share of each record's wall time that the draft, the target and the
-                        verifier were busy (union of their spans, cancelled work included), and
+    breakdown           per configuration, share of each record's wall time that the draft, the
+                        target and the verifier were busy (union of their spans, cancelled work included), and
                         the share the target was idle (waiting for drafts or verdicts)
 """
 from __future__ import annotations
@@ -15,6 +17,20 @@ from pathlib import Path
 from lrsim.errors import UserError
 
 COMPONENTS = ("draft", "target", "verify", "target idle")
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Trace files: a directory stands for its *.jsonl files (sorted), e.g. traces/corpus/gsm8k."""
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            if not files:
+                raise UserError(f"--traces {p}: a directory without *.jsonl trace files")
+            out += files
+        else:
+            out.append(p)
+    return out
 
 
 def load(paths: list[Path]) -> list[dict]:
@@ -37,24 +53,37 @@ def _flag(rec: dict, name: str, default=None):
     return (rec.get("run") or {}).get("flags", {}).get(name, default)
 
 
+def config_of(rec: dict) -> str:
+    """The configuration a record was measured in (what `lr replay` groups by)."""
+    from lrsim.calib.physical import config_label
+
+    return config_label(rec)
+
+
 def speedups(records: list[dict]) -> dict[str, dict]:
-    """{mode: {"speedup", "pairs", "depth", "width", "k2"}} for every non-AR mode with AR pairs."""
-    by_mode: dict[str, dict] = defaultdict(dict)
+    """{config: {"speedup", "pairs", "mode", "depth", "width", "k2", "verifier", "tokens_per_s",
+    "ar_tokens_per_s"}} for every configuration other than AR with AR records of the same
+    (problem, sample). Configurations are kept apart: depth 1, 2 and 3, width 2 or the embedding
+    verifier each give their own point."""
+    by_cfg: dict[str, dict] = defaultdict(dict)
     for r in records:
-        by_mode[r["mode"]][(r["problem_id"], r["sample"])] = r
-    ar = by_mode.get("ar", {})
+        by_cfg[config_of(r)][(r["problem_id"], r["sample"])] = r
+    ar = by_cfg.get("ar", {})
     out = {}
-    for mode, recs in by_mode.items():
-        if mode == "ar":
+    for cfg, recs in sorted(by_cfg.items()):
+        if cfg == "ar":
             continue
         keys = [k for k in recs if k in ar]
         if not keys:
             continue
         first = recs[keys[0]]
+        mode = first["mode"]
         spec = _flag(first, "num_speculative_tokens")
-        out[mode] = {
+        out[cfg] = {
             "speedup": sum(ar[k]["wall_time_s"] for k in keys) / sum(recs[k]["wall_time_s"] for k in keys),
-            "pairs": len(keys), "depth": _flag(first, "depth"), "width": _flag(first, "width", 1),
+            "pairs": len(keys), "mode": mode,
+            "depth": _flag(first, "depth") if mode not in ("sd",) else None,
+            "width": _flag(first, "width", 1), "verifier": _flag(first, "verifier", "exact"),
             "k2": (int(spec) + 1) if spec and "sd" in mode else 1,
             "tokens_per_s": sum(recs[k]["output_tokens"] for k in keys) / sum(recs[k]["wall_time_s"] for k in keys),
             "ar_tokens_per_s": sum(ar[k]["output_tokens"] for k in keys) / sum(ar[k]["wall_time_s"] for k in keys),
@@ -102,11 +131,11 @@ def record_breakdown(rec: dict) -> dict[str, float]:
 
 
 def breakdown(records: list[dict]) -> dict[str, dict[str, float]]:
-    """{mode: {component: share of wall time}} pooled over the mode's records."""
+    """{config: {component: share of wall time}} pooled over the configuration's records."""
     sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for r in records:
         if not r["steps"]:
             continue
         for k, v in record_breakdown(r).items():
-            sums[r["mode"]][k] += v
-    return {m: {c: s[c] / s["wall"] for c in COMPONENTS} for m, s in sums.items() if s["wall"] > 0}
+            sums[config_of(r)][k] += v
+    return {m: {c: s[c] / s["wall"] for c in COMPONENTS} for m, s in sorted(sums.items()) if s["wall"] > 0}

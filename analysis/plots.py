@@ -14,12 +14,18 @@ from .theory_plots import pyplot, save
 THEORY = dict(lw=1.8, alpha=0.9)
 SIM = dict(marker="o", ms=6, ls="--", lw=1)
 MEAS = dict(ms=8, mfc="none", mec="k", mew=1.5, ls="none")
-MEAS_MARKERS = "Ds^vP"     # one per measured mode
+MEAS_MARKERS = "Ds^v<>PXph"     # one per measured configuration
+REPLAY = dict(marker="x", ms=7, mew=1.5, ls="none", color="C3")
 
 
-def _measured(ax, points):
+def _measured(ax, points, replayed=()):
+    """Measured configurations (open black markers, one shape each) and, where given, the
+    simulator replaying the same records (red crosses, one legend entry)."""
     for i, (x, y, label) in enumerate(points):
         ax.plot([x], [y], marker=MEAS_MARKERS[i % len(MEAS_MARKERS)], label=f"measured {label}", **MEAS)
+    if replayed:
+        xs, ys, _ = zip(*replayed)
+        ax.plot(xs, ys, label="simulated on the measured records (replay)", **REPLAY)
 COMPONENT_COLOURS = {"draft": "C2", "target": "C0", "verify": "C3", "target idle": "0.6"}
 
 
@@ -46,7 +52,7 @@ def plot_depth(d: dict, out: Path) -> Path:
     if d.get("sim_async"):
         x, y = zip(*d["sim_async"])
         ax.plot(x, y, color="C1", label="simulated lr-async (k1 = depth + 1)", **SIM)
-    _measured(ax, d.get("measured", []))
+    _measured(ax, d.get("measured", []), d.get("replayed", ()))
     ax.axhline(1.0, color="k", lw=0.8)
     _finish(ax, "k1 (target steps in parallel = drafted steps + 1)", "speedup vs AR",
             f"Step level: alpha1 = {d['alpha1']:.2f}, c1 = {d['c1']:.3f} ({d['source']})")
@@ -68,7 +74,7 @@ def plot_k2(d: dict, out: Path) -> Path:
     if d.get("sim_hybrid"):
         x, y = zip(*d["sim_hybrid"])
         ax.plot(x, y, color="C1", label=f"simulated lr+sd (depth {d['k1'] - 1})", **SIM)
-    _measured(ax, d.get("measured", []))
+    _measured(ax, d.get("measured", []), d.get("replayed", ()))
     ax.axhline(1.0, color="k", lw=0.8)
     _finish(ax, "k2 (positions per verify pass = drafted tokens + 1)", "speedup vs AR",
             f"Token level: alpha2 = {d['alpha2']:.2f}, c2 = {d['c2']:.3f} ({d['source']})")

@@ -30,17 +30,17 @@ def test_union_of_spans():
 def test_measured_numbers_from_real_scheduler_traces(fake_traces):
     recs = measured.load([fake_traces])
     sp = measured.speedups(recs)
-    assert set(sp) == {"lr", "lr-sync"}
-    assert sp["lr"]["pairs"] == 3 and sp["lr"]["depth"] == 2
+    assert set(sp) == {"lr-d2", "lr-sync-d2"}           # per configuration, not per mode
+    assert sp["lr-d2"]["pairs"] == 3 and sp["lr-d2"]["depth"] == 2 and sp["lr-d2"]["mode"] == "lr"
     # draft 3x faster than the target and most drafts right: LR beats AR on the fake engine
-    assert sp["lr"]["speedup"] > 1.05
+    assert sp["lr-d2"]["speedup"] > 1.05
     acc = measured.acceptance_by_depth(recs, modes=("lr",))
     lr_total = [sum(r["step_acceptance"]["proposed"] for r in recs if r["mode"] == "lr"),
                 sum(r["step_acceptance"]["accepted"] for r in recs if r["mode"] == "lr")]
     assert [sum(v[0] for v in acc.values()), sum(v[1] for v in acc.values())] == lr_total
     bd = measured.breakdown(recs)
     assert bd["ar"]["draft"] == 0.0 and bd["ar"]["target"] > 0.95
-    assert 0 < bd["lr"]["draft"] < 1 and bd["lr"]["verify"] < 0.05
+    assert 0 < bd["lr-d2"]["draft"] < 1 and bd["lr-d2"]["verify"] < 0.05
     for shares in bd.values():
         assert all(0.0 <= v <= 1.0 for v in shares.values())
         assert shares["target idle"] == pytest.approx(1 - shares["target"])
@@ -87,15 +87,21 @@ class _Doc(HTMLParser):
 
 
 def test_lr_plot_report_is_self_contained_with_measurement(run_lr, tmp_path, fake_traces):
+    """Traces alone: a profile is calibrated from them, and their configurations are measured
+    points on that profile's axes (the "this machine" section)."""
     out = tmp_path / "report"
     code, stdout, err = run_lr("plot", "--quick", "--budget", "8", "--traces", str(fake_traces),
                                "--out", str(out), "--no-paper-table", "--jobs", "1", "--json")
     assert code == 0, err
     res = json.loads(stdout)
-    assert set(res["figures"]) == {"depth", "k2", "heatmap", "acceptance", "breakdown", "load"}
+    assert [s["key"] for s in res["sections"]] == ["machine"]
+    assert set(res["sections"][0]["figures"]) == {"depth", "k2", "heatmap", "acceptance", "breakdown", "load"}
+    assert set(res["figures"]) == {f"machine/{k}" for k in res["sections"][0]["figures"]}
     for path in res["figures"].values():
         assert is_png(open(path, "rb").read()), path
-    assert res["records"] == 9 and res["measured_speedups"]["lr"]["pairs"] == 3
+        assert "/machine/" in path
+    assert res["source"] == f"profile {out / 'profile.json'}" and (out / "profile.json").is_file()
+    assert res["records"] == 9 and res["measured_speedups"]["lr-d2"]["pairs"] == 3
     html = (out / "report.html").read_text()
     doc = _Doc()
     doc.feed(html)
@@ -103,10 +109,11 @@ def test_lr_plot_report_is_self_contained_with_measurement(run_lr, tmp_path, fak
     for src in doc.imgs:
         assert src.startswith("data:image/png;base64,")
         assert is_png(base64.b64decode(src.split(",", 1)[1]))
-    assert doc.tables == 6
+    assert doc.tables == 7              # one per figure + measured vs replayed per configuration
     # the numbers behind the figures: measured LR speedup and acceptance, theory columns
-    assert "measured: lr (depth 2, n=3)" in html and "theory f_async" in html
-    assert re.search(r"measured lr</td>", html)
+    assert "3: measured lr-d2 (n=3)" in html and "theory f_async" in html
+    assert re.search(r"measured lr-d2</td>", html)
+    assert "Measured vs simulated per configuration" in html
 
 
 def test_lr_plot_table_output(run_lr, tmp_path):
