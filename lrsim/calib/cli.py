@@ -98,6 +98,15 @@ def fit_cmd(
     from .profile import Profile, save_profile
 
     keep = _problems(problems, holdout, seed, traces)
+    if configs is not None:
+        from .calibrate import read_records
+        from .physical import config_label
+
+        have = {config_label(r) for t in traces for r in read_records(t)}
+        missing = sorted(_labels("--configs", configs) - have)
+        if missing:
+            raise UserError(f"--configs: no records of configuration(s) {', '.join(missing)} in "
+                            f"these traces (they hold {', '.join(sorted(have)) or 'none'})")
     doc = calibrate([str(t) for t in traces], problems=keep, name=name, latency_kind=latency_model,
                     configs=_labels("--configs", configs))
     for role, curve in (("target", target_curve), ("draft", draft_curve)):

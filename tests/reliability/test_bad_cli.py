@@ -25,6 +25,7 @@ import cli
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "tests" / "data" / "calib" / "fake-scheduler.jsonl"
 PROFILE = ROOT / "tests" / "data" / "calib" / "cpu-gsm8k-profile.json"
+PROBED_PROFILE = ROOT / "tests" / "data" / "calib" / "corpus-profile.json"   # has a reference probe
 CASE_TIMEOUT_S = 15      # a case that passes validation by mistake and starts real work
 
 # Minimal valid invocations: every bad case below changes exactly one thing in these, so the
@@ -49,6 +50,7 @@ BASE = {
                   "--verifier", "exact"],
     "calibrate fit": [str(TRACE), "--out", "profile.json"],
     "calibrate measure": ["--model", "draft", "--out", "curve.json"],
+    "calibrate probe": ["--profile", str(PROBED_PROFILE), "--out", "today.json"],
 }
 
 # Unknown names for options that take one from a fixed set (typer enums are covered
@@ -67,6 +69,9 @@ UNKNOWN_NAMES = {
     ("calibrate fit", "--latency-model"), ("calibrate measure", "--model"),
     ("calibrate measure", "--batch-sizes"), ("calibrate measure", "--context"),
     ("calibrate measure", "--dtype"),
+    ("calibrate fit", "--configs"), ("replay", "--calibrate-on"), ("replay", "--probe"),
+    ("calibrate probe", "--target"), ("calibrate probe", "--draft"),
+    ("calibrate probe", "--target-cores"), ("calibrate probe", "--draft-cores"),
 }
 # Positional names: `lr models prepare NAME`.
 UNKNOWN_POSITIONAL = {"models prepare"}
