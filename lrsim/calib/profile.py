@@ -229,7 +229,12 @@ def validate_doc(doc, where: str = "profile") -> dict:
     bad = _non_finite(doc)
     if bad is not None:
         raise UserError(f"{where}: field {bad}: is infinite, NaN or beyond 1e300 (numbers must be finite)")
+    from ..limits import MAX_PROFILE_DEPTH
+
     for d, (proposed, accepted) in doc["step_acceptance"]["by_depth"].items():
+        if len(d) > 6 or int(d) > MAX_PROFILE_DEPTH:  # alpha_by_depth() lists all depths up to it
+            raise UserError(f"{where}: field step_acceptance.by_depth.{d}: depth {d} is over the "
+                            f"cap of {MAX_PROFILE_DEPTH} (MAX_PROFILE_DEPTH, = the --depth cap)")
         if accepted > proposed:
             raise UserError(f"{where}: field step_acceptance.by_depth.{d}: accepted {accepted} > "
                             f"proposed {proposed}")
@@ -247,7 +252,9 @@ def validate_doc(doc, where: str = "profile") -> dict:
 def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")  # -sig: a BOM (some editors add one) is fine
+        from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+
+        text = read_capped(p, MAX_TEXT_FILE_BYTES, "profile").decode("utf-8-sig")  # BOM is fine
     except UnicodeDecodeError as e:
         raise UserError(f"{p}: not a UTF-8 text file (byte {e.start}); a profile is JSON") from None
     except OSError as e:

@@ -89,8 +89,9 @@ SCHEMA = {
             "additionalProperties": False,
             "properties": {"mean_tokens": {"type": "number", "minimum": 1},
                            "lognormal_sigma": _NUM,
-                           "steps_per_request": {"type": "number", "minimum": 1},
-                           "prompt_tokens": _NUM,
+                           # <= lrsim.limits.MAX_STEPS_PER_REQUEST (a simulated request's steps)
+                           "steps_per_request": {"type": "number", "minimum": 1, "maximum": 100000},
+                           "prompt_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            "length_hist": {"type": "object"}},
         },
         "step_acceptance": {
@@ -105,7 +106,7 @@ SCHEMA = {
         },
         "sd": {
             "type": "object", "required": ["alpha2", "k2"], "additionalProperties": False,
-            "properties": {"alpha2": _PROB, "k2": {"type": "integer", "minimum": 1},
+            "properties": {"alpha2": _PROB, "k2": {"type": "integer", "minimum": 1, "maximum": 1024},
                            "acceptance_rate": _PROB,
                            "accepted_length_hist": {"type": "array", "items": _NUM},
                            "mean_accepted_length": {"type": ["number", "null"], "minimum": 0}},
@@ -120,8 +121,8 @@ SCHEMA = {
             "type": "object", "required": ["shared"], "additionalProperties": False,
             "properties": {"shared": {"type": "boolean"}, "device_kind": {"type": "string"},
                            "defaults": {"type": "object", "properties": {
-                               "depth": {"type": "integer", "minimum": 1},
-                               "width": {"type": "integer", "minimum": 1}}},
+                               "depth": {"type": "integer", "minimum": 1, "maximum": 1024},
+                               "width": {"type": "integer", "minimum": 1, "maximum": 1024}}},
                            "selected_by": {"type": "object"}},
         },
     },
