@@ -45,7 +45,11 @@ _register()
 
 
 def _fail(message: str, code: int = 2) -> None:
-    print(f"lr: error: {' '.join(str(message).split())}", file=sys.stderr)
+    from lrsim.tables import plain
+
+    # one line, whatever the message holds: whitespace runs (newlines too) become one space and
+    # control characters from file content (ESC ...) are shown escaped, never sent to the terminal
+    print(f"lr: error: {plain(' '.join(str(message).split()))}", file=sys.stderr)
     sys.exit(code)
 
 

@@ -1,12 +1,12 @@
 """`lr plot`: figures of theory vs simulation vs measurement, and one self-contained HTML report."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from lrsim import jsonout
 from lrsim.sim.build import MAX_WORKLOAD
 
 MAX_HEATMAP_BUDGET = 1024   # the (k1, k2) heatmap evaluates an M x M grid
@@ -49,10 +49,15 @@ def plot_cmd(
         raise UserError(f"--steps must be >= 1, got {steps}")
     if jobs < 0:
         raise UserError(f"--jobs must be >= 0, got {jobs}")
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: exists and is not a directory")
-    traces = measured.expand(traces or [])
+    from lrsim.outputs import check_output_dir, distinct_inputs
+    from lrsim.sim.scenario import resolve_path
+
+    traces = distinct_inputs(measured.expand(traces or []), "--traces")
     machine = profile is not None or bool(traces)
+    # the report folder: never a file, `/` or a system folder; no input among what it writes
+    # (report.html, profile.json when calibrating from --traces, the figures' sub-folders)
+    check_output_dir(out, "--out", inputs=[*traces, profile, resolve_path(scenario) if scenario else None],
+                     writes=["report.html", "*/"] + (["profile.json"] if traces and profile is None else []))
     if preset is None and scenario is None and not machine:
         preset = "r1-gsm8k"
     if latency not in (None, "auto") and preset is None:
@@ -83,7 +88,7 @@ def plot_cmd(
            "records": first.meta["records"], "measured_speedups": first.meta["measured_speedups"],
            "elapsed_s": elapsed}
     if as_json:
-        print(json.dumps(res))
+        print(jsonout.dumps(res))
         return
     for s in sections:
         print(s.title)

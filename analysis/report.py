@@ -283,12 +283,9 @@ def write_html(sections: list[Section], out: Path, elapsed_s: float = 0.0) -> Pa
         for title, header, rows in sec.tables:
             parts.append(f"<h3>{html.escape(title)}</h3>" + _table(header, rows))
     parts.append("</body></html>")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(parts))
-    except OSError as e:
-        raise UserError(f"--out {out}: cannot write ({e.strerror or e})") from None
-    return out
+    from lrsim.outputs import write_atomic
+
+    return write_atomic(out, "\n".join(parts), "--out")     # whole or not at all
 
 
 def paper_table(source) -> tuple[str, list, list] | None:

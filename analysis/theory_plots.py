@@ -16,10 +16,13 @@ def pyplot():
 
 
 def save(fig, out: Path) -> Path:
+    """Write the figure atomically (a temporary file beside `out`, then renamed over it)."""
+    from lrsim.outputs import atomic_path
+
     out = Path(out)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=120, bbox_inches="tight")
+        with atomic_path(out) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight", format=out.suffix.lstrip(".") or "png")
     except OSError as e:
         raise UserError(f"--out {out}: cannot write ({e.strerror or e})") from None
     finally:

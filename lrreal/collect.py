@@ -79,7 +79,16 @@ class CollectSpec:
             check_cores(flag, cores)
         if self.mode in DRAFT_MODES:
             self.make_verifier()  # parses --verifier / --judge-url; opens nothing
+        self.check_out()
         return self
+
+    def check_out(self) -> None:
+        """--out: not a directory or device, not under a file, writable, not the data set."""
+        from lrsim.outputs import check_output
+
+        ds = Path(self.dataset)
+        check_output(self.out, "--out", inputs=[ds if ds.suffix == ".jsonl" else None],
+                     what="trace file (JSONL)")
 
     def make_verifier(self):
         from .verifiers import make_verifier
@@ -321,6 +330,7 @@ def collect(spec: CollectSpec, on_record=None, on_start=None) -> CollectSummary:
         signals.summary = summary  # carried by the Interrupted exception
         pairs = with_samples(load_problems(spec.dataset, spec.limit, spec.offset), spec.samples)
         with TraceWriter(spec.out, resume=spec.resume) as writer:
+            check_resume_settings(spec, writer.existing_flags)
             done = writer.completed_keys()
             todo = [(p, s) for p, s in pairs if (p.id, s, spec.mode) not in done]
             summary.skipped = len(pairs) - len(todo)
@@ -366,6 +376,44 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
         col.shutdown()
 
 
+# The run.flags that define what a record means. `--resume` appends only records made with the
+# same values as every record already in the file (of any mode for the first group, of the same
+# mode for the others); --limit, --offset, --samples, --probe, --judge-url and the like may change.
+RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "temperature", "top_p", "top_k",
+             "target", "dtype", "max_model_len", "execute_code")
+DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule")
+SD_RUN_FLAGS = ("num_speculative_tokens", "prompt_lookup_max")
+
+
+def check_resume_settings(spec: CollectSpec, existing: list[tuple[str, dict]]) -> None:
+    """Refuse `--resume` into a file whose records were made with other settings (one line
+    naming the first flag that differs), so one file never mixes runs."""
+    mine = asdict(spec)
+    for mode, flags in existing:
+        names = RUN_FLAGS + (DRAFT_RUN_FLAGS if mode == spec.mode and mode in DRAFT_MODES else ()) \
+            + (SD_RUN_FLAGS if mode == spec.mode and mode in SD_MODES else ())
+        for name in names:
+            if name not in flags:
+                continue      # written by an older toolkit without that flag: nothing to compare
+            theirs = flags[name]
+            if name == "dataset" and isinstance(theirs, str) and theirs.endswith(".jsonl") \
+                    and isinstance(mine[name], str) and _same_path(theirs, mine[name]):
+                continue
+            if theirs != mine[name]:
+                flag = "--" + name.replace("_", "-")
+                shown = lambda v: "on" if v is True else "off" if v is False else v  # noqa: E731
+                raise UserError(f"--resume: {spec.out} holds {mode} records made with {flag} "
+                                f"{shown(theirs)!r}; this run has {flag} {shown(mine[name])!r}: "
+                                "resume with the same settings, or write to a new --out file")
+
+
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return a == b
+
+
 def verify_cause(error: str) -> str:
     """A short class for a failed verification's `error` text (summary counts by cause)."""
     e = error.lower()
@@ -405,12 +453,16 @@ def summarize(records: list[dict]) -> list[dict]:
                  if (r["problem_id"], r["sample"]) in ar]
         speedup = None
         if pairs and mode != "ar":
-            a_tps = sum(a["output_tokens"] for a, _ in pairs) / sum(a["wall_time_s"] for a, _ in pairs)
-            m_tps = sum(m["output_tokens"] for _, m in pairs) / sum(m["wall_time_s"] for _, m in pairs)
-            speedup = m_tps / a_tps
+            # AR's and the mode's tokens/s on the same problems; undefined (None) when either
+            # side has no tokens or no time (hand-made records; a real record takes time)
+            a_tok, a_wall = (sum(a[k] for a, _ in pairs) for k in ("output_tokens", "wall_time_s"))
+            m_tok, m_wall = (sum(m[k] for _, m in pairs) for k in ("output_tokens", "wall_time_s"))
+            if a_tok > 0 and a_wall > 0 and m_wall > 0:
+                speedup = (m_tok / m_wall) / (a_tok / a_wall)
+                speedup = speedup if math.isfinite(speedup) else None
         rows.append({"mode": mode, "records": len(recs),
                      "accuracy": (sum(graded) / len(graded)) if graded else None,
-                     "tokens_per_s": toks / wall if wall > 0 else 0.0,
+                     "tokens_per_s": toks / wall if wall > 0 and math.isfinite(toks / wall) else 0.0,
                      "output_tokens": toks, "wall_time_s": wall,
                      "step_acceptance": acc / prop if prop else None, "steps_proposed": prop,
                      "sd_acceptance": (sum(s["accepted"] for s in sds) / drafted) if drafted else None,

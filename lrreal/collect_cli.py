@@ -1,10 +1,11 @@
 """`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync on real vLLM engines."""
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import typer
+
+from lrsim import jsonout
 
 
 def collect_cmd(
@@ -77,7 +78,7 @@ def collect_cmd(
     result = {"out": out, "written": summary.written, "skipped": summary.skipped,
               "failed": summary.failed, "summary": rows}
     if as_json:
-        print(json.dumps(result))
+        print(jsonout.dumps(result))
     else:
         _print_summary(result)
     if summary.failed:
@@ -88,11 +89,15 @@ def _collect_with_progress(spec, collect):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     state = {"tokens": 0, "wall": 0.0, "prop": 0, "acc": 0}
-    cols = [TextColumn(f"[bold]{spec.mode}[/] {spec.dataset}"), BarColumn(), MofNCompleteColumn(),
+    from lrsim.tables import plain
+
+    # the data set may be a path: shown as text (no markup, no format fields, control characters
+    # escaped), never parsed
+    cols = [TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[tps]} tok/s"), TextColumn("accept {task.fields[acc]}"),
             TimeElapsedColumn()]
     with Progress(*cols, transient=False) as bar:
-        task = bar.add_task("collect", total=None, tps="-", acc="-")
+        task = bar.add_task(plain(f"{spec.mode} {spec.dataset}"), total=None, tps="-", acc="-")
 
         def on_start(total, skipped):
             bar.update(task, total=total, completed=skipped)
@@ -110,13 +115,13 @@ def _collect_with_progress(spec, collect):
 
 
 def _print_summary(result: dict) -> None:
-    from lrsim.tables import console, table
+    from lrsim.tables import console, styled, table
 
     con = console()
     con.print(f"wrote {result['written']} record(s) to {result['out']} "
               f"(skipped {result['skipped']} already recorded)")
     for f in result["failed"]:
-        con.print(f"[red]failed[/] {f['problem_id']} sample {f['sample']}: {f['error']}")
+        con.print(styled(("failed", "red"), f" {f['problem_id']} sample {f['sample']}: {f['error']}"))
     if not result["summary"]:
         return
     # Two-line headers and the failures' causes under the table: 8 columns fit in 80.

@@ -69,7 +69,9 @@ def _text_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise UserError(f"{path}: data file not found")
     try:
-        data = path.read_bytes()
+        from lrsim.limits import MAX_TEXT_FILE_BYTES, read_capped
+
+        data = read_capped(path, MAX_TEXT_FILE_BYTES, "data file")
     except OSError as e:
         raise UserError(f"{path}: cannot read data file ({e.strerror or e})") from None
     try:

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import sys
 import time
 from typing import Optional
 
 import typer
+
+from lrsim import jsonout
 
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of human output.")
 
@@ -65,7 +66,7 @@ def serve(
         info = {"url": srv.url, "model": str(srv.model_path), "served_model_name": "judge",
                 "pid": srv.proc.pid, "log": str(srv.log_path), "startup_s": round(srv.startup_s, 1)}
         if as_json:
-            print(json.dumps(info), flush=True)
+            print(jsonout.dumps(info), flush=True)
         else:
             print(f"judge ready at {srv.url} (model {srv.model_path.name}, started in "
                   f"{srv.startup_s:.0f} s, log {srv.log_path})", flush=True)
@@ -117,13 +118,15 @@ def ask(
     r = asyncio.run(once())
     out = r.as_dict() | {"duration_s": r.duration_s}
     if as_json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return
     word = "accepted" if r.accepted else "rejected"
     extra = f", score {r.score:.3f}" if r.score is not None else ""
     extra += ", exact-match shortcut" if r.shortcut else ""
     extra += f", error: {r.error}" if r.error else ""
-    print(f"{word} by {r.method} in {r.duration_s * 1000:.0f} ms{extra}")
+    from lrsim.tables import plain
+
+    print(plain(f"{word} by {r.method} in {r.duration_s * 1000:.0f} ms{extra}"))  # server text
 
 
 def register(root: typer.Typer) -> None:

@@ -1,11 +1,12 @@
 """`lr models prepare|list`: the packaged draft/target models as ready-to-load HF folders."""
 from __future__ import annotations
 
-import json
 import sys
 from typing import List, Optional
 
 import typer
+
+from lrsim import jsonout
 
 CACHE = typer.Option(None, "--cache-dir", help="Model cache (default $LR_CACHE_DIR or ~/.cache/lr-toolkit).")
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
@@ -38,20 +39,20 @@ def prepare(
         if not as_json and already:
             print(f"{m.name}: already prepared at {path}")
     if as_json:
-        print(json.dumps({"cache_dir": str(cache), "models": out}))
+        print(jsonout.dumps({"cache_dir": str(cache), "models": out}))
 
 
 @app.command("list")
 def list_models(cache_dir: Optional[str] = CACHE, as_json: bool = JSON):
     """Show the packaged models and whether each is ready."""
-    from lrsim.tables import console, table
+    from lrsim.tables import console, styled, table
 
     from . import models
 
     cache = models.cache_dir(cache_dir)
     rows = models.status(cache)
     if as_json:
-        print(json.dumps({"cache_dir": str(cache), "models": rows}))
+        print(jsonout.dumps({"cache_dir": str(cache), "models": rows}))
         return
     # The folders go under the table, one per line: a path column would leave the table no room
     # at 80 columns.
@@ -59,7 +60,7 @@ def list_models(cache_dir: Optional[str] = CACHE, as_json: bool = JSON):
     t = table(f"Packaged models (cache: {cache})", cols, text=cols)
     for r in rows:
         t.add_row(r["name"], r["role"], "yes" if r["parts_installed"] else "no",
-                  "[green]yes[/]" if r["ready"] else "no")
+                  styled(("yes", "green")) if r["ready"] else "no")
     c = console()
     c.print(t)
     for r in rows:

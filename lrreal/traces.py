@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from lrsim.errors import UserError
+from lrsim.limits import MAX_RECORD_STEPS
 
 SCHEMA_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
@@ -164,6 +165,10 @@ def validate_record(rec: Any, where: str | None = None) -> dict:
                 and version > max(SUPPORTED_VERSIONS) else "not a trace of a supported version")
         raise TraceError(where, "schema_version",
                          f"is {version!r}; this toolkit reads {sorted(SUPPORTED_VERSIONS)} ({hint})")
+    steps = rec.get("steps")
+    if isinstance(steps, list) and len(steps) > MAX_RECORD_STEPS:  # before the (slow) schema walk
+        raise TraceError(where, "steps", f"{len(steps):,} steps in one record is over the cap of "
+                                         f"{MAX_RECORD_STEPS:,} (MAX_RECORD_STEPS in lrsim/limits.py)")
     bad = _non_finite(rec)
     if bad is not None:
         raise TraceError(where, _path_str(bad), "is NaN, infinite or beyond 1e300 (numbers must be "
@@ -209,10 +214,12 @@ def _parse_line(raw: bytes, where: str):
 
 
 def _read_bytes(path: Path) -> bytes:
+    from lrsim.limits import MAX_TRACE_BYTES, read_capped
+
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a trace file (JSONL)")
     try:
-        return path.read_bytes()
+        return read_capped(path, MAX_TRACE_BYTES, "trace file")  # /dev/zero: an error, not OOM
     except OSError as e:
         raise UserError(f"{path}: cannot read trace file ({e.strerror or e})") from None
 
@@ -290,6 +297,7 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike, resume: bool):
         self.path = Path(path)
         self._keys: set[Key] = set()
+        self.existing_flags: list[tuple[str, dict]] = []
         self.dropped_tail: TruncatedTail | None = None
         if self.path.is_dir():
             raise UserError(f"{self.path}: is a directory; --out needs a trace file (JSONL)")
@@ -316,6 +324,10 @@ class TraceWriter:
         try:
             tf = _scan(self.path)
             self._keys = {record_key(r) for r in tf.records}
+            # (mode, run.flags) of every record already in the file: `lr collect --resume`
+            # refuses to append records made with other settings (lrreal/collect.py)
+            self.existing_flags = [(r["mode"], (r.get("run") or {}).get("flags") or {})
+                                   for r in tf.records]
             if tf.truncated is not None:
                 self._drop_tail(tf.truncated, tf.end_offset)
             elif tf.missing_newline:
@@ -348,9 +360,19 @@ class TraceWriter:
                             "the file; refusing to write a duplicate")
         line = (json.dumps(rec, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode()
         view = memoryview(line)
-        while view:  # os.write may write less than asked (signals, pipes); finish the line
-            view = view[os.write(self._fd, view):]
-        os.fsync(self._fd)
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            while view:  # os.write may write less than asked (signals, pipes); finish the line
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as e:  # a full disk, a quota, an I/O error: keep every complete record
+            try:
+                os.ftruncate(self._fd, start)  # drop the partial line (else --resume drops it)
+            except OSError:
+                pass
+            raise UserError(f"{self.path}: cannot write a trace record ({e.strerror or e}); the "
+                            f"{len(self._keys)} record(s) already in the file are kept: free space "
+                            "and run again with --resume") from None
         self._keys.add(key)
 
     def close(self) -> None:

@@ -18,17 +18,46 @@ line is wider and nothing is cut.
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable, Sequence
 
 WIDTH = 80   # the width every table is designed for (and tested at)
 
+# C0 and C1 control characters except tab and newline: ESC starts terminal escape sequences
+# (colours, cursor moves, window titles), CR and BS overwrite what was printed.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text) -> str:
+    """Text from a file or a server made safe for the terminal: control characters are shown as
+    escapes (ESC -> "\\x1b"), so a problem id or path cannot move the cursor, recolour the
+    terminal or hide what follows."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
 
 def console():
     """The console every command prints with: rich's, which follows the terminal's width (or
-    $COLUMNS), and is 80 wide when stdout is not a terminal (pipes, CI logs)."""
+    $COLUMNS), and is 80 wide when stdout is not a terminal (pipes, CI logs).
+
+    Markup and emoji codes are off, so text from files (a problem id or path holding "[/]" or
+    ":x:") prints as it is instead of raising rich's MarkupError or turning into styles; every
+    string it renders (cells, titles, lines) has its control characters escaped (`plain`).
+    Styles are given explicitly: `style=` or `styled()` below."""
     from rich.console import Console
 
-    return Console()
+    class SafeConsole(Console):
+        def render_str(self, text, **kw):
+            return super().render_str(plain(text), **kw)
+
+    return SafeConsole(markup=False, emoji=False)
+
+
+def styled(*parts):
+    """A line mixing styled and plain text without markup: styled(("warning:", "yellow"), " ",
+    message). The text parts are made safe with `plain`."""
+    from rich.text import Text
+
+    return Text.assemble(*((plain(p[0]), p[1]) if isinstance(p, tuple) else plain(p) for p in parts))
 
 
 def table(title: str | None, columns: Sequence[str], text: Iterable[str] = (), **kw):

@@ -8,12 +8,13 @@
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from typer.core import TyperGroup
+
+from lrsim import jsonout
 
 from ..errors import UserError
 
@@ -38,6 +39,29 @@ def _console():
     from ..tables import console
 
     return console()
+
+
+def styled(*parts):
+    from ..tables import styled as _styled
+
+    return _styled(*parts)
+
+
+def _save_profile(profile, out: Path, flag: str) -> None:
+    """Validate, then write atomically (lrsim/outputs.py): the file is whole or unchanged."""
+    from ..outputs import write_atomic
+    from .profile import Profile, validate_doc
+
+    doc = profile.doc if isinstance(profile, Profile) else profile
+    validate_doc(doc, str(out))
+    write_atomic(out, jsonout.dumps(doc, indent=2) + "\n", flag)
+
+
+def _traces(traces: list) -> list:
+    """Trace arguments, each file once (the same file twice would count its records twice)."""
+    from ..outputs import distinct_inputs
+
+    return distinct_inputs(traces, "TRACES")
 
 
 def _fmt(x, spec=".3f", pct=False):
@@ -93,10 +117,13 @@ def fit_cmd(
     as_json: bool = JSON,
 ):
     """Fit forward-pass latency, verifier latency, step lengths, acceptance and overheads."""
+    from ..outputs import check_output
     from .calibrate import calibrate
     from .measure import curve_entry
-    from .profile import Profile, save_profile
+    from .profile import Profile
 
+    traces = _traces(traces)
+    check_output(out, "--out", inputs=[*traces, target_curve, draft_curve])
     keep = _problems(problems, holdout, seed, traces)
     if configs is not None:
         from .calibrate import read_records
@@ -116,11 +143,11 @@ def fit_cmd(
                 del doc["latency"][k]     # a measured curve replaces every fitted variant
     if holdout is not None:
         doc["source"]["holdout"] = {"fraction": holdout, "seed": seed}
-    save_profile(doc, out)
+    _save_profile(doc, out, "--out")
     prof = Profile(doc, str(out))
     summary = prof.summary() | {"out": str(out), "warnings": doc.get("warnings", [])}
     if as_json:
-        print(json.dumps(summary))
+        print(jsonout.dumps(summary))
         return
     _print_profile(doc, out)
 
@@ -174,7 +201,7 @@ def _print_profile(doc: dict, out: Path) -> None:
                  ("draft/target shared device", str(doc["placement"]["shared"]))))
     c.print(t2)
     for w in doc.get("warnings", []):
-        c.print(f"[yellow]warning:[/] {w}")
+        c.print(styled(("warning:", "yellow"), f" {w}"))
 
 
 @app.command("probe")
@@ -193,11 +220,11 @@ def probe_cmd(
     to it, so a profile recorded on another day or machine predicts runs here."""
     from lrreal.collect import check_cores
 
-    from .profile import load_profile, save_profile
+    from ..outputs import check_output
+    from .profile import load_profile
     from .rescale import factors_from_probe
 
-    if out.resolve() == profile.resolve():
-        raise UserError(f"--out {out}: is the input profile; write the rescaled one elsewhere")
+    check_output(out, "--out", inputs=[profile])   # never the input profile, a device, a folder
     prof = load_profile(profile)
     if not prof.doc.get("probe"):
         raise UserError(f"--profile {profile}: has no reference probe (its traces carry no "
@@ -214,11 +241,11 @@ def probe_cmd(
     factors = factors_from_probe(prof.doc["probe"], today)
     new = prof.rescaled(factors, "lr calibrate probe")
     new.doc["rescaled"]["probe"] = today
-    save_profile(new, out)
+    _save_profile(new, out, "--out")
     res = {"out": str(out), "factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
            "probe": today, "reference": prof.doc["probe"]}
     if as_json:
-        print(json.dumps(res))
+        print(jsonout.dumps(res))
         return
 
     from ..tables import table
@@ -246,16 +273,18 @@ def measure_cmd(
     as_json: bool = JSON,
 ):
     """Time decode passes at each (batch, context) and prefill chunks on a real vLLM engine."""
+    from ..outputs import check_output
     from .measure import MeasureSpec, measure
 
     from lrreal.engine import check_dtype
     check_dtype(dtype)
+    check_output(out, "--out")
     spec = MeasureSpec(model=model, batch_sizes=_ints("--batch-sizes", batch_sizes),
                        contexts=_ints("--context", context), decode_tokens=decode_tokens, dtype=dtype,
                        cores=cores, kv_cache_space_gib=kv_cache_space, cache_dir=cache_dir)
     doc = measure(spec, out)
     if as_json:
-        print(json.dumps(doc))
+        print(jsonout.dumps(doc))
         return
     from rich.table import Table
 
@@ -282,21 +311,24 @@ def replay_cmd(
     as_json: bool = JSON,
 ):
     """Simulate the traces' own workload and compare with what was measured (MAPE, Pearson r)."""
+    from ..outputs import check_output
     from .profile import load_profile
-    from .profile import save_profile as save
     from .replay import replay_files
 
     if probe not in ("before", "both", "none"):
         raise UserError(f"--probe {probe!r}: use before, both or none")
+    traces = _traces(traces)
+    if save_profile is not None:
+        check_output(save_profile, "--save-profile", inputs=[*traces, profile])
     prof = load_profile(profile) if profile is not None else None
     out, prof = replay_files([str(t) for t in traces], prof, holdout, seed,
                              calibrate_on=_labels("--calibrate-on", calibrate_on), probe=probe)
     if save_profile is not None:
-        save(prof, save_profile)
+        _save_profile(prof, save_profile, "--save-profile")
     if as_json:
         if not per_record:
             out.pop("per_record", None)
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return
     _print_replay(out, per_record)
 
@@ -333,7 +365,7 @@ def _print_replay(out: dict, per_record: bool) -> None:
                        _fmt(100 * (r["predicted_s"] - r["measured_s"]) / r["measured_s"], pct=True))
         c.print(t2)
     for w in out.get("warnings", []):
-        c.print(f"[yellow]warning:[/] {w}")
+        c.print(styled(("warning:", "yellow"), f" {w}"))
 
 
 def register(root: typer.Typer) -> None:

@@ -126,9 +126,10 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
            "vllm_version": vllm_version(), "measured_s": round(time.time() - t0, 1),
            "models": {Path(str(path)).name: {"tp": 1, "dtype": spec.dtype, "path": str(path),
                                              "cores": spec.cores, **res}}}
-    p = Path(out)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(doc, indent=2) + "\n")
+    from ..jsonout import dumps
+    from ..outputs import write_atomic
+
+    write_atomic(out, dumps(doc, indent=2) + "\n", "--out")   # whole or not at all
     return doc
 
 

@@ -4,10 +4,11 @@ Ranges and combinations are checked in planner.py / sources.py (one-line UserErr
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
+
+from lrsim import jsonout
 
 from ..sim.build import MAX_WORKLOAD
 
@@ -65,7 +66,7 @@ def plan_cmd(
     load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric)
     res = planner.plan(src, cands, planner.Hardware(devices, device_kind, tp_efficiency), load, objective, jobs, ray_address)
     if as_json:
-        print(json.dumps({**res.meta, "candidates": res.rows}))
+        print(jsonout.dumps({**res.meta, "candidates": res.rows}))
         return
     _print_plan(res, top)
 
@@ -75,7 +76,7 @@ def _list_presets(as_json: bool) -> None:
 
     rows = [p.describe() for p in PRESETS.values()]
     if as_json:
-        print(json.dumps({"presets": rows}))
+        print(jsonout.dumps({"presets": rows}))
         return
     _print_presets(rows)
 
@@ -109,7 +110,7 @@ def _paper_table(samples: int, jobs: int, as_json: bool, latency: str) -> None:
     src = resolve(None, None, None, latency)
     rows = compare_table1(seeds=max(1, samples), jobs=jobs, latency_file=src.latency_file)
     if as_json:
-        print(json.dumps({"rows": rows}))
+        print(jsonout.dumps({"rows": rows}))
         return
     _print_paper_table(rows)
 
@@ -139,15 +140,13 @@ def _f(v, fmt="{:.2f}"):
 def _print_plan(res, top: int) -> None:
     """Two tables, the same rows in the same order: the ranking (speedups, throughput), then
     latency and goodput. All of it in one table needs about 125 columns."""
-    from rich.markup import escape
-
     from ..tables import console, table
 
     m = res.meta
     slo = bool(m["load"]["slo_ms"])
     shown = [r for r in res.rows if r["rank"] <= top or r["role"]]
     styles = ["bold" if r["rank"] == 1 else ("cyan" if r["role"] else None) for r in shown]
-    names = [escape(r["label"] + (" [reference]" if r["role"] == "reference" else "")) for r in shown]
+    names = [r["label"] + (" [reference]" if r["role"] == "reference" else "") for r in shown]
 
     t = table(f"lr plan: {m['source']}, {m['hardware']['devices']}x {m['hardware']['kind']}, "
               f"{m['load_text']} (ranked by {m['objective']}, {m['elapsed_s']:.1f} s)",

@@ -214,6 +214,7 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
     t0 = time.perf_counter()
     hard = resolve_hardware(source, hard, load)
     cands = _drop_redundant_sharing(source, cands, load)
+    _check_work(source, cands, hard, load)
     rows = map_points(evaluate, [(source, c, hard, load) for c in cands], jobs=jobs, ray_address=ray_address)
     ok = [r for r in rows if r["feasible"]]
     ref = next((r for r in ok if r["role"] == "reference"), None)
@@ -237,6 +238,22 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
             "backend": f"ray ({ray_address})" if ray_address else "local processes"}
     meta["recommendation"] = recommend(ok, meta)
     return Plan(ok, meta)
+
+
+def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> None:
+    """Refuse, before any worker starts, a plan whose simulations are too big (lrsim/limits.py):
+    each candidate's replica (its share of --concurrency / --requests) and all of them together."""
+    from ..limits import check_command, check_simulation
+
+    total = 0
+    for c in cands:
+        per, replicas = _replicas(source, c, hard, load)
+        if replicas < 1:
+            continue
+        share = (load.requests or DEFAULT_RATE_REQUESTS) if load.rate else (load.concurrency or 1)
+        cfg = configure(source, c, hard, load, max(1, math.ceil(share / replicas)))
+        total += check_simulation(cfg, f"lr plan, candidate {c.label}") * load.samples
+    check_command(total, f"lr plan ({len(cands)} candidates x {load.samples} sample(s))")
 
 
 def _drop_redundant_sharing(source, cands: list[Candidate], load: Load) -> list[Candidate]:

@@ -5,11 +5,12 @@ typer's min/max, so every out-of-range value gets the same one-line error.
 """
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 
 import typer
+
+from lrsim import jsonout
 
 DEFAULT_RATE_REQUESTS = 100   # --rate without --requests: this many Poisson arrivals
 
@@ -64,7 +65,7 @@ def simulate(
                         ideal, budget, requests, rate, steps, seed, scenario, equal_resources))
     out = run_sim(cfg)
     if as_json:
-        print(json.dumps(out))
+        print(jsonout.dumps(out))
         return
     _print_summary(out)
 
@@ -123,6 +124,11 @@ def sweep(
 
     if rate is not None and requests is None:
         requests = DEFAULT_RATE_REQUESTS
+    if out is not None:
+        from ..outputs import check_output
+        from .scenario import resolve_path
+
+        check_output(out, "--out", inputs=[resolve_path(scenario) if scenario else None])
 
     base = Options(policy.value, alpha1, c1, None, None, None, None, alpha2, c2, ideal, None,
                    requests, rate, steps, seed, scenario, equal_resources)
@@ -130,9 +136,11 @@ def sweep(
             "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
     res = run_sweep(base, grid, budget, jobs)
     if out is not None:
-        out.write_text(json.dumps(res, indent=1))
+        from ..outputs import write_atomic
+
+        write_atomic(out, jsonout.dumps(res, indent=1), "--out")
     if as_json:
-        print(json.dumps(res))
+        print(jsonout.dumps(res))
         return
     _print_sweep(res)
 

@@ -161,10 +161,14 @@ class Tabulated(LatencyModel):
 def load_measurements(path: str | Path) -> dict[str, Tabulated]:
     """Read a GPU/CPU measurement file {"device", "models": {name: {"tp", "dtype", "decode":
     [{"batch", "context", "ms"}], "prefill": [{"tokens", "ms"}]}}} -> {model name: Tabulated}."""
+    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        doc = json.loads(read_capped(p, MAX_TEXT_FILE_BYTES, "latency file"))
+    except RecursionError:
+        raise UserError(f"{p}: JSON nested too deeply to be latency measurements") from None
+    except (OSError, ValueError) as e:
         raise UserError(f"{p}: cannot read latency measurements ({e})") from None
     models = doc.get("models") if isinstance(doc, dict) else None
     if not isinstance(models, dict) or not models:

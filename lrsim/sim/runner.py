@@ -42,7 +42,10 @@ def _link_peers(target, draft, cfg: Config) -> None:
 
 def run(cfg: Config) -> tuple[dict, World]:
     """Run cfg.policy over cfg.workload; returns (summary, world)."""
+    from ..limits import check_simulation
+
     cfg = cfg.validate().effective()
+    check_simulation(cfg)   # before the workload is built (memory, time)
     env = simpy.Environment()
     pool = DevicePool(env, cfg.devices)
     uses_sd = cfg.k2 > 1 and cfg.policy != "ar"

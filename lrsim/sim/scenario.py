@@ -31,12 +31,15 @@ except ImportError:  # Python 3.10 (pyproject allows it): the same parser under 
 from pathlib import Path
 
 from ..errors import UserError
+from ..limits import MAX_STEPS_PER_REQUEST, MAX_TEXT_FILE_BYTES, read_capped
+from .build import MAX_KNOB, MAX_WORKLOAD   # the flags' caps hold in files too
 from .config import POLICIES, Config, Placement
 from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements
 from .verifier import VerifierCost
 from .workload import Synthetic
 
 SHIPPED = "lrsim.scenarios"
+MAX_DEVICES = 4096        # tensor parallelism of one model (= lr plan's --devices cap)
 
 
 class _Doc:
@@ -120,9 +123,9 @@ def _latency(doc: _Doc, tp: int):
     if kind == "roofline":
         if "params_b" in doc.t:
             return Roofline.from_hardware(
-                params=doc.get("params_b", float, lo=0.0) * 1e9,
-                bytes_per_param=doc.get("bytes_per_param", float, 2.0, lo=0.0),
-                tp=doc.get("tp", int, tp, lo=1),
+                params=doc.get("params_b", float, lo=1e-6, hi=1e6) * 1e9,   # 1k to 1e15 parameters
+                bytes_per_param=doc.get("bytes_per_param", float, 2.0, lo=0.01, hi=64.0),
+                tp=doc.get("tp", int, tp, lo=1, hi=MAX_DEVICES),
                 hbm_bytes_per_s=doc.get("hbm_tb_s", float, H100_HBM_BYTES_PER_S / 1e12, lo=0.001) * 1e12,
                 flops=doc.get("tflops", float, H100_BF16_FLOPS / 1e12, lo=0.001) * 1e12,
                 kv_bytes_per_token=doc.get("kv_bytes_per_token", float, 0.0, lo=0.0),
@@ -165,9 +168,9 @@ def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
             raise doc.err("devices", f"must be a list of device names (strings), got {d!r}")
         if d not in devices:
             raise doc.err("devices", f"unknown device {d!r} (declared: {', '.join(devices)})")
-    tp = doc.get("tp", int, len(devs), lo=1)
+    tp = doc.get("tp", int, len(devs), lo=1, hi=MAX_DEVICES)
     lat = _latency(doc.sub("latency", required=True), tp)
-    return Placement(doc.get("name", str, role), lat, list(devs), tp, doc.get("max_seqs", int, 256, lo=1))
+    return Placement(doc.get("name", str, role), lat, list(devs), tp, doc.get("max_seqs", int, 256, lo=1, hi=MAX_WORKLOAD))
 
 
 def _workload(doc: _Doc | None, seed: int):
@@ -196,12 +199,13 @@ def _workload(doc: _Doc | None, seed: int):
     if abd is not None and not all(_number(a) and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
     return Synthetic(
-        n_requests=doc.get("requests", int, 1, lo=1), steps=doc.get("steps", int, 200, lo=1),
+        n_requests=doc.get("requests", int, 1, lo=1, hi=MAX_WORKLOAD),
+        steps=doc.get("steps", int, 200, lo=1, hi=MAX_STEPS_PER_REQUEST),
         alpha1=doc.get("alpha1", float, 0.6, lo=0.0, hi=1.0),
         alpha2=doc.get("alpha2", float, 0.0, lo=0.0, hi=1.0), alpha_by_depth=abd,
-        step_mean=doc.get("step_mean", float, 40.0, lo=1.0), step_sigma=doc.get("step_sigma", float, 0.5, lo=0.0),
-        prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0), rate=doc.get("rate", float, None, lo=1e-9),
-        seed=doc.get("seed", int, seed), sibling_hard=doc.get("sibling_hard", float, 0.0, lo=0.0, hi=0.999))
+        step_mean=doc.get("step_mean", float, 40.0, lo=1.0, hi=1e6), step_sigma=doc.get("step_sigma", float, 0.5, lo=0.0, hi=10.0),
+        prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0, hi=10_000_000), rate=doc.get("rate", float, None, lo=1e-9),
+        seed=doc.get("seed", int, seed, lo=0, hi=2**63 - 1), sibling_hard=doc.get("sibling_hard", float, 0.0, lo=0.0, hi=0.999))
 
 
 def resolve_path(name: str) -> Path:
@@ -222,7 +226,8 @@ def resolve_path(name: str) -> Path:
 def load(name: str, seed: int = 0) -> Config:
     path = resolve_path(name)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # -sig: a BOM is fine
+        data = read_capped(path, MAX_TEXT_FILE_BYTES, "scenario file")
+        raw = tomllib.loads(data.decode("utf-8-sig"))  # -sig: a BOM is fine
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: invalid TOML ({e})") from None
     except RecursionError:
@@ -260,12 +265,13 @@ def load(name: str, seed: int = 0) -> Config:
             raise v.err("kind", f"must be none, constant, per_token or llm, got {kind!r}")
         if kind == "llm" and judge is None:
             raise v.err("kind", "'llm' needs [models.judge]")
-        verifier = VerifierCost(kind, v.get("seconds", float, 0.0, lo=0.0), v.get("template_tokens", int, 120, lo=0))
+        verifier = VerifierCost(kind, v.get("seconds", float, 0.0, lo=0.0, hi=86400.0),
+                                v.get("template_tokens", int, 120, lo=0, hi=10_000_000))
     sd = doc.sub("sd")
     k2, sd_draft = 1, None
     if sd is not None:
         sd.check_keys({"k2", "drafter", "latency", "note"})
-        k2 = sd.get("k2", int, 1, lo=1)
+        k2 = sd.get("k2", int, 1, lo=1, hi=MAX_KNOB)
         drafter = sd.get("drafter", str, "ngram")
         if drafter == "model":
             sd_draft = _latency(sd.sub("latency", required=True), 1)
@@ -280,10 +286,10 @@ def load(name: str, seed: int = 0) -> Config:
         cfg.policy = pol.get("name", str, cfg.policy)
         if cfg.policy not in POLICIES:
             raise pol.err("name", f"must be one of {', '.join(POLICIES)}, got {cfg.policy!r}")
-        cfg.k1 = pol.get("k1", int, cfg.k1, lo=1)
-        cfg.depth = pol.get("depth", int, cfg.depth, lo=1)
-        cfg.width = pol.get("width", int, cfg.width, lo=1)
-        cfg.k2 = pol.get("k2", int, cfg.k2, lo=1)
+        cfg.k1 = pol.get("k1", int, cfg.k1, lo=1, hi=MAX_KNOB)
+        cfg.depth = pol.get("depth", int, cfg.depth, lo=1, hi=MAX_KNOB)
+        cfg.width = pol.get("width", int, cfg.width, lo=1, hi=MAX_KNOB)
+        cfg.k2 = pol.get("k2", int, cfg.k2, lo=1, hi=MAX_KNOB)
         cfg.equal_resources = pol.get("equal_resources", bool, False)
         if cfg.policy.startswith("lr") and draft is None:
             raise models.err("draft", f"missing table (policy.name {cfg.policy!r} needs a draft model)")

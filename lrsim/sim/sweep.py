@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from ..errors import UserError
+from ..limits import check_command, workload_shape
 from .build import MAX_KNOB, MAX_TREE, Options, build
 from .metrics import compare
 from .runner import run
@@ -101,7 +102,7 @@ def run_sweep(base: Options, grid: dict, budget: int | None, jobs: int = 0) -> d
     if len(values) * len(widths) * len(k2s) > 10 * MAX_POINTS:
         raise UserError(f"sweep grid has {len(values) * len(widths) * len(k2s)} points before the "
                         f"budget (max {10 * MAX_POINTS}): narrow --k1/--depth/--k2/--width")
-    points = []
+    points, positions = [], 1          # positions per simulated step, summed (1: the AR baseline)
     for v, w, k2 in itertools.product(values, widths, k2s):
         p = {"width": w, "k2": k2}
         if v is not None:
@@ -116,11 +117,14 @@ def run_sweep(base: Options, grid: dict, budget: int | None, jobs: int = 0) -> d
             raise UserError(f"--width {w} with --depth {d}: the draft tree would hold more than "
                             f"{MAX_TREE} target positions")
         points.append(p)
+        positions += parallel_dim(pol, k1, d, w, 1)
     if not points:
         raise UserError("--budget: no grid point fits the budget")
     if len(points) > MAX_POINTS:
         raise UserError(f"sweep grid has {len(points)} points (max {MAX_POINTS}): narrow --k1/--depth/--k2/--width")
     cfg = build(base)
+    check_command(workload_shape(cfg.workload)[1] * positions,
+                  f"lr sweep ({len(points)} points + the AR baseline)")
     bsum, bworld = run(cfg.baseline())
     baseline = {"summary": bsum, "latencies": [r.latency for r in bworld.records],
                 "open_loop": getattr(cfg.workload, "rate", None) is not None}

@@ -1,7 +1,6 @@
 """`lr theory ...`: closed-form speedups, the optimal budget split and the blog figure."""
 from __future__ import annotations
 
-import json
 import math
 import time
 from enum import Enum
@@ -9,12 +8,19 @@ from pathlib import Path
 
 import typer
 
+from lrsim import jsonout
+
 from ..errors import UserError
 from ..tables import console, kv_table
 from .params import MAX_BUDGET, MAX_DIM, HybridParams, InvalidParameter
 
 app = typer.Typer(help="The paper's closed forms: speedups, optimal (k1, k2) split, blog figure.",
                   no_args_is_help=True)
+
+
+# Formats matplotlib writes without extra packages, chosen by the file extension.
+IMAGE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
+                  ".webp")
 
 
 class Mode(str, Enum):
@@ -68,7 +74,7 @@ def speedup(
     p = _params(alpha1, c1, alpha2, c2, mode.value)
     out = speedup_point(p, k1, k2) | {"params": {"alpha1": alpha1, "c1": c1, "alpha2": alpha2, "c2": c2}}
     if as_json:
-        print(json.dumps(out, allow_nan=False))
+        print(jsonout.dumps(out))
         return
     f, g, ceiling = out["f"], out["g"], out["step_ceiling"]
     rows = [("f (step level)", f"{f:.4f}"), ("g (token level)", f"{g:.4f}"), ("h = f * g", f"{f * g:.4f}"),
@@ -111,7 +117,7 @@ def optimize(
         "elapsed_s": elapsed,
     }
     if as_json:
-        print(json.dumps(out, allow_nan=False))
+        print(jsonout.dumps(out))
         return
     rows = [
         ("optimum (k1, k2)", f"({opt.best.k1}, {opt.best.k2})"),
@@ -155,7 +161,10 @@ def figure(
     """The blog figure (alpha = 0.5, c = 0.05): SD alone vs step + token speculation."""
     from analysis.theory_plots import plot_blog_figure
 
+    from ..outputs import check_output
     from .figure import blog_curves
+
+    check_output(out, "--out", suffixes=IMAGE_SUFFIXES, what="image file")
 
     curves = blog_curves()
     path = plot_blog_figure(curves, out)
@@ -163,7 +172,7 @@ def figure(
     res = {"out": str(path), "sd_peak": {"gamma": g_sd, "speedup": s_sd},
            "combined_peak": {"gamma": g_c, "speedup": s_c}}
     if as_json:
-        print(json.dumps(res))
+        print(jsonout.dumps(res))
         return
     print(f"SD peak: {s_sd:.2f}x at gamma = {g_sd:.2f}")
     print(f"step+token peak: {s_c:.2f}x at gamma = {g_c:.2f}")
