@@ -266,6 +266,9 @@ def load_profile(path: str | Path) -> Profile:
         raise UserError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
     except RecursionError:
         raise UserError(f"{p}: JSON nested too deeply to be a profile") from None
+    except ValueError:   # an integer of more than 4300 digits (Python's conversion limit)
+        raise UserError(f"{p}: a number with more than 4300 digits; numbers must be finite and "
+                        "in range") from None
     return Profile(validate_doc(doc, str(p)), str(p))
 
 
