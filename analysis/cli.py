@@ -90,11 +90,13 @@ def plot_cmd(
     if as_json:
         print(jsonout.dumps(res))
         return
+    from lrsim.tables import plain   # titles carry names from files: no control characters
+
     for s in sections:
-        print(s.title)
+        print(plain(s.title))
         for f in s.figures:
-            print(f"  {f.title:32s} {f.path}")
-    print(f"report: {html} ({elapsed:.1f} s)")
+            print(plain(f"  {f.title:32s} {f.path}"))
+    print(plain(f"report: {html} ({elapsed:.1f} s)"))
 
 
 def register(app: typer.Typer) -> None:

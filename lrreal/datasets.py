@@ -94,6 +94,9 @@ def _read_jsonl(path: Path, required: tuple[str, ...], lines: list[int] | None =
             raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); one JSON object per line") from None
         except RecursionError:
             raise UserError(f"{path}:{n}: JSON nested too deeply; one flat object per line") from None
+        except ValueError:   # an integer of more than 4300 digits (Python's conversion limit)
+            raise UserError(f"{path}:{n}: a number with more than 4300 digits; numbers must be "
+                            "in range") from None
         if not isinstance(row, dict):
             raise UserError(f"{path}:{n}: expected a JSON object with {', '.join(required)}")
         for key in required:

@@ -56,6 +56,10 @@ FAMILIES = {
 KINDS = [k for fam in ("ok", "slow", "garbage", "http-error") for k in FAMILIES[fam]] + ["die"]
 DEFAULT_MIX = {"ok": 0.55, "slow": 0.1, "garbage": 0.15, "http-error": 0.2}
 DEFAULT_DIE_AFTER = 3  # mode `die`: a few good answers first, so the run is truly mid-way
+# A judge request holds two reasoning steps (a few KB); a body announced larger is refused with
+# 413 before a byte of it is read, so a client announcing gigabytes costs nothing.
+MAX_BODY_BYTES = 1 << 20
+_CONTENT_LENGTH = re.compile(r"\s*(\d{1,18})\s*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _STEPS = re.compile(r"s1: (.*)\n\ns2: (.*)\Z", re.S)
 
@@ -69,6 +73,7 @@ class FaultConfig:
     slow_s: float = 60.0          # slow:stall waits this long (clients time out well before)
     trickle_s: float = 0.2        # slow:trickle: seconds between body bytes
     port: int = 0                 # 0: a free port
+    api_key: str | None = field(default=None, repr=False)  # set: /v1/* need "Bearer KEY" (401)
 
     def __post_init__(self):
         if self.mode not in FAMILIES and self.mode != "mixed" and self.mode not in KINDS:
@@ -212,9 +217,39 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _authorized(self) -> bool:
+        """vLLM's --api-key rule: /v1/* routes need `Authorization: Bearer KEY`; else 401."""
+        key = self.judge.config.api_key
+        if not key or not self.path.startswith("/v1") or \
+                self.headers.get("Authorization", "") == f"Bearer {key}":
+            return True
+        self._send(401, {"error": {"message": "Unauthorized", "code": 401}})
+        return False
+
+    def _body(self) -> bytes | None:
+        """The request body; None after answering 400 (a Content-Length that is not a number)
+        or 413 (over MAX_BODY_BYTES), closing the connection (its body is never read)."""
+        text = self.headers.get("Content-Length")
+        if text is None:
+            return b""
+        m = _CONTENT_LENGTH.fullmatch(text)
+        if m is None or len(self.headers.get_all("Content-Length") or []) > 1:
+            self.close_connection = True
+            self._send(400, {"error": {"message": f"bad Content-Length {text[:40]!r}", "code": 400}})
+            return None
+        n = int(m.group(1))
+        if n > MAX_BODY_BYTES:
+            self.close_connection = True
+            self._send(413, {"error": {"message": f"request body of {n} bytes is over the "
+                                                  f"{MAX_BODY_BYTES}-byte limit", "code": 413}})
+            return None
+        return self.rfile.read(n)
+
     def do_GET(self):
         if self.judge.dead:
             return self._drop()
+        if not self._authorized():
+            return None
         if self.path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
         elif self.path == "/health":
@@ -226,9 +261,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         fj = self.judge
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw = self._body()
+        if raw is None:
+            return None
         if fj.dead:
             return self._drop()
+        if not self._authorized():
+            return None
         if self.path.rstrip("/") != "/v1/chat/completions":
             return self._send(404, {"error": {"message": f"no route {self.path}", "code": 404}})
         try:
@@ -306,10 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-s", type=float, default=60.0)
     ap.add_argument("--trickle-s", type=float, default=0.2)
     ap.add_argument("--stats-file", default=None, help="rewritten after every request (readable after a death)")
+    ap.add_argument("--api-key", default=os.environ.get("LR_JUDGE_API_KEY"),
+                    help="require `Authorization: Bearer KEY` on /v1/* like `lr judge serve --api-key` "
+                         "(default: $LR_JUDGE_API_KEY)")
     a = ap.parse_args(argv)
     try:
         cfg = FaultConfig(mode=a.mode, seed=a.seed, die_after=a.die_after, slow_s=a.slow_s,
-                          trickle_s=a.trickle_s, port=a.port, **({"mix": parse_mix(a.mix)} if a.mix else {}))
+                          trickle_s=a.trickle_s, port=a.port, api_key=a.api_key or None,
+                          **({"mix": parse_mix(a.mix)} if a.mix else {}))
     except ValueError as e:
         print(f"fault_judge: error: {e}", file=sys.stderr)
         return 2

@@ -45,6 +45,9 @@ def serve(
     startup_timeout: float = typer.Option(600.0, "--startup-timeout", min=1.0, max=86400.0,
                                           help="Seconds to wait for /health."),
     log_file: Optional[str] = typer.Option(None, "--log-file", help="Server log (default: a temp file)."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="LR_JUDGE_API_KEY", show_envvar=True,
+                                          help="Require this key (vLLM's --api-key: `Authorization: Bearer KEY` "
+                                               "on /v1/*); clients send $LR_JUDGE_API_KEY."),
     as_json: bool = JSON,
 ):
     """Start a judge (`vllm serve` on 127.0.0.1), print its URL, serve until Ctrl-C/SIGTERM.
@@ -53,11 +56,14 @@ def serve(
     terminates the server's whole process group."""
     from .engine import check_dtype
     from .judge_server import JudgeServer, JudgeServerConfig
+    from .verifiers.judge import check_api_key
 
     check_dtype(dtype)
+    check_api_key(api_key or None, "--api-key")
     cfg = JudgeServerConfig(model, port=port, dtype=dtype, max_model_len=max_model_len,
                             kv_cache_space_gib=kv_cache_space, max_num_seqs=max_num_seqs,
-                            startup_timeout_s=startup_timeout, log_path=log_file)
+                            startup_timeout_s=startup_timeout, log_path=log_file,
+                            api_key=api_key or None)
     srv = JudgeServer(cfg)
     previous = {s: signal.signal(s, _on_stop_signal) for s in STOP_SIGNALS}
     stopped_by = None
@@ -70,8 +76,8 @@ def serve(
         else:
             print(f"judge ready at {srv.url} (model {srv.model_path.name}, started in "
                   f"{srv.startup_s:.0f} s, log {srv.log_path})", flush=True)
-            print(f"use: lr collect ... --verifier judge --judge-url {srv.url}   (Ctrl-C stops it)",
-                  flush=True)
+            print(f"use: lr collect ... --verifier judge --judge-url {srv.url}   (Ctrl-C stops it)"
+                  + ("; clients need LR_JUDGE_API_KEY set to the key" if api_key else ""), flush=True)
         while srv.alive():
             time.sleep(1.0)
         tail = " | ".join(srv.log_tail(3))

@@ -204,6 +204,8 @@ class JudgeServerConfig:
     lock_timeout_s: float | None = 3600.0
     log_path: str | None = None       # server output; default a temp file (kept on failure)
     extra_args: list[str] = field(default_factory=list)  # passed to `vllm serve` verbatim
+    api_key: str | None = field(default=None, repr=False)  # vLLM's --api-key, given through
+    #                                                 VLLM_API_KEY (an argument shows in `ps`)
 
 
 class JudgeServer:
@@ -246,6 +248,8 @@ class JudgeServer:
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        if self.config.api_key:   # vLLM reads it like --api-key: /v1/* need "Bearer KEY"
+            env["VLLM_API_KEY"] = self.config.api_key
         # vLLM-CPU parses VLLM_CPU_KVCACHE_SPACE as whole GiB (0.5 would crash it) and lets it
         # override the flag: size the KV cache with --kv-cache-memory-bytes only.
         env.pop("VLLM_CPU_KVCACHE_SPACE", None)

@@ -211,6 +211,12 @@ def _parse_line(raw: bytes, where: str):
                                        "one") from None
     except RecursionError:
         raise TraceError(where, "<line>", "JSON nested too deeply to be a trace record") from None
+    except ValueError as e:
+        if isinstance(e, json.JSONDecodeError) or "digits" not in str(e):
+            raise
+        # Python refuses to convert an integer of more than 4300 digits (sys.int_info)
+        raise TraceError(where, "<line>", "holds an integer of more than 4300 digits; numbers "
+                                          "must be finite and in range") from None
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -52,5 +52,8 @@ def make_verifier(spec: str, *, judge_url: str | None = None, judge_model: str |
     if kind == "judge" and arg:
         raise UserError(f"--verifier {spec!r}: judge takes no parameter (use judge-logprob:T)")
     threshold = None if kind == "judge" else (0.5 if value is None else value)
+    from .judge import api_key_from_env
+
     return JudgeVerifier(JudgeConfig(judge_url, judge_model, judge_timeout_s, judge_retries,
-                                     judge_backoff_s, logprob_threshold=threshold), shortcut=shortcut)
+                                     judge_backoff_s, logprob_threshold=threshold,
+                                     api_key=api_key_from_env()), shortcut=shortcut)

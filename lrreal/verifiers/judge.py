@@ -29,11 +29,29 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lrsim.errors import UserError
 
 from .base import Verifier
+
+# The judge client's API key comes from this environment variable (never from a flag: a key on
+# the command line shows in `ps` and would be recorded in the trace's run.flags). `lr judge serve
+# --api-key` defaults to it as well, so one variable configures both ends.
+API_KEY_ENV = "LR_JUDGE_API_KEY"
+
+
+def api_key_from_env(flag: str = API_KEY_ENV) -> str | None:
+    """The key in $LR_JUDGE_API_KEY (None when unset or empty), checked to fit an HTTP header."""
+    import os
+
+    return check_api_key(os.environ.get(API_KEY_ENV) or None, flag)
+
+
+def check_api_key(key: str | None, flag: str) -> str | None:
+    if key is not None and not (key.isascii() and key.isprintable() and " " not in key and key):
+        raise UserError(f"{flag}: an API key must be printable ASCII without spaces")
+    return key
 
 SYSTEM = "You are a meticulous judge who compares two steps of mathematical reasoning."
 USER = ("Do step s1 and step s2 below convey the same meaning? They do if they share the same "
@@ -53,6 +71,7 @@ class JudgeConfig:
     retries: int = 2               # extra attempts after the first (timeouts, 5xx, 429, connection)
     backoff_s: float = 0.5         # first retry waits this long, then doubles
     logprob_threshold: float | None = None  # set: the judge-logprob variant
+    api_key: str | None = field(default=None, repr=False)  # sent as "Authorization: Bearer KEY"
 
 
 def judge_messages(target_step: str, draft_step: str) -> list[dict]:
@@ -121,7 +140,8 @@ class JudgeVerifier(Verifier):
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(timeout=self.config.timeout_s)
+            headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None
+            self._client = httpx.AsyncClient(timeout=self.config.timeout_s, headers=headers)
         return self._client
 
     async def _request(self, method: str, path: str, payload: dict | None = None) -> dict:
@@ -174,6 +194,10 @@ class JudgeVerifier(Verifier):
         try:
             await self.served_model()
         except RuntimeError as e:
+            if str(e).startswith("HTTP 401"):
+                raise UserError(f"--judge-url {self.base}: the judge requires an API key (HTTP 401): "
+                                f"set {API_KEY_ENV} to the key it was started with (`lr judge serve "
+                                f"--api-key`){'; the key sent was refused' if self.config.api_key else ''}") from None
             raise UserError(f"--judge-url {self.base}: the judge did not answer GET /v1/models ({e}); "
                             "start one with `lr judge serve` or fix the URL") from None
 

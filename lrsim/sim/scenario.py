@@ -234,6 +234,9 @@ def load(name: str, seed: int = 0) -> Config:
         raise UserError(f"{path}: TOML nested too deeply to be a scenario") from None
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not a UTF-8 text file (byte {e.start}); scenarios are TOML") from None
+    except ValueError:   # an integer of more than 4300 digits (Python's conversion limit)
+        raise UserError(f"{path}: a number with more than 4300 digits; numbers must be in "
+                        "range") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror or e})") from None
     doc = _Doc(path, raw)
