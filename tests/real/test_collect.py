@@ -123,3 +123,78 @@ def test_preload_iomp_replaces_the_libgomp_vllm_added(monkeypatch, tmp_path):
     assert collect_mod.preload_iomp() == str(lib)
     assert collect_mod.preload_iomp() == str(lib)  # idempotent
     assert os.environ["LD_PRELOAD"] == f"{lib}:/v/libtcmalloc_minimal.so.4"
+
+
+# --- issue 13: --resume never mixes runs; a full disk is one line and keeps the records -------
+@pytest.mark.parametrize("change,flag", [
+    (dict(seed=1), "--seed"), (dict(temperature=0.6, top_p=0.9), "--temperature"),
+    (dict(max_tokens=100), "--max-tokens"), (dict(depth=3), "--depth"),
+    (dict(verifier="random:0.5"), "--verifier"), (dict(dataset="aime2025"), "--dataset"),
+])
+def test_resume_refuses_records_made_with_other_settings(fake_collect, change, flag):
+    from dataclasses import replace
+
+    from lrsim.errors import UserError
+
+    out, started = fake_collect
+    base = collect_mod.CollectSpec(mode="lr", dataset="gsm8k", limit=1, depth=2, max_tokens=200,
+                                   out=str(out))
+    collect_mod.collect(base)
+    before = out.read_bytes()
+    with pytest.raises(UserError, match=f"made with {flag} .*this run has {flag}"):
+        collect_mod.collect(replace(base, resume=True, limit=2, **change))
+    assert out.read_bytes() == before and started == ["lr"]   # refused before any engine
+
+
+def test_resume_accepts_other_modes_and_more_problems(fake_collect):
+    out, started = fake_collect
+    spec = lambda mode, **kw: collect_mod.CollectSpec(mode=mode, dataset="gsm8k", depth=2,  # noqa: E731
+                                                      max_tokens=200, out=str(out), **kw)
+    collect_mod.collect(spec("ar", limit=1))
+    # another mode (its own depth flag is not compared with ar's), more problems, other samples
+    s = collect_mod.collect(spec("lr", limit=2, resume=True))
+    assert s.written == 2
+    s = collect_mod.collect(spec("ar", limit=2, samples=2, resume=True, probe=False))
+    assert s.written == 3 and started == ["ar", "lr", "ar"]
+
+
+def test_full_disk_while_writing_is_one_line_and_keeps_complete_records(fake_collect, monkeypatch):
+    import errno
+
+    import lrreal.traces as traces_mod
+    from lrsim.errors import UserError
+
+    out, _ = fake_collect
+    real_write = os.write
+    calls = {"n": 0}
+
+    def write(fd, data):
+        if fd > 2 and len(data) > 200:         # a record line, not a pipe or the reaper
+            calls["n"] += 1
+            if calls["n"] == 2:                 # the second record: half of it, then ENOSPC
+                real_write(fd, bytes(data[: len(data) // 2]))
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(traces_mod.os, "write", write)
+    spec = collect_mod.CollectSpec(mode="ar", dataset="gsm8k", limit=3, out=str(out))
+    with pytest.raises(UserError, match="No space left on device.*1 record.*kept.*--resume"):
+        collect_mod.collect(spec)
+    recs = traces_mod.read_traces(out, strict=True)       # no torn line left behind
+    assert [r["problem_id"] for r in recs] == ["gsm8k/0"]
+    monkeypatch.setattr(traces_mod.os, "write", real_write)
+    s = collect_mod.collect(collect_mod.CollectSpec(mode="ar", dataset="gsm8k", limit=3,
+                                                    out=str(out), resume=True))
+    assert (s.written, s.skipped) == (2, 1)
+
+
+def test_summary_with_zero_token_or_instant_ar_records_has_no_division_by_zero():
+    def rec(mode, pid, tokens, wall):
+        return {"mode": mode, "problem_id": pid, "sample": 0, "output_tokens": tokens,
+                "wall_time_s": wall, "correct": None, "steps": [], "sd": None,
+                "step_acceptance": {"proposed": 0, "accepted": 0}}
+    rows = {r["mode"]: r for r in collect_mod.summarize(
+        [rec("ar", "a", 0, 1.0), rec("ar", "b", 0, 2.0), rec("lr", "a", 5, 1.0), rec("lr", "b", 3, 0.0)])}
+    assert rows["lr"]["speedup_vs_ar"] is None and rows["ar"]["tokens_per_s"] == 0.0
+    rows = {r["mode"]: r for r in collect_mod.summarize([rec("ar", "a", 4, 0.0), rec("lr", "a", 4, 0.0)])}
+    assert rows["lr"]["speedup_vs_ar"] is None and rows["lr"]["tokens_per_s"] == 0.0
