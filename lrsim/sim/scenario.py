@@ -31,7 +31,8 @@ except ImportError:  # Python 3.10 (pyproject allows it): the same parser under 
 from pathlib import Path
 
 from ..errors import UserError
-from ..limits import MAX_STEPS_PER_REQUEST, MAX_TEXT_FILE_BYTES, read_capped
+from .. import limits
+from ..limits import MAX_STEPS_PER_REQUEST
 from .build import MAX_KNOB, MAX_WORKLOAD   # the flags' caps hold in files too
 from .config import POLICIES, Config, Placement
 from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements
@@ -226,7 +227,7 @@ def resolve_path(name: str) -> Path:
 def load(name: str, seed: int = 0) -> Config:
     path = resolve_path(name)
     try:
-        data = read_capped(path, MAX_TEXT_FILE_BYTES, "scenario file")
+        data = limits.read_capped(path, limits.MAX_TEXT_FILE_BYTES, "scenario file")
         raw = tomllib.loads(data.decode("utf-8-sig"))  # -sig: a BOM is fine
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: invalid TOML ({e})") from None
