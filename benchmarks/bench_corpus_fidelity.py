@@ -88,7 +88,8 @@ def evaluate(corpus: Path, dataset: str) -> dict | None:
     prof = Profile(validate_doc(calibrate(paths, select_placement=False)))
     res["in_sample"] = {"configs": rows(replay(prof, records)), "warnings": prof.doc.get("warnings")}
     res["leave_out"] = {}
-    for lr in [c for c in labels if c != "ar"]:
+    lr_labels = sorted({config_label(r) for r in records if r["mode"] in ("lr", "lr+sd", "lr-sync")})
+    for lr in lr_labels:   # ar + one configuration with a draft engine (the draft must be fitted)
         if "ar" in labels:
             r = leave_out(paths, records, ("ar", lr))
             r["verdict"] = verdict(r)

@@ -2,14 +2,18 @@
 
 A forward pass of an engine costs what the hardware does, whatever mode asked for it:
 
-    t = f_dec * (w + a * (q - 1)+ + c * C) + f_pre * p * P          (alone)
+    t = f_dec * (w + c * C) + f_pre * (p * (P + (q - 1)+) + L * (q - 1)+)      (alone)
     t_busy = t * (1 + beta)                                        (the other engine busy)
 
     q     decode positions in the pass (sequences in the batch, plus SD verification positions)
     P     prefill positions (prompts, and the uncached suffix an LR step re-reads)
     C     context: tokens held in the KV cache of the batch (vLLM `kv_tokens`, else estimated)
-    w     one decode pass of one sequence: reading the weights once
-    a     each extra decode position; p: each prefill position; c: each context token
+    w     one decode pass of one sequence: reading the weights once (memory-bound)
+    p     the compute of one more query token, prefill or decode (the matrix multiplications)
+    L     the logits of one more decode position (the vocabulary projection a prefill token
+          does not need): a decode position costs a = p + L >= p, so when the traces cannot
+          separate L (few multi-position passes) a falls back to p, never to 0
+    c     each context token (KV read)
     beta  fractional slowdown while the other engine runs a pass (memory bandwidth and caches
           shared by the cores); fitted on the fraction o of the pass the other engine was busy:
           t = t_alone * (1 + beta * o)
@@ -31,7 +35,9 @@ import numpy as np
 
 from ..errors import UserError
 
-PARAMS = ("base_s", "per_token_s", "per_ctx_token_s", "prefill_per_token_s", "contention")
+# internal parameter order; the profile stores per_token_s = p + L (the simulator's slope per
+# extra decode position) and prefill_per_token_s = p
+PARAMS = ("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_token_s", "contention")
 MIN_PASSES = 8
 SE_LIMIT = 0.5            # a parameter with SE > 50% of its value is not identified: fixed to 0
 
@@ -191,15 +197,16 @@ def _probe_passes(records: list[dict], engine: str, ref: dict | None, cols: dict
 
 
 def predict(x: np.ndarray, d: PassData) -> np.ndarray:
-    w, a, c, p, beta = x
-    alone = d.f_dec * (w + a * np.maximum(0.0, d.q - 1) + c * d.C) + d.f_pre * p * d.P
+    w, L, c, p, beta = x
+    extra = np.maximum(0.0, d.q - 1)
+    alone = d.f_dec * (w + c * d.C) + d.f_pre * (p * (d.P + extra) + L * extra)
     return alone * (1.0 + beta * d.o)
 
 
 def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from scipy.optimize import least_squares
 
-    scale = np.array([max(x0[0], 1e-3), max(x0[0], 1e-3) / 4, max(x0[0], 1e-3) / 1000,
+    scale = np.array([max(x0[0], 1e-3), max(x0[0], 1e-3) / 40, max(x0[0], 1e-3) / 1000,
                       max(x0[0], 1e-3) / 10, 0.2])
 
     def full(z):
@@ -240,12 +247,12 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
     if np.any(d.q > 1):
         free.append(1)
     else:
-        fixed["per_token_s"] = "no pass had more than one decode position"
+        fixed["logits_per_position_s"] = "no pass had more than one decode position"
     if np.ptp(d.C) > 0:
         free.append(2)
     else:
         fixed["per_ctx_token_s"] = "every pass read the same context"
-    if np.any(d.P > 0):
+    if np.any(d.P > 0) or np.any(d.q > 1):
         free.append(3)
     else:
         fixed["prefill_per_token_s"] = "no prefill pass"
@@ -255,7 +262,7 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
         fixed["contention"] = "the other engine never ran during a pass"
     dec = d.t[d.P == 0]
     x0 = np.array([float(np.median(dec)) if len(dec) else float(np.median(d.t)), 0.0, 0.0, 0.0, 0.0])
-    x0[1], x0[2], x0[3], x0[4] = x0[0] / 4, 1e-6, x0[0] / 20, 0.1
+    x0[1], x0[2], x0[3], x0[4] = x0[0] / 40, 1e-6, x0[0] / 20, 0.1
     while True:
         x, se = _solve(d, free, x0)
         weak = [i for i in free[1:] if not (x[i] > 0 and se[i] <= SE_LIMIT * x[i])]
@@ -275,13 +282,16 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
         by_cfg[label] = {"passes": int(m.sum()), "mape": float(rel[m].mean()),
                          "sum_diff_pct": float(100 * (pred[m].sum() - d.t[m].sum()) / d.t[m].sum())}
     entry = {"kind": "roofline", "base_s": float(x[0]), "knee_tokens": 1.0,
-             "per_token_s": float(x[1]), "prefill_per_token_s": float(x[3]),
+             "per_token_s": float(x[3] + x[1]), "prefill_per_token_s": float(x[3]),
              "per_ctx_token_s": float(x[2]), "contention": float(x[4])}
+    stderr = {PARAMS[i]: float(se[i]) for i in range(5) if PARAMS[i] not in fixed}
+    if "prefill_per_token_s" in stderr:   # a = p + L (covariance ignored: an upper bound)
+        stderr["per_token_s"] = float(np.hypot(se[3], se[1]))
     entry["fit"] = {
         "points": int(len(d)), "source": f"{engine} forward passes (physical model)",
         "rmse_s": float(np.sqrt(np.mean((pred - d.t) ** 2))), "mape": float(rel.mean()),
         "sum_diff_pct": float(100 * (pred.sum() - d.t.sum()) / d.t.sum()),
-        "stderr": {PARAMS[i]: float(se[i]) for i in range(5) if PARAMS[i] not in fixed},
+        "stderr": stderr, "logits_per_position_s": float(x[1]),
         "fixed": fixed, "by_config": by_cfg,
         "ranges": {"decode_positions": [float(d.q.min()), float(d.q.max())],
                    "prefill_tokens": [float(d.P.min()), float(d.P.max())],

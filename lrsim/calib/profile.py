@@ -86,11 +86,12 @@ class Profile:
             if role not in factors or lat["kind"] != "roofline":
                 continue
             f_dec, f_pre = factors[role]
-            for k in ("base_s", "per_token_s", "per_ctx_token_s", "overhead_s"):
+            # memory-bound terms (the weight and KV reads) follow the decode probe; the compute
+            # per query token (prefill, and extra decode positions) follows the prefill probe
+            for k, f in (("base_s", f_dec), ("per_ctx_token_s", f_dec), ("overhead_s", f_dec),
+                         ("per_token_s", f_pre), ("prefill_per_token_s", f_pre)):
                 if k in lat:
-                    lat[k] = float(lat[k]) * f_dec
-            if "prefill_per_token_s" in lat:
-                lat["prefill_per_token_s"] = float(lat["prefill_per_token_s"]) * f_pre
+                    lat[k] = float(lat[k]) * f
         doc["rescaled"] = {"factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
                            "why": why}
         return Profile(doc, self.path)

@@ -8,7 +8,7 @@ import pytest
 
 from lrsim.calib import physical as ph
 
-TRUE = np.array([0.40, 0.045, 2e-5, 0.030, 0.12])   # w, a, c, p, beta
+TRUE = np.array([0.40, 0.015, 2e-5, 0.030, 0.12])   # w, L (a = p + L = 0.045), c, p, beta
 
 
 def synth(n=600, seed=0, noise=0.02, beta_data=True, f=None) -> ph.PassData:
@@ -26,10 +26,12 @@ def synth(n=600, seed=0, noise=0.02, beta_data=True, f=None) -> ph.PassData:
 def test_recovers_known_parameters_within_error_bars():
     e = ph.fit_physical(synth(), "target")
     se = e["fit"]["stderr"]
-    for i, k in enumerate(("base_s", "per_token_s", "per_ctx_token_s", "prefill_per_token_s",
+    for i, k in enumerate(("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_token_s",
                            "contention")):
         if k in se:
-            assert abs(e[k] - TRUE[i]) <= 4 * se[k] + 1e-12, (k, e[k], TRUE[i], se[k])
+            v = e[k] if k in e else e["fit"][k]
+            assert abs(v - TRUE[i]) <= 4 * se[k] + 1e-12, (k, v, TRUE[i], se[k])
+    assert e["per_token_s"] == pytest.approx(0.045, rel=0.1)   # a = p + L
     assert e["base_s"] == pytest.approx(0.40, rel=0.02)
     assert e["contention"] == pytest.approx(0.12, abs=0.02)
     assert e["fit"]["mape"] < 0.03
@@ -103,3 +105,15 @@ def test_config_label():
                                                             "verifier": "exact"}}}) == "lr-d2"
     assert ph.config_label({"mode": "lr+sd", "run": {"flags": {"depth": 2, "width": 2,
                                                                "verifier": "embedding:0.9"}}}) == "lr+sd-d2-w2-emb"
+
+
+def test_a_decode_position_never_costs_less_than_a_prefill_token():
+    """Calibrated on configurations without multi-position passes (ar + depth-1 lr has few), the
+    logits term is not identified: a decode position then costs a prefill token's compute (what
+    an SD verification pass needs to be priced), not nothing."""
+    d = synth(beta_data=False)
+    keep = d.q <= 1
+    d = d.select(keep)
+    e = ph.fit_physical(d, "target")
+    assert "logits_per_position_s" in e["fit"]["fixed"]
+    assert e["per_token_s"] == pytest.approx(e["prefill_per_token_s"]) and e["per_token_s"] > 0.02
