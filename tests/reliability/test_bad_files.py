@@ -201,7 +201,34 @@ TRACE_CASES = [
          family="hand-edited"),
     Case("trace", "step-index-gap", trace_record(set_("steps[2].index", 7)), (L, "steps[2].index"),
          family="hand-edited"),
+    # --- absurd but well-formed values (issue 13): free-form run.flags, caps, tiny times ---
+    *[Case("trace", f"flags-{k}-{name}", trace_record(set_(f"run.flags.{k}", v)), (L, f"run.flags.{k}"),
+           family="absurd values")
+      for k, name, v in (("depth", "string", "two"), ("depth", "null", None), ("depth", "list", [2]),
+                         ("depth", "zero", 0), ("width", "float", 1.5), ("verifier", "number", 3),
+                         ("num_speculative_tokens", "1e9", 10**9), ("max_tokens", "1e12", 10**12),
+                         ("temperature", "string", "hot"), ("boundary_rule", "string", "yes"),
+                         ("seed", "float", 0.5), ("mode", "unknown", "fast"))],
+    Case("trace", "flags-null", trace_record(set_("run.flags", None)), (L, "run.flags"), family="absurd values"),
+    Case("trace", "wall-time-denormal", trace_record(set_("wall_time_s", 5e-324)), (L, "wall_time_s"),
+         family="absurd values"),
+    Case("trace", "wall-time-zero", trace_record(set_("wall_time_s", 0.0)), (L, "wall_time_s"),
+         family="absurd values"),
+    Case("trace", "step-tokens-1e9", trace_record(set_("steps[0].tokens", 10**9)), (L, "steps[0].tokens"),
+         family="absurd values"),
+    Case("trace", "prefill-tokens-string",
+         trace_record(set_("engine_stats.target.forward_passes[0].prefill_tokens", "many")),
+         (L, "prefill_tokens"), family="absurd values"),
+    Case("trace", "int-over-4300-digits", trace_raw(lambda ls: b"".join(
+        ls[:2] + [ls[2].replace(b'"sample":0', b'"sample":1' + b"0" * 5000, 1)] + ls[3:])),
+         (L, "4300 digits"), family="absurd values"),
+    Case("trace", "70k-steps", trace_record(lambda r: dict(r, steps=[
+        {"index": i, "source": "target", "tokens": 1, "depth": 0, "draft": None, "target": None,
+         "verify": None, "cancelled": []} for i in range(70_000)])), (L, "MAX_RECORD_STEPS"),
+         family="absurd values"),
     # --- accepted ---
+    Case("trace", "problem-id-markup-and-escapes", trace_record(set_("problem_id", "p[/]x[bold]\x1b[2J")),
+         ok=True, family="accepted"),
     Case("trace", "crlf", trace_raw(lambda ls: b"".join(l.replace(b"\n", b"\r\n") for l in ls)), ok=True,
          family="accepted"),
     Case("trace", "bom", trace_raw(lambda ls: b"\xef\xbb\xbf" + b"".join(ls)), ok=True, family="accepted"),
@@ -258,6 +285,15 @@ SCENARIO_CASES = [
                    ("models.target.devices", ["gpu9"]))],
     Case("scenario", "workload-trace-missing", doc_toml(set_("workload", {"kind": "trace", "path": "nope.jsonl"})),
          ("nope.jsonl",), family="hand-edited"),
+    *[Case("scenario", f"absurd-{p}", doc_toml(set_(p, v)), (p,), family="absurd values")
+      for p, v in (("workload.requests", 10**9), ("workload.steps", 10**7), ("workload.seed", -1),
+                   ("policy.depth", 10**6), ("policy.width", 10**4), ("sd.k2", 10**4),
+                   ("models.target.max_seqs", 10**12), ("models.target.tp", 10**5),
+                   ("workload.prompt_tokens", 10**12), ("verifier.seconds", 1e12))],
+    Case("scenario", "absurd-params_b-0", doc_toml(set_("models.target.latency", {"kind": "roofline", "params_b": 0})),
+         ("models.target.latency.params_b",), family="absurd values"),
+    Case("scenario", "absurd-int-over-4300-digits", raw(lambda b: b.replace(b"steps = 6", b"steps = 1" + b"0" * 5000, 1)),
+         ("4300 digits",), family="absurd values"),
     Case("scenario", "crlf", raw(lambda b: b.replace(b"\n", b"\r\n")), ok=True, family="accepted"),
     Case("scenario", "bom", raw(lambda b: b"\xef\xbb\xbf" + b), ok=True, family="accepted"),
 ]
@@ -308,6 +344,13 @@ PROFILE_CASES = [
          ("latency.draft", "positive"), family="out of range"),
     Case("profile", "table-row-short", doc_json(set_("latency.target", {"kind": "table", "decode": [[1, 2]]})),
          ("latency.target.decode",), family="types"),
+    Case("profile", "absurd-depth-1e9", doc_json(set_("step_acceptance.by_depth", {"1": [2, 1], "1000000000": [1, 1]})),
+         ("step_acceptance.by_depth.1000000000", "MAX_PROFILE_DEPTH"), family="absurd values"),
+    *[Case("profile", f"absurd-{p}", doc_json(set_(p, v)), (p,), family="absurd values")
+      for p, v in (("steps.steps_per_request", 1e9), ("sd.k2", 10**9), ("steps.prompt_tokens", 1e12),
+                   ("placement.defaults", {"depth": 10**6}))],
+    Case("profile", "absurd-int-over-4300-digits", raw(lambda b: re.sub(rb'"k2": [0-9]+', b'"k2": 1' + b"0" * 5000, b, count=1)),
+         ("4300 digits",), family="absurd values"),
     Case("profile", "crlf", raw(lambda b: b.replace(b"\n", b"\r\n")), ok=True, family="accepted"),
     Case("profile", "bom", raw(lambda b: b"\xef\xbb\xbf" + b), ok=True, family="accepted"),
 ]
@@ -337,6 +380,9 @@ DATASET_CASES = [
                          ("id", "list", [1]), ("id", "null", None))],
     Case("dataset", "duplicate-id", raw(lambda b: rows_jsonl([DATASET_ROWS[0], {**DATASET_ROWS[1], "id": "a"}])),
          (":2:", "'a'", "twice"), family="hand-edited"),
+    Case("dataset", "int-over-4300-digits", raw(lambda b: rows_jsonl([DATASET_ROWS[0]]) +
+         b'{"id": "b", "question": "q", "answer": 1' + b"0" * 5000 + b"}\n"), (":2:", "4300 digits"),
+         family="absurd values"),
     Case("dataset", "crlf", raw(lambda b: b.replace(b"\n", b"\r\n")), ok=True, family="accepted"),
     Case("dataset", "bom", raw(lambda b: b"\xef\xbb\xbf" + b), ok=True, family="accepted"),
     Case("dataset", "extra-fields", raw(lambda b: rows_jsonl([{**r, "source": "me"} for r in DATASET_ROWS])),
@@ -410,7 +456,10 @@ def commands(kind: str, path: Path, tmp: Path, profile: Path | None = None) -> d
         return {"calibrate": ["calibrate", "fit", path, "-o", tmp / "p.json"],
                 "replay": ["replay", path, "--profile", profile, "--json"],
                 "plot": ["plot", "--traces", path, "--out", tmp / "plot", "--quick", "--jobs", "1"],
-                "collect-resume": ["collect", "--mode", "lr", "--dataset", ds, "--limit", "1",
+                # the sample trace's own settings (gsm8k, depth 2, 96 tokens): --resume refuses
+                # a file of records made with other settings; problem 5 is not recorded yet
+                "collect-resume": ["collect", "--mode", "lr", "--dataset", "gsm8k", "--offset", "5",
+                                   "--limit", "1", "--depth", "2", "--max-tokens", "96",
                                    "--out", path, "--resume"],
                 "simulate-scenario": ["simulate", "--scenario", scen_path, "--json"]}
     if kind == "scenario":
