@@ -93,6 +93,30 @@ MEANINGFUL = {("simulate", "--budget"): {"inf", "1e999"},
 MEANINGFUL[("collect", "--seed")] |= {"-1"}
 
 
+# (command, output option, "file" | "dir", an input of that command the output must not be)
+OUTPUTS = [
+    ("calibrate fit", "--out", "file", str(TRACE)),
+    ("calibrate measure", "--out", "file", None),
+    ("calibrate probe", "--out", "file", str(PROBED_PROFILE)),
+    ("replay", "--save-profile", "file", str(PROFILE)),
+    ("sweep", "--out", "file", None),
+    ("collect", "--out", "file", None),
+    ("theory figure", "--out", "file", None),
+    ("plot", "--out", "dir", None),
+]
+_IDEAL = ["--ideal", "--alpha1", "0.5", "--c1", "0.1"]
+ABSURD = [
+    ("simulate", ["--requests", "1000000"]),
+    ("simulate", ["--policy", "lr-async", *_IDEAL, "--requests", "1000000"]),
+    ("simulate", ["--policy", "lr-async", *_IDEAL, "--steps", "1000000"]),
+    ("simulate", ["--policy", "lr-async", *_IDEAL, "--depth", "200", "--steps", "100000"]),
+    ("sweep", ["--policy", "lr-async", "--depth", "1-10", "--k2", "1-10", "--requests", "3000",
+               "--steps", "1000", "--jobs", "1"]),
+    ("plan", ["--concurrency", "1000000", "--jobs", "1"]),
+    ("plan", ["--rate", "1", "--requests", "1000000", "--jobs", "1"]),
+    ("plan", ["--steps", "1000000", "--modes", "lr", "--depth", "1-4", "--jobs", "1"]),
+]
+
 
 def _leaf_commands():
     """(path, click command) for every runnable command of `lr`, walking the groups."""
@@ -193,6 +217,20 @@ def _cases():
     add("exclusive", "simulate", BASE["simulate"] + ["--scenario", "cpu-2core"], ["--ideal", "--scenario"])
     add("exclusive", "simulate", BASE["simulate"] + ["--depth", "2"], ["--k1", "--depth"]) \
         if "--k1" in BASE["simulate"] else None
+    # Output paths (issue 13): every option that names a file or folder to write refuses a
+    # device, a directory where a file goes (a file where a folder goes), a path under a regular
+    # file, `/`, and (where the command has one) its own input.
+    for path, flag, kind, own_input in OUTPUTS:
+        bad = {"device": "/dev/null", "under-a-file": f"{TRACE}/x.json"}
+        bad |= {"directory": "."} if kind == "file" else {"a-file": str(TRACE), "root": "/"}
+        if own_input:
+            bad["its-input"] = own_input
+        for name, value in bad.items():
+            add(f"output-{name}", path, _with(BASE[path], flag, value), [flag])
+    # Absurd but well-formed values: each under its flag's own range, refused by the work caps
+    # (lrsim/limits.py) before anything runs, naming the cap.
+    for path, argv in ABSURD:
+        add("absurd-value", path, argv, ["over the cap"])
     add("unknown-command", "bogus-command", [], ["bogus-command"])
     add("unknown-command", "theory bogus", [], ["bogus"])
     add("unknown-command", "calibrate", ["fit-bogus", "--out", "x.json"], ["fit-bogus"])
