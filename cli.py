@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # `lr ... | head` closed our stdout: not an error worth a line
         sys.stderr.close()
         sys.exit(0)
+    except OSError as e:  # the environment (a full disk, a vanished folder) where no reader or
+        # writer caught it first: still one line naming the file, never a traceback
+        where = f"{e.filename}: " if e.filename else ""
+        _fail(f"{where}{e.strerror or e}", 2)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

@@ -49,12 +49,9 @@ def styled(*parts):
 
 def _save_profile(profile, out: Path, flag: str) -> None:
     """Validate, then write atomically (lrsim/outputs.py): the file is whole or unchanged."""
-    from ..outputs import write_atomic
-    from .profile import Profile, validate_doc
+    from .profile import save_profile
 
-    doc = profile.doc if isinstance(profile, Profile) else profile
-    validate_doc(doc, str(out))
-    write_atomic(out, jsonout.dumps(doc, indent=2) + "\n", flag)
+    save_profile(profile, out, flag)
 
 
 def _traces(traces: list) -> list:

@@ -310,15 +310,12 @@ def _finite(x, where="profile"):
             _finite(v, f"{where}[{i}]")
 
 
-def save_profile(profile: Profile | dict, path: str | Path) -> Path:
-    """Validate, then write atomically (tmp + rename): a profile on disk is always whole."""
+def save_profile(profile: Profile | dict, path: str | Path, flag: str = "--out") -> Path:
+    """Validate, then write atomically (lrsim/outputs.py: a temporary file beside it, fsynced,
+    renamed over it): a profile on disk is always whole; a write error is one line naming `flag`."""
+    from ..outputs import write_atomic
+
     doc = profile.doc if isinstance(profile, Profile) else profile
+    validate_doc(doc, str(path))   # a non-finite number is a UserError here (one line)
     _finite(doc)
-    validate_doc(doc, str(path))
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
-    tmp.replace(p)
-    return p
+    return write_atomic(path, json.dumps(doc, indent=2, sort_keys=False, allow_nan=False) + "\n", flag)
