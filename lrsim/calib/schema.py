@@ -21,8 +21,9 @@ LATENCY = {
     "allOf": [
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "roofline"}}},
          "then": {"required": ["base_s"], "properties": {
-             "base_s": {"type": "number", "exclusiveMinimum": 0},
-             "knee_tokens": {"type": "number", "exclusiveMinimum": 0},
+             # >= 1 ns: every speedup is a ratio to the target's step time (denormals overflow)
+             "base_s": {"type": "number", "minimum": 1e-9},
+             "knee_tokens": {"type": "number", "minimum": 1e-9},
              "per_token_s": _NUM, "prefill_per_token_s": _NUM, "per_ctx_token_s": _NUM,
              "overhead_s": _NUM,
              # fractional slowdown of a pass while the other engine runs one (physical.py)
@@ -53,8 +54,9 @@ SCHEMA = {
         # today's probe over it rescales the latency models (`lr calibrate probe`)
         "probe": {"type": "object", "additionalProperties": {
             "type": "object", "required": ["decode_s"],
-            "properties": {"decode_s": {"type": "number", "exclusiveMinimum": 0},
-                           "prefill_s": {"type": "number", "exclusiveMinimum": 0},
+            # >= 1 microsecond: machine-speed factors divide by them
+            "properties": {"decode_s": {"type": "number", "minimum": 1e-6},
+                           "prefill_s": {"type": "number", "minimum": 1e-6},
                            "n": {"type": "integer", "minimum": 0}}}},
         "rescaled": {"type": "object"},
         "created": {"type": "string"},

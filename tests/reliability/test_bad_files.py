@@ -219,6 +219,10 @@ TRACE_CASES = [
     Case("trace", "prefill-tokens-string",
          trace_record(set_("engine_stats.target.forward_passes[0].prefill_tokens", "many")),
          (L, "prefill_tokens"), family="absurd values"),
+    *[Case("trace", f"pass-duration-{name}",
+           trace_record(set_("engine_stats.target.forward_passes[0].duration_s", v)),
+           (L, "forward_passes[0].duration_s"), family="absurd values")
+      for name, v in (("zero", 0.0), ("denormal", 5e-324))],
     Case("trace", "int-over-4300-digits", trace_raw(lambda ls: b"".join(
         ls[:2] + [ls[2].replace(b'"sample":0', b'"sample":1' + b"0" * 5000, 1)] + ls[3:])),
          (L, "4300 digits"), family="absurd values"),
@@ -348,7 +352,8 @@ PROFILE_CASES = [
          ("step_acceptance.by_depth.1000000000", "MAX_PROFILE_DEPTH"), family="absurd values"),
     *[Case("profile", f"absurd-{p}", doc_json(set_(p, v)), (p,), family="absurd values")
       for p, v in (("steps.steps_per_request", 1e9), ("sd.k2", 10**9), ("steps.prompt_tokens", 1e12),
-                   ("placement.defaults", {"depth": 10**6}))],
+                   ("placement.defaults", {"depth": 10**6}), ("latency.target.base_s", 5e-324),
+                   ("probe", {"target": {"decode_s": 5e-324}}))],
     Case("profile", "absurd-int-over-4300-digits", raw(lambda b: re.sub(rb'"k2": [0-9]+', b'"k2": 1' + b"0" * 5000, b, count=1)),
          ("4300 digits",), family="absurd values"),
     Case("profile", "crlf", raw(lambda b: b.replace(b"\n", b"\r\n")), ok=True, family="accepted"),
