@@ -17,12 +17,21 @@ MAX_SAMPLES = 1000   # workload seeds pooled per candidate
 
 
 def plan_cmd(
-    preset: str = typer.Option(None, "--preset", help="A paper setup: r1-gsm8k, r1-aime24, qwen3-gsm8k, qwen3-aime24 (default r1-gsm8k)."),
+    preset: str = typer.Option(None, "--preset", help="A paper setup, PAIR-DATA: pairs r1, qwen3; data gsm8k, aime24, amc23, humaneval, lcb, gpqa, mtbench (default r1-gsm8k; --list-presets)."),
     profile: Path = typer.Option(None, "--profile", help="A calibrated profile (lr calibrate -o ...)."),
     scenario: str = typer.Option(None, "--scenario", help="A simulator scenario (TOML file or shipped name)."),
-    latency: str = typer.Option("auto", "--latency", help="Presets: auto (shipped H100 table if present, else roofline) | roofline | PATH to a GPU latency table."),
+    latency: str = typer.Option("auto", "--latency", help="Presets: auto (measured H100 table where it applies, else roofline) | roofline | PATH to a GPU latency table."),
     devices: int = typer.Option(None, "--devices", min=1, max=MAX_DEVICES, help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
-    device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, B200, L40S (latencies scale by HBM bandwidth)."),
+    device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, L40S, B200, cpu-2core or one from --device-file (presets: rebuilt there; others: rescaled by bandwidth, except what was measured there)."),
+    device_file: str = typer.Option(None, "--device-file", help="JSON of extra device kinds {NAME: {memory_gib, hbm_tb_s, bf16_tflops, link_gb_s}} (docs/planning.md)."),
+    target_model: str = typer.Option(None, "--target-model", help="Presets: the target's Hugging Face config.json (file, model folder or shipped name)."),
+    draft_model: str = typer.Option(None, "--draft-model", help="Presets: the draft's config.json."),
+    judge_model: str = typer.Option(None, "--judge-model", help="Presets: the judge's config.json (shared placement prices its passes)."),
+    target_tp: int = typer.Option(None, "--target-tp", help="Presets: the target's tensor parallelism (paper: 2)."),
+    alpha1: float = typer.Option(None, "--alpha1", help="What-if: step acceptance per judged draft."),
+    alpha2: float = typer.Option(None, "--alpha2", help="What-if: n-gram acceptance per drafted token."),
+    verifier_seconds: float = typer.Option(None, "--verifier-seconds", help="What-if: seconds per judgement, as measured on the planned devices (never rescaled)."),
+    accept_by_width: str = typer.Option(None, "--accept-by-width", help="What-if: acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
     tp_efficiency: float = typer.Option(None, "--tp-efficiency", help="Equal-resources baseline: bandwidth kept per doubling of TP (default 0.9; lower = TP scales worse)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
     budget: int = typer.Option(None, "--budget", "-M", help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
@@ -30,7 +39,9 @@ def plan_cmd(
     rate: float = typer.Option(None, "--rate", help="Poisson arrivals, requests/s (open loop)."),
     requests: int = typer.Option(None, "--requests", min=1, max=MAX_WORKLOAD, help="--rate: requests simulated over the fleet (default 64)."),
     steps: int = typer.Option(None, "--steps", min=1, max=MAX_WORKLOAD, help="Reasoning steps per request (default: the source's)."),
-    samples: int = typer.Option(2, "--samples", min=1, max=MAX_SAMPLES, help="Workload seeds pooled per candidate (noise vs time)."),
+    samples: int = typer.Option(None, "--samples", min=1, max=MAX_SAMPLES, help="Workload seed blocks per candidate: alone, exactly this many; default: 4, then more until --ci-target."),
+    ci_target: float = typer.Option(None, "--ci-target", help="Add seed blocks until each speedup's 95%% interval is within this fraction of it (default 0.02 unless --samples is given; 0 = off)."),
+    max_samples: int = typer.Option(64, "--max-samples", min=2, max=MAX_SAMPLES, help="Seed blocks per candidate at most, with --ci-target."),
     seed: int = typer.Option(0, "--seed", min=0, help="Workload seed."),
     slo_ms: float = typer.Option(None, "--slo-ms", help="Latency SLO in ms (per output token, or per request with --slo-metric latency)."),
     slo_metric: str = typer.Option("tpot", "--slo-metric", help="tpot (ms per output token, end to end) | latency (ms per request)."),
@@ -44,26 +55,35 @@ def plan_cmd(
     ray_address: str = typer.Option(None, "--ray-address", help="Run the sweep on a Ray cluster ('auto', 'ray://host:10001', or 'local')."),
     top: int = typer.Option(15, "--top", min=1, help="Rows shown in the table (baselines always shown)."),
     list_presets: bool = typer.Option(False, "--list-presets", help="List the paper presets and exit."),
-    paper_table: bool = typer.Option(False, "--paper-table", help="Compare the presets' simulated speedups with the paper's Table 1."),
+    paper_table: bool = typer.Option(False, "--paper-table", help="Compare the 14 presets' simulated speedups with the paper's Table 1."),
+    paper_file: str = typer.Option(None, "--paper-file", help="A Table 1 file like lrsim/data/table1.json (your own values for its nulls)."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
 ):
     """Rank configurations (mode, depth/k1, k2, width, placement) for hardware and load, against the
     reference AR and the equal-resources baseline; prints a recommendation."""
     from ..sim.sweep import check_knobs, parse_values
     from . import planner, sources
+    from .whatif import WhatIf
 
+    samples, ci = _sampling(samples, ci_target)
+    whatif = WhatIf.from_flags(alpha1, alpha2, verifier_seconds, accept_by_width, None, target_model,
+                               draft_model, judge_model, target_tp, device_file)
     if list_presets:
-        return _list_presets(as_json)
+        return _list_presets(as_json, paper_file)
     if paper_table:
-        return _paper_table(samples, jobs, as_json, latency)
+        return _paper_table(samples, ci, max_samples, jobs, as_json, latency, paper_file, whatif, device_kind)
     grid = {name: parse_values(f"--{name}", text) for name, text in
             (("depth", depth), ("k1", k1), ("k2", k2), ("width", width))}
     check_knobs(grid)
-    src = sources.resolve(preset, profile, scenario, latency)
+    if device_kind is not None:
+        from . import catalog
+
+        device_kind = catalog.get(device_kind, device_file).name
+    src = sources.resolve(preset, profile, scenario, latency, whatif, paper_file)
     cands = planner.candidates(
         [m.strip() for m in modes.split(",") if m.strip()], grid["depth"], grid["k1"], grid["k2"],
         grid["width"], [p.strip() for p in placement.split(",") if p.strip()], budget)
-    load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric)
+    load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric, ci, max_samples)
     res = planner.plan(src, cands, planner.Hardware(devices, device_kind, tp_efficiency), load, objective, jobs, ray_address)
     if as_json:
         print(jsonout.dumps({**res.meta, "candidates": res.rows}))
@@ -71,10 +91,26 @@ def plan_cmd(
     _print_plan(res, top)
 
 
-def _list_presets(as_json: bool) -> None:
-    from .presets import PRESETS
+DEFAULT_SAMPLES = 4          # first round of seed blocks when the interval decides the rest
+DEFAULT_CI_TARGET = 0.02     # relative half-width of every speedup's 95% interval
 
-    rows = [p.describe() for p in PRESETS.values()]
+
+def _sampling(samples: int | None, ci_target: float | None) -> tuple[int, float | None]:
+    """--samples alone: exactly that many blocks; otherwise DEFAULT_SAMPLES, then more until the
+    interval target (--ci-target 0: off)."""
+    from ..errors import UserError
+
+    if ci_target is not None and not (ci_target == 0 or 0 < ci_target < 1):
+        raise UserError(f"--ci-target must be 0 (off) or a fraction in (0, 1), got {ci_target}")
+    if ci_target is None:
+        return (samples, None) if samples is not None else (DEFAULT_SAMPLES, DEFAULT_CI_TARGET)
+    return (samples or DEFAULT_SAMPLES), (ci_target or None)
+
+
+def _list_presets(as_json: bool, paper_file: str | None = None) -> None:
+    from .presets import build_presets
+
+    rows = [p.describe() for p in build_presets(paper_file).values()]
     if as_json:
         print(jsonout.dumps({"presets": rows}))
         return
@@ -84,13 +120,19 @@ def _list_presets(as_json: bool) -> None:
 def _print_presets(rows: list[dict]) -> None:
     from ..tables import console, table
 
-    t = table("Paper presets (lr plan --preset NAME)", ("name", "pair / data", "alpha1", "steps x tokens"),
+    t = table("Paper presets (lr plan --preset NAME)",
+              ("name", "pair / data", "a1/\ndraft", "a2/\ntoken", "steps x\ntokens"),
               text=("name", "pair / data"))
     for r in rows:
-        t.add_row(r["name"], f"{r['pair']} / {r['dataset']}", f"{r['alpha1']:.2f}",
-                  f"{r['steps']} x {r['step_mean']:.0f}")
+        star = "" if r["paper"]["alpha1"] is not None else "*"
+        t.add_row(r["name"], f"{r['pair']} / {r['dataset']}", f"{r['alpha1']:.2f}{star}",
+                  f"{r['alpha2']:.2f}", f"{r['steps']} x {r['step_mean']:.0f}")
     c = console()
     c.print(t)
+    c.print("a1/draft: step acceptance per judged draft (Table 1; * = not in the reference, "
+            "assumed: the pair's mean); a2/token: n-gram acceptance per drafted token (implied by "
+            "Table 1's SD speedup, else interpolated by answer length); lrsim/data/table1.json",
+            markup=False)
     # Hardware and latency source are long and (today) the same for every preset: one line each
     # under the table, naming the presets when they differ.
     for key in ("hardware", "latency"):
@@ -103,43 +145,65 @@ def _print_presets(rows: list[dict]) -> None:
                 c.print(f"{key} ({names}): {v}", markup=False)
 
 
-def _paper_table(samples: int, jobs: int, as_json: bool, latency: str) -> None:
+def _paper_table(samples: int, ci: float | None, max_samples: int, jobs: int, as_json: bool,
+                 latency: str, paper_file: str | None, whatif, device_kind: str | None) -> None:
+    from ..errors import UserError
     from .sources import resolve
     from .table1 import compare_table1
 
-    src = resolve(None, None, None, latency)
-    rows = compare_table1(seeds=max(1, samples), jobs=jobs, latency_file=src.latency_file)
+    if whatif.describe() or device_kind:
+        raise UserError("--paper-table compares the presets as published: what-if flags (--alpha1, "
+                        "--device-kind, --target-model, ...) apply to one plan (--preset NAME)")
+    src = resolve(None, None, None, latency, table1=paper_file)
+    rows = compare_table1(seeds=max(1, samples), jobs=jobs, latency_file=src.latency_file,
+                          ci_target=ci, max_seeds=max(max_samples, samples), table1=paper_file)
     if as_json:
-        print(jsonout.dumps({"rows": rows}))
+        print(jsonout.dumps({"rows": rows, "ci_target": ci, "confidence": 0.95}))
         return
     _print_paper_table(rows)
 
 
 def _print_paper_table(rows: list[dict]) -> None:
     from ..tables import console, table
-    from .table1 import format_rows
+    from .table1 import format_rows, max_halfwidth
 
     # Terminal form of table1.TABLE_HEADER (the HTML report keeps the long headers): the speedup
-    # cells "sim/paper" without spaces and the product ratio as h/(f*g) fit 80 columns (speedups
-    # below 10x; the paper's are 1.12-2.11x).
-    t = table("Simulated (presets) vs the paper's Table 1: speedup over AR, single stream",
-              ("preset", "alpha1", "c1", "LR", "SD", "LR+SD", "h/(f*g)"), text=("preset",))
-    for cells in format_rows(rows, sep="/"):
-        t.add_row(*cells)
+    # cells "sim/paper" without spaces, c1 under the table, the product ratio as h/(f*g): fits 80
+    # columns (speedups below 10x; the paper's are 1.12-2.11x).
+    t = table("Presets vs the paper's Table 1: speedup over AR, single stream",
+              ("preset", "a1/\ndraft", "a2/\ntoken", "LR", "SD", "LR+SD", "h/\n(f*g)"), text=("preset",))
+    c1s = {}
+    for r, cells in zip(rows, format_rows(rows, sep="/")):
+        t.add_row(cells[0], cells[1], cells[2], *cells[4:])
+        c1s.setdefault(r["pair"], r["c1"])
     c = console()
     c.print(t)
-    c.print("LR, SD, LR+SD: simulated/paper speedup; h/(f*g): simulated LR+SD / (LR x SD), "
-            "1.00 = the two speedups multiply")
-    c.print(f"latency: {rows[0]['latency']}. Why they differ: docs/planning.md", markup=False)
+    hw = max_halfwidth(rows)
+    seeds = sorted({r.get("seeds") for r in rows if r.get("seeds")})
+    n = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    c.print("LR, SD, LR+SD: simulated/paper speedup ('-': not in the reference); a1/draft: step "
+            "acceptance per judged draft (* assumed); a2/token: n-gram acceptance per drafted token; "
+            "h/(f*g): simulated LR+SD / (LR x SD), 1.00 = the speedups multiply", markup=False)
+    if hw is not None:
+        c.print(f"95% intervals: every simulated speedup within +-{hw:.1%} ({n} seeds per preset; "
+                "--json has them)", markup=False)
+    c.print("c1: " + ", ".join(f"{k} {v:.3f}" for k, v in c1s.items()) + f"; latency: {rows[0]['latency']}. "
+            "Why they differ: docs/planning.md", markup=False)
 
 
 def _f(v, fmt="{:.2f}"):
     return "-" if v is None else fmt.format(v)
 
 
+def _ci(r) -> str:
+    ci = r.get("speedup_ci")
+    return "-" if not ci else f"{ci[0]:.2f}-{ci[1]:.2f}"
+
+
 def _print_plan(res, top: int) -> None:
     """Two tables, the same rows in the same order: the ranking (speedups, throughput), then
-    latency and goodput. All of it in one table needs about 125 columns."""
+    latency, goodput, the speedup's interval and acceptance per position. All of it in one table
+    needs about 140 columns."""
     from ..tables import console, table
 
     m = res.meta
@@ -150,25 +214,38 @@ def _print_plan(res, top: int) -> None:
 
     t = table(f"lr plan: {m['source']}, {m['hardware']['devices']}x {m['hardware']['kind']}, "
               f"{m['load_text']} (ranked by {m['objective']}, {m['elapsed_s']:.1f} s)",
-              ("#", "configuration", "dev", "speedup", "vs eq-res", "tok/s", "accept"),
+              ("#", "configuration", "dev", "speedup", "vs eq-res", "tok/s", "acc/\ndraft"),
               text=("configuration",))
     for r, name, style in zip(shown, names, styles):
         t.add_row(str(r["rank"]), name, f"{r['devices_per_replica']}x{r['replicas']}", f"{r['speedup']:.2f}",
                   _f(r["speedup_vs_equal"]), f"{r['tokens_per_s']:.0f}", _f(r["step_acceptance_rate"]),
                   style=style)
-    cols = ("#", "configuration") + (("goodput", "SLO ok") if slo else ()) + ("p90 s", "p90 ms/tok")
-    t2 = table("latency (p90 over requests)" + (" and SLO" if slo else ""), cols, text=("configuration",))
+    st = m.get("statistics") or {}
+    cols = ("#", "configuration") + (("goodput", "SLO ok") if slo else ()) + \
+        ("p90 s", "p90\nms/tok", f"speedup\n{st.get('confidence', 0.95):.0%} CI", "acc/\npos")
+    t2 = table("latency (p90 over requests)" + (" and SLO" if slo else "") + ", error bars",
+               cols, text=("configuration",))
     for r, name, style in zip(shown, names, styles):
         cells = [str(r["rank"]), name]
         if slo:
             cells += [f"{r['goodput_tokens_per_s']:.0f}", f"{r['slo_attainment']:.0%}"]
-        cells += [f"{r['latency_s']['p90']:.2f}", f"{r['ms_per_token']['p90']:.1f}"]
+        cells += [f"{r['latency_s']['p90']:.2f}", f"{r['ms_per_token']['p90']:.1f}", _ci(r),
+                  _f(r.get("position_acceptance_rate"))]
         t2.add_row(*cells, style=style)
     c = console()
     c.print(t)
     c.print("dev: devices per replica x replicas; vs eq-res: speedup over AR given the same devices "
-            "(equal resources); tok/s: output tokens/s of all replicas; accept: step acceptance rate")
+            "(equal resources); tok/s: output tokens/s of all replicas; acc/draft: accepted / judged "
+            "draft steps", markup=False)
     c.print(t2)
+    n = (f"{st['samples_min']}" if st.get("samples_min") == st.get("samples_max")
+         else f"{st.get('samples_min')}-{st.get('samples_max')}")
+    c.print(f"speedup CI: Student-t interval over {n} paired seed blocks per configuration"
+            + (f" (target +-{st['ci_target']:.0%})" if st.get("ci_target") else "")
+            + "; acc/pos: positions where some draft was accepted / positions with a draft "
+            "judged in time (acc/draft counts a late draft as a rejection)", markup=False)
+    if m.get("overrides"):
+        c.print("what-if: " + ", ".join(f"{k}={v}" for k, v in m["overrides"].items()), markup=False)
     if m["skipped"]:
         c.print(f"skipped (not enough devices): {', '.join(r['label'] for r in m['skipped'])}", markup=False)
     c.print(m["recommendation"], markup=False)

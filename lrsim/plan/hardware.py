@@ -1,7 +1,10 @@
 """What-if hardware transforms of a simulator Config: device kind, placement, equal resources.
 
-    rescale(cfg, kind)   another device kind: decode is memory-bound, so every latency (and the
-                         verifier's measured seconds) scales by the HBM bandwidth ratio
+    rescale(cfg, kind)   another device kind: decode is memory-bound, so every latency (and a
+                         constant verifier's seconds) scales by the achieved-bandwidth ratio of
+                         the kind it was measured on (Config.measured_on, default the config's
+                         devices) to `kind` (catalog.py); what was measured on `kind` stays as
+                         given. Presets do better: they rebuild on the kind (Preset.on_device).
     share(cfg)           draft and judge on the target's devices (time-sharing iteration by
                          iteration, devices.py) instead of dedicated devices
     equal_resources(cfg) the target alone, given the draft's and judge's devices as extra TP
@@ -16,10 +19,12 @@ from ..errors import UserError
 from ..sim.config import Config
 from ..sim.latency import Scaled
 from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost
+from . import catalog
 
-# Peak HBM bandwidth per device (TB/s, vendor datasheets, SXM parts).
-HBM_TB_S = {"H100": 3.35, "H200": 4.8, "A100": 2.039, "B200": 8.0, "L40S": 0.864}
+# Peak HBM bandwidth per device (TB/s): the catalogue's datasheet figures (catalog.py).
+HBM_TB_S = {k: d.hbm_tb_s for k, d in catalog.CATALOGUE.items()}
 PLACEMENTS = ("dedicated", "shared")
+ROLES = ("target", "draft", "judge")
 
 
 def device_kind(cfg: Config) -> str:
@@ -27,26 +32,37 @@ def device_kind(cfg: Config) -> str:
     return kinds[0] if len(kinds) == 1 else "/".join(kinds)
 
 
-def rescale(cfg: Config, kind: str | None) -> Config:
-    """Move the configuration to `kind` devices (same count), scaling latencies by bandwidth."""
+def rescale(cfg: Config, kind: str | None, device_file: str | None = None) -> Config:
+    """Move the configuration to `kind` devices (same count). Each latency scales by the
+    bandwidth ratio of the kind it was measured on to `kind`; one measured on `kind` is kept."""
     src = device_kind(cfg)
-    if kind is None or kind == src:
+    kind = catalog.canonical(kind)
+    if kind is None or (kind == src and all(v == kind for v in cfg.measured_on.values())):
         return cfg
-    if kind not in HBM_TB_S:
-        raise UserError(f"--device-kind: unknown kind {kind!r} (known: {', '.join(HBM_TB_S)})")
-    if src not in HBM_TB_S:
-        raise UserError(f"--device-kind: the source's devices are {src!r}, whose bandwidth is not "
-                        f"known; plan on the source's own devices (omit --device-kind)")
-    f = HBM_TB_S[src] / HBM_TB_S[kind]
+    known = catalog.known(device_file)
+    if kind not in known:
+        raise UserError(f"--device-kind: unknown kind {kind!r} (known: {', '.join(known)})")
+
+    def factor(role: str) -> float:
+        origin = catalog.canonical(cfg.measured_on.get(role, src))
+        if origin == kind:
+            return 1.0
+        if origin not in known:
+            raise UserError(f"--device-kind: the source's devices are {origin!r}, whose bandwidth is "
+                            f"not known; plan on the source's own devices (omit --device-kind) or add "
+                            f"{origin!r} to a device file")
+        return catalog.bandwidth_ratio(origin, kind, device_file)
+
     out = replace(cfg, devices={n: kind for n in cfg.devices})
-    for role in ("target", "draft", "judge"):
+    for role in ROLES:
         p = getattr(cfg, role)
-        if p is not None:
+        if p is not None and (f := factor(role)) != 1.0:
             setattr(out, role, replace(p, latency=Scaled(p.latency, f)))
-    if cfg.sd_draft is not None:
+    if cfg.sd_draft is not None and (f := factor("sd_draft")) != 1.0:
         out.sd_draft = Scaled(cfg.sd_draft, f)
-    if cfg.verifier.kind in ("constant", "per_token"):
+    if cfg.verifier.kind in ("constant", "per_token") and (f := factor("verifier")) != 1.0:
         out.verifier = replace(cfg.verifier, seconds=cfg.verifier.seconds * f)
+    out.measured_on = {r: kind for r in ROLES + ("sd_draft", "verifier")}
     return out
 
 

@@ -11,6 +11,12 @@ goodput are multiplied by the replica count. Every plan contains
 Ranking: by speedup (reference mean latency / mean latency) or, with an SLO, by goodput = output
 tokens/s of the requests whose latency meets the SLO (`--slo-metric`: ms per output token end to
 end, or whole-request latency in ms).
+
+Error bars (stats.py): every candidate runs on workload seed blocks paired with the reference's
+(seed k: the same steps for all); its speedup is the mean over blocks of the per-block speedup,
+with a Student-t confidence interval (scipy.stats). With `Load.ci_target` (the default of `lr
+plan`) the planner adds blocks to every candidate whose interval is wider than ci_target x its
+speedup, up to `Load.max_samples`, so the interval it prints is the one it promised.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ import numpy as np
 from ..errors import UserError
 from ..sim.sweep import parallel_dim
 from . import hardware as hw
+from . import stats
 from .parallel import map_points
 
 MODES = {"ar": "ar", "sd": "sd", "lr": "lr-async", "lr+sd": "lr-async", "lr-sync": "lr-sync",
@@ -71,9 +78,15 @@ class Load:
     requests: int | None = None      # --rate only: requests simulated over the whole fleet
     steps: int | None = None         # override the source's steps per request
     seed: int = 0
-    samples: int = 1                 # independent workload seeds pooled per candidate (less noise)
+    samples: int = 1                 # workload seed blocks per candidate (the first round's, with ci_target)
     slo_ms: float | None = None
     slo_metric: str = "tpot"
+    ci_target: float | None = None   # relative half-width the speedup intervals must reach (None: fixed samples)
+    max_samples: int = 64            # blocks per candidate at most, with ci_target
+    confidence: float = stats.CONFIDENCE
+
+    def seed_of(self, k: int) -> int:
+        return self.seed + 7919 * k
 
     def describe(self) -> str:
         s = f"{self.rate:g} req/s" if self.rate else f"concurrency {self.concurrency or 1}"
@@ -157,16 +170,16 @@ def _replicas(source, cand, hard, load) -> tuple[int, int]:
 
 
 def evaluate(args) -> dict:
-    """Simulate one replica of a candidate under its share of the load (runs in a worker)."""
+    """Simulate one replica of a candidate under its share of the load on the seed blocks `ks`
+    (runs in a worker). Returns the raw blocks; `_aggregate` pools them."""
     from ..sim.runner import run
 
-    source, cand, hard, load = args
+    source, cand, hard, load, ks = args
     t0, c0 = time.perf_counter(), time.process_time()
-    row = {**asdict(cand), "label": cand.label, "policy": cand.policy, "parallel": cand.parallel}
     per, replicas = _replicas(source, cand, hard, load)
-    row.update(devices_per_replica=per, replicas=replicas)
+    out = {"devices_per_replica": per, "replicas": replicas, "blocks": {}}
     if replicas < 1:
-        return row | {"feasible": False, "why": f"needs {per} devices, {hard.devices} available"}
+        return out | {"feasible": False, "why": f"needs {per} devices, {hard.devices} available"}
     active = replicas                # replicas that carry requests
     if load.rate:
         n = max(1, math.ceil((load.requests or DEFAULT_RATE_REQUESTS) / replicas))
@@ -175,32 +188,57 @@ def evaluate(args) -> dict:
     else:
         active = min(replicas, load.concurrency or 1)
         cfg = configure(source, cand, hard, load, max(1, math.ceil((load.concurrency or 1) / replicas)))
-    recs, wall, tps, acc, util = [], 0.0, [], [], {}
-    for k in range(load.samples):
-        if k:
-            cfg.workload = replace(cfg.workload, seed=load.seed + 7919 * k)
+    for k in ks:
+        cfg.workload = replace(cfg.workload, seed=load.seed_of(k))
         s, world = run(cfg.validate())
-        recs += world.records
-        wall += s["wall_s"]
-        tps.append(s["tokens_per_s"])
-        acc.append(s["step_acceptance_rate"])
-        util = s["utilisation"]
-    lat = np.array([r.latency for r in recs])
-    toks = np.array([r.tokens for r in recs], float)
+        st = world.stats
+        out["blocks"][k] = {
+            "lat": [r.latency for r in world.records], "tok": [r.tokens for r in world.records],
+            "wall": s["wall_s"], "tps": s["tokens_per_s"], "acc": st.accepted, "prop": st.proposed,
+            "pos": st.positions, "pos_acc": st.positions_accepted, "util": s["utilisation"]}
+    return out | {"feasible": True, "tp": cfg.target.tp, "active": active,
+                  "c1": cfg.c1 if cfg.draft is not None else None,
+                  "sim_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
+
+
+def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
+    """One plan row from a candidate's blocks (pooled over every block it ran)."""
+    row = {**asdict(cand), "label": cand.label, "policy": cand.policy, "parallel": cand.parallel,
+           "devices_per_replica": part["devices_per_replica"], "replicas": part["replicas"]}
+    if not part["feasible"]:
+        return row | {"feasible": False, "why": part["why"]}
+    blocks = [part["blocks"][k] for k in sorted(part["blocks"])]
+    lat = np.array([x for b in blocks for x in b["lat"]], float)
+    toks = np.array([x for b in blocks for x in b["tok"]], float)
+    wall = sum(b["wall"] for b in blocks)
     ms_per_tok = 1e3 * lat / np.maximum(toks, 1)
     metric = ms_per_tok if load.slo_metric == "tpot" else 1e3 * lat
     ok = metric <= load.slo_ms if load.slo_ms else np.ones(len(lat), bool)
-    row.update(
-        feasible=True, tp=cfg.target.tp, c1=cfg.c1 if cfg.draft is not None else None,
-        requests_per_replica=len(lat), mean_latency_s=float(lat.mean()),
+    prop, pos = sum(b["prop"] for b in blocks), sum(b["pos"] for b in blocks)
+    active = part["active"]
+    return row | dict(
+        feasible=True, tp=part["tp"], c1=part["c1"], samples=len(blocks),
+        requests_per_replica=len(lat) // max(1, len(blocks)), mean_latency_s=float(lat.mean()),
         latency_s={k: float(np.percentile(lat, q)) for k, q in (("p50", 50), ("p90", 90), ("p99", 99))},
         ms_per_token={k: float(np.percentile(ms_per_tok, q)) for k, q in (("p50", 50), ("p90", 90))},
-        tokens_per_s=float(np.mean(tps)) * active,
+        tokens_per_s=float(np.mean([b["tps"] for b in blocks])) * active,
         goodput_tokens_per_s=float(toks[ok].sum() / wall * active) if wall > 0 else 0.0,
         slo_attainment=float(ok.mean()),
-        step_acceptance_rate=None if acc[0] is None else float(np.mean(acc)),
-        utilisation=util, sim_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
-    return row
+        # accepted / judged drafts (late drafts count as judged and rejected, docs/metrics.md)
+        step_acceptance_rate=sum(b["acc"] for b in blocks) / prop if prop else None,
+        # positions where some sibling draft was accepted / positions judged (width > 1 differs)
+        position_acceptance_rate=sum(b["pos_acc"] for b in blocks) / pos if pos else None,
+        utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"])
+
+
+def _block_means(part: dict) -> dict[int, float]:
+    return {k: float(np.mean(b["lat"])) for k, b in part["blocks"].items()}
+
+
+def _speedup_ci(base: dict[int, float], mine: dict[int, float], confidence: float):
+    """Mean over paired seed blocks of base latency / this latency, with its t-interval."""
+    ks = sorted(set(base) & set(mine))
+    return stats.mean_ci([base[k] / mine[k] for k in ks], confidence), len(ks)
 
 
 def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: str | None = None,
@@ -213,37 +251,112 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
         raise UserError("--objective goodput needs --slo-ms")
     t0 = time.perf_counter()
     hard = resolve_hardware(source, hard, load)
+    if hasattr(source, "on_device"):      # presets rebuild on the kind; others rescale once
+        source = source.on_device(hard.kind)
     cands = _drop_redundant_sharing(source, cands, load)
-    _check_work(source, cands, hard, load)
-    rows = map_points(evaluate, [(source, c, hard, load) for c in cands], jobs=jobs, ray_address=ray_address)
+    cap = _check_work(source, cands, hard, load)
+    parts = _run_blocks(source, cands, hard, load, cap, jobs, ray_address)
+    rows = [_aggregate(c, p, load) for c, p in zip(cands, parts)]
     ok = [r for r in rows if r["feasible"]]
-    ref = next((r for r in ok if r["role"] == "reference"), None)
-    eq = next((r for r in ok if r["role"] == "equal-resources" and r["mode"] == "ar"), None)
-    if ref is None:
+    i_ref = next((i for i, r in enumerate(rows) if r["feasible"] and r["role"] == "reference"), None)
+    i_eq = next((i for i, r in enumerate(rows) if r["feasible"] and r["role"] == "equal-resources"
+                 and r["mode"] == "ar"), None)
+    if i_ref is None:
         raise UserError(f"--devices {hard.devices}: not even the target alone fits "
                         f"(needs {rows[0]['devices_per_replica']} devices)")
-    for r in ok:
-        r["speedup"] = ref["mean_latency_s"] / r["mean_latency_s"]
-        r["speedup_vs_equal"] = (eq["mean_latency_s"] / r["mean_latency_s"]) if eq else None
+    ref, eq = rows[i_ref], (rows[i_eq] if i_eq is not None else None)
+    ref_b = _block_means(parts[i_ref])
+    eq_b = _block_means(parts[i_eq]) if i_eq is not None else None
+    for r, p in zip(rows, parts):
+        if not r["feasible"]:
+            continue
+        mine = _block_means(p)
+        (m, lo, hi), n = _speedup_ci(ref_b, mine, load.confidence)
+        r.update(speedup=m, speedup_ci=[lo, hi] if lo is not None else None,
+                 speedup_rel_halfwidth=stats.rel_halfwidth(m, lo, hi) if lo is not None else None)
+        if eq_b is not None:
+            (m2, lo2, hi2), _ = _speedup_ci(eq_b, mine, load.confidence)
+            r.update(speedup_vs_equal=m2, speedup_vs_equal_ci=[lo2, hi2] if lo2 is not None else None)
+        else:
+            r.update(speedup_vs_equal=None, speedup_vs_equal_ci=None)
     key = {"speedup": "speedup", "goodput": "goodput_tokens_per_s", "throughput": "tokens_per_s"}[objective]
     ok.sort(key=lambda r: (-r[key], -r["speedup"], r["parallel"]))
     for i, r in enumerate(ok, 1):
         r["rank"] = i
+    wide = [r["label"] for r in ok if load.ci_target and (r["speedup_rel_halfwidth"] is None
+                                                          or r["speedup_rel_halfwidth"] > load.ci_target)]
     meta = {"source": source.label, "objective": objective, "load": asdict(load),
             "load_text": load.describe(),
             "hardware": {"devices": hard.devices, "kind": hard.kind},
             "reference": ref, "equal_resources_baseline": eq, "best": ok[0],
             "skipped": [r for r in rows if not r["feasible"]],
+            "statistics": {"confidence": load.confidence, "ci_target": load.ci_target,
+                           "samples_min": min(r["samples"] for r in ok),
+                           "samples_max": max(r["samples"] for r in ok), "max_samples": cap,
+                           "wider_than_target": wide,
+                           "method": "mean over paired seed blocks of reference latency / latency; "
+                                     "Student-t interval (scipy.stats.t)"},
             "elapsed_s": time.perf_counter() - t0,
             "backend": f"ray ({ray_address})" if ray_address else "local processes"}
+    if hasattr(source, "whatif") and source.whatif.describe():
+        meta["overrides"] = source.whatif.describe()
     meta["recommendation"] = recommend(ok, meta)
     return Plan(ok, meta)
 
 
-def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> None:
+def _run_blocks(source, cands, hard, load: Load, cap: int, jobs: int, ray_address) -> list[dict]:
+    """Round 1: `load.samples` blocks for every candidate. With ci_target, more rounds for the
+    candidates whose speedup interval is still too wide (the reference and equal-resources AR get
+    every block any candidate has, so every block stays paired)."""
+    n0 = max(1, min(load.samples, cap))
+    want = [n0] * len(cands)
+    parts: list[dict | None] = [None] * len(cands)
+    base = [i for i, c in enumerate(cands) if c.role and c.mode == "ar"]
+    for _ in range(8):                       # rounds; each at least doubles what a wide one needs
+        for i in base:
+            want[i] = max(want)
+        todo = []
+        for i, c in enumerate(cands):
+            have = set(parts[i]["blocks"]) if parts[i] is not None else set()
+            ks = tuple(k for k in range(want[i]) if k not in have)
+            if parts[i] is None or (ks and parts[i]["feasible"]):
+                todo.append((i, ks))
+        if not todo:
+            break
+        res = map_points(evaluate, [(source, cands[i], hard, load, ks) for i, ks in todo],
+                         jobs=jobs, ray_address=ray_address)
+        for (i, _), r in zip(todo, res):
+            if parts[i] is None:
+                parts[i] = r
+            else:
+                parts[i]["blocks"].update(r["blocks"])
+                parts[i]["sim_s"] += r.get("sim_s", 0.0)
+                parts[i]["cpu_s"] += r.get("cpu_s", 0.0)
+        if not load.ci_target:
+            break
+        ref = next((parts[i] for i in base if cands[i].role == "reference" and parts[i]["feasible"]), None)
+        if ref is None:
+            break
+        ref_b = _block_means(ref)
+        grow = False
+        for i, p in enumerate(parts):
+            if not p["feasible"] or i in base and cands[i].role == "reference":
+                continue
+            (m, lo, hi), n = _speedup_ci(ref_b, _block_means(p), load.confidence)
+            need = stats.blocks_needed(n, stats.rel_halfwidth(m, lo, hi), load.ci_target, cap)
+            if need > len(p["blocks"]):
+                want[i], grow = need, True
+        if not grow:
+            break
+    return parts
+
+
+def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
     """Refuse, before any worker starts, a plan whose simulations are too big (lrsim/limits.py):
-    each candidate's replica (its share of --concurrency / --requests) and all of them together."""
-    from ..limits import check_command, check_simulation
+    each candidate's replica (its share of --concurrency / --requests) and all of them together
+    at the first round's samples. Returns the most blocks per candidate the caps allow (at most
+    Load.max_samples with ci_target, else Load.samples)."""
+    from ..limits import MAX_COMMAND_POSITIONS, check_command, check_simulation
 
     total = 0
     for c in cands:
@@ -252,8 +365,11 @@ def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> N
             continue
         share = (load.requests or DEFAULT_RATE_REQUESTS) if load.rate else (load.concurrency or 1)
         cfg = configure(source, c, hard, load, max(1, math.ceil(share / replicas)))
-        total += check_simulation(cfg, f"lr plan, candidate {c.label}") * load.samples
-    check_command(total, f"lr plan ({len(cands)} candidates x {load.samples} sample(s))")
+        total += check_simulation(cfg, f"lr plan, candidate {c.label}")
+    check_command(total * load.samples, f"lr plan ({len(cands)} candidates x {load.samples} sample(s))")
+    if not load.ci_target:
+        return load.samples
+    return max(load.samples, min(load.max_samples, MAX_COMMAND_POSITIONS // max(1, total)))
 
 
 def _drop_redundant_sharing(source, cands: list[Candidate], load: Load) -> list[Candidate]:
@@ -297,6 +413,12 @@ def _check(hard: Hardware, load: Load) -> None:
         raise UserError(f"--rate must be > 0 requests/s, got {load.rate}")
     if load.samples < 1:
         raise UserError(f"--samples must be >= 1, got {load.samples}")
+    if load.ci_target is not None and not (math.isfinite(load.ci_target) and 0 < load.ci_target < 1):
+        raise UserError(f"--ci-target must be a relative half-width in (0, 1), got {load.ci_target}")
+    if load.max_samples < max(2, load.samples if load.ci_target else 1):
+        raise UserError(f"--max-samples must be >= 2 and >= --samples, got {load.max_samples}")
+    if not 0.5 <= load.confidence < 1:
+        raise UserError(f"--confidence must be in [0.5, 1), got {load.confidence}")
     if load.steps is not None and load.steps < 1:
         raise UserError(f"--steps must be >= 1, got {load.steps}")
     if load.requests is not None and load.requests < 1:
@@ -343,7 +465,13 @@ def recommend(rows: list[dict], meta: dict) -> str:
                      f"SD {sb['label']} {sb['speedup']:.2f}x.")
     if meta["skipped"]:
         parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
-    if h["kind"] in hw.HBM_TB_S and any(r["placement"] == "shared" for r in rows):
+    st = meta.get("statistics") or {}
+    if st.get("wider_than_target"):
+        parts.append(f"{len(st['wider_than_target'])} speedup interval(s) stayed wider than "
+                     f"+-{st['ci_target']:.0%} at {st['max_samples']} samples (noisy at this load; "
+                     "raise --max-samples or --requests).")
+    if h["kind"] in hw.HBM_TB_S and not str(h["kind"]).startswith("cpu") \
+            and any(r["placement"] == "shared" for r in rows):
         parts.append("Shared-GPU rows assume draft and target alternate whole iterations; a real GPU "
                      "time-slices them (docs/planning.md, Limits).")
     return " ".join(parts)

@@ -1,134 +1,175 @@
-"""The paper's setups as presets built from published facts (issue 5, "Fidelity").
+"""The paper's setups as presets built from published facts (issues 5 and 15).
 
-One preset per (model pair, dataset) of the paper's Table 1 (method.md): DeepSeek-R1-Distill-Qwen
-32B/1.5B and Qwen3 32B/1.7B on H100s, target TP=2, draft and Qwen2.5-7B judge one GPU each, vLLM,
-n-gram token-level SD with 8 speculative tokens. Nothing here is fitted to Table 1's speedups: the
-inputs are model sizes (public configs), H100 datasheet bandwidth, the paper's measured judge
-latency (0.013 s per step, H200) and the paper's step acceptance per dataset. The speedups the
-simulator predicts from them are compared with Table 1 in `compare_table1` (docs/planning.md says
-where and why they differ).
+One preset per Table 1 setting: 2 model pairs (DeepSeek-R1-Distill-Qwen 32B/1.5B, Qwen3 32B/1.7B)
+x 7 data sets (GSM8K, AIME24, AMC23, HumanEval, LiveCodeBench, GPQA, MT-Bench), read from
+`lrsim/data/table1.json`, which says where every number comes from and which are assumed (the
+reference lists 4 of the 14 rows; docs/planning.md). Hardware as in the paper: target TP=2, draft
+and a Qwen2.5-7B judge one GPU each, vLLM, n-gram token-level SD with 8 speculative tokens.
 
-Latency: a measured GPU table `lrsim/data/latency/h100_paper_models.json` when one is installed
-(docs/gpu-latency-profile.md; pure-torch forward passes: the 32B targets are measured per TP
-shard, so the file's modelled all-reduce and our engine overhead are added), otherwise a bandwidth roofline (model bytes / achieved HBM
-bandwidth per decode iteration + a fixed engine overhead). `Preset.latency_source()` says which.
+Nothing is fitted to Table 1's LR or LR+SD speedups. Inputs: model shapes (their config.json,
+lrsim/data/models/), the device (catalog.py: datasheets), the paper's judge latency, Table 1's step
+acceptance, and the n-gram per-token acceptance implied by Table 1's SD speedups (the paper
+publishes none: `implied_alpha2`).
+
+Latency per model: the measured H100 table (lrsim/data/latency/, docs/gpu-latency-profile.md)
+where it applies - the device is an H100 and the table has this model at this TP - plus its
+modelled all-reduce and our engine overhead; the device roofline (modelspec.roofline) elsewhere.
+
+The judge: 0.013 s per judgement, measured on H200 (method.md). It is used as given on H200; on
+another device its roofline part (a prefill of the two steps and the judge template plus one
+decoded token) is priced on that device and the rest (HTTP, scheduling: 13 ms minus the H200
+roofline's 7.4 ms) kept: 16.1 ms on H100. A verifier time given by the user
+(`--verifier-seconds`) is taken as measured on the planned hardware and never rescaled.
 
 A preset behaves like a calibrated profile: `to_config(policy, **knobs) -> Config`.
 """
 from __future__ import annotations
 
+import functools
 import json
+import math
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
 from ..errors import UserError
 from ..sim.config import Config, Placement
-from ..sim.latency import Roofline, Scaled, Tabulated
-from ..sim.verifier import VerifierCost
+from ..sim.latency import Scaled
+from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost
 from ..sim.workload import Synthetic
+from . import catalog, modelspec
+from .modelspec import ENGINE_OVERHEAD_MS, TP_EFFICIENCY, ModelSpec
+from .width import PAPER_WIDTH_ACCEPTANCE, fit
 
-H100_HBM_TB_S = 3.35            # H100 SXM HBM3 (NVIDIA datasheet)
-BANDWIDTH_EFFICIENCY = 0.8      # achieved / peak HBM bandwidth of a decode GEMV (typical 75-85%)
-TP_EFFICIENCY = 0.9             # per doubling of TP: all-reduce cost (same as the simulator's default)
-ENGINE_OVERHEAD_MS = 2.0        # vLLM scheduling + sampling per iteration (assumption, h100-paper.toml)
-JUDGE_SECONDS = 0.013           # paper: 7B judge latency per step, measured on H200 (method.md)
+JUDGE_MODEL = "qwen2.5-7b-instruct"   # the paper's default judge (method.md)
+JUDGE_SECONDS = 0.013           # paper: 7B judge latency per step ...
+JUDGE_MEASURED_ON = "H200"      # ... measured on H200 (method.md)
 NGRAM_SPEC_TOKENS = 8           # paper's n-gram SD setting -> k2 = 9 positions per verify pass
-NGRAM_ALPHA2 = 0.3              # per-token n-gram acceptance (theory.md: ~0.3; not published per set)
 LR_DEPTH = 4                    # the reference implementation's default max_depth
-MEASURED_FILE = "h100_paper_models.json"
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    name: str                   # Hugging Face id
-    params_b: float             # parameters (billions) read per decode step
-    kv_bytes_per_token: int     # 2 (K,V) x layers x KV heads x head dim x 2 bytes
-    measured_key: str           # model name in the GPU latency table (benchmarks/gpu_latency_profile.py)
-
-
-R1_32B = ModelFacts("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32.76, 2 * 64 * 8 * 128 * 2, "r1-distill-qwen-32b-tp2")
-R1_1_5B = ModelFacts("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 1.78, 2 * 28 * 2 * 128 * 2, "r1-distill-qwen-1.5b")
-QWEN3_32B = ModelFacts("Qwen/Qwen3-32B", 32.76, 2 * 64 * 8 * 128 * 2, "qwen3-32b-tp2")
-QWEN3_1_7B = ModelFacts("Qwen/Qwen3-1.7B", 2.03, 2 * 28 * 8 * 128 * 2, "qwen3-1.7b")
-JUDGE_7B = ModelFacts("Qwen/Qwen2.5-7B-Instruct", 7.62, 2 * 28 * 4 * 128 * 2, "qwen2.5-7b-instruct")
+STEP_MEAN = 45.0                # tokens per step: R1/Qwen3 paragraphs, capped at 100 by the reference
+TABLE1_FILE = "table1.json"
+# Per-position acceptance 0.63 (W=1) -> 0.83 (W=8) (method.md) implies this sibling correlation
+SIBLING_HARD = fit(PAPER_WIDTH_ACCEPTANCE)[1]
 
 
 @dataclass(frozen=True)
 class PaperRow:
-    """Table 1 of the paper (method.md): step acceptance and measured single-stream speedups."""
-    alpha1: float
-    lr: float
-    sd: float
-    lr_sd: float
+    """Table 1 of the paper: step acceptance and measured single-stream speedups (None: not in
+    this repository's reference)."""
+    alpha1: float | None
+    lr: float | None
+    sd: float | None
+    lr_sd: float | None
+
+
+def implied_alpha2(sd_speedup: float, k2: int = NGRAM_SPEC_TOKENS + 1) -> float:
+    """The n-gram per-token acceptance alpha2 whose closed form g(k2) with c2 = 0 (paper Sec. 3.3
+    eq. 2; prompt lookup drafts for free) equals a measured SD speedup."""
+    from scipy.optimize import brentq
+
+    from ..theory.formulas import sd_speedup as g
+
+    if not 1.0 < sd_speedup < k2:
+        raise UserError(f"an SD speedup of {sd_speedup} cannot come from k2 = {k2} positions")
+    return float(brentq(lambda a: float(g(a, 0.0, k2)) - sd_speedup, 1e-12, 1 - 1e-12, xtol=1e-12))
 
 
 @dataclass(frozen=True)
 class Preset:
     name: str
-    pair: str
-    dataset: str
-    target: ModelFacts
-    draft: ModelFacts
+    pair: str                   # label, e.g. "R1-Distill 32B/1.5B"
+    dataset: str                # label, e.g. "GSM8K"
+    target: ModelSpec
+    draft: ModelSpec
     paper: PaperRow
     steps: int                  # reasoning steps per answer ("\n\n"-separated, typical length below)
-    step_mean: float = 45.0     # tokens per step: R1/Qwen3 paragraphs, capped at 100 by the reference
+    alpha1_used: float | None = None    # None: paper.alpha1
+    alpha2: float = 0.3
+    alpha1_source: str = "Table 1"
+    alpha2_source: str = "assumed"
+    step_mean: float = STEP_MEAN
     step_sigma: float = 0.6     # lognormal spread of step lengths
     prompt_tokens: int = 200    # chat template + problem statement
-    alpha2: float = NGRAM_ALPHA2
-    judge: ModelFacts = JUDGE_7B
+    judge: ModelSpec | None = None
     device_kind: str = "H100"
     target_tp: int = 2
-    latency_file: str | None = None   # None: the shipped measured table when present, else roofline;
-                                      # "roofline": force the bandwidth roofline; else a table path
+    latency_file: str | None = None   # None: the shipped measured table where it applies;
+    #                                   "roofline": never; else a table path
+    sibling_hard: float = SIBLING_HARD
+    verifier_seconds: float | None = None   # None: the paper's judge, priced for device_kind
+    tp_efficiency: float = TP_EFFICIENCY
+    device_file: str | None = None
+    key: tuple = ()             # (pair key, dataset key) in table1.json
 
     @property
     def alpha1(self) -> float:
-        return self.paper.alpha1
+        return self.alpha1_used if self.alpha1_used is not None else self.paper.alpha1
 
-    # --- latency ---------------------------------------------------------------------------------
-    def _measured_path(self) -> Path | None:
+    # --- hardware and latency --------------------------------------------------------------------
+    def device(self) -> catalog.Device:
+        return catalog.get(self.device_kind, self.device_file)
+
+    def on_device(self, kind: str | None) -> "Preset":
+        """The same setting on another device kind: latencies rebuilt there (measured table
+        only where it applies), never rescaled from another device."""
+        if kind is None or catalog.canonical(kind) == self.device_kind:
+            return self
+        dev = catalog.get(kind, self.device_file)
+        return replace(self, device_kind=dev.name)
+
+    def _table(self) -> str | None:
         if self.latency_file == "roofline":
             return None
-        if self.latency_file:
-            return Path(self.latency_file)
-        try:
-            p = resources.files("lrsim") / "data" / "latency" / MEASURED_FILE
-            return Path(str(p)) if p.is_file() else None
-        except (ModuleNotFoundError, FileNotFoundError):
-            return None
+        return self.latency_file or "auto"
 
-    def _measured(self):
-        path = self._measured_path()
-        if path is None:
-            return None
-        table = load_gpu_table(path)
-        keys = (self.target.measured_key, self.draft.measured_key, self.judge.measured_key)
-        return table if all(k in table for k in keys) else None
+    def _judge(self) -> ModelSpec:
+        return self.judge or modelspec.load(JUDGE_MODEL)
+
+    def _built(self):
+        dev, t = self.device(), self._table()
+        return (modelspec.latency(self.target, dev, self.target_tp, t, self.tp_efficiency),
+                modelspec.latency(self.draft, dev, 1, t, self.tp_efficiency),
+                modelspec.latency(self._judge(), dev, 1, t, self.tp_efficiency))
 
     def latency_source(self) -> str:
-        return (f"measured H100 table ({self._measured_path().name}) + modelled all-reduce + "
-                f"{ENGINE_OVERHEAD_MS:g} ms engine overhead") if self._measured() else \
-            f"roofline (HBM bandwidth x {BANDWIDTH_EFFICIENCY} + {ENGINE_OVERHEAD_MS:g} ms engine overhead)"
+        built = self._built()
+        srcs = [b.source for b in built]
+        over = f"{ENGINE_OVERHEAD_MS:g} ms engine overhead"
+        if all(s.startswith("measured") for s in srcs):
+            return f"{srcs[0]} + modelled all-reduce + {over}"
+        d = self.device()
+        roof = (f"roofline ({d.name}: {d.hbm_tb_s:g} TB/s x {d.efficiency:g}, {d.bf16_tflops:g} "
+                f"TFLOP/s, all-reduce over {d.link_gb_s or 0:g} GB/s) + {over}")
+        if all(s.startswith("roofline") for s in srcs):
+            return roof
+        return "; ".join(f"{role}: {s}" for role, s in zip(("target", "draft", "judge"), srcs)) + f" + {over}"
 
-    def _latencies(self):
-        table = self._measured()
-        if table is not None:
-            return table[self.target.measured_key], table[self.draft.measured_key], table[self.judge.measured_key]
-        return tuple(_roofline(m, tp) for m, tp in ((self.target, self.target_tp), (self.draft, 1), (self.judge, 1)))
-
-    def target_latency(self, tp: int, tp_efficiency: float = TP_EFFICIENCY):
+    def target_latency(self, tp: int, tp_efficiency: float | None = None):
         """The target at another TP degree (equal-resources baseline). Roofline: rebuilt from
-        hardware facts, so the fixed engine overhead is not divided by TP. Measured table (TP=2
-        only): the measured TP=2 curve times the roofline's TP ratio. tp_efficiency: achieved
-        bandwidth kept per doubling of TP (all-reduce, imbalance); the key what-if of a fair
-        comparison."""
-        table = self._measured()
-        if table is None:
-            return _roofline(self.target, tp, tp_efficiency)
-        ratio = _roofline(self.target, tp, tp_efficiency).per_token() / \
-            _roofline(self.target, self.target_tp, tp_efficiency).per_token()
-        return Scaled(table[self.target.measured_key], ratio)
+        hardware facts (the fixed engine overhead and all-reduce latency are not divided by TP).
+        Measured table: the measured curve less the engine overhead, times the roofline's TP
+        ratio; tp_efficiency: bandwidth kept per doubling of TP (the fairness what-if)."""
+        eff = self.tp_efficiency if tp_efficiency is None else tp_efficiency
+        dev = self.device()
+        built = modelspec.latency(self.target, dev, self.target_tp, self._table(), eff)
+        if built.source.startswith("roofline"):
+            return modelspec.roofline(self.target, dev, tp, eff)
+        oh = ENGINE_OVERHEAD_MS / 1e3
+        at = modelspec.roofline(self.target, dev, tp, eff).per_token() - oh
+        here = modelspec.roofline(self.target, dev, self.target_tp, eff).per_token() - oh
+        return Scaled(built.latency, at / here, oh)
+
+    def judge_seconds(self) -> float:
+        """Seconds per judgement on this preset's device (see the module docstring)."""
+        if self.verifier_seconds is not None:
+            return self.verifier_seconds
+        if self.device_kind == JUDGE_MEASURED_ON:
+            return JUDGE_SECONDS
+        tokens = JUDGE_TEMPLATE_TOKENS + int(2 * self.step_mean)
+        j = self._judge()
+        src = catalog.get(JUDGE_MEASURED_ON)
+        return (JUDGE_SECONDS - modelspec.judgement_roofline_s(j, src, tokens)
+                + modelspec.judgement_roofline_s(j, self.device(), tokens))
 
     # --- profile interface -----------------------------------------------------------------------
     def to_config(self, policy: str = "lr-async", k1: int | None = None, depth: int | None = None,
@@ -138,78 +179,146 @@ class Preset:
         (9 positions) for `sd`, 1 otherwise (pass k2 for LR+SD)."""
         if unknown:
             raise UserError(f"preset {self.name}: unknown knob(s) {', '.join(sorted(unknown))}")
-        tgt, drf, jdg = self._latencies()
+        tgt, drf, jdg = (b.latency for b in self._built())
         tdev = [f"gpu{i}" for i in range(self.target_tp)]
         devices = {d: self.device_kind for d in tdev + ["gpu-draft", "gpu-judge"]}
         depth = depth if depth is not None else (max(1, k1 - 1) if k1 else LR_DEPTH)
         k1 = k1 if k1 is not None else depth + 1
+        width = width or 1
         if k2 is None:
             k2 = NGRAM_SPEC_TOKENS + 1 if policy == "sd" else 1
-        wl = Synthetic(n_requests=requests, steps=steps or self.steps, alpha1=self.alpha1,
+        hard = min(self.sibling_hard, 1.0 - self.alpha1) if width > 1 else 0.0
+        wl = Synthetic(n_requests=requests or 1, steps=steps or self.steps, alpha1=self.alpha1,
                        alpha2=self.alpha2, step_mean=self.step_mean, step_sigma=self.step_sigma,
-                       prompt_tokens=self.prompt_tokens, rate=rate, seed=seed)
-        return Config(policy=policy, k1=k1, depth=depth, width=width, k2=k2, devices=devices,
-                      target=Placement(self.target.name, tgt, tdev, tp=self.target_tp),
-                      draft=Placement(self.draft.name, drf, ["gpu-draft"]),
-                      judge=Placement(self.judge.name, jdg, ["gpu-judge"]),
-                      verifier=VerifierCost("constant", JUDGE_SECONDS), workload=wl,
-                      name=f"preset:{self.name}").validate()
+                       prompt_tokens=self.prompt_tokens, rate=rate, seed=seed, sibling_hard=hard)
+        cfg = Config(policy=policy, k1=k1, depth=depth, width=width, k2=k2, devices=devices,
+                     target=Placement(self.target.hf_id or self.target.name, tgt, tdev, tp=self.target_tp),
+                     draft=Placement(self.draft.hf_id or self.draft.name, drf, ["gpu-draft"]),
+                     judge=Placement(self._judge().hf_id or JUDGE_MODEL, jdg, ["gpu-judge"]),
+                     verifier=VerifierCost("constant", self.judge_seconds()), workload=wl,
+                     name=f"preset:{self.name}")
+        # every latency above is for device_kind itself: hardware rescaling leaves them as given
+        cfg.measured_on = {r: self.device_kind for r in ("target", "draft", "judge", "verifier")}
+        return cfg.validate()
 
     def describe(self) -> dict:
         return {"name": self.name, "pair": self.pair, "dataset": self.dataset,
-                "target": self.target.name, "draft": self.draft.name, "judge": self.judge.name,
+                "target": self.target.hf_id, "draft": self.draft.hf_id, "judge": self._judge().hf_id,
                 "hardware": f"{self.target_tp + 2}x {self.device_kind} (target TP={self.target_tp}, "
                             f"draft 1, judge 1)",
-                "alpha1": self.alpha1, "alpha2": self.alpha2, "steps": self.steps,
-                "step_mean": self.step_mean, "verifier_s": JUDGE_SECONDS,
-                "sd_k2": NGRAM_SPEC_TOKENS + 1, "latency": self.latency_source(),
+                "alpha1": self.alpha1, "alpha1_source": self.alpha1_source,
+                "alpha2": self.alpha2, "alpha2_source": self.alpha2_source,
+                "steps": self.steps, "step_mean": self.step_mean,
+                "verifier_s": self.judge_seconds(), "sd_k2": NGRAM_SPEC_TOKENS + 1,
+                "sibling_hard": self.sibling_hard, "latency": self.latency_source(),
                 "paper": {"alpha1": self.paper.alpha1, "lr": self.paper.lr, "sd": self.paper.sd,
                           "lr+sd": self.paper.lr_sd}}
 
 
-def load_gpu_table(path: Path) -> dict[str, Tabulated]:
-    """benchmarks/gpu_latency_profile.py output -> Tabulated per model, with what the pure-torch
-    timing leaves out added back: the modelled TP all-reduce of each entry ('allreduce_ms_model')
-    and the engine's per-iteration overhead (scheduling + sampling)."""
+# --- the 14 settings -------------------------------------------------------------------------------
+
+def _read_table1(path: str | None) -> dict:
+    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+
+    p = Path(path) if path else Path(str(resources.files("lrsim") / "data" / TABLE1_FILE))
     try:
-        doc = json.loads(Path(path).read_text())
-        out = {}
-        for name, m in doc["models"].items():
-            def ms(r):
-                return (float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0))) / 1e3
-            dec = [(float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)), ms(r))
-                   for r in m["decode"]]
-            pre = [(float(r["tokens"]), ms(r)) for r in m.get("prefill", [])]
-            out[name] = Tabulated(dec, pre, name=f"{Path(path).name}:{name}",
-                                  overhead_s=ENGINE_OVERHEAD_MS / 1e3)
-        return out
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise UserError(f"{path}: not a GPU latency table ({e!r}); see docs/gpu-latency-profile.md") from None
+        doc = json.loads(read_capped(p, MAX_TEXT_FILE_BYTES, "Table 1 file"))
+        assert isinstance(doc["pairs"], dict) and isinstance(doc["datasets"], dict)
+        assert isinstance(doc["rows"], list)
+        return doc
+    except (OSError, ValueError, KeyError, TypeError, AssertionError, RecursionError) as e:
+        raise UserError(f"{p}: not a Table 1 file like lrsim/data/{TABLE1_FILE} ({e!r})") from None
 
 
-def _roofline(m: ModelFacts, tp: int, tp_efficiency: float = TP_EFFICIENCY) -> Roofline:
-    return Roofline.from_hardware(params=m.params_b * 1e9, bytes_per_param=2.0, tp=tp,
-                                  hbm_bytes_per_s=H100_HBM_TB_S * 1e12,
-                                  kv_bytes_per_token=m.kv_bytes_per_token,
-                                  bandwidth_efficiency=BANDWIDTH_EFFICIENCY, tp_efficiency=tp_efficiency,
-                                  overhead_s=ENGINE_OVERHEAD_MS / 1e3)
+def _prob(v, where: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
+        raise UserError(f"{where}: must be a probability in (0, 1) or null, got {v!r}")
+    return float(v)
 
 
-# Typical answer lengths (tokens) of these models, divided by step_mean: GSM8K ~1,600 tokens,
-# AIME24 ~11,000 (R1-Distill-32B) / ~12,500 (Qwen3-32B, thinking mode).
-PRESETS = {p.name: p for p in (
-    Preset("r1-gsm8k", "R1-Distill 32B/1.5B", "GSM8K", R1_32B, R1_1_5B, PaperRow(0.63, 1.71, 1.39, 2.11), steps=36),
-    Preset("r1-aime24", "R1-Distill 32B/1.5B", "AIME24", R1_32B, R1_1_5B, PaperRow(0.47, 1.36, 1.53, 1.82), steps=240),
-    Preset("qwen3-gsm8k", "Qwen3 32B/1.7B", "GSM8K", QWEN3_32B, QWEN3_1_7B, PaperRow(0.50, 1.32, 1.32, 1.68), steps=36),
-    Preset("qwen3-aime24", "Qwen3 32B/1.7B", "AIME24", QWEN3_32B, QWEN3_1_7B, PaperRow(0.43, 1.12, 1.40, 1.49), steps=280),
-)}
+def _speed(v, where: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and 0 < v < 100):
+        raise UserError(f"{where}: must be a speedup in (0, 100) or null, got {v!r}")
+    return float(v)
 
 
-def get(name: str) -> Preset:
-    if name not in PRESETS:
-        raise UserError(f"--preset: unknown preset {name!r} (shipped: {', '.join(PRESETS)})")
-    return PRESETS[name]
+@functools.lru_cache(maxsize=8)
+def build_presets(path: str | None = None) -> dict[str, Preset]:
+    """The presets of a Table 1 file (default: the shipped lrsim/data/table1.json)."""
+    doc = _read_table1(path)
+    where = path or f"lrsim/data/{TABLE1_FILE}"
+    rows = []
+    for i, r in enumerate(doc["rows"]):
+        at = f"{where}: rows[{i}]"
+        if not isinstance(r, dict) or r.get("pair") not in doc["pairs"] or r.get("dataset") not in doc["datasets"]:
+            raise UserError(f"{at}: needs a 'pair' and a 'dataset' declared in 'pairs' / 'datasets'")
+        rows.append((r, PaperRow(_prob(r.get("alpha1"), f"{at}.alpha1"), _speed(r.get("lr"), f"{at}.lr"),
+                                 _speed(r.get("sd"), f"{at}.sd"), _speed(r.get("lr+sd"), f"{at}.lr+sd"))))
+    presets = {}
+    for pk, pair in doc["pairs"].items():
+        mine = [(r, p) for r, p in rows if r["pair"] == pk]
+        known_a1 = [p.alpha1 for _, p in mine if p.alpha1 is not None]
+        mean_a1 = sum(known_a1) / len(known_a1) if known_a1 else None
+
+        def tokens(ds):
+            return float(doc["datasets"][ds]["answer_tokens"][pk])
+        known_a2 = sorted((math.log(tokens(r["dataset"])), implied_alpha2(p.sd)) for r, p in mine if p.sd)
+        for r, p in mine:
+            ds = doc["datasets"][r["dataset"]]
+            name = f"{pk}-{r['dataset']}"
+            if p.alpha1 is not None:
+                a1, a1_src = p.alpha1, "Table 1"
+            elif mean_a1 is not None:
+                a1, a1_src = mean_a1, "assumed: mean of the pair's published rows"
+            else:
+                raise UserError(f"{where}: pair {pk!r} has no row with a published alpha1 to assume from")
+            if p.sd:
+                a2, a2_src = implied_alpha2(p.sd), "implied by Table 1's SD speedup"
+            elif known_a2:
+                a2, a2_src = _interp(math.log(tokens(r["dataset"])), known_a2), \
+                    "assumed: interpolated by answer length"
+            else:
+                a2, a2_src = 0.3, "assumed: 0.3 (no SD speedup published for the pair)"
+            steps = max(1, round(tokens(r["dataset"]) / STEP_MEAN))
+            presets[name] = Preset(
+                name, pair["label"], ds["label"], modelspec.load(pair["target"], "table1 pair target"),
+                modelspec.load(pair["draft"], "table1 pair draft"), p, steps, alpha1_used=a1, alpha2=a2,
+                alpha1_source=a1_src, alpha2_source=a2_src, key=(pk, r["dataset"]))
+    return presets
+
+
+def _interp(x: float, pts: list[tuple[float, float]]) -> float:
+    """Linear in x between the known points, clamped to their range."""
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
+    return pts[-1][1]
+
+
+PRESETS = build_presets()
+ALIASES = {"livecodebench": "lcb", "aime": "aime24", "amc": "amc23", "mt-bench": "mtbench",
+           "human-eval": "humaneval"}
+
+
+def get(name: str, table1: str | None = None) -> Preset:
+    presets = build_presets(table1) if table1 else PRESETS
+    if name not in presets:
+        pair, _, ds = name.partition("-")
+        alias = f"{pair}-{ALIASES.get(ds, ds)}"
+        if alias in presets:
+            return presets[alias]
+        raise UserError(f"--preset: unknown preset {name!r} (shipped: {', '.join(presets)})")
+    return presets[name]
 
 
 def with_latency_file(preset: Preset, path: str | None) -> Preset:
     return replace(preset, latency_file=path) if path else preset
+

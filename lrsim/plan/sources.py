@@ -2,15 +2,19 @@
 
 Each source is small and picklable (it travels to worker processes and Ray tasks) and answers
 `to_config(policy, k1=, depth=, width=, k2=, requests=, rate=, seed=) -> Config`, the interface
-of a calibrated profile (`lrsim.calib.profile.Profile.to_config`).
+of a calibrated profile (`lrsim.calib.profile.Profile.to_config`). Every source carries the run's
+what-if overrides (whatif.py) and, once the planner has chosen the hardware, the device kind
+(`on_device`): a preset is rebuilt on that kind (measured table only where it applies, roofline
+elsewhere); a scenario or profile is rescaled to it, except what was measured there.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import UserError
 from . import presets
+from .whatif import NONE, WhatIf
 
 KNOBS = ("k1", "depth", "width", "k2", "requests", "rate", "steps", "seed")
 
@@ -19,29 +23,41 @@ KNOBS = ("k1", "depth", "width", "k2", "requests", "rate", "steps", "seed")
 class PresetSource:
     name: str
     latency_file: str | None = None
+    whatif: WhatIf = NONE
+    kind: str | None = None
+    table1: str | None = None
 
     @property
     def label(self) -> str:
         return f"preset {self.name}"
 
     def preset(self):
-        return presets.with_latency_file(presets.get(self.name), self.latency_file)
+        p = presets.with_latency_file(presets.get(self.name, self.table1), self.latency_file)
+        p = self.whatif.apply_preset(p)
+        return p.on_device(self.kind) if self.kind else p
+
+    def on_device(self, kind: str | None) -> "PresetSource":
+        return replace(self, kind=kind) if kind else self
 
     def to_config(self, policy, **knobs):
         return self.preset().to_config(policy, **knobs)
 
     def target_latency(self, tp: int, tp_efficiency: float | None = None):
-        p = self.preset()
-        return p.target_latency(tp) if tp_efficiency is None else p.target_latency(tp, tp_efficiency)
+        return self.preset().target_latency(tp, tp_efficiency)
 
 
 @dataclass(frozen=True)
 class ScenarioSource:
     name: str
+    whatif: WhatIf = NONE
+    kind: str | None = None
 
     @property
     def label(self) -> str:
         return f"scenario {self.name}"
+
+    def on_device(self, kind: str | None) -> "ScenarioSource":
+        return replace(self, kind=kind) if kind else self
 
     def to_config(self, policy, k1=None, depth=None, width=None, k2=None, requests=None, rate=None,
                   steps=None, seed=0):
@@ -51,27 +67,33 @@ class ScenarioSource:
             k1 = None
         else:
             depth = None
-        return build(Options(policy=policy, k1=k1, depth=depth, width=width, k2=k2, requests=requests,
-                             rate=rate, steps=steps, seed=seed, scenario=self.name))
+        cfg = build(Options(policy=policy, k1=k1, depth=depth, width=width, k2=k2, requests=requests,
+                            rate=rate, steps=steps, seed=seed, scenario=self.name))
+        return self.whatif.apply_config(cfg, self.kind)
 
 
 @dataclass(frozen=True)
 class ProfileSource:
     path: str
+    whatif: WhatIf = NONE
+    kind: str | None = None
 
     @property
     def label(self) -> str:
         return f"profile {self.path}"
 
+    def on_device(self, kind: str | None) -> "ProfileSource":
+        return replace(self, kind=kind) if kind else self
+
     def to_config(self, policy, **knobs):
         from ..calib.profile import load_profile
 
         knobs = {k: v for k, v in knobs.items() if v is not None}
-        return load_profile(self.path).to_config(policy, **knobs)
+        return self.whatif.apply_config(load_profile(self.path).to_config(policy, **knobs), self.kind)
 
 
 def resolve(preset: str | None, profile: Path | None, scenario: str | None,
-            latency: str | None = None):
+            latency: str | None = None, whatif: WhatIf = NONE, table1: str | None = None):
     given = [n for n, v in (("--preset", preset), ("--profile", profile), ("--scenario", scenario)) if v]
     if len(given) > 1:
         raise UserError(f"{' and '.join(given)} are exclusive: plan for one source")
@@ -79,15 +101,20 @@ def resolve(preset: str | None, profile: Path | None, scenario: str | None,
         raise UserError(f"--latency {latency}: no such file (or use 'auto' / 'roofline')")
     if latency not in (None, "auto") and preset is None and (profile or scenario):
         raise UserError("--latency applies to presets only (profiles and scenarios carry their own)")
+    if whatif.models and preset is None and (profile or scenario):
+        raise UserError("--target-model/--draft-model/--judge-model/--target-tp apply to presets "
+                        "(--preset): a scenario or profile carries its own latencies")
     if profile is not None:
         if not Path(profile).is_file():
             raise UserError(f"--profile {profile}: no such file")
-        return ProfileSource(str(profile))
+        return ProfileSource(str(profile), whatif)
     if scenario is not None:
         from ..sim.scenario import resolve_path
 
         resolve_path(scenario)
-        return ScenarioSource(scenario)
+        return ScenarioSource(scenario, whatif)
     name = preset or "r1-gsm8k"
-    presets.get(name)
-    return PresetSource(name, None if latency in (None, "auto") else latency)
+    p = presets.get(name, table1)
+    src = PresetSource(p.name, None if latency in (None, "auto") else latency, whatif, None, table1)
+    src.preset()          # model files, device kind, TP checked now: one line, before any work
+    return src

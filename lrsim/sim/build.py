@@ -36,6 +36,9 @@ class Options:
     seed: int = 0
     scenario: str | None = None
     equal_resources: bool = False
+    preset: str | None = None      # a paper preset instead of a scenario (lrsim/plan/presets.py)
+    whatif: object | None = None   # lrsim.plan.whatif.WhatIf: verifier seconds, width acceptance,
+    #                                device kind (and models for presets), applied last
 
 
 def _check(o: Options) -> None:
@@ -85,17 +88,23 @@ def _k1_depth(o: Options) -> tuple[int | None, int | None]:
 def build(o: Options) -> Config:
     _check(o)
     k1, depth = _k1_depth(o)
+    if o.preset is not None and (o.scenario is not None or o.ideal):
+        raise UserError("--preset, --scenario and --ideal are exclusive: simulate one source")
     if o.ideal:
         if o.alpha1 is None or o.c1 is None:
             raise UserError("--ideal needs --alpha1 and --c1 (the theory's parameters)")
         if o.scenario is not None:
             raise UserError("--ideal and --scenario are exclusive (--ideal replaces the hardware)")
-        return _check_tree(Config.ideal_setup(
+        cfg = _check_tree(Config.ideal_setup(
             o.policy or "lr-async", o.alpha1, o.c1, k1=k1 or 2, depth=depth or 4, width=o.width or 1,
             k2=o.k2 or 1, alpha2=o.alpha2 or 0.0, c2=o.c2 or 0.0, steps=o.steps or 2000,
             requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate))
-    from . import scenario as scenario_mod
-    cfg = scenario_mod.load(o.scenario or DEFAULT_SCENARIO, seed=o.seed)
+        return o.whatif.apply_config(cfg) if o.whatif is not None else cfg
+    if o.preset is not None:
+        cfg = _preset_config(o, k1, depth)
+    else:
+        from . import scenario as scenario_mod
+        cfg = scenario_mod.load(o.scenario or DEFAULT_SCENARIO, seed=o.seed)
     if o.policy:
         cfg.policy = o.policy
     if k1 is not None:
@@ -122,4 +131,22 @@ def build(o: Options) -> Config:
     elif any(v is not None for v in (o.alpha1, o.alpha2, o.steps, o.requests, o.rate)):
         raise UserError("--alpha1/--alpha2/--steps/--requests/--rate apply to synthetic workloads, "
                         "not to the scenario's trace workload")
+    if o.whatif is not None and o.preset is None:
+        cfg = o.whatif.apply_config(cfg)
     return _check_tree(cfg.validate())
+
+
+def _preset_config(o: Options, k1, depth) -> Config:
+    """A paper preset (lrsim/plan/presets.py) with the run's knobs; its what-ifs (models, device
+    kind, verifier seconds, width acceptance, alpha1/alpha2) rebuild it rather than rescale it."""
+    from dataclasses import replace as _replace
+
+    from ..plan import presets
+    from ..plan.whatif import NONE
+
+    wi = o.whatif if o.whatif is not None else NONE
+    wi = _replace(wi, alpha1=o.alpha1 if o.alpha1 is not None else wi.alpha1,
+                  alpha2=o.alpha2 if o.alpha2 is not None else wi.alpha2)
+    p = wi.apply_preset(presets.get(o.preset))
+    return p.to_config(o.policy or "lr-async", k1=k1, depth=depth, width=o.width or 1, k2=o.k2,
+                       requests=o.requests or 1, rate=o.rate, steps=o.steps, seed=o.seed)

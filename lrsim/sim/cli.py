@@ -38,7 +38,22 @@ def _opts():
         budget=typer.Option(None, "--budget", "-M", help="M: free batching up to M positions (--ideal)."),
         equal_resources=typer.Option(False, "--equal-resources", help="AR baseline gets the draft's and judge's devices as extra TP."),
         as_json=typer.Option(False, "--json", help="One JSON object on stdout."),
+        # what-if overrides on a scenario or paper preset (lrsim/plan/whatif.py)
+        preset=typer.Option(None, "--preset", help="A paper setup instead of a scenario (lr plan --list-presets), e.g. qwen3-aime24."),
+        verifier_seconds=typer.Option(None, "--verifier-seconds", help="Seconds per judgement, as measured on the simulated devices (never rescaled)."),
+        accept_by_width=typer.Option(None, "--accept-by-width", help="Acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
+        device_kind=typer.Option(None, "--device-kind", help="H100, H200, A100, L40S, B200, cpu-2core (presets: rebuilt there; scenarios: rescaled, except what was measured there)."),
+        device_file=typer.Option(None, "--device-file", help="JSON of extra device kinds (docs/planning.md)."),
     )
+
+
+def _whatif(verifier_seconds, accept_by_width, device_kind, device_file):
+    if verifier_seconds is None and accept_by_width is None and device_kind is None and device_file is None:
+        return None
+    from ..plan.whatif import WhatIf
+
+    return WhatIf.from_flags(verifier_seconds=verifier_seconds, accept_by_width=accept_by_width,
+                             device_kind=device_kind, device_file=device_file)
 
 
 O = _opts()
@@ -54,6 +69,9 @@ def simulate(
     alpha2: float = O["alpha2"], c2: float = O["c2"], ideal: bool = O["ideal"], budget: float = O["budget"],
     requests: int = O["requests"], rate: float = O["rate"], steps: int = O["steps"], seed: int = O["seed"],
     scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"], as_json: bool = O["as_json"],
+    preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],
+    accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
+    device_file: str = O["device_file"],
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
     from .build import Options, build
@@ -62,7 +80,8 @@ def simulate(
     if rate is not None and requests is None:
         requests = DEFAULT_RATE_REQUESTS
     cfg = build(Options(policy.value if policy else None, alpha1, c1, k1, depth, width, k2, alpha2, c2,
-                        ideal, budget, requests, rate, steps, seed, scenario, equal_resources))
+                        ideal, budget, requests, rate, steps, seed, scenario, equal_resources, preset,
+                        _whatif(verifier_seconds, accept_by_width, device_kind, device_file)))
     out = run_sim(cfg)
     if as_json:
         print(jsonout.dumps(out))
@@ -117,6 +136,9 @@ def sweep(
     jobs: int = typer.Option(0, "--jobs", help="Worker processes (0 = all cores)."),
     out: Path = typer.Option(None, "--out", help="Write the full results as JSON here."),
     as_json: bool = O["as_json"],
+    preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],
+    accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
+    device_file: str = O["device_file"],
 ):
     """Simulate a grid of (k1 | depth, k2, width) under a budget; print a table, write JSON."""
     from .build import Options
@@ -131,7 +153,8 @@ def sweep(
         check_output(out, "--out", inputs=[resolve_path(scenario) if scenario else None])
 
     base = Options(policy.value, alpha1, c1, None, None, None, None, alpha2, c2, ideal, None,
-                   requests, rate, steps, seed, scenario, equal_resources)
+                   requests, rate, steps, seed, scenario, equal_resources, preset,
+                   _whatif(verifier_seconds, accept_by_width, device_kind, device_file))
     grid = {"k1": parse_values("--k1", k1), "depth": parse_values("--depth", depth),
             "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
     res = run_sweep(base, grid, budget, jobs)

@@ -52,6 +52,10 @@ class Config:
     stage_c1: float | None = None  # lr-stage threshold ratio; None = from the latency models
     name: str = "flags"
     source: str = ""               # the scenario file this came from (named in errors)
+    # role ("target", "draft", "judge", "sd_draft", "verifier") -> device kind its latency was
+    # measured or derived on; unnamed roles: the kind of `devices`. Hardware rescaling
+    # (lrsim/plan/hardware.py) leaves what was measured on the new kind as given.
+    measured_on: dict[str, str] = field(default_factory=dict)
 
     def validate(self) -> "Config":
         if self.policy not in POLICIES:

@@ -17,6 +17,14 @@ latency tables:
     {kind = "table", decode = [[batch, ms] | [batch, context, ms], ...], prefill = [[tokens, ms]]}
     {kind = "table", file = "path.json", model = "name"}  (lrsim/data/latency/*.json format)
     {kind = "ideal", unit_ms = 1}
+    {kind = "model", config = "qwen3-32b" | "path/config.json", device = "H200", tp = 2}
+                            a Hugging Face config.json on a catalogue device (lrsim/plan/
+                            modelspec.py, catalog.py): the measured H100 table where it has this
+                            model at this TP, the device roofline elsewhere
+    [verifier] measured_on = "H200"      the device kind `seconds` was measured on (--device-kind
+                                         leaves it as given when planning on that kind)
+    [workload] accept_by_width = [[1, 0.63], [8, 0.83]]   per-position acceptance by tree width
+                                         (sets alpha1 and sibling_hard, lrsim/plan/width.py)
 Every error names the file and the field: `lr: error: FILE: models.target.latency.kind: ...`.
 """
 from __future__ import annotations
@@ -92,6 +100,7 @@ LATENCY_KEYS = {
                  "bandwidth_efficiency", "tp_efficiency", "overhead_ms", "base_ms", "knee_tokens",
                  "per_token_ms", "per_ctx_token_us", "note"},
     "table": {"kind", "file", "model", "decode", "prefill", "overhead_ms", "note"},
+    "model": {"kind", "config", "device", "tp", "table", "tp_efficiency", "note"},
 }
 
 
@@ -121,6 +130,24 @@ def _latency(doc: _Doc, tp: int):
         doc.check_keys(LATENCY_KEYS[kind])
     if kind == "ideal":
         return Ideal(doc.get("unit_ms", float, 1.0, lo=0.0) / 1e3)
+    if kind == "model":
+        from ..plan import catalog, modelspec
+        try:
+            ref = doc.get("config", str, required=True)
+            if not Path(ref).is_absolute() and (doc.path.parent / ref).exists():
+                ref = str(doc.path.parent / ref)
+            spec = modelspec.load(ref, "config")
+            dev = catalog.get(doc.get("device", str, "H100"), flag="device")
+            table = doc.get("table", str, "auto")
+            if table not in ("auto", "roofline") and not Path(table).is_absolute() \
+                    and (doc.path.parent / table).exists():
+                table = str(doc.path.parent / table)
+            return modelspec.latency(spec, dev, doc.get("tp", int, tp, lo=1, hi=MAX_DEVICES), table,
+                                     doc.get("tp_efficiency", float, 0.9, lo=0.01, hi=1.0)).latency
+        except UserError as e:
+            if str(e).startswith(str(doc.path)):
+                raise
+            raise doc.err("config", str(e)) from None
     if kind == "roofline":
         if "params_b" in doc.t:
             return Roofline.from_hardware(
@@ -156,7 +183,7 @@ def _latency(doc: _Doc, tp: int):
         pre = [(r[0], r[1] / 1e3) for r in _rows(doc, "prefill", (2,), "[tokens, ms]", required=False)]
         return Tabulated(rows, pre, name=f"{doc.path.name}:{doc.where}",
                          overhead_s=doc.get("overhead_ms", float, 0.0, lo=0.0) / 1e3)
-    raise doc.err("kind", f"must be 'roofline', 'table' or 'ideal', got {kind!r}")
+    raise doc.err("kind", f"must be 'roofline', 'table', 'model' or 'ideal', got {kind!r}")
 
 
 def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
@@ -195,18 +222,37 @@ def _workload(doc: _Doc | None, seed: int):
     if kind != "synthetic":
         raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
     doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
-                    "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "note"})
+                    "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "accept_by_width", "note"})
     abd = doc.get("alpha_by_depth", list, None)
     if abd is not None and not all(_number(a) and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
+    alpha1 = doc.get("alpha1", float, 0.6, lo=0.0, hi=1.0)
+    hard = doc.get("sibling_hard", float, 0.0, lo=0.0, hi=0.999)
+    abw = doc.get("accept_by_width", list, None)
+    if abw is not None:
+        if "sibling_hard" in doc.t:
+            raise doc.err("accept_by_width", "and sibling_hard both set the sibling correlation: give one")
+        if not abw or not all(isinstance(r, list) and len(r) == 2 and isinstance(r[0], int)
+                              and not isinstance(r[0], bool) and 1 <= r[0] <= MAX_KNOB
+                              and _number(r[1]) and 0 < r[1] < 1 for r in abw):
+            raise doc.err("accept_by_width", "must be [[width, acceptance per position], ...] with "
+                                             f"widths 1-{MAX_KNOB} and acceptances in (0, 1)")
+        from ..plan.width import fit
+        by = {int(w): float(p) for w, p in abw}
+        if 1 in by and "alpha1" in doc.t:
+            raise doc.err("accept_by_width", "width 1 and alpha1 both set the step acceptance: give one")
+        try:
+            alpha1, hard = fit(by, alpha1, flag=f"{doc.path}: {doc.where}.accept_by_width")
+        except UserError as e:
+            raise doc.err("accept_by_width", str(e).split(": ", 2)[-1]) from None
     return Synthetic(
         n_requests=doc.get("requests", int, 1, lo=1, hi=MAX_WORKLOAD),
         steps=doc.get("steps", int, 200, lo=1, hi=MAX_STEPS_PER_REQUEST),
-        alpha1=doc.get("alpha1", float, 0.6, lo=0.0, hi=1.0),
+        alpha1=alpha1,
         alpha2=doc.get("alpha2", float, 0.0, lo=0.0, hi=1.0), alpha_by_depth=abd,
         step_mean=doc.get("step_mean", float, 40.0, lo=1.0, hi=1e6), step_sigma=doc.get("step_sigma", float, 0.5, lo=0.0, hi=10.0),
         prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0, hi=10_000_000), rate=doc.get("rate", float, None, lo=1e-9),
-        seed=doc.get("seed", int, seed, lo=0, hi=2**63 - 1), sibling_hard=doc.get("sibling_hard", float, 0.0, lo=0.0, hi=0.999))
+        seed=doc.get("seed", int, seed, lo=0, hi=2**63 - 1), sibling_hard=hard)
 
 
 def resolve_path(name: str) -> Path:
@@ -262,8 +308,11 @@ def load(name: str, seed: int = 0) -> Config:
     judge = _placement(judge, "judge", devices) if judge else None
     v = doc.sub("verifier")
     verifier = VerifierCost()
+    measured_on = {}
     if v is not None:
-        v.check_keys({"kind", "seconds", "template_tokens", "note"})
+        v.check_keys({"kind", "seconds", "template_tokens", "measured_on", "note"})
+        if "measured_on" in v.t:
+            measured_on["verifier"] = v.get("measured_on", str)
         kind = v.get("kind", str, "none")
         if kind not in ("none", "constant", "per_token", "llm"):
             raise v.err("kind", f"must be none, constant, per_token or llm, got {kind!r}")
@@ -284,7 +333,7 @@ def load(name: str, seed: int = 0) -> Config:
     pol = doc.sub("policy")
     cfg = Config(devices=dict(devices), target=target, draft=draft, judge=judge, verifier=verifier,
                  sd_draft=sd_draft, k2=k2, workload=_workload(doc.sub("workload"), seed),
-                 name=doc.get("name", str, path.stem), source=str(path))
+                 name=doc.get("name", str, path.stem), source=str(path), measured_on=measured_on)
     if pol is not None:
         pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "note"})
         cfg.policy = pol.get("name", str, cfg.policy)

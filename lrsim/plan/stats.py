@@ -1,0 +1,48 @@
+"""Confidence intervals for simulated speedups (scipy.stats; no hand-rolled formulas).
+
+A plan or the Table 1 comparison simulates each configuration on several workload seeds; a
+"seed block" is one whole workload instance (its requests, step lengths and acceptance draws).
+Blocks are independent and paired across configurations (seed k gives every configuration the
+same step lengths), so a speedup is estimated per block - reference latency / configuration
+latency on the same seed - and summarised by the mean over blocks with a Student-t interval
+(`scipy.stats.t.interval`, standard error `scipy.stats.sem`). `blocks_needed` says how many blocks
+an interval of a given relative half-width needs (the t-interval's width falls as 1/sqrt(n)).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+CONFIDENCE = 0.95
+
+
+def mean_ci(x, confidence: float = CONFIDENCE) -> tuple[float, float | None, float | None]:
+    """(mean, low, high) of the mean of `x` with a Student-t interval; no interval for n < 2."""
+    from scipy import stats
+
+    a = np.asarray(x, float)
+    m = float(a.mean())
+    if len(a) < 2:
+        return m, None, None
+    se = float(stats.sem(a))
+    if not se > 0:                       # identical blocks (a deterministic configuration)
+        return m, m, m
+    lo, hi = stats.t.interval(confidence, len(a) - 1, loc=m, scale=se)
+    return m, float(lo), float(hi)
+
+
+def rel_halfwidth(m: float, lo: float | None, hi: float | None) -> float:
+    if lo is None or hi is None or m == 0:
+        return math.inf
+    return (hi - lo) / 2 / abs(m)
+
+
+def blocks_needed(n: int, rel_hw: float, target: float, cap: int) -> int:
+    """Blocks for a relative half-width `target`, from `n` blocks that gave `rel_hw` (t-interval
+    width ~ 1/sqrt(n); 10% margin, at least one more block, at most `cap`)."""
+    if rel_hw <= target:
+        return n
+    if not math.isfinite(rel_hw):
+        return min(cap, max(n + 1, 2 * n))
+    return min(cap, max(n + 1, math.ceil(n * (rel_hw / target) ** 2 * 1.1)))
