@@ -12,7 +12,10 @@ On the real trace corpus (benchmarks/collect_corpus.py), per data set:
                    predicted), for each choice of that lr configuration; the headline is
                    ar + lr-d2, the configuration a user would measure first;
   probe ablation   the headline leave-out without the per-record probe correction (what the
-                   probe buys);
+                   probe buys), and with the probe before each record only (what is known before
+                   the run; the default corrects by the mean of the probes before and after);
+  repeatability    how far the target's probe moved across a record (the noise floor of any
+                   per-record prediction on this machine);
   cross data set   calibrate on GSM8K (ar + lr-d2), predict AIME 2025: latency transfers across
                    data sets, acceptance and step lengths come from the replayed records.
 
@@ -55,7 +58,7 @@ def rows(out: dict) -> dict:
     return res
 
 
-def leave_out(paths, records, calib: tuple, probe: str = "before") -> dict:
+def leave_out(paths, records, calib: tuple, probe: str = "both") -> dict:
     prof = Profile(validate_doc(calibrate(paths, configs=set(calib), select_placement=False)))
     rest = [r for r in records if config_label(r) not in calib]
     out = replay(prof, rest, probe=probe, baseline=[r for r in records if config_label(r) == "ar"])
@@ -74,6 +77,22 @@ def verdict(r: dict) -> dict:
             "configs_within_mape_target": sum(m < MAPE_TARGET for m in mapes),
             "configs_within_speedup_target": sum(e <= SPEEDUP_TARGET for e in errs),
             "configs": len(cfgs)}
+
+
+def probe_repeatability(records) -> dict:
+    """How much the machine's speed moved across one record: |after - before| / mean of the
+    target's decode probe. Per-record latency cannot be predicted better than this noise."""
+    import numpy as np
+
+    v = []
+    for r in records:
+        p = r.get("probe") or {}
+        b = ((p.get("before") or {}).get("engines") or {}).get("target", {}).get("decode_s")
+        a = ((p.get("after") or {}).get("engines") or {}).get("target", {}).get("decode_s")
+        if a and b:
+            v.append(abs(a - b) / ((a + b) / 2))
+    return {"records": len(v), "median": float(np.median(v)) if v else None,
+            "p90": float(np.percentile(v, 90)) if v else None}
 
 
 def evaluate(corpus: Path, dataset: str) -> dict | None:
@@ -97,6 +116,9 @@ def evaluate(corpus: Path, dataset: str) -> dict | None:
     if all(c in labels for c in HEADLINE):
         r = leave_out(paths, records, HEADLINE, probe="none")
         res["headline_without_probe"] = r | {"verdict": verdict(r)}
+        r = leave_out(paths, records, HEADLINE, probe="before")
+        res["headline_probe_before_only"] = r | {"verdict": verdict(r)}
+    res["probe_repeatability"] = probe_repeatability(records)
     return res
 
 
@@ -152,6 +174,14 @@ def main() -> None:
             v = lo["verdict"]
             show(f"calibrated on {key} only: max MAPE {100 * (v['max_mape'] or 0):.1f}%, "
                  f"max |speedup err| {v['max_speedup_err'] or 0:.3f}", lo["configs"])
+        pr = r["probe_repeatability"]
+        if pr["median"] is not None:
+            print(f"  machine speed moved across a record: median {100 * pr['median']:.1f}%, "
+                  f"P90 {100 * pr['p90']:.1f}% (target probe before vs after)")
+        if "headline_probe_before_only" in r:
+            v = r["headline_probe_before_only"]["verdict"]
+            show(f"calibrated on ar+lr-d2, probe before only: max MAPE {100 * (v['max_mape'] or 0):.1f}%",
+                 r["headline_probe_before_only"]["configs"])
         if "headline_without_probe" in r:
             v = r["headline_without_probe"]["verdict"]
             show(f"calibrated on ar+lr-d2, no probe correction: max MAPE {100 * (v['max_mape'] or 0):.1f}%",

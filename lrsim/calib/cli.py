@@ -302,7 +302,7 @@ def replay_cmd(
     holdout: Optional[float] = typer.Option(None, "--holdout", help="Validate on this fraction of problems; calibrate on the rest (unless --profile)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the --holdout split and of draws beyond the recorded verdicts."),
     calibrate_on: Optional[str] = typer.Option(None, "--calibrate-on", help="Calibrate on these configurations (e.g. ar,lr-d2) and predict every other one."),
-    probe: str = typer.Option("before", "--probe", help="Correct each record for the machine speed of its probe: before (known before the run) | both | none."),
+    probe: str = typer.Option("both", "--probe", help="Correct each record for the machine speed: both (mean of the probes around it) | before (only the probe taken before it: known before the run) | none."),
     save_profile: Optional[Path] = typer.Option(None, "--save-profile", help="With --holdout or --calibrate-on: write the profile fitted on the calibration part."),
     per_record: bool = typer.Option(False, "--per-record", help="Also print one row per trace record."),
     as_json: bool = JSON,

@@ -143,7 +143,7 @@ def compare(rows: list[dict], group: str = "mode") -> dict:
             "pearson_r": _pearson(pred, meas), "modes": modes}
 
 
-def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "before",
+def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both",
            baseline: list[dict] | None = None) -> dict:
     """Predict every record; `baseline`: AR records predicted too but only used as the speedup
     reference (when AR was in the calibration set and is not being validated)."""
@@ -182,7 +182,7 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "befo
 
 def replay_files(paths, profile: Profile | None = None, holdout: float | None = None,
                  seed: int = 0, name: str | None = None, calibrate_on: set | None = None,
-                 probe: str = "before") -> tuple[dict, Profile]:
+                 probe: str = "both") -> tuple[dict, Profile]:
     """`lr replay`: with `holdout`, calibrate on the other problems (unless a profile is given,
     which must not have seen the held-out ones) and replay the held-out problems only. With
     `calibrate_on` (configuration labels), calibrate on those configurations and predict every
