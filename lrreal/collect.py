@@ -61,6 +61,13 @@ class CollectSpec:
     target_cores: str = "auto"            # VLLM_CPU_OMP_THREADS_BIND of each engine core;
     draft_cores: str = "auto"             # "auto": see default_binding()
     execute_code: bool = False
+    # GPU placement (vLLM's names; docs/real-backend.md: the paper's layout as a command line)
+    tensor_parallel_size: int = 1         # target engine
+    draft_tensor_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None       # target's share of each of its GPUs
+    draft_gpu_memory_utilization: float | None = None
+    target_devices: str | None = None     # CUDA_VISIBLE_DEVICES of each engine, e.g. "0,1" / "2"
+    draft_devices: str | None = None
     probe: bool = True                    # time a reference pass per engine around each record
                                           # (lrreal/probe.py): ~5 s that make drift visible
     extra: dict = field(default_factory=dict)
@@ -77,10 +84,29 @@ class CollectSpec:
             raise UserError("--temperature and --judge-timeout must be finite numbers")
         for flag, cores in (("--target-cores", self.target_cores), ("--draft-cores", self.draft_cores)):
             check_cores(flag, cores)
+        self.check_gpus()
         if self.mode in DRAFT_MODES:
             self.make_verifier()  # parses --verifier / --judge-url; opens nothing
         self.check_out()
         return self
+
+    def gpu_args(self) -> dict:
+        """The GPU part of each engine's arguments, with the flag prefix naming its options."""
+        out = {"target": (dict(tensor_parallel_size=self.tensor_parallel_size,
+                               gpu_memory_utilization=self.gpu_memory_utilization,
+                               devices=self.target_devices), "--", "--target-devices")}
+        if self.mode in DRAFT_MODES:
+            out["draft"] = (dict(tensor_parallel_size=self.draft_tensor_parallel_size,
+                                 gpu_memory_utilization=self.draft_gpu_memory_utilization,
+                                 devices=self.draft_devices), "--draft-", "--draft-devices")
+        return out
+
+    def check_gpus(self, gpus: int | None = None) -> None:
+        """GPU flags checked like the CPU ones, before anything loads (lrreal.engine.check_gpu_layout)."""
+        from .engine import EngineArgs, check_gpu_layout
+
+        check_gpu_layout({r: (EngineArgs(model="-", **kw), pre, dev) for r, (kw, pre, dev)
+                          in self.gpu_args().items()}, gpus)
 
     def check_out(self) -> None:
         """--out: not a directory or device, not under a file, writable, not the data set."""
@@ -239,10 +265,14 @@ class Collector:
                       kv_cache_space_gib=s.kv_cache_space_gib,
                       enable_prefix_caching=s.enable_prefix_caching, seed=s.seed,
                       block_size=s.block_size)
+        gpu = {r: kw for r, (kw, _, _) in s.gpu_args().items()}
+        # CUDA graphs on GPUs (eager mode is for CPUs, where there is no graph capture)
+        eager = {r: dict(enforce_eager=not EngineArgs(model="-", **kw).uses_gpu) for r, kw in gpu.items()}
         out = {"target": EngineArgs(model=str(self.target_path), speculative_config=spec_cfg,
-                                    omp_threads_bind=t_cores, **common)}
+                                    omp_threads_bind=t_cores, **common, **gpu["target"], **eager["target"])}
         if self.draft_path is not None:
-            out["draft"] = EngineArgs(model=str(self.draft_path), omp_threads_bind=d_cores, **common)
+            out["draft"] = EngineArgs(model=str(self.draft_path), omp_threads_bind=d_cores, **common,
+                                      **gpu["draft"], **eager["draft"])
         return out
 
     def start(self, pool=None) -> None:

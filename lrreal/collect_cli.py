@@ -42,6 +42,12 @@ def collect_cmd(
     target_cores: str = typer.Option("auto", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine (auto: all cores alone, 3/4 beside a draft)."),
     draft_cores: str = typer.Option("auto", "--draft-cores", help="VLLM_CPU_OMP_THREADS_BIND of the draft engine (auto: the remaining cores)."),
     execute_code: bool = typer.Option(False, "--execute-code", help="Grade HumanEval by running its tests (sandboxed subprocess)."),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", min=1, max=1024, help="GPUs: the target engine's tensor parallelism (vLLM's flag; paper: 2)."),
+    draft_tensor_parallel_size: int = typer.Option(1, "--draft-tensor-parallel-size", min=1, max=1024, help="GPUs: the draft engine's tensor parallelism."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="GPUs: the target's share of each of its GPUs' memory (vLLM's flag; default 0.9)."),
+    draft_gpu_memory_utilization: Optional[float] = typer.Option(None, "--draft-gpu-memory-utilization", help="GPUs: the draft's share (engines on one GPU must sum to <= 1)."),
+    target_devices: Optional[str] = typer.Option(None, "--target-devices", help="GPUs of the target engine, e.g. 0,1 (its CUDA_VISIBLE_DEVICES)."),
+    draft_devices: Optional[str] = typer.Option(None, "--draft-devices", help="GPUs of the draft engine, e.g. 2."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a reference pass per engine around each record (~5 s; lets calibration correct for machine speed)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ):
@@ -63,7 +69,12 @@ def collect_cmd(
                        block_size=block_size,
                        num_speculative_tokens=num_speculative_tokens,
                        prompt_lookup_max=prompt_lookup_max, target_cores=target_cores,
-                       draft_cores=draft_cores, execute_code=execute_code, probe=probe)
+                       draft_cores=draft_cores, execute_code=execute_code, probe=probe,
+                       tensor_parallel_size=tensor_parallel_size,
+                       draft_tensor_parallel_size=draft_tensor_parallel_size,
+                       gpu_memory_utilization=gpu_memory_utilization,
+                       draft_gpu_memory_utilization=draft_gpu_memory_utilization,
+                       target_devices=target_devices, draft_devices=draft_devices)
     spec.validate()  # flags refused before anything slow (data set, trace file, lock, engines)
 
     try:

@@ -156,6 +156,130 @@ class EngineArgs:
     block_size: int = 32                   # KV block = prefix-cache granularity; vLLM-CPU's
                                            # default 128 re-prefills up to 127 tokens per step
     omp_threads_bind: str | None = None    # VLLM_CPU_OMP_THREADS_BIND for this engine's core
+    # GPU placement (vLLM's names; unused on CPU). The paper's layout: target TP=2 on GPUs 0,1,
+    # draft on GPU 2, judge server on GPU 3 (docs/real-backend.md has the command lines).
+    tensor_parallel_size: int = 1          # --tensor-parallel-size: GPUs this engine shards over
+    gpu_memory_utilization: float | None = None  # --gpu-memory-utilization: this engine's share of
+    #                                        each of its GPUs' memory (None: vLLM's 0.9); engines
+    #                                        sharing a GPU must sum to <= 1 (check_gpu_layout)
+    devices: str | None = None             # CUDA_VISIBLE_DEVICES of this engine's core, e.g.
+    #                                        "0,1" (None: inherited; vLLM then takes the first
+    #                                        tensor_parallel_size visible GPUs)
+
+    @property
+    def uses_gpu(self) -> bool:
+        return (self.devices is not None or self.gpu_memory_utilization is not None
+                or self.tensor_parallel_size > 1)
+
+    def vllm_kwargs(self) -> dict:
+        """Keyword arguments of vllm's AsyncEngineArgs for this engine (no vLLM import here:
+        tests check the construction on machines without a GPU)."""
+        kw = dict(model=self.model, tokenizer=self.model, dtype=self.dtype,
+                  max_model_len=self.max_model_len, enable_prefix_caching=self.enable_prefix_caching,
+                  enforce_eager=self.enforce_eager, speculative_config=self.speculative_config,
+                  seed=self.seed, max_num_seqs=self.max_num_seqs, block_size=self.block_size,
+                  tensor_parallel_size=self.tensor_parallel_size,
+                  disable_log_stats=True, enable_logging_iteration_details=True)
+        if self.gpu_memory_utilization is not None:
+            kw["gpu_memory_utilization"] = self.gpu_memory_utilization
+        return kw
+
+    def environment(self) -> dict[str, str]:
+        """Environment the engine core reads at spawn (set right before creating the engine):
+        the CPU KV cache and thread binding, and on GPUs the devices it may see."""
+        env = {"VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_space_gib)}
+        if self.omp_threads_bind:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = self.omp_threads_bind
+        if self.devices is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.devices
+        return env
+
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9   # vLLM's default --gpu-memory-utilization
+
+
+def parse_devices(text: str, flag: str) -> list[int]:
+    """'0,1' -> [0, 1]: GPU indices, each once."""
+    try:
+        ids = [int(x) for x in text.split(",")]
+    except ValueError:
+        ids = []
+    if not ids or min(ids) < 0 or len(set(ids)) != len(ids) or not all(
+            x.strip().isdigit() for x in text.split(",")):
+        raise UserError(f"{flag} {text!r}: use GPU indices like 0,1 (each once), as "
+                        "CUDA_VISIBLE_DEVICES takes them")
+    return ids
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs the driver lists (/proc/driver/nvidia/gpus), 0 without the driver. Cheap: no
+    CUDA initialisation in this process (the engine cores must be the first to touch CUDA)."""
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
+
+
+def check_gpu_layout(engines: dict[str, tuple[EngineArgs, str, str]], gpus: int | None = None) -> None:
+    """Refuse, before anything loads, GPU settings vLLM would reject late or engines that would
+    fight over a GPU. `engines`: role -> (its EngineArgs, the prefix of its vLLM-named flags
+    ("--" for the target, "--draft-"), its devices flag ("--target-devices")). `gpus`: GPUs on
+    this machine (default: gpu_count()). On a GPU machine every engine is placed (vLLM's CUDA
+    build puts an engine without settings on the first GPU at 0.9 of its memory), so two engines
+    left at their defaults are refused here instead of failing to allocate after loading."""
+    using = {r: e for r, e in engines.items() if e[0].uses_gpu}
+    for role, (a, pre, _) in engines.items():
+        tp, util = a.tensor_parallel_size, a.gpu_memory_utilization
+        if not (isinstance(tp, int) and 1 <= tp <= 1024):
+            raise UserError(f"{pre}tensor-parallel-size must be an integer in [1, 1024], got {tp!r}")
+        if util is not None and not (isinstance(util, (int, float)) and 0 < util <= 1):
+            raise UserError(f"{pre}gpu-memory-utilization must be in (0, 1] (a share of each GPU's "
+                            f"memory), got {util!r}")
+    gpus = gpu_count() if gpus is None else gpus
+    if not using and gpus == 0:
+        return            # a CPU machine and CPU settings: nothing to place
+    if using and gpus == 0:
+        role, (a, pre, dev_flag) = next(iter(using.items()))
+        raise UserError(f"{pre}tensor-parallel-size/{pre}gpu-memory-utilization/{dev_flag} need "
+                        "NVIDIA GPUs and the CUDA build of vLLM; this machine has none (no "
+                        "/proc/driver/nvidia/gpus): drop them to run on CPU")
+    placed: dict[int, list[tuple[str, float, str]]] = {}
+    for role, (a, pre, dev_flag) in engines.items():
+        if a.devices is not None:
+            ids = parse_devices(a.devices, dev_flag)
+            if len(ids) != a.tensor_parallel_size:
+                raise UserError(f"{dev_flag} {a.devices} lists {len(ids)} GPU(s) but "
+                                f"{pre}tensor-parallel-size is {a.tensor_parallel_size}: the {role} "
+                                "engine shards over exactly the GPUs it sees; give as many")
+        else:
+            ids = list(range(a.tensor_parallel_size))    # vLLM takes the first visible GPUs
+        if max(ids) >= gpus:
+            raise UserError(f"{dev_flag}: the {role} engine needs GPU {max(ids)} but this machine "
+                            f"has {gpus} (0-{gpus - 1})")
+        share = a.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION
+        for g in ids:
+            placed.setdefault(g, []).append((role, share, pre))
+    for g, users in sorted(placed.items()):
+        total = sum(u[1] for u in users)
+        if len(users) > 1 and total > 1.0 + 1e-9:
+            names = " + ".join(f"{r} {s:g} ({p}gpu-memory-utilization)" for r, s, p in users)
+            raise UserError(f"GPU {g} is shared by {len(users)} engines whose memory shares add up "
+                            f"to {total:g} > 1 ({names}; unset = vLLM's 0.9): give each engine its "
+                            "own GPUs (--target-devices, --draft-devices), or shares that sum to "
+                            "at most 1, e.g. 0.6 and 0.3")
+
+
+def check_heads_divisible(config: dict, tp: int, what: str, flag: str) -> None:
+    """vLLM shards attention heads over TP ranks: heads and KV heads must divide (or be divided
+    by) the TP size; caught here in milliseconds instead of after loading."""
+    cfg = config.get("text_config", config)
+    heads = cfg.get("num_attention_heads")
+    kv = cfg.get("num_key_value_heads") or heads
+    if tp <= 1 or not isinstance(heads, int):
+        return
+    if heads % tp or (isinstance(kv, int) and kv % tp and tp % kv):
+        raise UserError(f"{what}: {flag} {tp} does not divide the model's {heads} attention heads "
+                        f"({kv} KV heads): use a TP size that does (e.g. 1, 2, 4, 8)")
 
 
 def check_dtype(dtype: str, flag: str = "--dtype") -> str:
@@ -303,7 +427,12 @@ class VllmEngine:
         a = self.args
         ctx = StartContext(f"{self.name} engine", a.model, a.max_model_len, a.kv_cache_space_gib,
                            a.dtype, a.block_size)
-        check_engine_fits(ctx, check_model_folder(Path(a.model)))
+        info = check_model_folder(Path(a.model))
+        if a.uses_gpu:     # the CPU checks size host memory; a GPU engine sizes its own
+            check_heads_divisible(info["config"], a.tensor_parallel_size, ctx.head(),
+                                  "--tensor-parallel-size")
+        else:
+            check_engine_fits(ctx, info)
         self._llm = translated_start(ctx, self._create, f"{self.name}-engine")
         return self
 
@@ -314,15 +443,19 @@ class VllmEngine:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(a.kv_cache_space_gib)
-        eargs = AsyncEngineArgs(
-            model=a.model, tokenizer=a.model, dtype=a.dtype, max_model_len=a.max_model_len,
-            enable_prefix_caching=a.enable_prefix_caching, enforce_eager=a.enforce_eager,
-            speculative_config=a.speculative_config, seed=a.seed, max_num_seqs=a.max_num_seqs,
-            block_size=a.block_size,
-            disable_log_stats=True, enable_logging_iteration_details=True,
-        )
-        return AsyncLLM.from_engine_args(eargs, stat_loggers=[_make_stat_logger_factory(self._sink)])
+        # the engine core is spawned now and inherits this environment: its KV cache (CPU), its
+        # cores and, on GPUs, the devices it may see (each engine its own CUDA_VISIBLE_DEVICES)
+        saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ.update(a.environment())
+        try:
+            eargs = AsyncEngineArgs(**a.vllm_kwargs())
+            return AsyncLLM.from_engine_args(eargs, stat_loggers=[_make_stat_logger_factory(self._sink)])
+        finally:
+            if a.devices is not None:      # the next engine must not inherit this one's GPUs
+                if saved is None:
+                    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+                else:
+                    os.environ["CUDA_VISIBLE_DEVICES"] = saved
 
     @property
     def num_spec_tokens(self) -> int:

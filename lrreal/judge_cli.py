@@ -48,6 +48,9 @@ def serve(
     api_key: Optional[str] = typer.Option(None, "--api-key", envvar="LR_JUDGE_API_KEY", show_envvar=True,
                                           help="Require this key (vLLM's --api-key: `Authorization: Bearer KEY` "
                                                "on /v1/*); clients send $LR_JUDGE_API_KEY."),
+    tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", min=1, max=1024, help="GPUs: vLLM's --tensor-parallel-size."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="GPUs: vLLM's --gpu-memory-utilization (share of each GPU; default 0.9)."),
+    devices: Optional[str] = typer.Option(None, "--devices", help="GPUs: the server's CUDA_VISIBLE_DEVICES, e.g. 3 (the paper: the judge on its own GPU)."),
     as_json: bool = JSON,
 ):
     """Start a judge (`vllm serve` on 127.0.0.1), print its URL, serve until Ctrl-C/SIGTERM.
@@ -58,12 +61,16 @@ def serve(
     from .judge_server import JudgeServer, JudgeServerConfig
     from .verifiers.judge import check_api_key
 
+    from .engine import check_gpu_layout
+
     check_dtype(dtype)
     check_api_key(api_key or None, "--api-key")
     cfg = JudgeServerConfig(model, port=port, dtype=dtype, max_model_len=max_model_len,
                             kv_cache_space_gib=kv_cache_space, max_num_seqs=max_num_seqs,
                             startup_timeout_s=startup_timeout, log_path=log_file,
-                            api_key=api_key or None)
+                            api_key=api_key or None, tensor_parallel_size=tensor_parallel_size,
+                            gpu_memory_utilization=gpu_memory_utilization, devices=devices)
+    check_gpu_layout({"judge": (cfg.engine_args(), "--", "--devices")})   # before any wait or load
     srv = JudgeServer(cfg)
     previous = {s: signal.signal(s, _on_stop_signal) for s in STOP_SIGNALS}
     stopped_by = None

@@ -206,6 +206,15 @@ class JudgeServerConfig:
     extra_args: list[str] = field(default_factory=list)  # passed to `vllm serve` verbatim
     api_key: str | None = field(default=None, repr=False)  # vLLM's --api-key, given through
     #                                                 VLLM_API_KEY (an argument shows in `ps`)
+    tensor_parallel_size: int = 1     # GPUs: vLLM's --tensor-parallel-size
+    gpu_memory_utilization: float | None = None  # GPUs: vLLM's --gpu-memory-utilization
+    devices: str | None = None        # GPUs: the server's CUDA_VISIBLE_DEVICES (paper: its own GPU)
+
+    def engine_args(self):
+        """The GPU part as EngineArgs, for lrreal.engine.check_gpu_layout."""
+        from .engine import EngineArgs
+        return EngineArgs(model=self.model, tensor_parallel_size=self.tensor_parallel_size,
+                          gpu_memory_utilization=self.gpu_memory_utilization, devices=self.devices)
 
 
 class JudgeServer:
@@ -241,7 +250,14 @@ class JudgeServer:
                 "--max-model-len", str(c.max_model_len), "--max-num-seqs", str(c.max_num_seqs),
                 "--served-model-name", "judge", "--enforce-eager", "--disable-log-stats",
                 "--kv-cache-memory-bytes", str(int(c.kv_cache_space_gib * GIB)),
-                *c.extra_args]
+                *self.gpu_flags(), *c.extra_args]
+
+    def gpu_flags(self) -> list[str]:
+        c = self.config
+        out = ["--tensor-parallel-size", str(c.tensor_parallel_size)] if c.tensor_parallel_size > 1 else []
+        if c.gpu_memory_utilization is not None:
+            out += ["--gpu-memory-utilization", f"{c.gpu_memory_utilization:g}"]
+        return out
 
     def environment(self) -> dict:
         env = dict(os.environ)
@@ -250,6 +266,8 @@ class JudgeServer:
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
         if self.config.api_key:   # vLLM reads it like --api-key: /v1/* need "Bearer KEY"
             env["VLLM_API_KEY"] = self.config.api_key
+        if self.config.devices is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.config.devices
         # vLLM-CPU parses VLLM_CPU_KVCACHE_SPACE as whole GiB (0.5 would crash it) and lets it
         # override the flag: size the KV cache with --kv-cache-memory-bytes only.
         env.pop("VLLM_CPU_KVCACHE_SPACE", None)
@@ -281,16 +299,24 @@ class JudgeServer:
             return self.url
         from .engine_checks import check_engine_config, check_free_memory
 
+        from .engine import check_gpu_layout, check_heads_divisible
+
         check_loopback_only(self.config.extra_args)
+        gpu = self.config.engine_args().uses_gpu
+        if gpu:
+            check_gpu_layout({"judge": (self.config.engine_args(), "--", "--devices")})
         self.model_path = self._resolve_model()
         folder = self._folder_info
         if folder:
             check_engine_config(self._context(), folder)
+            if gpu:
+                check_heads_divisible(folder["config"], self.config.tensor_parallel_size,
+                                      self._context().head(), "--tensor-parallel-size")
         self._check_port()  # fail fast, before waiting for the lock
         self.lock.acquire()
         try:
             self._check_port()  # again: the wait may have been long
-            if folder:
+            if folder and not gpu:   # host memory; a GPU server sizes its own
                 check_free_memory(self._context(), folder)  # memory free now, under the lock
             self.port = self.config.port or free_port()
             if self.config.log_path:

@@ -343,7 +343,7 @@ def _run_blocks(source, cands, hard, load: Load, cap: int, jobs: int, ray_addres
             if not p["feasible"] or i in base and cands[i].role == "reference":
                 continue
             (m, lo, hi), n = _speedup_ci(ref_b, _block_means(p), load.confidence)
-            need = stats.blocks_needed(n, stats.rel_halfwidth(m, lo, hi), load.ci_target, cap)
+            need = stats.blocks_needed(n, stats.rel_halfwidth(m, lo, hi), load.ci_target, cap, load.confidence)
             if need > len(p["blocks"]):
                 want[i], grow = need, True
         if not grow:

@@ -6,7 +6,7 @@ Blocks are independent and paired across configurations (seed k gives every conf
 same step lengths), so a speedup is estimated per block - reference latency / configuration
 latency on the same seed - and summarised by the mean over blocks with a Student-t interval
 (`scipy.stats.t.interval`, standard error `scipy.stats.sem`). `blocks_needed` says how many blocks
-an interval of a given relative half-width needs (the t-interval's width falls as 1/sqrt(n)).
+an interval of a given relative half-width needs (from the spread of the blocks so far).
 """
 from __future__ import annotations
 
@@ -38,11 +38,23 @@ def rel_halfwidth(m: float, lo: float | None, hi: float | None) -> float:
     return (hi - lo) / 2 / abs(m)
 
 
-def blocks_needed(n: int, rel_hw: float, target: float, cap: int) -> int:
-    """Blocks for a relative half-width `target`, from `n` blocks that gave `rel_hw` (t-interval
-    width ~ 1/sqrt(n); 10% margin, at least one more block, at most `cap`)."""
+def blocks_needed(n: int, rel_hw: float, target: float, cap: int,
+                  confidence: float = CONFIDENCE) -> int:
+    """Blocks for a relative half-width `target`, from `n` blocks whose t-interval had `rel_hw`:
+    the spread those blocks showed (half-width / t quantile x sqrt(n)) and the t quantile of
+    the larger sample (scipy.stats.t.ppf), 10% margin, at least one more block, at most `cap`."""
+    from scipy import stats
+
     if rel_hw <= target:
         return n
-    if not math.isfinite(rel_hw):
+    if not math.isfinite(rel_hw) or n < 2:
         return min(cap, max(n + 1, 2 * n))
-    return min(cap, max(n + 1, math.ceil(n * (rel_hw / target) ** 2 * 1.1)))
+    q = 0.5 + confidence / 2
+    spread = rel_hw * math.sqrt(n) / float(stats.t.ppf(q, n - 1))     # relative SD of one block
+    need = n + 1
+    for _ in range(20):           # fixed point of need = (t(need - 1) spread / target)^2
+        nxt = math.ceil((float(stats.t.ppf(q, max(need - 1, 1))) * spread / target) ** 2 * 1.1)
+        if nxt == need:
+            break
+        need = max(n + 1, nxt)
+    return min(cap, max(n + 1, need))
