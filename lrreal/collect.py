@@ -46,7 +46,7 @@ class CollectSpec:
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
-    out: str = "traces.jsonl"
+    out: str | None = "traces.jsonl"   # None: no trace file (engines started only to be probed)
     resume: bool = False
     target: str = "target"
     draft: str = "draft"
@@ -112,6 +112,8 @@ class CollectSpec:
         """--out: not a directory or device, not under a file, writable, not the data set."""
         from lrsim.outputs import check_output
 
+        if self.out is None:
+            return
         ds = Path(self.dataset)
         check_output(self.out, "--out", inputs=[ds if ds.suffix == ".jsonl" else None],
                      what="trace file (JSONL)")

@@ -348,13 +348,17 @@ class _StatSink:
         d = getattr(s, "iteration_details", None)
         if d is not None and not d.is_dummy:
             dur = d.elapsed_ms / 1000.0
+            kv = self.kv_tokens(getattr(s, "kv_cache_usage", None))
+            # usage is read after the pass: a request that finished in it has freed its blocks,
+            # so 0 tokens under a running batch means "not known", never an empty cache
+            kv = None if kv == 0 else kv
             self.passes.append({
                 "batch_size": d.num_ctx_requests + d.num_generation_requests,
                 "tokens_scheduled": d.num_ctx_tokens + d.num_generation_tokens,
                 "duration_s": dur, "t_end": now,
                 "prefill_requests": d.num_ctx_requests, "prefill_tokens": d.num_ctx_tokens,
                 "decode_requests": d.num_generation_requests,
-                "kv_tokens": self.kv_tokens(getattr(s, "kv_cache_usage", None)),
+                "kv_tokens": kv,
             })
         sd = getattr(s, "spec_decoding_stats", None)
         if sd is not None:

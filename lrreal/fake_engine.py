@@ -116,8 +116,9 @@ class FakeEngine:
         """The machine-speed probe's shape (lrreal/probe.py), timed on the fake clock."""
         t0 = monotonic()
         await asyncio.sleep(self.prefill_s + decode_tokens * self.per_token_s)
-        return {"prefill_tokens": prompt_tokens, "prefill_s": self.prefill_s,
-                "decode_s": self.per_token_s, "decode_passes": decode_tokens,
+        # a fake engine without a latency times nothing: None, as a real probe without that pass
+        return {"prefill_tokens": prompt_tokens, "prefill_s": self.prefill_s or None,
+                "decode_s": self.per_token_s or None, "decode_passes": decode_tokens,
                 "wall_s": monotonic() - t0}
 
     def shutdown(self) -> None:

@@ -131,7 +131,7 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
 
     spec = CollectSpec(mode="lr" if draft else "ar", target=target, draft=draft or "draft",
                        target_cores=target_cores, draft_cores=draft_cores, cache_dir=cache_dir,
-                       dtype=dtype, max_model_len=max_model_len, out="/dev/null")
+                       dtype=dtype, max_model_len=max_model_len, out=None)
     col = Collector(spec)  # resolves and checks the model folders before the lock
 
     async def run() -> list[dict]:

@@ -90,7 +90,8 @@ def test_sweep():
 
 def test_plan_preset():
     out = lr("plan", "--preset", "r1-gsm8k", "--samples", "1", "--steps", "6", "--jobs", "1")
-    assert "configuration" in out and "vs eq-res" in out and "p90 ms/tok" in out
+    # the latency table wraps its headers at 80 columns ("p90" over "ms/tok")
+    assert "configuration" in out and "vs eq-res" in out and "ms/tok" in out and "95% CI" in out
     assert "ar [reference]" in out      # escaped: rich used to swallow "[reference]" as markup
     assert "ar equal-resources" in out  # configuration names whole, not folded
 
@@ -119,11 +120,14 @@ def test_plan_paper_table_printer(printed):
     rows = []
     for name, p in PRESETS.items():
         sim = {"lr": 9.87, "sd": 1.07, "lr+sd": 9.99}
-        rows.append({"preset": name, "alpha1": p.alpha1, "c1": 0.214, "latency": p.latency_source(),
-                     "sim": sim, "paper": {"lr": 1.71, "sd": 1.26, "lr+sd": 2.11},
+        rows.append({"preset": name, "pair": p.pair, "alpha1": p.alpha1_used, "alpha2": p.alpha2,
+                     "paper_alpha1": p.paper.alpha1, "alpha1_source": p.alpha1_source, "c1": 0.214,
+                     "latency": p.latency_source(), "sim": sim, "seeds": 128,
+                     "sim_ci": {m: (v * 0.99, v * 1.01) for m, v in sim.items()},
+                     "paper": {"lr": 1.71, "sd": 1.26, "lr+sd": 2.11},
                      "product_ratio": sim["lr+sd"] / (sim["lr"] * sim["sd"])})
     out = printed(_print_paper_table, rows)
-    assert "9.87/1.71" in out and "qwen3-aime24" in out
+    assert "9.87/1.71" in out and "qwen3-aime24" in out and "128 seeds" in out
 
 
 # --- lr models list -----------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def pass_data(records: list[dict], engine: str, ref: dict | None, probe: str = "
         for p, o in zip(fp, ov):
             ptok = int(p.get("prefill_tokens", 0))
             ctx = p.get("kv_tokens")
-            if ctx is None:
+            if not ctx:  # 0: the pass's finished requests had freed their blocks when it was read
                 sp = sp if sp is not None else spans(rec)
                 ctx = _active_ctx(sp, engine, float(p.get("start", 0.0)) + float(p["duration_s"]))
             cols["q"].append(max(0, int(p.get("tokens_scheduled", 0)) - ptok))

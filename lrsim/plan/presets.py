@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -246,9 +247,17 @@ def _speed(v, where: str) -> float | None:
     return float(v)
 
 
-@functools.lru_cache(maxsize=8)
 def build_presets(path: str | None = None) -> dict[str, Preset]:
     """The presets of a Table 1 file (default: the shipped lrsim/data/table1.json)."""
+    try:  # cached per file version: an edited file is read again
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    return _build_presets(path, (st.st_mtime_ns, st.st_size) if st else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _build_presets(path: str | None, version) -> dict[str, Preset]:
     doc = _read_table1(path)
     where = path or f"lrsim/data/{TABLE1_FILE}"
     rows = []

@@ -42,10 +42,10 @@ def _latencies(preset: Preset, seed: int, steps: int | None) -> dict[str, float]
 
 
 def predict(preset: Preset, seeds: int = 3, ci_target: float | None = CI_TARGET,
-            max_seeds: int = MAX_SEEDS, steps: int | None = None) -> dict:
+            max_seeds: int = MAX_SEEDS, steps: int | None = None, min_steps: int = MIN_STEPS) -> dict:
     """Speedups over AR of LR, SD and LR+SD with their intervals. `seeds` (and MIN_STEPS) is the
     first round; with ci_target, rounds add seeds until every interval is narrow enough."""
-    n = max(seeds, -(-MIN_STEPS // (steps or preset.steps)))
+    n = max(seeds, -(-min_steps // (steps or preset.steps)))
     if ci_target:
         n = min(n, max(max_seeds, seeds))
     lats: list[dict] = []
@@ -72,26 +72,26 @@ def predict(preset: Preset, seeds: int = 3, ci_target: float | None = CI_TARGET,
 
 
 def _one(args):
-    name, seeds, latency_file, ci_target, max_seeds, table1, steps = args
+    name, seeds, latency_file, ci_target, max_seeds, table1, steps, min_steps = args
     return predict(with_latency_file(build_presets(table1)[name], latency_file), seeds, ci_target,
-                   max_seeds, steps)
+                   max_seeds, steps, min_steps)
 
 
 def compare_table1(seeds: int = 3, jobs: int = 1, latency_file: str | None = None,
                    ci_target: float | None = None, max_seeds: int = MAX_SEEDS,
                    names: list[str] | None = None, table1: str | None = None,
-                   steps: int | None = None) -> list[dict]:
+                   steps: int | None = None, min_steps: int = MIN_STEPS) -> list[dict]:
     """One row per preset: simulated vs paper speedups, the ratio sim / paper per mode where the
     paper's value is known, and LR+SD / (LR x SD). ci_target None: `seeds` (at least MIN_STEPS
     steps per mode), intervals reported as they come; `lr plan --paper-table` asks CI_TARGET.
     latency_file: None = the shipped measured table
-    where it applies, "roofline", or a table path. names: a subset of presets; steps: shorter
-    answers (tests)."""
+    where it applies, "roofline", or a table path. names: a subset of presets; steps, min_steps:
+    shorter answers, fewer first-round seeds (tests)."""
     from .parallel import map_points
 
     names = names or list(build_presets(table1))
-    rows = map_points(_one, [(n, seeds, latency_file, ci_target, max_seeds, table1, steps) for n in names],
-                      jobs=jobs)
+    rows = map_points(_one, [(n, seeds, latency_file, ci_target, max_seeds, table1, steps, min_steps)
+                             for n in names], jobs=jobs)
     for r in rows:
         r["ratio"] = {m: (r["sim"][m] / r["paper"][m] if r["paper"][m] else None) for m in SPEEDUPS}
         r["product_ratio"] = r["sim"]["lr+sd"] / (r["sim"]["lr"] * r["sim"]["sd"])

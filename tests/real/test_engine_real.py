@@ -108,7 +108,12 @@ def test_ar_and_lr_write_valid_traces(real, tmp_path):
             eng = r["probe"][side]["engines"]
             assert set(eng) == {"target", "draft"}
             assert all(0.01 < e["decode_s"] < 10 and e["prefill_s"] > 0 for e in eng.values())
-        assert all(p["kv_tokens"] >= 32 for p in r["engine_stats"]["target"]["forward_passes"])
+        # KV usage is read after a pass: the pass that finishes a request has freed its blocks
+        kv = [p.get("kv_tokens") for p in r["engine_stats"]["target"]["forward_passes"]]
+        # (None), so only the passes that end a request lack it
+        known = [k for k in kv if k is not None]
+        assert all(k >= 32 for k in known) and len(known) >= 0.8 * len(kv)
+        assert r is not ar or kv[-1] is None
     assert lr["probe"]["before"] is not None and lr["probe"]["before"]["t"] >= ar["probe"]["after"]["t"] - 1e-6
     # LR: the first step follows the chat prompt (no boundary) so the target writes it; later
     # steps are drafted and judged; both engines did work.
@@ -122,7 +127,8 @@ def test_ar_and_lr_write_valid_traces(real, tmp_path):
 
     # Resume through the CLI: everything is recorded, so nothing runs and no engine starts.
     cmd = [sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "ar", "--dataset", "gsm8k",
-           "--limit", "1", "--max-tokens", str(MAX_TOKENS), "--out", str(out), "--resume", "--json"]
+           "--limit", "1", "--max-tokens", str(MAX_TOKENS), "--max-step-tokens", "32", "--out", str(out),
+           "--resume", "--json"]  # the settings the records were made with (else refused)
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
