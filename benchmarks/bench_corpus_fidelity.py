@@ -16,6 +16,10 @@ On the real trace corpus (benchmarks/collect_corpus.py), per data set:
                    the run; the default corrects by the mean of the probes before and after);
   repeatability    how far the target's probe moved across a record (the noise floor of any
                    per-record prediction on this machine);
+  cross time       calibrate on ar + lr-d2 of the problems collected first, predict every
+                   configuration of the problems collected later (other sessions, hours apart,
+                   the machine in another state): the profile travels in time by the probes
+                   alone (per-record probes, before-only probes, none);
   cross data set   calibrate on GSM8K (ar + lr-d2), predict AIME 2025: latency transfers across
                    data sets, acceptance and step lengths come from the replayed records.
 
@@ -104,6 +108,7 @@ def evaluate(corpus: Path, dataset: str) -> dict | None:
     res = {"dataset": dataset, "records": len(records),
            "configs": {c: sum(config_label(r) == c for r in records) for c in labels},
            "problems": sorted({r["problem_id"] for r in records})}
+    res["measured"] = measured(records)
     prof = Profile(validate_doc(calibrate(paths, select_placement=False)))
     res["in_sample"] = {"configs": rows(replay(prof, records)), "warnings": prof.doc.get("warnings")}
     res["leave_out"] = {}
@@ -119,7 +124,60 @@ def evaluate(corpus: Path, dataset: str) -> dict | None:
         r = leave_out(paths, records, HEADLINE, probe="before")
         res["headline_probe_before_only"] = r | {"verdict": verdict(r)}
     res["probe_repeatability"] = probe_repeatability(records)
+    if "ar" in labels and "lr-d2" in labels:
+        res["cross_time"] = cross_time(paths, records)
     return res
+
+
+def _started(r: dict) -> float:
+    return ((r.get("probe") or {}).get("before") or {}).get("t") or 0.0
+
+
+def cross_time(paths, records) -> dict | None:
+    """Calibrate on ar + lr-d2 of the first-collected half of the problems, predict every
+    configuration of the later half (cross-run: same machine, other hours and sessions)."""
+    first: dict[str, float] = {}
+    for r in records:
+        first[r["problem_id"]] = min(first.get(r["problem_id"], float("inf")), _started(r))
+    order = sorted(first, key=first.get)
+    if len(order) < 2:
+        return None
+    early, late = set(order[: len(order) // 2]), set(order[len(order) // 2:])
+    prof = Profile(validate_doc(calibrate(paths, problems=early, configs=set(HEADLINE),
+                                          select_placement=False)))
+    rest = [r for r in records if r["problem_id"] in late]
+    gap_h = (min(_started(r) for r in rest) - max(_started(r) for r in records
+                                                  if r["problem_id"] in early)) / 3600
+    res = {"calibrated_on": sorted(early), "predicted": sorted(late), "hours_between": round(gap_h, 2)}
+    for probe in ("both", "before", "none"):
+        out = replay(prof, rest, probe=probe)
+        res[probe] = {"configs": rows(out), "mape_all": out["mape"]}
+        res[probe]["verdict"] = verdict(res[probe])
+    return res
+
+
+def measured(records) -> dict:
+    """What the corpus measured per configuration: tokens/s, accuracy, acceptance, and the
+    speedup over ar on the same problems (latency ratio per problem, then the mean)."""
+    import numpy as np
+
+    ar = {r["problem_id"]: r["wall_time_s"] for r in records if config_label(r) == "ar"}
+    out: dict[str, dict] = {}
+    for c in sorted({config_label(r) for r in records}):
+        rs = [r for r in records if config_label(r) == c]
+        sa = [r["step_acceptance"] for r in rs if r.get("step_acceptance")]
+        sd = [r["sd"] for r in rs if r.get("sd") and r["sd"].get("drafted")]
+        sp = [ar[r["problem_id"]] / r["wall_time_s"] for r in rs if r["problem_id"] in ar]
+        out[c] = {"records": len(rs), "tokens_per_s": float(np.mean([r["tokens_per_s"] for r in rs])),
+                  "output_tokens": float(np.mean([r["output_tokens"] for r in rs])),
+                  "correct": sum(bool(r.get("correct")) for r in rs),
+                  "finished": sum(r.get("finish_reason") == "eos" for r in rs),
+                  "step_acceptance": (sum(a["accepted"] for a in sa) / sum(a["proposed"] for a in sa)
+                                      if sa and sum(a["proposed"] for a in sa) else None),
+                  "sd_acceptance": (sum(d["accepted"] for d in sd) / sum(d["drafted"] for d in sd)
+                                    if sd else None),
+                  "speedup_vs_ar": float(np.mean(sp)) if sp else None}
+    return out
 
 
 def cross_dataset(corpus: Path, src: str, dst: str) -> dict | None:
@@ -169,6 +227,12 @@ def main() -> None:
         return
     for ds, r in result["datasets"].items():
         print(f"{ds}: {r['records']} records, {len(r['problems'])} problems, configs {r['configs']}")
+        print(f"    {'config':14s}{'n':>3s}{'tok/s':>7s}{'x AR':>7s}{'right':>7s}{'eos':>5s}{'step a':>8s}{'SD a':>6s}")
+        for c, m in r["measured"].items():
+            f = lambda x, s="{:7.2f}": s.format(x) if x is not None else "      -"  # noqa: E731
+            print(f"    {c:14s}{m['records']:3d}{m['tokens_per_s']:7.2f}{f(m['speedup_vs_ar'])}"
+                  f"{m['correct']:4d}/{m['records']:<2d}{m['finished']:5d}{f(m['step_acceptance'], '{:8.2f}')}"
+                  f"{f(m['sd_acceptance'], '{:6.2f}')}")
         show("in-sample (calibrated on every configuration)", r["in_sample"]["configs"])
         for key, lo in r["leave_out"].items():
             v = lo["verdict"]
@@ -186,6 +250,14 @@ def main() -> None:
             v = r["headline_without_probe"]["verdict"]
             show(f"calibrated on ar+lr-d2, no probe correction: max MAPE {100 * (v['max_mape'] or 0):.1f}%",
                  r["headline_without_probe"]["configs"])
+        ct = r.get("cross_time")
+        if ct:
+            for probe in ("both", "before", "none"):
+                v = ct[probe]["verdict"]
+                show(f"cross time: ar+lr-d2 of {len(ct['calibrated_on'])} first problems -> "
+                     f"{len(ct['predicted'])} later ({ct['hours_between']:+.1f} h), probe {probe}: "
+                     f"all {100 * ct[probe]['mape_all']:.1f}%, max {100 * (v['max_mape'] or 0):.1f}%",
+                     ct[probe]["configs"])
     if result.get("cross_dataset"):
         c = result["cross_dataset"]
         show(f"cross data set: {c['calibrated_on']} -> {c['predicted']}", c["configs"])
