@@ -146,9 +146,10 @@ def cross_time(paths, records) -> dict | None:
     prof = Profile(validate_doc(calibrate(paths, problems=early, configs=set(HEADLINE),
                                           select_placement=False)))
     rest = [r for r in records if r["problem_id"] in late]
-    gap_h = (min(_started(r) for r in rest) - max(_started(r) for r in records
-                                                  if r["problem_id"] in early)) / 3600
-    res = {"calibrated_on": sorted(early), "predicted": sorted(late), "hours_between": round(gap_h, 2)}
+    last = max(_started(r) for r in records if r["problem_id"] in early)
+    gaps = [(_started(r) - last) / 3600 for r in rest]
+    res = {"calibrated_on": sorted(early), "predicted": sorted(late),
+           "hours_after_calibration": [round(min(gaps), 2), round(max(gaps), 2)]}
     for probe in ("both", "before", "none"):
         out = replay(prof, rest, probe=probe)
         res[probe] = {"configs": rows(out), "mape_all": out["mape"]}
@@ -255,7 +256,8 @@ def main() -> None:
             for probe in ("both", "before", "none"):
                 v = ct[probe]["verdict"]
                 show(f"cross time: ar+lr-d2 of {len(ct['calibrated_on'])} first problems -> "
-                     f"{len(ct['predicted'])} later ({ct['hours_between']:+.1f} h), probe {probe}: "
+                     f"{len(ct['predicted'])} later ({ct['hours_after_calibration'][0]:+.1f} to "
+                     f"{ct['hours_after_calibration'][1]:+.1f} h), probe {probe}: "
                      f"all {100 * ct[probe]['mape_all']:.1f}%, max {100 * (v['max_mape'] or 0):.1f}%",
                      ct[probe]["configs"])
     if result.get("cross_dataset"):

@@ -8,6 +8,10 @@ target request re-reads the draft's step as an uncached prefill suffix.
 
     t = overhead_s + base_s + per_token_s * max(0, decode_tokens - knee_tokens)
         + prefill_per_token_s * prefill_tokens + per_ctx_token_s * context
+        + per_seq_s * max(0, seqs - 1)
+
+per_seq_s: the work of each sequence beyond the first (docs/calibration.md, physical model); an
+SD verification pass (one sequence, k2 positions) pays per_token_s per extra position only.
 """
 from __future__ import annotations
 
@@ -25,21 +29,24 @@ class FittedRoofline(LatencyModel):
     prefill_per_token_s: float = 0.0
     per_ctx_token_s: float = 0.0    # KV read per context token in the batch
     overhead_s: float = 0.0         # fixed per-iteration scheduling cost
+    per_seq_s: float = 0.0          # each sequence beyond the first (per-request work)
 
     def __post_init__(self):
         if not self.base_s > 0 or not self.knee_tokens > 0:
             raise UserError(f"fitted roofline: base_s and knee_tokens must be > 0, got "
                             f"{self.base_s}, {self.knee_tokens}")
-        for k in ("per_token_s", "prefill_per_token_s", "per_ctx_token_s", "overhead_s"):
+        for k in ("per_token_s", "prefill_per_token_s", "per_ctx_token_s", "overhead_s", "per_seq_s"):
             if getattr(self, k) < 0:
                 raise UserError(f"fitted roofline: {k} must be >= 0, got {getattr(self, k)}")
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
         return (self.overhead_s + self.base_s
                 + self.per_token_s * max(0.0, decode_tokens - self.knee_tokens)
-                + self.prefill_per_token_s * prefill_tokens + self.per_ctx_token_s * context)
+                + self.prefill_per_token_s * prefill_tokens + self.per_ctx_token_s * context
+                + self.per_seq_s * max(0, seqs - 1))
 
     def params(self) -> dict:
         return {"base_s": self.base_s, "knee_tokens": self.knee_tokens,
                 "per_token_s": self.per_token_s, "prefill_per_token_s": self.prefill_per_token_s,
-                "per_ctx_token_s": self.per_ctx_token_s, "overhead_s": self.overhead_s}
+                "per_ctx_token_s": self.per_ctx_token_s, "overhead_s": self.overhead_s,
+                "per_seq_s": self.per_seq_s}

@@ -2,10 +2,11 @@
 
 A forward pass of an engine costs what the hardware does, whatever mode asked for it:
 
-    t = f_dec * (w + c * C) + f_pre * (p * (P + (q - 1)+) + L * (q - 1)+)      (alone)
+    t = f_dec * (w + c * C) + f_pre * (p * (P + (q - 1)+) + L * (q - 1)+ + s * (B - 1)+)  (alone)
     t_busy = t * (1 + beta)                                        (the other engine busy)
 
     q     decode positions in the pass (sequences in the batch, plus SD verification positions)
+    B     sequences in the pass (decoding or prefilling)
     P     prefill positions (prompts, and the uncached suffix an LR step re-reads)
     C     context: tokens held in the KV cache of the batch (vLLM `kv_tokens`, else estimated)
     w     one decode pass of one sequence: reading the weights once (memory-bound)
@@ -13,6 +14,9 @@ A forward pass of an engine costs what the hardware does, whatever mode asked fo
     L     the logits of one more decode position (the vocabulary projection a prefill token
           does not need): a decode position costs a = p + L >= p, so when the traces cannot
           separate L (few multi-position passes) a falls back to p, never to 0
+    s     each sequence beyond the first (per-request work: attention metadata, sampling),
+          which an SD verification pass (one sequence, several positions) does not pay: without
+          it, a batch of two LR requests priced the extra position of every SD verification
     c     each context token (KV read)
     beta  fractional slowdown while the other engine runs a pass (memory bandwidth and caches
           shared by the cores); fitted on the fraction o of the pass the other engine was busy:
@@ -37,7 +41,8 @@ from ..errors import UserError
 
 # internal parameter order; the profile stores per_token_s = p + L (the simulator's slope per
 # extra decode position) and prefill_per_token_s = p
-PARAMS = ("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_token_s", "contention")
+PARAMS = ("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_token_s", "contention",
+          "per_seq_s")
 MIN_PASSES = 8
 SE_LIMIT = 0.5            # a parameter with SE > 50% of its value is not identified: fixed to 0
 
@@ -46,6 +51,7 @@ SE_LIMIT = 0.5            # a parameter with SE > 50% of its value is not identi
 class PassData:
     """Every forward pass of one engine role, with its features (arrays of equal length)."""
     q: np.ndarray          # decode positions
+    B: np.ndarray          # sequences in the pass
     P: np.ndarray          # prefill positions
     C: np.ndarray          # context tokens
     o: np.ndarray          # fraction of the pass the other engine was busy (0..1)
@@ -158,6 +164,7 @@ def pass_data(records: list[dict], engine: str, ref: dict | None, probe: str = "
                 sp = sp if sp is not None else spans(rec)
                 ctx = _active_ctx(sp, engine, float(p.get("start", 0.0)) + float(p["duration_s"]))
             cols["q"].append(max(0, int(p.get("tokens_scheduled", 0)) - ptok))
+            cols["B"].append(max(1, int(p.get("batch_size", 1))))
             cols["P"].append(ptok)
             cols["C"].append(float(ctx))
             cols["o"].append(o)
@@ -191,15 +198,16 @@ def _probe_passes(records: list[dict], engine: str, ref: dict | None, cols: dict
             if e.get("prefill_s"):
                 rows.append((0, n, n, e["prefill_s"]))
             for q, P, C, t in rows:
-                for k, v in (("q", q), ("P", P), ("C", C), ("o", 0.0), ("f_dec", f_dec),
+                for k, v in (("q", q), ("B", 1), ("P", P), ("C", C), ("o", 0.0), ("f_dec", f_dec),
                              ("f_pre", f_pre), ("t", t), ("config", "probe")):
                     cols[k].append(v)
 
 
 def predict(x: np.ndarray, d: PassData) -> np.ndarray:
-    w, L, c, p, beta = x
+    w, L, c, p, beta, s = x
     extra = np.maximum(0.0, d.q - 1)
-    alone = d.f_dec * (w + c * d.C) + d.f_pre * (p * (d.P + extra) + L * extra)
+    alone = d.f_dec * (w + c * d.C) + d.f_pre * (p * (d.P + extra) + L * extra
+                                                 + s * np.maximum(0.0, d.B - 1))
     return alone * (1.0 + beta * d.o)
 
 
@@ -207,10 +215,10 @@ def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np
     from scipy.optimize import least_squares
 
     scale = np.array([max(x0[0], 1e-3), max(x0[0], 1e-3) / 40, max(x0[0], 1e-3) / 1000,
-                      max(x0[0], 1e-3) / 10, 0.2])
+                      max(x0[0], 1e-3) / 10, 0.2, max(x0[0], 1e-3) / 40])
 
     def full(z):
-        x = np.zeros(5)
+        x = np.zeros(len(PARAMS))
         x[free] = z * scale[free]
         return x
 
@@ -230,10 +238,10 @@ def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np
     s2 = float(np.sum(res.fun ** 2) / dof)
     try:
         cov = np.linalg.pinv(J.T @ J) * s2
-        se = np.zeros(5)
+        se = np.zeros(len(PARAMS))
         se[free] = np.sqrt(np.maximum(np.diag(cov), 0.0)) * scale[free]
     except np.linalg.LinAlgError:
-        se = np.full(5, np.inf)
+        se = np.full(len(PARAMS), np.inf)
     return x, se
 
 
@@ -244,10 +252,11 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
                         f"{len(d)} (record longer traces or run `lr calibrate measure`)")
     fixed: dict[str, str] = {}
     free = [0]
-    if np.any(d.q > 1):
+    if np.any(d.q > d.B):   # several positions of one sequence: SD verification
         free.append(1)
-    else:
-        fixed["logits_per_position_s"] = "no pass had more than one decode position"
+    else:  # batches alone cannot tell L from s (both grow with q - 1 = B - 1): s carries it
+        fixed["logits_per_position_s"] = ("no pass verified several positions of one sequence"
+                                          if np.any(d.q > 1) else "no pass had more than one decode position")
     if np.ptp(d.C) > 0:
         free.append(2)
     else:
@@ -260,9 +269,13 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
         free.append(4)
     else:
         fixed["contention"] = "the other engine never ran during a pass"
+    if np.any(d.B > 1):
+        free.append(5)
+    else:
+        fixed["per_seq_s"] = "no pass had more than one sequence"
     dec = d.t[d.P == 0]
-    x0 = np.array([float(np.median(dec)) if len(dec) else float(np.median(d.t)), 0.0, 0.0, 0.0, 0.0])
-    x0[1], x0[2], x0[3], x0[4] = x0[0] / 40, 1e-6, x0[0] / 20, 0.1
+    x0 = np.array([float(np.median(dec)) if len(dec) else float(np.median(d.t)), 0.0, 0.0, 0.0, 0.0, 0.0])
+    x0[1], x0[2], x0[3], x0[4], x0[5] = x0[0] / 40, 1e-6, x0[0] / 20, 0.1, x0[0] / 40
     while True:
         x, se = _solve(d, free, x0)
         weak = [i for i in free[1:] if not (x[i] > 0 and se[i] <= SE_LIMIT * x[i])]
@@ -283,8 +296,8 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
                          "sum_diff_pct": float(100 * (pred[m].sum() - d.t[m].sum()) / d.t[m].sum())}
     entry = {"kind": "roofline", "base_s": float(x[0]), "knee_tokens": 1.0,
              "per_token_s": float(x[3] + x[1]), "prefill_per_token_s": float(x[3]),
-             "per_ctx_token_s": float(x[2]), "contention": float(x[4])}
-    stderr = {PARAMS[i]: float(se[i]) for i in range(5) if PARAMS[i] not in fixed}
+             "per_ctx_token_s": float(x[2]), "contention": float(x[4]), "per_seq_s": float(x[5])}
+    stderr = {PARAMS[i]: float(se[i]) for i in range(len(PARAMS)) if PARAMS[i] not in fixed}
     if "prefill_per_token_s" in stderr:   # a = p + L (covariance ignored: an upper bound)
         stderr["per_token_s"] = float(np.hypot(se[3], se[1]))
     entry["fit"] = {

@@ -36,7 +36,7 @@ def latency_from_doc(doc: dict, name: str = "latency") -> LatencyModel:
     """One `latency.<role>` entry -> a LatencyModel (the doc is already schema-valid)."""
     if doc["kind"] == "roofline":
         keys = ("base_s", "knee_tokens", "per_token_s", "prefill_per_token_s", "per_ctx_token_s",
-                "overhead_s")
+                "overhead_s", "per_seq_s")
         return FittedRoofline(**{k: float(doc[k]) for k in keys if k in doc})
     dec = [(float(b), float(c), float(ms) / 1e3) for b, c, ms in doc["decode"]]
     pre = [(float(t), float(ms) / 1e3) for t, ms in doc.get("prefill", [])]
@@ -89,7 +89,7 @@ class Profile:
             # memory-bound terms (the weight and KV reads) follow the decode probe; the compute
             # per query token (prefill, and extra decode positions) follows the prefill probe
             for k, f in (("base_s", f_dec), ("per_ctx_token_s", f_dec), ("overhead_s", f_dec),
-                         ("per_token_s", f_pre), ("prefill_per_token_s", f_pre)):
+                         ("per_token_s", f_pre), ("prefill_per_token_s", f_pre), ("per_seq_s", f_pre)):
                 if k in lat:
                     lat[k] = float(lat[k]) * f
         doc["rescaled"] = {"factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},

@@ -25,7 +25,7 @@ LATENCY = {
              "base_s": {"type": "number", "minimum": 1e-9},
              "knee_tokens": {"type": "number", "minimum": 1e-9},
              "per_token_s": _NUM, "prefill_per_token_s": _NUM, "per_ctx_token_s": _NUM,
-             "overhead_s": _NUM,
+             "overhead_s": _NUM, "per_seq_s": _NUM,
              # fractional slowdown of a pass while the other engine runs one (physical.py)
              "contention": _NUM}}},
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "table"}}},

@@ -8,17 +8,22 @@ import pytest
 
 from lrsim.calib import physical as ph
 
-TRUE = np.array([0.40, 0.015, 2e-5, 0.030, 0.12])   # w, L (a = p + L = 0.045), c, p, beta
+TRUE = np.array([0.40, 0.015, 2e-5, 0.030, 0.12, 0.020])   # w, L (a = p + L = 0.045), c, p, beta, s
 
 
-def synth(n=600, seed=0, noise=0.02, beta_data=True, f=None) -> ph.PassData:
+def synth(n=600, seed=0, noise=0.02, beta_data=True, f=None, sd=True) -> ph.PassData:
+    """Passes of every kind: prefill (q 0), one decode, batches of 2-3 sequences (q = B), SD
+    verification of 7 positions of one sequence (q 7, B 1), a decode beside a prefill chunk."""
     rng = np.random.default_rng(seed)
-    q = rng.choice([0, 1, 1, 1, 1, 2, 3, 7], n).astype(float)
-    P = np.where(q == 0, rng.integers(10, 120, n), np.where(rng.random(n) < 0.1, rng.integers(5, 40, n), 0)).astype(float)
+    kind = rng.choice(["pre", "one", "one", "one", "b2", "b3", "sd" if sd else "one", "mixed"], n)
+    q = np.select([kind == "pre", kind == "b2", kind == "b3", kind == "sd"], [0, 2, 3, 7], 1).astype(float)
+    B = np.select([kind == "b2", kind == "b3", kind == "mixed"], [2, 3, 2], 1).astype(float)
+    P = np.where(kind == "pre", rng.integers(10, 120, n),
+                 np.where(kind == "mixed", rng.integers(5, 40, n), 0)).astype(float)
     C = rng.uniform(100, 700, n)
     o = (rng.random(n) < 0.4).astype(float) * rng.uniform(0.5, 1, n) if beta_data else np.zeros(n)
     fd = np.ones(n) if f is None else f
-    d = ph.PassData(q, P, C, o, fd, fd.copy(), np.zeros(n), np.array(["x"] * n, dtype=object))
+    d = ph.PassData(q, B, P, C, o, fd, fd.copy(), np.zeros(n), np.array(["x"] * n, dtype=object))
     d.t = ph.predict(TRUE, d) * (1 + noise * rng.standard_normal(n))
     return d
 
@@ -26,15 +31,26 @@ def synth(n=600, seed=0, noise=0.02, beta_data=True, f=None) -> ph.PassData:
 def test_recovers_known_parameters_within_error_bars():
     e = ph.fit_physical(synth(), "target")
     se = e["fit"]["stderr"]
-    for i, k in enumerate(("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_token_s",
-                           "contention")):
+    for i, k in enumerate(ph.PARAMS):
         if k in se:
             v = e[k] if k in e else e["fit"][k]
             assert abs(v - TRUE[i]) <= 4 * se[k] + 1e-12, (k, v, TRUE[i], se[k])
     assert e["per_token_s"] == pytest.approx(0.045, rel=0.1)   # a = p + L
     assert e["base_s"] == pytest.approx(0.40, rel=0.02)
     assert e["contention"] == pytest.approx(0.12, abs=0.02)
+    assert e["per_seq_s"] == pytest.approx(0.020, rel=0.15)      # an extra sequence: a + s
     assert e["fit"]["mape"] < 0.03
+
+
+def test_batches_alone_do_not_invent_a_per_position_cost():
+    """Without SD passes every extra decode position is an extra sequence: L and s cannot be
+    told apart, so L is fixed and s carries the batch cost; an SD pass is then priced at p per
+    extra position (what an SD verification costs), not at the batch's p + s."""
+    e = ph.fit_physical(synth(sd=False), "target")
+    assert "logits_per_position_s" in e["fit"]["fixed"]
+    assert "several positions of one sequence" in e["fit"]["fixed"]["logits_per_position_s"]
+    assert e["per_token_s"] == pytest.approx(0.030, rel=0.1)
+    assert e["per_seq_s"] == pytest.approx(0.020 + 0.015, rel=0.15)
 
 
 def test_unidentified_parameters_are_fixed_not_invented():
