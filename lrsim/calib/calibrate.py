@@ -135,7 +135,10 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     judged = [(s["n"], s["mean_s"]) for s in ver.values() if s["n"]]
     n_judged = sum(n for n, _ in judged)
     ver_s = sum(n * m for n, m in judged) / n_judged if n_judged else 0.0
-    gaps = oh.scheduling_gaps(records)
+    # the loop's own overheads, from the asynchronous scheduler only: in lr-sync (Algorithm 1)
+    # the gap before a verification or a relaunch is the drafting phase, which the simulator's
+    # lr-sync policy runs itself (counted as overhead it priced every async step +12 s here)
+    gaps = oh.scheduling_gaps([r for r in records if r["mode"] != "lr-sync"])
     sa = oh.step_acceptance(lr)
     reject = 1.0 - sa["rate"] if sa["rate"] is not None else 1.0
     jw = gaps["judge_wait"]["mean_s"] or 0.0
