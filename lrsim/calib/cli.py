@@ -166,18 +166,18 @@ def _print_profile(doc: dict, out: Path) -> None:
 
     c = _console()
     t = table(f"latency per engine -> {out}",
-              ("engine", "passes", "w ms", "+pos ms", "pre ms/t", "busy +%", "MAPE"),
+              ("engine", "passes", "w ms", "+pos ms", "+seq ms", "pre ms/t", "busy +%", "MAPE"),
               text=("engine",), title_justify="left")
     for k, v in doc["latency"].items():
         f = v.get("fit", {})
         t.add_row(k, str(f.get("points", "-")), _pm(v, "base_s", 1e3, ".1f"),
-                  _pm(v, "per_token_s", 1e3, ".1f"), _pm(v, "prefill_per_token_s", 1e3, ".1f"),
-                  _pm(v, "contention", 100, ".0f"),
+                  _pm(v, "per_token_s", 1e3, ".1f"), _pm(v, "per_seq_s", 1e3, ".1f"),
+                  _pm(v, "prefill_per_token_s", 1e3, ".1f"), _pm(v, "contention", 100, ".0f"),
                   f"{100 * f['mape']:.1f}%" if f.get("mape") is not None else "-")
     c.print(t)
-    c.print("w: one decode pass, one sequence; +pos: each extra decode position (batch, SD "
-            "verify); pre: each prefill token; busy: slowdown while the other engine runs; "
-            "±: standard error")
+    c.print("w: one decode pass, one sequence; +pos: each extra decode position (SD verify); "
+            "+seq: and each extra sequence on top (batch); pre: each prefill token; busy: "
+            "slowdown while the other engine runs; ±: standard error")
     for k, v in doc["latency"].items():
         for p, why in ((v.get("fit") or {}).get("fixed") or {}).items():
             c.print(f"  {k}.{p} = 0: {why}")
