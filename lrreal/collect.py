@@ -22,6 +22,7 @@ from lrsim.errors import UserError
 from . import shutdown
 from .engine import EngineArgs, VllmEngine, ngram_config, vllm_lock, vllm_version
 from .scheduler import DRAFT_MODES, MODES, SD_MODES, Problem, SchedulerConfig, run_problem
+from .scheduler.steps import DEFAULT_STEP_STOP
 
 IOMP_LIB = "libiomp5.so"  # Intel OpenMP bundled in the venv: ~1.7x faster CPU decode here
 
@@ -39,8 +40,11 @@ class CollectSpec:
     judge_url: str | None = None
     judge_timeout_s: float = 30.0         # per attempt; a CPU judge answers one step in seconds
     judge_retries: int = 2                # extra attempts on timeouts, 5xx, 429, refused connections
+    judge_prompt: str = "default"         # judge prompt template: a shipped name (default, paper) or a
+                                          # JSON file (lrreal/verifiers/judge_prompt.py)
     max_tokens: int = 512
     max_step_tokens: int = 100
+    step_stop: tuple = DEFAULT_STEP_STOP  # strings that end a step (--step-stop; reference "\n\n")
     boundary_rule: bool = True
     seed: int = 0
     temperature: float = 0.0
@@ -85,6 +89,7 @@ class CollectSpec:
         for flag, cores in (("--target-cores", self.target_cores), ("--draft-cores", self.draft_cores)):
             check_cores(flag, cores)
         self.check_gpus()
+        self.judge_prompt_template()  # a bad --judge-prompt is refused whatever the verifier
         if self.mode in DRAFT_MODES:
             self.make_verifier()  # parses --verifier / --judge-url; opens nothing
         self.check_out()
@@ -121,13 +126,25 @@ class CollectSpec:
     def make_verifier(self):
         from .verifiers import make_verifier
         return make_verifier(self.verifier, judge_url=self.judge_url, seed=self.seed,
-                             judge_timeout_s=self.judge_timeout_s, judge_retries=self.judge_retries)
+                             judge_timeout_s=self.judge_timeout_s, judge_retries=self.judge_retries,
+                             judge_prompt=self.judge_prompt)
+
+    def uses_judge(self) -> bool:
+        """Does this run ask an LLM judge (so its records depend on the judge prompt)?"""
+        from .verifiers import JUDGE_KINDS
+        return self.mode in DRAFT_MODES and self.verifier.partition(":")[0] in JUDGE_KINDS
+
+    def judge_prompt_template(self):
+        """The --judge-prompt template, loaded and checked (a UserError naming the flag)."""
+        from .verifiers import load_judge_prompt
+        return load_judge_prompt(self.judge_prompt)
 
     def scheduler_config(self) -> SchedulerConfig:
         return SchedulerConfig(mode=self.mode, depth=self.depth, width=self.width,
                                max_tokens=self.max_tokens, max_step_tokens=self.max_step_tokens,
                                boundary_rule=self.boundary_rule, temperature=self.temperature,
-                               top_p=self.top_p, top_k=self.top_k, seed=self.seed)
+                               top_p=self.top_p, top_k=self.top_k, seed=self.seed,
+                               step_stop=tuple(self.step_stop))
 
 
 def check_cores(flag: str, cores: str) -> None:
@@ -241,7 +258,7 @@ class Collector:
         self.verifier = None
         self._tokenizer = None
         self.run_info = {
-            "flags": {k: v for k, v in asdict(spec).items() if k != "extra"} | spec.extra,
+            "flags": {k: _plain(v) for k, v in asdict(spec).items() if k != "extra"} | spec.extra,
             "models": {"target": models.model_identity(self.target_path)}
                       | ({"draft": models.model_identity(self.draft_path)} if self.draft_path else {}),
             "vllm_version": vllm_version(), "hardware": hardware(),
@@ -254,6 +271,8 @@ class Collector:
             return None
         v = self.spec.make_verifier()
         self.run_info["verifier"] = v.describe()
+        if getattr(v, "prompt", None) is not None:  # an LLM judge: which template it is asked with
+            self.run_info["judge_prompt"] = v.prompt.describe()
         return v
 
     def engine_args(self) -> dict[str, EngineArgs]:
@@ -362,7 +381,7 @@ def collect(spec: CollectSpec, on_record=None, on_start=None) -> CollectSummary:
         signals.summary = summary  # carried by the Interrupted exception
         pairs = with_samples(load_problems(spec.dataset, spec.limit, spec.offset), spec.samples)
         with TraceWriter(spec.out, resume=spec.resume) as writer:
-            check_resume_settings(spec, writer.existing_flags)
+            check_resume_settings(spec, writer.existing_runs)
             done = writer.completed_keys()
             todo = [(p, s) for p, s in pairs if (p.id, s, spec.mode) not in done]
             summary.skipped = len(pairs) - len(todo)
@@ -410,33 +429,65 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
 
 # The run.flags that define what a record means. `--resume` appends only records made with the
 # same values as every record already in the file (of any mode for the first group, of the same
-# mode for the others); --limit, --offset, --samples, --probe, --judge-url and the like may change.
-RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "temperature", "top_p", "top_k",
-             "target", "dtype", "max_model_len", "execute_code")
+# mode for the others; the judge prompt by its content, in check_resume_settings); --limit,
+# --offset, --samples, --probe, --judge-url and the like may change.
+RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "step_stop", "temperature", "top_p",
+             "top_k", "target", "dtype", "max_model_len", "execute_code")
 DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule")
 SD_RUN_FLAGS = ("num_speculative_tokens", "prompt_lookup_max")
+# What a flag meant in records written before the toolkit recorded it (it was fixed then).
+ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP)}
+
+
+def _plain(v):
+    """A flag's value as JSON has it (tuples are arrays)."""
+    return list(v) if isinstance(v, tuple) else v
 
 
 def check_resume_settings(spec: CollectSpec, existing: list[tuple[str, dict]]) -> None:
     """Refuse `--resume` into a file whose records were made with other settings (one line
-    naming the first flag that differs), so one file never mixes runs."""
-    mine = asdict(spec)
-    for mode, flags in existing:
+    naming the first flag that differs), so one file never mixes runs. `existing`: (mode, run)
+    of every record in the file (TraceWriter.existing_runs).
+
+    The judge prompt is compared by content (run.judge_prompt.sha256; a record without it was
+    judged with the default template, the only one there was), between records of this mode
+    and a run that asks an LLM judge: the same template under another path is the same run."""
+    mine = {k: _plain(v) for k, v in asdict(spec).items()}
+    my_prompt = default_sha = None
+    for mode, run in existing:
+        run = run if isinstance(run, dict) else {}
+        flags = run.get("flags") if isinstance(run.get("flags"), dict) else {}
         names = RUN_FLAGS + (DRAFT_RUN_FLAGS if mode == spec.mode and mode in DRAFT_MODES else ()) \
             + (SD_RUN_FLAGS if mode == spec.mode and mode in SD_MODES else ())
         for name in names:
-            if name not in flags:
+            if name not in flags and name not in ABSENT_MEANS:
                 continue      # written by an older toolkit without that flag: nothing to compare
-            theirs = flags[name]
+            theirs = flags[name] if name in flags else ABSENT_MEANS[name]
             if name == "dataset" and isinstance(theirs, str) and theirs.endswith(".jsonl") \
                     and isinstance(mine[name], str) and _same_path(theirs, mine[name]):
                 continue
-            if theirs != mine[name]:
+            if _plain(theirs) != mine[name]:
                 flag = "--" + name.replace("_", "-")
                 shown = lambda v: "on" if v is True else "off" if v is False else v  # noqa: E731
                 raise UserError(f"--resume: {spec.out} holds {mode} records made with {flag} "
                                 f"{shown(theirs)!r}; this run has {flag} {shown(mine[name])!r}: "
                                 "resume with the same settings, or write to a new --out file")
+        if mode == spec.mode and spec.uses_judge() and "verifier" in flags:
+            # same mode and (compared above) the same judge verifier: the same template?
+            from .verifiers.judge_prompt import default_prompt
+
+            my_prompt = my_prompt or spec.judge_prompt_template()
+            recorded = run.get("judge_prompt") if isinstance(run.get("judge_prompt"), dict) else {}
+            theirs = recorded.get("sha256")
+            if not theirs:
+                default_sha = default_sha or default_prompt().sha256
+                theirs = default_sha
+            if theirs != my_prompt.sha256:
+                name = recorded.get("name") or flags.get("judge_prompt") or "default"
+                raise UserError(f"--resume: {spec.out} holds {mode} records judged with --judge-prompt "
+                                f"{name!r} (sha256 {str(theirs)[:12]}); this run has --judge-prompt "
+                                f"{spec.judge_prompt!r} (sha256 {my_prompt.sha256[:12]}): resume with "
+                                "the same template, or write to a new --out file")
 
 
 def _same_path(a: str, b: str) -> bool:

@@ -1,7 +1,7 @@
 """`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync on real vLLM engines."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -20,9 +20,11 @@ def collect_cmd(
     judge_url: Optional[str] = typer.Option(None, "--judge-url", help="OpenAI-compatible judge server (lr judge serve)."),
     judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, max=3600.0, help="Seconds per judge attempt (the whole reply)."),
     judge_retries: int = typer.Option(2, "--judge-retries", min=0, max=100, help="Extra judge attempts on timeouts, 5xx, 429, refused connections."),
+    judge_prompt: str = typer.Option("default", "--judge-prompt", help="Judge prompt template: default | paper (the paper's protocol, steps between <s1>/<s2> markers) | FILE.json."),
     max_tokens: int = typer.Option(512, "--max-tokens", min=1, max=1_000_000, help="Total output budget per problem (cut exactly)."),
-    max_step_tokens: int = typer.Option(100, "--max-step-tokens", min=1, max=1_000_000, help="A step ends at a blank line or this many tokens."),
-    boundary_rule: bool = typer.Option(True, "--boundary-rule/--no-boundary-rule", help="Draft only after a context ending in a blank line (reference)."),
+    max_step_tokens: int = typer.Option(100, "--max-step-tokens", min=1, max=1_000_000, help="A step ends at a stop string (--step-stop) or after this many tokens (reference: 100)."),
+    boundary_rule: bool = typer.Option(True, "--boundary-rule/--no-boundary-rule", help="Draft only after a context ending in a stop string (reference)."),
+    step_stop: Optional[List[str]] = typer.Option(None, "--step-stop", help="A step ends at this string (repeatable; escapes such as \\n decoded; default \\n\\n, a blank line, as in the paper)."),
     seed: int = typer.Option(0, "--seed", help="Run seed; per-request seeds derive from it."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, max=100.0, help="0 = greedy (paper: 0.6)."),
     top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0),
@@ -55,12 +57,15 @@ def collect_cmd(
     from lrsim.errors import UserError
 
     from .collect import CollectSpec, collect, summarize
+    from .scheduler.steps import DEFAULT_STEP_STOP, decode_escapes
     from .shutdown import Interrupted
     from .traces import read_traces
 
+    stops = tuple(decode_escapes(s, "--step-stop") for s in step_stop) if step_stop else DEFAULT_STEP_STOP
     spec = CollectSpec(mode=mode, dataset=dataset, limit=limit, offset=offset, samples=samples,
                        depth=depth, width=width, verifier=verifier, judge_url=judge_url,
                        judge_timeout_s=judge_timeout, judge_retries=judge_retries,
+                       judge_prompt=judge_prompt, step_stop=stops,
                        max_tokens=max_tokens, max_step_tokens=max_step_tokens,
                        boundary_rule=boundary_rule, seed=seed, temperature=temperature,
                        top_p=top_p, top_k=top_k, out=out, resume=resume, target=target, draft=draft,

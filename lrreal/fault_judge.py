@@ -15,6 +15,8 @@ Each chat request gets one *kind*, from the fixed mode or from a seeded random m
 
   ok           a verdict: "aligned" when s1 and s2 state the same numbers (or, with no numbers,
                the same words), else "unaligned" (a toy judge, deterministic)
+               (s1 and s2 as the shipped judge prompts show them: "s1: ...", or between
+               <s1>...</s1> and <s2>...</s2> markers)
   slow:stall   answers after `slow_s` (longer than any sane client timeout)
   slow:trickle sends headers at once, then the body one byte every `trickle_s` (each gap is
                short; only a deadline on the whole reply catches it)
@@ -62,6 +64,7 @@ MAX_BODY_BYTES = 1 << 20
 _CONTENT_LENGTH = re.compile(r"\s*(\d{1,18})\s*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _STEPS = re.compile(r"s1: (.*)\n\ns2: (.*)\Z", re.S)
+_MARKED = re.compile(r"<s1>\s*(.*?)\s*</s1>.*?<s2>\s*(.*?)\s*</s2>", re.S)  # --judge-prompt paper
 
 
 @dataclass
@@ -88,7 +91,7 @@ class FaultConfig:
 
 def ok_verdict(prompt: str) -> str:
     """The toy judge: the same numbers (as a multiset) -> aligned; no numbers: the same words."""
-    m = _STEPS.search(prompt)
+    m = _STEPS.search(prompt) or _MARKED.search(prompt)
     if not m:
         return "unaligned"
     s1, s2 = m.groups()
@@ -118,6 +121,7 @@ class FaultJudge:
         self.rng = random.Random(config.seed)
         self.served: Counter = Counter()
         self.chat_requests = 0
+        self.last_request: dict | None = None  # the body of the latest chat request (tests)
         self.dead = False
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -275,6 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
             prompt = req["messages"][1]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             return self._send(400, {"error": {"message": "expected the judge's chat request", "code": 400}})
+        with fj._lock:
+            fj.last_request = req
         kind = fj.next_kind()
         logprobs = bool(req.get("logprobs"))
         ok = chat_reply(ok_verdict(prompt), logprobs)

@@ -113,14 +113,16 @@ def ask(
                                  "(also exact, embedding[:T], random[:P])."),
     judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, max=3600.0, help="Seconds per attempt."),
     judge_retries: int = typer.Option(2, "--judge-retries", min=0, max=100, help="Extra attempts on failure."),
+    judge_prompt: str = typer.Option("default", "--judge-prompt", help="Judge prompt template: default | paper | FILE.json (see lr collect)."),
     no_shortcut: bool = typer.Option(False, "--no-shortcut", help="Skip the exact-match shortcut."),
     as_json: bool = JSON,
 ):
     """Ask a verifier whether two steps agree (a quick check of a judge server)."""
-    from .verifiers import make_verifier
+    from .verifiers import load_judge_prompt, make_verifier
 
+    prompt = load_judge_prompt(judge_prompt)  # checked whatever the verifier
     v = make_verifier(verifier, judge_url=judge_url, judge_timeout_s=judge_timeout,
-                      judge_retries=judge_retries, shortcut=not no_shortcut)
+                      judge_retries=judge_retries, shortcut=not no_shortcut, judge_prompt=prompt)
 
     async def once():
         try:
@@ -130,6 +132,8 @@ def ask(
 
     r = asyncio.run(once())
     out = r.as_dict() | {"duration_s": r.duration_s}
+    if getattr(v, "prompt", None) is not None:  # an LLM judge: the template it was asked with
+        out["judge_prompt"] = v.prompt.describe()
     if as_json:
         print(jsonout.dumps(out))
         return

@@ -304,6 +304,7 @@ class TraceWriter:
         self.path = Path(path)
         self._keys: set[Key] = set()
         self.existing_flags: list[tuple[str, dict]] = []
+        self.existing_runs: list[tuple[str, dict]] = []
         self.dropped_tail: TruncatedTail | None = None
         if self.path.is_dir():
             raise UserError(f"{self.path}: is a directory; --out needs a trace file (JSONL)")
@@ -330,10 +331,11 @@ class TraceWriter:
         try:
             tf = _scan(self.path)
             self._keys = {record_key(r) for r in tf.records}
-            # (mode, run.flags) of every record already in the file: `lr collect --resume`
-            # refuses to append records made with other settings (lrreal/collect.py)
-            self.existing_flags = [(r["mode"], (r.get("run") or {}).get("flags") or {})
-                                   for r in tf.records]
+            # (mode, run) of every record already in the file: `lr collect --resume` refuses to
+            # append records made with other settings (lrreal/collect.py: run.flags, and
+            # run.judge_prompt for the LLM judge's template); existing_flags: (mode, run.flags)
+            self.existing_runs = [(r["mode"], r.get("run") or {}) for r in tf.records]
+            self.existing_flags = [(m, run.get("flags") or {}) for m, run in self.existing_runs]
             if tf.truncated is not None:
                 self._drop_tail(tf.truncated, tf.end_offset)
             elif tf.missing_newline:

@@ -32,6 +32,8 @@ docs/simulator.md), i.e. ~30-55k positions per CPU-second.
                            --max-tokens`'s own cap).
     MAX_PROFILE_DEPTH      draft depths in a profile's acceptance table: 1,024 (= the simulator's
                            --depth cap, MAX_KNOB).
+    MAX_JUDGE_PROMPT_BYTES a judge prompt template (`--judge-prompt FILE`): 64 KiB (the shipped
+                           ones are about 1 KiB; the judge is sent the template plus two steps).
 """
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ MAX_TEXT_FILE_BYTES = 256 << 20
 MAX_RECORD_STEPS = 65_536
 MAX_RECORD_TOKENS = 1_000_000
 MAX_PROFILE_DEPTH = 1024
+MAX_JUDGE_PROMPT_BYTES = 64 << 10
 
 
 def _fmt(n: int | float) -> str:

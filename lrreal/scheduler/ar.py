@@ -1,7 +1,8 @@
 """`ar` and `sd`: the target alone (with n-gram SD inside the engine for `sd`).
 
 One request for the whole answer (the fair baseline: no per-step request overhead); its stream is
-cut into steps at "\n\n" as tokens arrive, so the trace still has per-step timings.
+cut into steps at the stop strings (--step-stop, default "\n\n") as tokens arrive, so the trace
+still has per-step timings.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .steps import StreamSegmenter
 async def run_ar(run: Run) -> ProblemResult:
     t0 = monotonic()
     log = StepLog(t0)
-    seg = StreamSegmenter(start=t0)
+    seg = StreamSegmenter(start=t0, stops=run.cfg.step_stop)
     req = run.request("target", "ar", "", run.cfg.max_tokens, step=False)
     from ..engine import Progress
 

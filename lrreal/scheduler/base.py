@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ..engine import STEP_STOP, Engine, GenRequest, GenResult, Progress, monotonic
+from ..engine import Engine, GenRequest, GenResult, Progress, monotonic
 from .config import SchedulerConfig
 from .seeds import SeedSource
 
@@ -33,7 +33,7 @@ class Run:
         return GenRequest(
             request_id=f"{self.problem.problem_id}/{self.problem.sample}/{role}/{path}/{self._n}",
             prompt=self.problem.prompt + context, max_tokens=max_tokens,
-            stop=(STEP_STOP,) if step else (),
+            stop=tuple(self.cfg.step_stop) if step else (),
             seed=self.seeds(path, role) if sampled else None,
             temperature=self.cfg.temperature, top_p=self.cfg.top_p, top_k=self.cfg.top_k)
 

@@ -1,9 +1,11 @@
-"""What one scheduler run needs to know: mode, tree shape, budgets, sampling, seeds."""
+"""What one scheduler run needs to know: mode, tree shape, budgets, segmentation, sampling, seeds."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from lrsim.errors import UserError
+
+from .steps import DEFAULT_STEP_STOP, check_step_stops
 
 MODES = ("ar", "sd", "lr", "lr+sd", "lr-sync")
 SD_MODES = ("sd", "lr+sd")        # the target engine runs n-gram speculative decoding
@@ -18,12 +20,13 @@ class SchedulerConfig:
     width: int = 1             # child drafts per node; >1 only helps with sampling (greedy
                                # siblings are identical)
     max_tokens: int = 1024     # total output budget; the output is cut exactly at it
-    max_step_tokens: int = 100  # a step ends at "\n\n" or after this many tokens (reference: 100)
-    boundary_rule: bool = True  # compare steps only after a context ending in "\n\n" (reference)
+    max_step_tokens: int = 100  # a step ends at a stop string or after this many tokens (reference: 100)
+    boundary_rule: bool = True  # compare steps only after a context ending in a stop string (reference)
     temperature: float = 0.0   # 0 = greedy; the paper samples at 0.6 / top_p 0.95
     top_p: float = 1.0
     top_k: int = 0
     seed: int = 0              # run seed; every request's seed is derived from it (seeds.py)
+    step_stop: tuple[str, ...] = DEFAULT_STEP_STOP  # strings that end a step (reference: "\n\n")
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -37,3 +40,4 @@ class SchedulerConfig:
             raise UserError(f"--temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
+        self.step_stop = check_step_stops(self.step_stop)

@@ -14,8 +14,9 @@ queue; the loop awaits the queue (no polling). The rules, after the reference im
   cancel everything below, restart from the corrected context.
 - A child draft still running when the root's target step finishes is cancelled and the position
   counts as rejected, recorded with method "not-ready" (the reference drops it silently).
-- Boundary rule (option, on by default): no drafting after a context that does not end in
-  "\n\n" (the reference drafts there and then auto-rejects; skipping saves that work).
+- Boundary rule (option, on by default): no drafting after a context that does not end in a
+  stop string (--step-stop, default "\n\n"; the reference drafts there and then auto-rejects;
+  skipping saves that work).
 - EOS inside a committed step ends the answer there; each request's max_tokens is capped by the
   budget left on its path, so the output never passes --max-tokens.
 - Every cancelled request is recorded (tokens made, times) on the step decided when it died;
@@ -76,7 +77,8 @@ class AsyncLookahead:
             return
         if v.level - self.root.level >= self.cfg.depth:
             return
-        if self.cfg.boundary_rule and not ends_on_boundary(self.run.problem.prompt + v.ctx):
+        if self.cfg.boundary_rule and not ends_on_boundary(self.run.problem.prompt + v.ctx,
+                                                          self.cfg.step_stop):
             return
         budget = self.run.step_budget(v.used)
         if budget <= 0:

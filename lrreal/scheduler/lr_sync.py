@@ -34,7 +34,7 @@ async def run_lr_sync(run: Run) -> ProblemResult:
         drafts = []
         ctx, ctx_used = text, used
         for i in range(cfg.depth):
-            if cfg.boundary_rule and not ends_on_boundary(run.problem.prompt + ctx):
+            if cfg.boundary_rule and not ends_on_boundary(run.problem.prompt + ctx, cfg.step_stop):
                 break
             budget = run.step_budget(ctx_used)
             if budget <= 0:

@@ -9,6 +9,8 @@
   judge-logprob[:T]     LLM judge, accept when P(aligned) >= T (default 0.5)
 
 Every verifier except `exact` first tries the exact-match shortcut (`--no-shortcut` disables).
+The LLM judges ask with a prompt template (`judge_prompt=`: a shipped name, `default` or `paper`,
+a file path, or a JudgePrompt; see judge_prompt.py).
 """
 from __future__ import annotations
 
@@ -18,17 +20,21 @@ from .base import Verdict, Verifier, exact_match, normalize
 from .embedding import EmbeddingVerifier
 from .exact import ExactVerifier
 from .judge import JudgeConfig, JudgeVerifier
+from .judge_prompt import JudgePrompt, load_judge_prompt
 from .randomized import RandomVerifier
 
 __all__ = ["Verdict", "Verifier", "ExactVerifier", "EmbeddingVerifier", "RandomVerifier",
-           "JudgeVerifier", "JudgeConfig", "make_verifier", "exact_match", "normalize", "KINDS"]
+           "JudgeVerifier", "JudgeConfig", "JudgePrompt", "load_judge_prompt", "make_verifier",
+           "exact_match", "normalize", "KINDS", "JUDGE_KINDS"]
 
 KINDS = ("exact", "embedding", "random", "judge", "judge-logprob")
+JUDGE_KINDS = ("judge", "judge-logprob")  # the verifiers that send a judge prompt
 
 
 def make_verifier(spec: str, *, judge_url: str | None = None, judge_model: str | None = None,
                   judge_timeout_s: float = 30.0, judge_retries: int = 2, judge_backoff_s: float = 0.5,
-                  seed: int = 0, shortcut: bool = True) -> Verifier:
+                  seed: int = 0, shortcut: bool = True,
+                  judge_prompt: "str | JudgePrompt | None" = None) -> Verifier:
     kind, _, arg = spec.partition(":")
     value = None
     if arg:
@@ -56,4 +62,5 @@ def make_verifier(spec: str, *, judge_url: str | None = None, judge_model: str |
 
     return JudgeVerifier(JudgeConfig(judge_url, judge_model, judge_timeout_s, judge_retries,
                                      judge_backoff_s, logprob_threshold=threshold,
-                                     api_key=api_key_from_env()), shortcut=shortcut)
+                                     api_key=api_key_from_env(), prompt=judge_prompt),
+                         shortcut=shortcut)

@@ -5,6 +5,9 @@ whether step s1 (target) and step s2 (draft) convey the same meaning - main idea
 calculation results - answered "[aligned]" or "[unaligned]" (unaligned when too hard to decide);
 the assistant turn pre-filled with "[" so the first generated token is the verdict; temperature 0,
 max_tokens 1; accept iff the reply contains "ali" and not "un". The judge sees only the two steps.
+The wording is a template (`--judge-prompt NAME|FILE`, lrreal/verifiers/judge_prompt.py): the
+shipped `default` (this toolkit's wording, the default) or `paper` (the steps between explicit
+markers), or a JSON file of the same shape; the verdict rule is the same for all.
 
 The pre-fill uses vLLM's chat endpoint with `continue_final_message=true` and
 `add_generation_prompt=false` (vLLM >= 0.6, present in 0.32): the server applies the model's own
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from lrsim.errors import UserError
 
 from .base import Verifier
+from .judge_prompt import JudgePrompt, load_judge_prompt
 
 # The judge client's API key comes from this environment variable (never from a flag: a key on
 # the command line shows in `ps` and would be recorded in the trace's run.flags). `lr judge serve
@@ -53,13 +57,7 @@ def check_api_key(key: str | None, flag: str) -> str | None:
         raise UserError(f"{flag}: an API key must be printable ASCII without spaces")
     return key
 
-SYSTEM = "You are a meticulous judge who compares two steps of mathematical reasoning."
-USER = ("Do step s1 and step s2 below convey the same meaning? They do if they share the same "
-        "main ideas, the same logic and the same calculation results; wording may differ.\n"
-        "Answer with exactly one tag: [aligned] if they convey the same meaning, [unaligned] if "
-        "they do not. If it is too hard to decide, answer [unaligned].\n\n"
-        "s1: {target}\n\ns2: {draft}")
-PREFILL = "["
+
 TOP_LOGPROBS = 20  # vLLM's default --max-logprobs; enough to see both verdict tokens
 
 
@@ -72,12 +70,13 @@ class JudgeConfig:
     backoff_s: float = 0.5         # first retry waits this long, then doubles
     logprob_threshold: float | None = None  # set: the judge-logprob variant
     api_key: str | None = field(default=None, repr=False)  # sent as "Authorization: Bearer KEY"
+    prompt: "JudgePrompt | str | None" = None  # the template (a JudgePrompt, a shipped name or a
+                                               # path); None: the default template
 
 
-def judge_messages(target_step: str, draft_step: str) -> list[dict]:
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": USER.format(target=target_step.strip(), draft=draft_step.strip())},
-            {"role": "assistant", "content": PREFILL}]
+def judge_messages(target_step: str, draft_step: str, prompt: "JudgePrompt | str | None" = None) -> list[dict]:
+    """The chat messages of one comparison under `prompt` (default: the default template)."""
+    return load_judge_prompt(prompt).messages(target_step, draft_step)
 
 
 def reply_accepts(reply: str) -> bool:
@@ -130,6 +129,7 @@ class JudgeVerifier(Verifier):
         if t is not None and not 0.0 <= t <= 1.0:
             raise UserError(f"--verifier judge-logprob:T needs 0 <= T <= 1 (got {t})")
         self.config, self.shortcut = config, shortcut
+        self.prompt = load_judge_prompt(config.prompt)  # a bad template: UserError, before any call
         self.method = "judge" if t is None else "judge-logprob"
         self.base = config.url.rstrip("/").removesuffix("/v1")
         self._client = None
@@ -202,7 +202,7 @@ class JudgeVerifier(Verifier):
                             "start one with `lr judge serve` or fix the URL") from None
 
     def payload(self, model: str, target_step: str, draft_step: str) -> dict:
-        body = {"model": model, "messages": judge_messages(target_step, draft_step),
+        body = {"model": model, "messages": self.prompt.messages(target_step, draft_step),
                 "temperature": 0.0, "max_tokens": 1,
                 "add_generation_prompt": False, "continue_final_message": True}
         if self.config.logprob_threshold is not None:

@@ -12,9 +12,12 @@ Mapping (one record -> one request):
                                          step_acceptance.by_depth rate at that depth (pooled
                                          over the file when the record has none)
     sd.accepted / sd.drafted          -> per-token acceptance of token-level SD (pooled fallback)
-    steps[i-1].text ends in a blank   -> can_draft(req, i): the real scheduler's boundary rule
-      line (run.flags.boundary_rule)     (drafting only after a context on a step boundary; never
-                                         after the chat prompt)
+    steps[i-1].text ends in a stop    -> can_draft(req, i): the real scheduler's boundary rule
+      string (run.flags.step_stop,       (drafting only after a context on a step boundary); the
+      default "\n\n"; run.flags.         context of 0 steps is the chat prompt, which is not in the
+      boundary_rule)                     record: on a boundary only when the real run drafted step 0
+                                         (steps[0] has a draft or a verdict; never for "\n\n" and a
+                                         chat prompt ending in "assistant\n")
     steps[i].draft/target.tokens,     -> spec_tokens(req, kind, position, root_level): how long
       steps[q].cancelled/discarded       a draft or target job for `position` ran in the real run:
                                          on the committed path the judged draft's / the target
@@ -34,6 +37,7 @@ from .workload import RequestSpec
 
 DEFAULT_PROMPT_TOKENS = 300
 DEFAULT_ALPHA = 0.5        # when a file has no step acceptance at all
+DEFAULT_STEP_STOP = ("\n\n",)  # records without run.flags.step_stop were cut at a blank line
 
 
 def _read(path: Path) -> list[dict]:
@@ -61,6 +65,23 @@ def _spec_lengths(steps: list[dict]) -> dict:
                 ordered.setdefault(e["kind"], []).append(n)
         spec.append((by_depth, ordered))
     return {"committed": committed, "spec": spec}
+
+
+def _step_stops(rec: dict) -> tuple[str, ...]:
+    """The stop strings the record's steps were cut at (run.flags.step_stop; default "\n\n")."""
+    stops = ((rec.get("run") or {}).get("flags") or {}).get("step_stop")
+    if isinstance(stops, str):
+        stops = [stops]
+    if isinstance(stops, (list, tuple)):
+        stops = tuple(s for s in stops if isinstance(s, str) and s)
+        if stops:
+            return stops
+    return DEFAULT_STEP_STOP
+
+
+def _drafted(step: dict) -> bool:
+    """Did the real run compare a draft at this step's position?"""
+    return isinstance(step.get("draft"), dict) or isinstance(step.get("verify"), dict)
 
 
 def _verdict(step: dict):
@@ -113,7 +134,9 @@ class TraceWorkload:
             req.verdicts = [_verdict(s) for s in kept]  # type: ignore[attr-defined]
             rule = ((r.get("run") or {}).get("flags") or {}).get("boundary_rule", True) is not False
             # boundary[i]: may a draft follow the context of the first i steps
-            req.boundary = ([False] + [str(s.get("text", "")).endswith("\n\n") for s in kept]  # type: ignore[attr-defined]
+            stops = _step_stops(r)
+            req.boundary = ([bool(kept) and _drafted(kept[0])]  # type: ignore[attr-defined]
+                            + [str(s.get("text", "")).endswith(stops) for s in kept]
                             if rule and all("text" in s for s in kept) else None)
             req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]
             out.append(req)

@@ -65,6 +65,7 @@ UNKNOWN_NAMES = {
     ("plot", "--preset"), ("plot", "--scenario"), ("plot", "--latency"),
     ("simulate", "--scenario"), ("sweep", "--scenario"),
     ("sweep", "--k1"), ("sweep", "--depth"), ("sweep", "--width"), ("sweep", "--k2"),
+    ("collect", "--judge-prompt"), ("judge ask", "--judge-prompt"),
     ("judge ask", "--verifier"), ("judge serve", "--model"), ("judge serve", "--dtype"),
     ("calibrate fit", "--latency-model"), ("calibrate measure", "--model"),
     ("calibrate measure", "--batch-sizes"), ("calibrate measure", "--context"),
@@ -79,7 +80,8 @@ UNKNOWN_POSITIONAL = {"models prepare"}
 # Numeric options where a negative number or zero is meaningful, so only the other bad
 # values are tried (seed 0, offset 0, top-k 0 = off, jobs 0 = all cores, port 0 = any).
 ZERO_OK = {"--seed", "--offset", "--top-k", "--jobs", "--port", "--temperature", "--judge-retries",
-           "--alpha1", "--alpha2", "--c1", "--c2", "--top-p", "--holdout"}
+           "--alpha1", "--alpha2", "--c1", "--c2", "--top-p", "--holdout",
+           "--verifier-seconds", "--ci-target"}  # a free verifier; intervals off (documented)
 
 
 # Values that look bad but mean something there: --budget inf = unlimited batching (the
@@ -217,6 +219,16 @@ def _cases():
     add("exclusive", "simulate", BASE["simulate"] + ["--scenario", "cpu-2core"], ["--ideal", "--scenario"])
     add("exclusive", "simulate", BASE["simulate"] + ["--depth", "2"], ["--k1", "--depth"]) \
         if "--k1" in BASE["simulate"] else None
+    # --step-stop (issue 15) is free text, so it has no unknown name: an empty string, a bad
+    # escape, a lone surrogate or the same string twice is refused.
+    for value in ("", "\\q", "ab\\", "\\x4", "\\ud800"):
+        add("bad-step-stop", "collect", _with(BASE["collect"], "--step-stop", value), ["--step-stop"])
+    add("bad-step-stop", "collect", BASE["collect"] + ["--step-stop", "\\n\\n", "--step-stop", "\n\n"],
+        ["--step-stop"])
+    # --judge-prompt FILE: a folder, a device, a JSONL file, a JSON object of another shape
+    for path in ("collect", "judge ask"):
+        for value in (".", "/dev/null", str(TRACE), str(PROFILE)):
+            add("bad-judge-prompt", path, _with(BASE[path], "--judge-prompt", value), ["--judge-prompt"])
     # Output paths (issue 13): every option that names a file or folder to write refuses a
     # device, a directory where a file goes (a file where a folder goes), a path under a regular
     # file, `/`, and (where the command has one) its own input.

@@ -1,6 +1,6 @@
 """What a recorded run tells the LR policies beyond step lengths and verdicts (lrsim/sim/traces.py):
-the boundary rule (drafting only after a context that ends on a blank line) and how long each
-speculative job really ran."""
+the boundary rule (drafting only after a context that ends on a step boundary: a blank line, or
+run.flags.step_stop) and how long each speculative job really ran."""
 from __future__ import annotations
 
 from lrsim.calib.replay import ReplayWorkload
@@ -92,3 +92,23 @@ def test_no_drafting_off_boundaries_only_the_prompt_prefill():
     assert world.target.iterations == 400
     summary, world = _sim(record(steps, mode="lr-sync"), "lr-sync")
     assert world.draft.iterations == 0 and world.target.iterations == 400
+
+
+def test_boundary_rule_follows_the_recorded_step_stop():
+    """run.flags.step_stop (lr collect --step-stop) says where steps were cut; records without it
+    were cut at a blank line. The chat prompt is on a boundary only when step 0 was drafted."""
+    def with_stop(stop, steps=STEPS):
+        rec = record(steps)
+        if stop is not None:
+            rec["run"]["flags"]["step_stop"] = stop
+        wl = ReplayWorkload([rec])
+        req = wl.requests()[0]
+        return [wl.can_draft(req, i) for i in range(5)]
+
+    assert with_stop(None) == with_stop(["\n\n"]) == [False, True, True, False, True]
+    # "Plan:\n\n", "First.\n\n", "a long step ...", "Then.\n\n", "Done."
+    assert with_stop(["."]) == [False, False, False, False, False]
+    assert with_stop([":\n\n"]) == [False, True, False, False, False]
+    assert with_stop(["cap", ".\n\n"]) == [False, False, True, True, True]
+    drafted = [step(0, "draft", 20, "Plan:\n\n", draft=20, verdict=True)] + STEPS[1:]
+    assert with_stop(["\n"], drafted) == [True, True, True, False, True]
