@@ -18,7 +18,8 @@ from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_tes
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "kill_fake_collect.py")]
 FAKE_ARGS = ["--mode", "lr", "--limit", "12", "--samples", "2", "--max-tokens", "200"]
-FAKE_ENV = {"LR_FAKE_TOKEN_S": "0.012"}  # ~0.4 s per record: kills land mid-record too
+FAKE_ENV = {"LR_FAKE_TOKEN_S": "0.024"}  # ~0.8 s per record: kills land mid-record, and the
+# 24 records outlast most of the 16 kills on a fast machine too (0.012 s: 11 of 16 hit here)
 
 
 def _fake_cfg(tmp_path, **kw) -> KillTestConfig:
