@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import UserError
 
 # internal parameter order; the profile stores per_token_s = p + L (the simulator's slope per
-# extra decode position) and prefill_per_token_s = p
+# extra decode position), prefill_per_token_s = p and per_seq_s = s (lrsim/calib/models.py)
 PARAMS = ("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_token_s", "contention",
           "per_seq_s")
 MIN_PASSES = 8
