@@ -16,10 +16,10 @@ On the real trace corpus (benchmarks/collect_corpus.py), per data set:
                    the run; the default corrects by the mean of the probes before and after);
   repeatability    how far the target's probe moved across a record (the noise floor of any
                    per-record prediction on this machine);
-  cross time       calibrate on ar + lr-d2 of the problems collected first, predict every
-                   configuration of the problems collected later (other sessions, hours apart,
-                   the machine in another state): the profile travels in time by the probes
-                   alone (per-record probes, before-only probes, none);
+  cross time       calibrate on the ar + lr-d2 records of the first half of the corpus's time,
+                   predict every record of the second half (other sessions, hours apart, the
+                   machine in another state): the profile travels in time by the probes alone
+                   (per-record probes, before-only probes, none);
   cross data set   calibrate on GSM8K (ar + lr-d2), predict AIME 2025: latency transfers across
                    data sets, acceptance and step lengths come from the replayed records.
 
@@ -134,21 +134,27 @@ def _started(r: dict) -> float:
 
 
 def cross_time(paths, records) -> dict | None:
-    """Calibrate on ar + lr-d2 of the first-collected half of the problems, predict every
-    configuration of the later half (cross-run: same machine, other hours and sessions)."""
-    first: dict[str, float] = {}
-    for r in records:
-        first[r["problem_id"]] = min(first.get(r["problem_id"], float("inf")), _started(r))
-    order = sorted(first, key=first.get)
-    if len(order) < 2:
+    """Calibrate on the ar + lr-d2 records collected in the first half of the corpus's time,
+    predict every record collected in the second half (cross-run: same machine, other hours and
+    sessions; each record is replayed with its own workload, so the problems may repeat)."""
+    starts = sorted(_started(r) for r in records)
+    if len(starts) < 4:
         return None
-    early, late = set(order[: len(order) // 2]), set(order[len(order) // 2:])
-    prof = Profile(validate_doc(calibrate(paths, problems=early, configs=set(HEADLINE),
-                                          select_placement=False)))
-    rest = [r for r in records if r["problem_id"] in late]
-    last = max(_started(r) for r in records if r["problem_id"] in early)
+    cut = starts[len(starts) // 2]
+    early = [r for r in records if _started(r) < cut]
+    calib = [r for r in early if config_label(r) in HEADLINE]
+    rest = [r for r in records if _started(r) >= cut]
+    if not calib or not rest:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:   # calibrate() reads files: write the selection
+        f = Path(tmp) / "early.jsonl"
+        f.write_text("".join(json.dumps(r) + "\n" for r in calib))
+        prof = Profile(validate_doc(calibrate([str(f)], select_placement=False)))
+    last = max(_started(r) for r in calib)
     gaps = [(_started(r) - last) / 3600 for r in rest]
-    res = {"calibrated_on": sorted(early), "predicted": sorted(late),
+    res = {"calibrated_on": len(calib), "predicted_records": len(rest),
            "hours_after_calibration": [round(min(gaps), 2), round(max(gaps), 2)]}
     for probe in ("both", "before", "none"):
         out = replay(prof, rest, probe=probe)
@@ -255,8 +261,8 @@ def main() -> None:
         if ct:
             for probe in ("both", "before", "none"):
                 v = ct[probe]["verdict"]
-                show(f"cross time: ar+lr-d2 of {len(ct['calibrated_on'])} first problems -> "
-                     f"{len(ct['predicted'])} later ({ct['hours_after_calibration'][0]:+.1f} to "
+                show(f"cross time: {ct['calibrated_on']} ar+lr-d2 records of the first half -> "
+                     f"{ct['predicted_records']} later ({ct['hours_after_calibration'][0]:+.1f} to "
                      f"{ct['hours_after_calibration'][1]:+.1f} h), probe {probe}: "
                      f"all {100 * ct[probe]['mape_all']:.1f}%, max {100 * (v['max_mape'] or 0):.1f}%",
                      ct[probe]["configs"])
