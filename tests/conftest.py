@@ -26,3 +26,31 @@ def run_lr(capsys):
         out, err = capsys.readouterr()
         return exc.value.code, out, err
     return run
+
+
+@pytest.fixture
+def fake_collector(tmp_path, monkeypatch):
+    """`lr collect`'s Collector on fake engines (lrreal/fake_engine.py), no vLLM and no lock:
+    `patch(target_s, draft_s, wrong=None)` sets the engines' seconds per token and which drafted
+    steps differ from the target's (`wrong(step, seed)`); returns the trace path to write."""
+    import contextlib
+
+    from lrreal import collect as collect_mod
+    from lrreal import models
+    from lrreal.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
+
+    def patch(target_s: float, draft_s: float, wrong=None):
+        folder = fake_model_folder(tmp_path / "model")
+        monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+        monkeypatch.setattr(collect_mod, "vllm_lock", lambda: contextlib.nullcontext())
+
+        def start(self):
+            self.engines["target"] = FakeEngine("target", GSM8K_SCRIPT, per_token_s=target_s)
+            if self.draft_path is not None:
+                self.engines["draft"] = FakeEngine("draft", GSM8K_SCRIPT, per_token_s=draft_s,
+                                                   **({"wrong": wrong} if wrong else {}))
+
+        monkeypatch.setattr(collect_mod.Collector, "start", start)
+        monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
+        return tmp_path / "t.jsonl"
+    return patch

@@ -4,15 +4,11 @@ shipped ones, file validation, the request the judge receives (the fault judge r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 
 import pytest
 
 from lrreal import collect as collect_mod
-from lrreal import models
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 from lrreal.fault_judge import FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier, load_judge_prompt, make_verifier
 from lrreal.verifiers.judge import judge_messages
@@ -249,22 +245,10 @@ def test_lr_judge_ask_sends_the_chosen_template(run_lr):
 # ------------------------------------------------------------------ lr collect and --resume
 
 @pytest.fixture
-def fake_collect(tmp_path, monkeypatch):
+def fake_collect(fake_collector):
     """`collect()` on fake engines whose drafts differ from the target from step 1 on, so every
     drafted step goes to the judge."""
-    folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
-    monkeypatch.setattr(collect_mod, "vllm_lock", lambda: contextlib.nullcontext())
-
-    def start(self):
-        self.engines["target"] = FakeEngine("target", SCRIPT, per_token_s=0.002)
-        if self.draft_path is not None:
-            self.engines["draft"] = FakeEngine("draft", SCRIPT, per_token_s=0.0002,
-                                               wrong=lambda step, seed: step >= 1)
-
-    monkeypatch.setattr(collect_mod.Collector, "start", start)
-    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
-    return tmp_path / "t.jsonl"
+    return fake_collector(0.002, 0.0002, wrong=lambda step, seed: step >= 1)
 
 
 def judge_spec(out, url, **kw):

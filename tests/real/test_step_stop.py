@@ -4,16 +4,13 @@ stop string, and run.flags.step_stop recorded and compared on --resume. Fake eng
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 
 import pytest
 
 from lrreal import collect as collect_mod
-from lrreal import models
 from lrreal.engine import Progress
-from lrreal.fake_engine import (GSM8K_SCRIPT, MARKER, ExactVerifier, FakeEngine, StubTokenizer,
-                                fake_model_folder)
+from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 from lrreal.scheduler.steps import (DEFAULT_STEP_STOP, MAX_STEP_STOP_CHARS, MAX_STEP_STOPS,
                                     StreamSegmenter, check_step_stops, decode_escapes,
@@ -134,19 +131,8 @@ def test_the_boundary_rule_uses_the_stop_strings():
 # ------------------------------------------------------------------ lr collect: flags and resume
 
 @pytest.fixture
-def fake_collect(tmp_path, monkeypatch):
-    folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
-    monkeypatch.setattr(collect_mod, "vllm_lock", lambda: contextlib.nullcontext())
-
-    def start(self):
-        self.engines["target"] = FakeEngine("target", GSM8K_SCRIPT, per_token_s=0.001)
-        if self.draft_path is not None:
-            self.engines["draft"] = FakeEngine("draft", GSM8K_SCRIPT, per_token_s=0.0002)
-
-    monkeypatch.setattr(collect_mod.Collector, "start", start)
-    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
-    return tmp_path / "t.jsonl"
+def fake_collect(fake_collector):
+    return fake_collector(0.001, 0.0002)
 
 
 def spec(out, **kw):

@@ -20,10 +20,7 @@ import httpx
 import pytest
 
 from lrreal import collect as collect_mod
-from lrreal import models
 from lrreal.collect import summarize, verify_cause
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 from lrreal.fault_judge import KINDS, FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier
 from lrsim.errors import UserError
@@ -199,31 +196,10 @@ def test_judge_process_cli_prints_its_url_and_counts_until_sigterm():
 
 
 @pytest.fixture
-def fake_collect(tmp_path, monkeypatch):
+def fake_collect(fake_collector):
     """`collect()` with fake engines whose drafts differ from the target at steps 1-3 (so every
     drafted step goes to the judge); the tests set the judge client's timeout/retries."""
-    folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
-    monkeypatch.setattr(collect_mod, "vllm_lock", lambda: _Null())
-
-    def start(self):
-        self.engines["target"] = FakeEngine("target", SCRIPT, per_token_s=0.004)
-        if self.draft_path is not None:
-            self.engines["draft"] = FakeEngine("draft", SCRIPT, per_token_s=0.0002,
-                                               wrong=lambda step, seed: step >= 1)
-
-    monkeypatch.setattr(collect_mod.Collector, "start", start)
-    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
-
-    return tmp_path / "t.jsonl"
-
-
-class _Null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
+    return fake_collector(0.004, 0.0002, wrong=lambda step, seed: step >= 1)
 
 
 def judge_checks(recs):
