@@ -92,7 +92,9 @@ def main() -> None:
             print(f"{'todo' if j in left else 'done'} {j.dataset}/{j.index} {j.config.label}")
         print(f"{len(jobs) - len(left)} of {len(jobs)} recorded")
         return
-    base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1")
+    # judge_timing: the corpus began before eager judging existed; its files keep one setting
+    base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1",
+                       judge_timing="deferred")
     out.mkdir(parents=True, exist_ok=True)
     logf = open(out / "collection.log", "a", buffering=1)
 

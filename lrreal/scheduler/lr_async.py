@@ -8,12 +8,19 @@ queue; the loop awaits the queue (no polling). The rules, after the reference im
   `width` children drafting that step.
 - When a node's draft finishes, the node asks the target for the step after its draft and, while
   it is fewer than `depth` levels below the root, spawns `width` child drafts.
-- When the root's target step finishes, the root's finished child drafts are judged against it.
-  Accept (first accepted child in order): commit the draft's text, the child becomes the root
-  (its target step may already be done: decide again at once). Reject: commit the target step,
-  cancel everything below, restart from the corrected context.
+- Judging is eager, as in the reference: a child's draft is judged against its parent's target
+  step as soon as both exist, wherever the parent is in the tree, so the judge's latency overlaps
+  with the steps still running (--judge-timing deferred: only the root's children are judged, once
+  the root's target step is done - the judge then sits on the critical path once per level).
+- When the root's target step finishes, the children whose drafts are done then are decided
+  once all their verdicts are in: the first accepted one (in order) wins. Accept: commit the
+  draft's text, the child becomes the root (its target step and its children's verdicts may
+  already be in: decide again at once). Reject: commit the target step, cancel everything below
+  (judgements included), restart from the corrected context.
 - A child draft still running when the root's target step finishes is cancelled and the position
   counts as rejected, recorded with method "not-ready" (the reference drops it silently).
+- Each verify record carries `ready`: when both compared steps existed, so `start - ready` is the
+  judge's queueing and `end - ready` its latency as seen from the step.
 - Boundary rule (option, on by default): no drafting after a context that does not end in a
   stop string (--step-stop, default "\n\n"; the reference drafts there and then auto-rejects;
   skipping saves that work).
@@ -46,6 +53,7 @@ class AsyncLookahead:
         self.root: Node | None = None
         self.deciding = False
         self.finish_reason: str | None = None
+        self.judgements_started = self.judgements_used = 0
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -124,6 +132,8 @@ class AsyncLookahead:
                 if not m.alive:  # already killed (and recorded) by an earlier decision
                     continue
                 m.alive = False
+                if m.verdict_task is not None and not m.verdict_task.done():
+                    m.verdict_task.cancel()  # nobody will read this verdict
                 depth = max(0, m.level - self.root.level) if self.root else 0
                 for kind, job in (("draft", m.draft_job), ("target", m.target_job)):
                     if job is None or job.used:
@@ -150,61 +160,98 @@ class AsyncLookahead:
             rec["error"] = f"{type(e).__name__}: {e}"
             return rec
 
-    def _start_decision(self) -> None:
-        root = self.root
-        if self.deciding or root.target is None:
+    def _judge(self, c: Node) -> None:
+        """Start judging c's draft against its parent's target step, once both exist."""
+        p = c.parent
+        if (c.verdict_task is not None or not c.alive or p is None or p.target is None
+                or c.draft is None):
             return
-        self.deciding = True
-        ready = [c for c in root.children if c.draft is not None]
-        t = root.target.text
+        t, d = p.target.text, c.draft.text
+        self.judgements_started += 1
 
         async def judge():
-            verdicts = await asyncio.gather(*(self._verify(t, c.draft.text) for c in ready))
-            self.events.put_nowait(("verified", root, list(zip(ready, verdicts))))
+            c.verdict = await self._verify(t, d)
+            self.events.put_nowait(("judged", c, None))
 
-        asyncio.ensure_future(judge())
+        def failed(task: asyncio.Task):  # _verify turns Exceptions into rejections; anything
+            if not task.cancelled() and task.exception() is not None:  # else ends the run
+                self.events.put_nowait(("error", c, task.exception()))
+
+        c.verdict_task = asyncio.ensure_future(judge())
+        c.verdict_task.add_done_callback(failed)
+
+    def _judge_children(self, v: Node) -> None:
+        """Eager timing: judge each child of v whose draft is done, now that v's target step is."""
+        if self.cfg.judge_timing == "eager" and v.alive:
+            for c in v.children:
+                self._judge(c)
+
+    def _try_decide(self) -> None:
+        """Decide the root's position once its target step and the verdicts of its ready
+        children are in (first accepted child in order wins; all rejected: the target's step)."""
+        root = self.root
+        if self.deciding or root is None or root.target is None:
+            return
+        if root.ready is None:  # who is ready is fixed when the target step is there
+            root.ready = [c for c in root.children if c.draft is not None and c.alive]
+            for c in root.ready:
+                self._judge(c)  # deferred timing starts here; eager judgements already run
+        if any(c.verdict is None for c in root.ready):
+            return  # a "judged" event calls us again (eager: usually all are in by now)
+        self.deciding = True
+        self.events.put_nowait(("decide", root, [(c, c.verdict) for c in root.ready]))
 
     def _accepted(self, verdict) -> bool:
         return bool(verdict["verdict"]) if isinstance(verdict, dict) else bool(verdict.accepted)
 
-    async def _on_verified(self, root: Node, judged: list) -> None:
+    def _vrec(self, c: Node, verdict, target) -> dict | None:
+        """The trace's verify object, with `ready`: when both compared steps existed."""
+        rec = self.log.verify_rec(verdict)
+        if rec is not None and c.draft is not None and target is not None:
+            rec = dict(rec, ready=self.log.rel(max(c.draft.end, target.end)))
+        return rec
+
+    async def _on_decided(self, root: Node, judged: list) -> None:
+        """Apply the root's decision: the first accepted child wins, else the target's step."""
         self.deciding = False
+        self.judgements_used += len(judged)
         for c, _ in judged:
             c.draft_job.used = True  # judged drafts are proposals (recorded), not wasted work
+        extra = {"judged": [self._vrec(c, v, root.target) for c, v in judged]} if len(judged) > 1 else {}
         winner = next(((c, v) for c, v in judged if self._accepted(v)), None)
-        extra = {}
-        if len(judged) > 1:
-            extra["judged"] = [self.log.verify_rec(v) for _, v in judged]
         if winner is not None:
-            c, verdict = winner
-            self.log.judged(c.launch_depth, True)
-            c.draft_job.used = root.target_job.used = True
-            await self._kill([s for s in root.children if s is not c])
-            d = c.draft
-            self.log.commit(source="draft", text=d.text, tokens=d.tokens, depth=c.launch_depth,
-                            draft=d, target=root.target, verify=self.log.verify_rec(verdict),
-                            node=c.key, **extra)
-            self._advance(d.text, d.tokens)
-            c.parent = None
-            self.root = c
-            if d.finish == "eos":
-                raise _Stop("eos")
-            if self.committed_tokens >= self.cfg.max_tokens:
-                raise _Stop("budget")
-            for n in list(c.subtree()):  # nodes that were at the depth limit may now expand
-                if n.draft is not None or n is c:
-                    self._expand(n)
-            if c.target_job is None:  # no target was asked for (budget): nothing can follow
-                raise _Stop("budget")
-            self._start_decision()
-            return
-        # Rejected: by the verifier (first judged child), or no draft was ready.
+            await self._accept(root, *winner, extra)
+        else:
+            await self._reject(root, judged, extra)
+
+    async def _accept(self, root: Node, c: Node, verdict, extra: dict) -> None:
+        """Commit c's draft; c becomes the root and its subtree keeps running."""
+        self.log.judged(c.launch_depth, True)
+        c.draft_job.used = root.target_job.used = True
+        await self._kill([s for s in root.children if s is not c])
+        d = c.draft
+        self.log.commit(source="draft", text=d.text, tokens=d.tokens, depth=c.launch_depth,
+                        draft=d, target=root.target, verify=self._vrec(c, verdict, root.target),
+                        node=c.key, **extra)
+        c.parent = None
+        self.root = c
+        self._advance(d)
+        for n in list(c.subtree()):  # nodes that were at the depth limit may now expand
+            if n.draft is not None or n is c:
+                self._expand(n)
+        if c.target_job is None:  # no target was asked for (budget): nothing can follow
+            raise _Stop("budget")
+        self._try_decide()  # its target step and verdicts may already be in
+
+    async def _reject(self, root: Node, judged: list, extra: dict) -> None:
+        """Commit the target's step (the verifier rejected, or no draft was ready); cancel all
+        speculation and restart from the corrected context."""
         now = monotonic()
         t = root.target
         root.target_job.used = True
         if judged:
             c, verdict = judged[0]
-            depth, draft, vrec, reason = c.launch_depth, c.draft, self.log.verify_rec(verdict), "verifier"
+            depth, draft, vrec, reason = c.launch_depth, c.draft, self._vrec(c, verdict, t), "verifier"
         elif root.children:
             c = root.children[0]
             depth, draft, reason = c.launch_depth, None, "not-ready"
@@ -217,22 +264,25 @@ class AsyncLookahead:
         self.log.commit(source="target", text=t.text, tokens=t.tokens, depth=depth, draft=draft,
                         target=t, verify=vrec, node=root.key,
                         speculation=None if root.children else "none", **extra)
-        self._advance(t.text, t.tokens)
-        if t.finish == "eos":
+        self._advance(t)
+        self._new_root()
+
+    def _advance(self, step) -> None:
+        """Append a committed step; stop at its EOS or when the budget is spent."""
+        self.committed_text += step.text
+        self.committed_tokens += step.tokens
+        if step.finish == "eos":
             raise _Stop("eos")
         if self.committed_tokens >= self.cfg.max_tokens:
             raise _Stop("budget")
-        self._new_root()
-
-    def _advance(self, text: str, tokens: int) -> None:
-        self.committed_text += text
-        self.committed_tokens += tokens
 
     def _on_draft(self, c: Node) -> None:
         if not c.alive:
             return
         d, p = c.draft, c.parent
         c.ctx, c.used = p.ctx + d.text, p.used + d.tokens
+        if self.cfg.judge_timing == "eager":
+            self._judge(c)  # against its parent's target step, if that is done
         if d.finish == "eos" or c.used >= self.cfg.max_tokens:
             c.terminal = True  # nothing follows an EOS or a spent budget: no target, no children
             return
@@ -251,10 +301,14 @@ class AsyncLookahead:
                 if kind == "draft":
                     self._on_draft(node)
                 elif kind == "target":
+                    self._judge_children(node)
                     if node is self.root and node.alive:
-                        self._start_decision()
-                elif kind == "verified":
-                    await self._on_verified(node, payload)
+                        self._try_decide()
+                elif kind == "judged":
+                    if node.alive and node.parent is self.root:
+                        self._try_decide()
+                elif kind == "decide":
+                    await self._on_decided(node, payload)
         except _Stop as stop:
             self.finish_reason = str(stop)
         finally:
@@ -265,6 +319,7 @@ class AsyncLookahead:
                 await job.cancel()
                 self.log.cancelled("draft", job.progress, 0, monotonic())
                 self.log.flush_pending_into_last()
+        self.log.judgements(self.judgements_started, self.judgements_used)
         return self.log.result(self.finish_reason or "error", monotonic())
 
 

@@ -33,6 +33,7 @@ class StepLog:
         self.proposed = self.accepted = 0
         self.by_depth: dict[str, list[int]] = {}
         self.reject_reasons: dict[str, int] = {}
+        self.judge_counts: dict | None = None
 
     def rel(self, t: float) -> float:
         return max(0.0, t - self.t0)
@@ -101,10 +102,17 @@ class StepLog:
                 last["discarded"] = last.get("discarded", []) + self.pending_discarded
             self.pending_cancelled, self.pending_discarded = [], []
 
+    def judgements(self, started: int, used: int) -> None:
+        """Verifier calls made, and how many decided a position (the rest judged drafts that
+        were cancelled first: the price of judging eagerly)."""
+        self.judge_counts = {"started": started, "used": used}
+
     def acceptance(self) -> dict:
         out = {"proposed": self.proposed, "accepted": self.accepted, "by_depth": self.by_depth}
         if self.reject_reasons:
             out["reject_reasons"] = self.reject_reasons
+        if self.judge_counts is not None:
+            out["judgements"] = self.judge_counts
         return out
 
     def result(self, finish_reason: str, now: float, **extra) -> ProblemResult:

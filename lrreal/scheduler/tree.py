@@ -30,6 +30,11 @@ class Node:
     alive: bool = True
     terminal: bool = False      # its draft ended the answer (EOS) or the budget: nothing follows
     expanded: bool = False
+    verdict_task: object = None  # asyncio task judging this node's draft against its parent's target step
+    verdict: object = None       # its result (a Verdict, or an auto-rejection record)
+    ready: list | None = None    # as the root: the children whose drafts were done when it could
+                                 # first decide (its target step done, it the root); the rest
+                                 # count as not ready
 
     @property
     def draft(self) -> GenResult | None:

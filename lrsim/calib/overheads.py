@@ -146,7 +146,7 @@ def verifier_latency(records: list[dict]) -> dict:
 
 def scheduling_gaps(records: list[dict]) -> dict:
     """Scheduling overheads of the LR loop, seconds (medians are what the profile uses):
-    judge_wait   a step's both generations done -> its verifier starts;
+    judge_wait   a step's both generations done -> its verifier starts (eager judging: ~0);
     relaunch     a rejected step's decision -> the next step's target launch (the new root's
                  target is only sent once the corrected context exists);
     request      the record's wall time outside its first span start .. last span end."""
@@ -159,7 +159,10 @@ def scheduling_gaps(records: list[dict]) -> dict:
                 judge.append(max(0.0, float(v["start"]) - max(float(t["end"]), float(d["end"]))))
             if (s.get("source") == "target" and v and v.get("end") is not None and i + 1 < len(steps)
                     and steps[i + 1].get("target")):
-                gap = float(steps[i + 1]["target"]["start"]) - float(v["end"])
+                # decided when both the verdict and the target step exist (an eager verdict
+                # can be in before the target step is)
+                decided = max(float(v["end"]), float(t["end"]) if t else 0.0)
+                gap = float(steps[i + 1]["target"]["start"]) - decided
                 if gap >= 0:
                     relaunch.append(gap)
         sp = spans(rec)
