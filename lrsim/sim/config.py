@@ -17,6 +17,7 @@ from .workload import Synthetic
 
 IDEAL_STEP_TOKENS = 32        # equal steps under --ideal; long enough for k2 <= 32 SD rounds
 POLICIES = ("ar", "sd", "lr-sync", "lr-async", "lr-stage")
+JUDGE_TIMINGS = ("eager", "deferred")
 
 
 @dataclass
@@ -37,6 +38,9 @@ class Config:
     k1: int = 2                   # lr-sync / lr-stage: target steps in parallel (drafts + 1)
     depth: int = 4                # lr-async: drafts ahead of the committed root (reference default 4)
     width: int = 1                # lr-async: sibling drafts per node
+    judge_timing: str = "eager"   # lr-async: judge a draft as soon as it and its parent's target
+    #                               step exist, as the reference does ("deferred": only once its
+    #                               parent is the root); a trace workload replays its recorded one
     k2: int = 1                   # token-level SD positions per verification pass (1 = off)
     ideal: bool = False
     budget: float = math.inf      # M: free batching up to M positions (--ideal only)
@@ -64,6 +68,9 @@ class Config:
                         ("--k2", self.k2)):
             if not isinstance(v, int) or v < 1:
                 raise UserError(f"{flag} must be an integer >= 1, got {v!r}")
+        if self.judge_timing not in JUDGE_TIMINGS:
+            raise UserError(f"judge_timing must be one of {', '.join(JUDGE_TIMINGS)}, "
+                            f"got {self.judge_timing!r}")
         if self.policy == "sd" and self.k2 < 2:
             raise UserError("--k2 must be >= 2 for --policy sd (k2 = drafted tokens + 1)")
         where = self.source or "scenario"

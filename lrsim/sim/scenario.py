@@ -5,10 +5,12 @@
     [models.target]         devices = [...], tp = 2, max_seqs = 256, latency = {...}
     [models.draft]          same (needed by lr-* policies)
     [models.judge]          optional: an LLM judge on its own device (verifier.kind = "llm")
-    [verifier]              kind = "none" | "constant" | "per_token" | "llm", seconds = 0.013
+    [verifier]              kind = "none" | "constant" | "per_token" | "llm" | "score", seconds = 0.013
+                            (score: the target scores the drafted step, on its own engine)
     [sd]                    k2 = 1, drafter = "ngram" | "model", latency = {...} (drafter="model")
     [workload]              kind = "synthetic" (Synthetic's fields) | "trace" (path = "...jsonl")
-    [policy]                name = "lr-async", depth = 4, width = 1, k1 = 2
+    [policy]                name = "lr-async", depth = 4, width = 1, k1 = 2,
+                            judge_timing = "eager" | "deferred" (lr-async; default eager)
 
 latency tables:
     {kind = "roofline", params_b = 32.8, bytes_per_param = 2, tp = 2, kv_bytes_per_token = ...,
@@ -42,9 +44,9 @@ from ..errors import UserError
 from .. import limits
 from ..limits import MAX_STEPS_PER_REQUEST
 from .build import MAX_KNOB, MAX_WORKLOAD   # the flags' caps hold in files too
-from .config import POLICIES, Config, Placement
+from .config import JUDGE_TIMINGS, POLICIES, Config, Placement
 from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements
-from .verifier import VerifierCost
+from .verifier import KINDS as VERIFIER_KINDS, VerifierCost
 from .workload import Synthetic
 
 SHIPPED = "lrsim.scenarios"
@@ -314,8 +316,8 @@ def load(name: str, seed: int = 0) -> Config:
         if "measured_on" in v.t:
             measured_on["verifier"] = v.get("measured_on", str)
         kind = v.get("kind", str, "none")
-        if kind not in ("none", "constant", "per_token", "llm"):
-            raise v.err("kind", f"must be none, constant, per_token or llm, got {kind!r}")
+        if kind not in VERIFIER_KINDS:
+            raise v.err("kind", f"must be one of {', '.join(VERIFIER_KINDS)}, got {kind!r}")
         if kind == "llm" and judge is None:
             raise v.err("kind", "'llm' needs [models.judge]")
         verifier = VerifierCost(kind, v.get("seconds", float, 0.0, lo=0.0, hi=86400.0),
@@ -335,7 +337,7 @@ def load(name: str, seed: int = 0) -> Config:
                  sd_draft=sd_draft, k2=k2, workload=_workload(doc.sub("workload"), seed),
                  name=doc.get("name", str, path.stem), source=str(path), measured_on=measured_on)
     if pol is not None:
-        pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "note"})
+        pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "judge_timing", "note"})
         cfg.policy = pol.get("name", str, cfg.policy)
         if cfg.policy not in POLICIES:
             raise pol.err("name", f"must be one of {', '.join(POLICIES)}, got {cfg.policy!r}")
@@ -344,6 +346,10 @@ def load(name: str, seed: int = 0) -> Config:
         cfg.width = pol.get("width", int, cfg.width, lo=1, hi=MAX_KNOB)
         cfg.k2 = pol.get("k2", int, cfg.k2, lo=1, hi=MAX_KNOB)
         cfg.equal_resources = pol.get("equal_resources", bool, False)
+        cfg.judge_timing = pol.get("judge_timing", str, cfg.judge_timing)
+        if cfg.judge_timing not in JUDGE_TIMINGS:
+            raise pol.err("judge_timing", f"must be one of {', '.join(JUDGE_TIMINGS)}, "
+                                          f"got {cfg.judge_timing!r}")
         if cfg.policy.startswith("lr") and draft is None:
             raise models.err("draft", f"missing table (policy.name {cfg.policy!r} needs a draft model)")
     return cfg

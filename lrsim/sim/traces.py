@@ -25,6 +25,10 @@ Mapping (one record -> one request):
                                          the recorded discarded/cancelled job at that depth (in
                                          order for lr-sync, which records depth 0). None: unknown
                                          (the policy then uses the committed step's length)
+    run.flags.judge_timing            -> judge_timing(req): when the real lr-async run judged a draft:
+      (default "deferred")               "eager" as soon as it and its parent's target step existed,
+                                         "deferred" once its parent was the root (records made
+                                         before the option existed were deferred)
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from .workload import RequestSpec
 DEFAULT_PROMPT_TOKENS = 300
 DEFAULT_ALPHA = 0.5        # when a file has no step acceptance at all
 DEFAULT_STEP_STOP = ("\n\n",)  # records without run.flags.step_stop were cut at a blank line
+DEFAULT_JUDGE_TIMING = "deferred"  # records without run.flags.judge_timing judged only at the root
 
 
 def _read(path: Path) -> list[dict]:
@@ -77,6 +82,12 @@ def _step_stops(rec: dict) -> tuple[str, ...]:
         if stops:
             return stops
     return DEFAULT_STEP_STOP
+
+
+def _judge_timing(rec: dict) -> str:
+    """When the record's run judged a draft (run.flags.judge_timing; default "deferred")."""
+    t = ((rec.get("run") or {}).get("flags") or {}).get("judge_timing")
+    return t if t in ("eager", "deferred") else DEFAULT_JUDGE_TIMING
 
 
 def _drafted(step: dict) -> bool:
@@ -139,12 +150,16 @@ class TraceWorkload:
                             + [str(s.get("text", "")).endswith(stops) for s in kept]
                             if rule and all("text" in s for s in kept) else None)
             req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]
+            req.judge_timing = _judge_timing(r)  # type: ignore[attr-defined]
             out.append(req)
         return out
 
     def can_draft(self, req, level: int) -> bool:
         b = getattr(req, "boundary", None)
         return True if b is None or level >= len(b) else b[level]
+
+    def judge_timing(self, req) -> str:
+        return getattr(req, "judge_timing", DEFAULT_JUDGE_TIMING)
 
     def spec_tokens(self, req, kind: str, position: int, root_level: int) -> int | None:
         """Recorded length of the `kind` job ("draft" or "target") for step `position`, launched

@@ -6,6 +6,10 @@
     per_token  a latency per token of the two steps compared
     llm        an LLM judge on its own engine: a prefill of both steps + prompt template and one
                decoded token (max_tokens 1), batched with other judgements on the judge device
+    score      the target scores the drafted step 0-9 in one token and accepts at or above a
+               threshold (the paper's SpecReason-style baseline): a prefill of the drafted step +
+               a short template and one decoded token, on the TARGET engine, where it competes
+               with the target's own steps for batch capacity
 Acceptance itself comes from the workload; this module only decides how long a verdict takes.
 """
 from __future__ import annotations
@@ -16,7 +20,10 @@ from ..errors import UserError
 from .engine import Engine, Job
 
 JUDGE_TEMPLATE_TOKENS = 120   # system prompt + instructions around the two steps (method.md protocol)
-KINDS = ("none", "constant", "per_token", "llm")
+# the instruction text of the score verifier's prompt (lrreal/verifiers/score.py) around the
+# drafted step; that prompt shows the step alone (no problem, no history): a fresh sequence
+SCORE_TEMPLATE_TOKENS = 60
+KINDS = ("none", "constant", "per_token", "llm", "score")
 
 
 @dataclass
@@ -32,13 +39,17 @@ class VerifierCost:
             raise UserError(f"verifier.seconds must be >= 0, got {self.seconds}")
 
     def judge(self, env, engine: Engine | None, draft_tokens: int, target_tokens: int):
-        """SimPy event that fires when the verdict is known."""
+        """SimPy event that fires when the verdict is known. `engine`: the judge's engine (llm)
+        or the target's (score)."""
         if self.kind == "none":
             return env.timeout(0)
         if self.kind == "constant":
             return env.timeout(self.seconds)
         if self.kind == "per_token":
             return env.timeout(self.seconds * (draft_tokens + target_tokens))
+        if self.kind == "score":
+            job = Job(env, 1, ctx=0.0, prefill=SCORE_TEMPLATE_TOKENS + draft_tokens)
+            return engine.submit(job).done
         if engine is None:
             raise UserError("verifier.kind = 'llm' needs a judge model placed on a device")
         job = Job(env, 1, ctx=0.0, prefill=self.template_tokens + draft_tokens + target_tokens)

@@ -101,4 +101,6 @@ class World:
         rec.tokens += tokens
 
     def verdict_delay(self, draft_tokens: int, target_tokens: int):
-        return self.cfg.verifier.judge(self.env, self.judge, draft_tokens, target_tokens)
+        v = self.cfg.verifier
+        engine = self.target if v.kind == "score" else self.judge   # score: the target judges
+        return v.judge(self.env, engine, draft_tokens, target_tokens)

@@ -5,21 +5,28 @@ target's next step after this node's context". Rules:
  - when a node's draft finishes it (a) submits its target job at once (the prefix exists) and
    (b) spawns `width` child drafts, while it is fewer than `depth` levels below the root: a
    sequential drafter that runs at most `depth` steps ahead of the committed context;
- - when the root's target step finishes, its children are judged in order against it: a child
-   whose draft is not finished then is dropped and counts as rejected; the first accepted child
-   becomes the root (its draft's text is committed, its subtree keeps running, nodes now within
-   the depth limit resume drafting); if none is accepted the target step is committed, all
-   speculation is cancelled (freeing engine capacity) and drafting restarts from the new context.
-Verification is in order: a node is judged only once its parent is the root.
+ - a child's draft is judged against its parent's target step (both are "the step after the same
+   context") as soon as both are finished, whether or not the parent is the root (eager judging,
+   as the reference does); the verdict of a node cancelled meanwhile is ignored (an LLM judge
+   still spent the work);
+ - when the root's target step finishes, a child whose draft is not finished then is dropped and
+   counts as rejected; once the other children's judgements are in, the first accepted child (in
+   sibling order) becomes the root (its draft's text is committed, its subtree keeps running,
+   nodes now within the depth limit resume drafting); if none is accepted the target step is
+   committed, all speculation is cancelled (freeing engine capacity) and drafting restarts from
+   the new context.
+Judging early takes the verifier's latency off the critical path wherever it overlaps with other
+work. `judge_timing = "deferred"` (Config) judges a node's children only once it is the root.
 
-Two optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; synthetic
-workloads have neither, and then every context is a step boundary and a draft is as long as the
-target's step):
+Three optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; synthetic
+workloads have none, and then every context is a step boundary, a draft is as long as the
+target's step, and the judge timing is the Config's):
  - `can_draft(req, level)`: the boundary rule of the real scheduler - drafting only follows a
    context that ends on a step boundary (a step cut at the token cap does not); the drafter then
    only prefills the prompt meanwhile (a 1-token request), as the real one does;
  - `spec_tokens(req, kind, position, root_level)`: how long a draft or target job for that
-   position ran in the recorded run (None: the committed step's length).
+   position ran in the recorded run (None: the committed step's length);
+ - `judge_timing(req)`: the judge timing the recorded run used ("eager" or "deferred").
 Prefix caching on the drafter: it re-reads only the committed tokens it has not processed
 (`d_cached`), which after a stretch without drafting is more than the last step.
 """
@@ -28,7 +35,7 @@ from __future__ import annotations
 
 class Node:
     __slots__ = ("level", "parent", "children", "draft", "target", "draft_done", "target_done",
-                 "depth", "dead", "expanded")
+                 "depth", "dead", "expanded", "verdict")
 
     def __init__(self, level: int, parent=None, depth: int = 0):
         self.level = level        # steps in this node's context, its own draft included
@@ -41,6 +48,7 @@ class Node:
         self.depth = depth        # levels below the root when it was spawned
         self.dead = False
         self.expanded = False
+        self.verdict = None       # the event of its draft's judgement (started once, then reused)
 
 
 def run(world, req, rec):
@@ -51,6 +59,10 @@ def run(world, req, rec):
     stream = world.sd_stream(req)
     can_draft = getattr(wl, "can_draft", None)
     spec_len = getattr(wl, "spec_tokens", None)
+    recorded = getattr(wl, "judge_timing", None)
+    timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
+    # a free verdict (kind "none") has nothing to overlap: both timings decide alike
+    eager = timing == "eager" and cfg.verifier.kind != "none"
 
     def job_len(kind, position):
         n = spec_len(req, kind, position, state["root"].level) if spec_len is not None else None
@@ -104,13 +116,26 @@ def run(world, req, rec):
         # the target reads the draft's text, which it has not seen
         submit_target(node, prefill=node.draft.total if node.draft is not None else lens[node.level - 1])
         expand(node)
+        if eager and node.parent is not None and node.parent.target_done:
+            judgement(node)               # the step it is compared with is there already
 
     def on_target(node):
         if node.dead:
             return
         node.target_done = True
+        if eager:
+            for c in node.children:       # the drafts that were waiting for this step
+                if c.draft_done and not c.dead:
+                    judgement(c)
         if node is state["root"]:
             resolve(node)
+
+    def judgement(node):
+        """The event of node's verdict against its parent's target step: started once, reused."""
+        if node.verdict is None:
+            pos = node.level - 1          # both steps follow the context of `pos` steps
+            node.verdict = world.verdict_delay(lens[pos], lens[pos])
+        return node.verdict
 
     def kill(node):
         node.dead = True
@@ -130,9 +155,8 @@ def run(world, req, rec):
                 expand(n)
             stack.extend(n.children)
 
-    def resolve(root, deferred=False):
-        pos = root.level
-        if not deferred and any(not c.draft_done and not c.dead for c in root.children):
+    def resolve(root, waited=False):
+        if not waited and any(not c.draft_done and not c.dead for c in root.children):
             # a draft finishing at this very instant counts as ready: let same-time events run first
             env.timeout(0).callbacks.append(lambda _e: resolve(root, True))
             return
@@ -145,8 +169,12 @@ def run(world, req, rec):
         if not ready or cfg.verifier.kind == "none":
             decide(root, ready)
             return
-        evs = [world.verdict_delay(lens[pos], lens[pos]) for _ in ready]   # judged in parallel
-        ev = evs[0] if len(evs) == 1 else env.all_of(evs)
+        # judged in parallel; eager: started when each draft was, maybe finished already
+        pending = [ev for ev in map(judgement, ready) if not ev.processed]
+        if not pending:
+            decide(root, ready)
+            return
+        ev = pending[0] if len(pending) == 1 else env.all_of(pending)
         ev.callbacks.append(lambda _e: decide(root, ready))
 
     def first_accepted(pos, ready):

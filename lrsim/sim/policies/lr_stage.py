@@ -6,6 +6,8 @@ stage emits X + 1 steps (X = accepted drafts before the first rejection):
                             X mod k1 sequential draft steps;
     k1 >= ceil(1/c1)  (S1): X sequential draft steps, then one target step (the drafter paces).
 c1 is the draft/target cost ratio of one step (single sequence, from the latency models).
+The stage's verdicts are awaited after its jobs, in parallel (judge_timing is lr-async's: the
+stage model has no tree of drafts to judge early).
 """
 from __future__ import annotations
 
