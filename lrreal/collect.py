@@ -46,6 +46,8 @@ class CollectSpec:
     max_step_tokens: int = 100
     step_stop: tuple = DEFAULT_STEP_STOP  # strings that end a step (--step-stop; reference "\n\n")
     boundary_rule: bool = True
+    judge_timing: str = "eager"           # judge a draft once it and its parent's target step exist
+                                          # (reference); "deferred": once its parent is the root
     seed: int = 0
     temperature: float = 0.0
     top_p: float = 1.0
@@ -144,7 +146,7 @@ class CollectSpec:
                                max_tokens=self.max_tokens, max_step_tokens=self.max_step_tokens,
                                boundary_rule=self.boundary_rule, temperature=self.temperature,
                                top_p=self.top_p, top_k=self.top_k, seed=self.seed,
-                               step_stop=tuple(self.step_stop))
+                               step_stop=tuple(self.step_stop), judge_timing=self.judge_timing)
 
 
 def check_cores(flag: str, cores: str) -> None:
@@ -271,9 +273,21 @@ class Collector:
             return None
         v = self.spec.make_verifier()
         self.run_info["verifier"] = v.describe()
-        if getattr(v, "prompt", None) is not None:  # an LLM judge: which template it is asked with
-            self.run_info["judge_prompt"] = v.prompt.describe()
+        if getattr(v, "prompt", None) is not None:  # an LLM judge (or the score verifier's target):
+            self.run_info["judge_prompt"] = v.prompt.describe()  # which template it is asked with
+        self.bind_verifier(v)  # engines already started (e.g. lrreal/corpus.py): bind now
         return v
+
+    def bind_verifier(self, v=None) -> None:
+        """Give a verifier that asks the target engine (the score verifier, `bind(engine,
+        render)`) this collector's target and the target's chat template. Called wherever the
+        verifier and the engines meet (make_verifier, start, warm_up, run_one), so any order
+        works and a verifier kept across collectors (lrreal/corpus.py) asks the current target;
+        other verifiers have no `bind` and are left alone."""
+        v = self.verifier if v is None else v
+        bind = getattr(v, "bind", None)
+        if bind is not None and "target" in self.engines:
+            bind(self.engines["target"], lambda messages: chat_prompt(self.tokenizer(), messages))
 
     def engine_args(self) -> dict[str, EngineArgs]:
         """The engines this spec runs on, by role."""
@@ -312,6 +326,7 @@ class Collector:
         self.engines = {role: self.pool.get(role, a) for role, a in args.items()}
         if set(self.pool.engines) != set(self.engines):  # e.g. ar beside a loaded, idle draft
             self.run_info["engines_loaded"] = self.pool.describe()
+        self.bind_verifier()
 
     async def warm_up(self) -> None:
         """One tiny request per newly started engine, so start-up costs never land in a timed
@@ -322,6 +337,7 @@ class Collector:
             await e.generate(GenRequest(request_id=f"warmup-{name}", prompt="Hello", max_tokens=2))
         self._fresh = []
         if self.verifier is not None:
+            self.bind_verifier()
             await self.verifier.warm_up()
 
     def tokenizer(self):
@@ -340,6 +356,7 @@ class Collector:
         from .probe import cpu_snapshot, machine_during
         cpu0 = cpu_snapshot() if probes else None
         marks = {n: e.stats_mark() for n, e in self.engines.items()}
+        self.bind_verifier()
         res = await run_problem(self.cfg, Problem(prob.id, sample, prompt), self.engines["target"],
                                 self.engines.get("draft"), self.verifier)
         stats = {n: e.stats_since(marks[n], res.t0) for n, e in self.engines.items()}
@@ -433,10 +450,10 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
 # --offset, --samples, --probe, --judge-url and the like may change.
 RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "step_stop", "temperature", "top_p",
              "top_k", "target", "dtype", "max_model_len", "execute_code")
-DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule")
+DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule", "judge_timing")
 SD_RUN_FLAGS = ("num_speculative_tokens", "prompt_lookup_max")
 # What a flag meant in records written before the toolkit recorded it (it was fixed then).
-ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP)}
+ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP), "judge_timing": "deferred"}
 
 
 def _plain(v):
@@ -535,7 +552,8 @@ def summarize(records: list[dict]) -> list[dict]:
         pairs = [(ar[(r["problem_id"], r["sample"])], r) for r in recs
                  if (r["problem_id"], r["sample"]) in ar]
         speedup = None
-        if pairs and mode != "ar":
+        # accept (the acceptance protocol) measures alpha1 and is no way to decode: no speedup
+        if pairs and mode not in ("ar", "accept"):
             # AR's and the mode's tokens/s on the same problems; undefined (None) when either
             # side has no tokens or no time (hand-made records; a real record takes time)
             a_tok, a_wall = (sum(a[k] for a, _ in pairs) for k in ("output_tokens", "wall_time_s"))
@@ -552,5 +570,14 @@ def summarize(records: list[dict]) -> list[dict]:
                      "speedup_vs_ar": 1.0 if mode == "ar" and ar else speedup,
                      "verifications": len(checks),
                      "verifications_failed": sum(errors.values()),
-                     "verification_failures_by_cause": errors})
+                     "verification_failures_by_cause": errors,
+                     "step_acceptance_ci95": None, "step_acceptance_by_verifier_dataset": None})
+        if mode == "accept":
+            # step acceptance per judged draft with its 95% Wilson interval (scipy), pooled and
+            # per (verifier, data set): lrsim/calib/acceptance.py
+            from lrsim.calib.acceptance import protocol_acceptance
+
+            est = protocol_acceptance(recs)
+            rows[-1]["step_acceptance_ci95"] = est["ci95"]
+            rows[-1]["step_acceptance_by_verifier_dataset"] = est["groups"]
     return rows

@@ -1,4 +1,5 @@
-"""`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync on real vLLM engines."""
+"""`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync on real vLLM engines, or
+measure step acceptance with the acceptance protocol (accept)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -9,14 +10,14 @@ from lrsim import jsonout
 
 
 def collect_cmd(
-    mode: str = typer.Option("lr", "--mode", help="ar | sd | lr | lr+sd | lr-sync"),
+    mode: str = typer.Option("lr", "--mode", help="ar | sd | lr | lr+sd | lr-sync | accept (step acceptance: both models write each step, the verifier judges it, the target's is kept)"),
     dataset: str = typer.Option("gsm8k", "--dataset", help="gsm8k | aime2025 | gpqa | humaneval | PATH.jsonl"),
     limit: Optional[int] = typer.Option(2, "--limit", min=1, help="Number of problems."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many problems first."),
     samples: int = typer.Option(1, "--samples", min=1, max=100_000, help="Samples per problem."),
     depth: int = typer.Option(4, "--depth", min=1, max=64, help="LR tree depth (lr-sync: drafted steps per cycle)."),
     width: int = typer.Option(1, "--width", min=1, max=16, help="Child drafts per tree node (>1 needs sampling)."),
-    verifier: str = typer.Option("exact", "--verifier", help="exact | embedding[:T] | random[:P] | judge | judge-logprob[:T]"),
+    verifier: str = typer.Option("exact", "--verifier", help="exact | embedding[:T] | random[:P] | judge | judge-logprob[:T] | score[:T] (the target scores the drafted step 0-9, accept >= T, default 7)"),
     judge_url: Optional[str] = typer.Option(None, "--judge-url", help="OpenAI-compatible judge server (lr judge serve)."),
     judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, max=3600.0, help="Seconds per judge attempt (the whole reply)."),
     judge_retries: int = typer.Option(2, "--judge-retries", min=0, max=100, help="Extra judge attempts on timeouts, 5xx, 429, refused connections."),
@@ -25,6 +26,7 @@ def collect_cmd(
     max_step_tokens: int = typer.Option(100, "--max-step-tokens", min=1, max=1_000_000, help="A step ends at a stop string (--step-stop) or after this many tokens (reference: 100)."),
     boundary_rule: bool = typer.Option(True, "--boundary-rule/--no-boundary-rule", help="Draft only after a context ending in a stop string (reference)."),
     step_stop: Optional[List[str]] = typer.Option(None, "--step-stop", help="A step ends at this string (repeatable; escapes such as \\n decoded; default \\n\\n, a blank line, as in the paper)."),
+    judge_timing: str = typer.Option("eager", "--judge-timing", help="lr/lr+sd: eager judges a draft as soon as it and its parent's target step exist (reference); deferred: once the parent is the root."),
     seed: int = typer.Option(0, "--seed", help="Run seed; per-request seeds derive from it."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, max=100.0, help="0 = greedy (paper: 0.6)."),
     top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0),
@@ -67,7 +69,8 @@ def collect_cmd(
                        judge_timeout_s=judge_timeout, judge_retries=judge_retries,
                        judge_prompt=judge_prompt, step_stop=stops,
                        max_tokens=max_tokens, max_step_tokens=max_step_tokens,
-                       boundary_rule=boundary_rule, seed=seed, temperature=temperature,
+                       boundary_rule=boundary_rule, judge_timing=judge_timing, seed=seed,
+                       temperature=temperature,
                        top_p=top_p, top_k=top_k, out=out, resume=resume, target=target, draft=draft,
                        cache_dir=cache_dir, dtype=dtype, max_model_len=max_model_len,
                        kv_cache_space_gib=kv_cache_space, enable_prefix_caching=enable_prefix_caching,
@@ -153,6 +156,13 @@ def _print_summary(result: dict) -> None:
     causes = [f"{r['mode']}: {c}" for r in result["summary"] if (c := _failure_causes(r))]
     if causes:
         con.print("verify failed by cause: " + "; ".join(causes))
+    groups = [g for r in result["summary"] for g in r.get("step_acceptance_by_verifier_dataset") or []]
+    if groups:
+        from lrsim.calib.acceptance import format_estimate
+
+        con.print("accept mode: step acceptance per judged draft (alpha1), 95% Wilson interval:")
+        for g in groups:
+            con.print(f"  {g['verifier']}, {g['dataset']}: {format_estimate(g)}")
 
 
 def _failed_cell(row: dict) -> str:

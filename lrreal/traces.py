@@ -127,7 +127,8 @@ def _semantic_errors(rec: dict):
         verdict = s["verify"]["verdict"] if s["verify"] else None
         if s["source"] == "draft" and (s["draft"] is None or verdict is not True):
             yield f"{at}.source", "a committed draft step needs a draft span and verify.verdict true"
-        if s["source"] == "target" and verdict is True:
+        # the acceptance protocol (mode "accept") commits the target's step whatever the verdict
+        if s["source"] == "target" and verdict is True and rec["mode"] != "accept":
             yield f"{at}.source", "verify.verdict is true, so the committed step must be the draft"
     if steps and sum(s["tokens"] for s in steps) != rec["output_tokens"]:
         yield "output_tokens", (f"is {rec['output_tokens']} but the steps hold "

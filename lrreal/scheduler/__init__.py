@@ -1,4 +1,5 @@
-"""The Lookahead Reasoning scheduler: modes ar, sd, lr, lr+sd, lr-sync over async engines.
+"""The Lookahead Reasoning scheduler: modes ar, sd, lr, lr+sd, lr-sync over async engines, and
+accept (the step-acceptance protocol: target and draft write each step, the target's is kept).
 
     result = await run_problem(cfg, Problem(id, sample, prompt), target, draft, verifier)
 
@@ -28,5 +29,8 @@ async def run_problem(cfg: SchedulerConfig, problem: Problem, target, draft=None
     if cfg.mode in ("lr", "lr+sd"):
         from .lr_async import run_lr
         return await run_lr(run)
+    if cfg.mode == "accept":
+        from .accept import run_accept
+        return await run_accept(run)
     from .lr_sync import run_lr_sync
     return await run_lr_sync(run)

@@ -7,9 +7,10 @@ from lrsim.errors import UserError
 
 from .steps import DEFAULT_STEP_STOP, check_step_stops
 
-MODES = ("ar", "sd", "lr", "lr+sd", "lr-sync")
+MODES = ("ar", "sd", "lr", "lr+sd", "lr-sync", "accept")  # accept: the acceptance protocol (accept.py)
+JUDGE_TIMINGS = ("eager", "deferred")
 SD_MODES = ("sd", "lr+sd")        # the target engine runs n-gram speculative decoding
-DRAFT_MODES = ("lr", "lr+sd", "lr-sync")  # modes that need the draft engine
+DRAFT_MODES = ("lr", "lr+sd", "lr-sync", "accept")  # modes that need the draft engine (and a verifier)
 
 
 @dataclass
@@ -27,6 +28,8 @@ class SchedulerConfig:
     top_k: int = 0
     seed: int = 0              # run seed; every request's seed is derived from it (seeds.py)
     step_stop: tuple[str, ...] = DEFAULT_STEP_STOP  # strings that end a step (reference: "\n\n")
+    judge_timing: str = "eager"  # judge a draft as soon as it and its parent's target step exist
+                                 # (reference); "deferred": only once the parent is the root
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -41,3 +44,5 @@ class SchedulerConfig:
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
         self.step_stop = check_step_stops(self.step_stop)
+        if self.judge_timing not in JUDGE_TIMINGS:
+            raise UserError(f"--judge-timing {self.judge_timing!r}: use one of {', '.join(JUDGE_TIMINGS)}")

@@ -11,6 +11,9 @@ simulator uses the same model for ar, sd, lr, lr+sd and lr-sync, so a configurat
 never measured is predicted from the physics, not from a fit of its own. Traces without
 forward-pass statistics fall back to generation spans with reconstructed concurrency (fit.py).
 Acceptance (by depth), step lengths, SD acceptance and the verifier are fitted separately.
+Records of the acceptance protocol (mode "accept") feed the latency fit and are the preferred
+source of alpha1 (with its 95% interval: acceptance.py); they carry no LR schedule, so the
+scheduling overheads and the replay leave them out.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from . import overheads as oh
+from .acceptance import (ACCEPT_MODE, accept_records, acceptance_warnings, profile_step_acceptance,
+                         protocol_acceptance)
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
 from .schema import PROFILE_VERSION
 
@@ -118,6 +123,10 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     for r in records:
         by_mode.setdefault(r["mode"], []).append(r)
     lr = [r for r in records if r["mode"] in LR_MODES]
+    # the acceptance protocol (`lr collect --mode accept`): real target and draft passes for the
+    # latency fit and the preferred source of alpha1, but no LR schedule (its waits are not the
+    # LR loop's: no scheduling overheads from it, and replay skips it)
+    accept = accept_records(records)
 
     from .physical import reference_probe
 
@@ -131,19 +140,21 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         raise UserError(f"{paths[0]}: too few target generations to fit a latency curve "
                         f"(need {MIN_POINTS}); record longer traces or run `lr calibrate measure`")
 
-    ver = oh.verifier_latency(lr)
+    ver = oh.verifier_latency(lr or accept)  # the LR runs' verifier; accept's when there are none
     judged = [(s["n"], s["mean_s"]) for s in ver.values() if s["n"]]
     n_judged = sum(n for n, _ in judged)
     ver_s = sum(n * m for n, m in judged) / n_judged if n_judged else 0.0
     # the loop's own overheads, from the asynchronous scheduler only: in lr-sync (Algorithm 1)
     # the gap before a verification or a relaunch is the drafting phase, which the simulator's
     # lr-sync policy runs itself (counted as overhead it priced every async step +12 s here)
-    gaps = oh.scheduling_gaps([r for r in records if r["mode"] != "lr-sync"])
+    # (nor in accept mode, where every step waits for its verdict before the next one starts)
+    gaps = oh.scheduling_gaps([r for r in records if r["mode"] not in ("lr-sync", ACCEPT_MODE)])
     sa = oh.step_acceptance(lr)
     reject = 1.0 - sa["rate"] if sa["rate"] is not None else 1.0
     jw = gaps["judge_wait"]["mean_s"] or 0.0
     rl = gaps["relaunch"]["mean_s"] or 0.0
-    per_request = {m: oh.scheduling_gaps(recs)["request"]["mean_s"] or 0.0 for m, recs in by_mode.items()}
+    per_request = {m: oh.scheduling_gaps(recs)["request"]["mean_s"] or 0.0 for m, recs in by_mode.items()
+                   if m != ACCEPT_MODE}  # per simulated mode (accept is never simulated)
     prefill = {}
     for role in ("target", "draft"):
         sp = [s for r in records for s in oh.spans(r) if s.engine == role]
@@ -152,7 +163,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
             prefill[role] = {"mean_tokens": mean_pre,
                              "mean_s": mean_pre * latency[role]["prefill_per_token_s"]}
     sd = oh.sd_acceptance(records)
-    flags = _first(lr, "run", "flags", default={}) or {}
+    flags = _first(lr or accept, "run", "flags", default={}) or {}
     hw = _first(records, "run", "hardware", default={}) or {}
     doc = {
         "profile_version": PROFILE_VERSION,
@@ -166,8 +177,9 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         "latency": latency,
         "verifier": {"kind": "constant" if ver_s > 0 else "none", "seconds": ver_s, "by_method": ver},
         "steps": oh.step_lengths(records),
-        "step_acceptance": {"rate": sa["rate"], "by_depth": sa["by_depth"],
-                            "proposed": sa["proposed"], "accepted": sa["accepted"]},
+        # alpha1 from accept-mode records when there are any (with its interval), else the LR
+        # records' pooled acceptance, as always (acceptance.py)
+        "step_acceptance": profile_step_acceptance(sa, protocol_acceptance(accept)),
         "sd": {"alpha2": sd["alpha2"], "acceptance_rate": sd["acceptance_rate"], "k2": sd["k2"],
                "accepted_length_hist": sd["accepted_length_hist"],
                "mean_accepted_length": sd["mean_accepted_length"]},
@@ -175,7 +187,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
             # expected scheduling cost per decision: wait for the judge to start, plus the
             # relaunch of the target after a rejection (P(reject) of the decisions)
             "per_step_s": jw + reject * rl,
-            "per_request_s": sum(per_request.values()) / len(per_request),
+            "per_request_s": sum(per_request.values()) / len(per_request) if per_request else 0.0,
             "per_request_s_by_mode": per_request,
             "launch_gap_s": gaps,
             "prefill_s_per_step": prefill,
@@ -183,13 +195,15 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         "placement": {
             "shared": bool(flags.get("target_cores", "0-1") == flags.get("draft_cores", "0-1")),
             "device_kind": str(hw.get("gpu") or hw.get("cpu_model") or "device"),
-            "defaults": {"depth": int(flags.get("depth", 4)), "width": int(flags.get("width", 1))},
+            "defaults": {"depth": int(flags.get("depth", 4)), "width": int(flags.get("width", 1)),
+                         # when the LR runs judged a draft (records without the flag: deferred)
+                         "judge_timing": "eager" if flags.get("judge_timing") == "eager" else "deferred"},
         },
     }
     if ref:
         doc["probe"] = ref
     doc["source"]["configs"] = _configs(records)
-    doc["warnings"] = drift_warnings(latency, records)
+    doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept)
     if select_placement and lr and "draft" in latency:
         choose_placement(doc, lr)
     return doc

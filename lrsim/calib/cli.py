@@ -188,7 +188,8 @@ def _print_profile(doc: dict, out: Path) -> None:
     by_depth = ", ".join(f"d{d} {a}/{p}" for d, (p, a) in sa["by_depth"].items()) or "-"
     t2 = kv_table("workload and overheads", (
                  ("verifier s/judgement", _fmt(doc["verifier"]["seconds"], ".4f")),
-                 ("step acceptance", _fmt(sa["rate"])),
+                 ("step acceptance", _fmt(sa["rate"]) + (" (accept mode)" if sa.get("accept") else "")),
+                 *_protocol_rows(sa),
                  ("by depth (accepted/judged)", by_depth),
                  ("SD token acceptance", _fmt(sd["alpha2"])),
                  ("step tokens mean / log-sigma", f"{st['mean_tokens']:.1f} / {st['lognormal_sigma']:.2f}"),
@@ -199,6 +200,24 @@ def _print_profile(doc: dict, out: Path) -> None:
     c.print(t2)
     for w in doc.get("warnings", []):
         c.print(styled(("warning:", "yellow"), f" {w}"))
+
+
+def _protocol_rows(sa: dict) -> list[tuple[str, str]]:
+    """alpha1 of the acceptance protocol (accept-mode records) with its 95% Wilson interval,
+    per (verifier, data set) when there are several, and the LR records' own pooled rate."""
+    from .acceptance import format_estimate
+
+    proto = sa.get("accept")
+    if not proto:
+        return []
+    rows = [("alpha1 95% CI (Wilson)", format_estimate(proto))]
+    groups = proto.get("groups") or []
+    if len(groups) > 1:
+        rows += [("  verifier, data set", f"{g['verifier']} {g['dataset']}: {format_estimate(g)}")
+                 for g in groups]
+    if sa.get("lr"):
+        rows.append(("LR records' acceptance", _fmt(sa["lr"].get("rate"))))
+    return rows
 
 
 @app.command("probe")

@@ -137,6 +137,8 @@ def config_label(rec: dict) -> str:
         return mode
     v = (rec.get("run") or {}).get("verifier") or {}
     ver = str(flags.get("verifier", v.get("method", "exact")))
+    if mode == "accept":   # the acceptance protocol has no tree: only its verifier tells runs apart
+        return "accept" + ("" if ver == "exact" else f"-{ver.split(':')[0][:3]}")
     w = flags.get("width", 1)
     return f"{mode}-d{flags.get('depth', '?')}" + (f"-w{w}" if w not in (1, None) else "") + \
         ("" if ver == "exact" else f"-{ver.split(':')[0][:3]}")

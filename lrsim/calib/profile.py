@@ -8,7 +8,9 @@ The file is JSON, versioned (`profile_version`, see schema.py), human-readable, 
 traces (paths + sha256) and hardware it was fitted from. Sections (docs/calibration.md):
 latency (per engine role, optionally per mode), verifier, steps, step_acceptance, sd, overheads,
 placement. Policy names: simulator names (ar, sd, lr-sync, lr-async, lr-stage) or the trace modes
-(ar, sd, lr, lr+sd, lr-sync).
+(ar, sd, lr, lr+sd, lr-sync; not accept, the acceptance protocol, which is a measurement of alpha1
+and has no simulated policy). alpha1() is the acceptance protocol's estimate when the profile was
+calibrated from accept-mode records (step_acceptance.source "accept").
 """
 from __future__ import annotations
 
@@ -140,9 +142,11 @@ class Profile:
                   width: int | None = None, k2: int | None = None, workload=None,
                   requests: int = 1, steps: int | None = None, rate: float | None = None,
                   seed: int = 0, shared: bool | None = None, equal_resources: bool = False,
-                  per_step_overhead: bool = True, max_seqs: int | None = None) -> Config:
+                  per_step_overhead: bool = True, max_seqs: int | None = None,
+                  judge_timing: str | None = None) -> Config:
         """A ready-to-run Config. `policy`: a simulator policy or a trace mode. Knobs left None
-        take the values the traces were recorded with (placement.defaults). `shared` overrides
+        take the values the traces were recorded with (placement.defaults; a profile without a
+        judge timing was calibrated from deferred runs). `shared` overrides
         the measured placement (True: draft and target time-share one device)."""
         mode = policy if policy in MODE_POLICY else None
         if mode is not None:
@@ -174,6 +178,7 @@ class Profile:
             draft = Placement("draft", self.latency("draft", lat_mode), [dev],
                               contention=self.contention("draft", lat_mode), **seqs)
         cfg = Config(policy=sim_policy, k1=k1, depth=depth, width=width or int(defaults.get("width", 1)),
+                     judge_timing=judge_timing or str(defaults.get("judge_timing", "deferred")),
                      k2=k2, devices=devices, target=target, draft=draft,
                      verifier=self.verifier_cost(per_step_overhead),
                      workload=workload if workload is not None else self.workload(requests, steps, rate, seed),
@@ -191,6 +196,12 @@ class Profile:
                "shared": self.shared}
         if self.has("draft"):
             out["c1"] = self.latency("draft").per_token() / self.latency("target").per_token()
+        proto = self.doc["step_acceptance"].get("accept")
+        if proto:  # alpha1 measured by the acceptance protocol: with its 95% interval
+            out["alpha1_source"] = "accept"
+            out["alpha1_ci95"] = proto.get("ci95")
+            out["alpha1_judged"] = proto.get("judged")
+            out["alpha1_by_verifier_dataset"] = proto.get("groups", [])
         return out
 
 

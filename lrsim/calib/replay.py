@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import UserError
 from ..sim.runner import run
 from ..sim.traces import TraceWorkload
+from .acceptance import ACCEPT_MODE
 from .calibrate import calibrate, read_records, split_problems
 from .overheads import geometric_alpha
 from .profile import MODE_POLICY, Profile, validate_doc
@@ -149,9 +150,12 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
     reference (when AR was in the calibration set and is not being validated)."""
     from .physical import config_label
 
-    rows = []
+    rows, not_replayed = [], 0
     for rec in records:
         if not rec.get("steps") or not rec.get("wall_time_s"):
+            continue
+        if rec.get("mode") == ACCEPT_MODE:  # a measurement of alpha1, not a schedule to simulate
+            not_replayed += 1
             continue
         p = predict_record(prof, rec, seed, probe)
         rows.append({"mode": rec["mode"], "config": config_label(rec),
@@ -159,9 +163,15 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
                      "problem_id": rec["problem_id"], "sample": rec["sample"],
                      "tokens": rec["output_tokens"], "measured_s": float(rec["wall_time_s"]),
                      "predicted_s": p["latency_s"]})
+    skipped = (f"{not_replayed} accept-mode record(s) not replayed: the acceptance protocol "
+               "measures alpha1 (`lr calibrate` reports it); the simulator has no policy for it")
     if not rows:
-        raise UserError("replay: no trace record with steps and a wall time to compare")
+        raise UserError("replay: no trace record with steps and a wall time to compare"
+                        + (f" ({skipped})" if not_replayed else ""))
     out = compare(rows)
+    if not_replayed:
+        out["not_replayed"] = {ACCEPT_MODE: not_replayed}
+        out["warnings"] = [skipped]
     base_rows = []
     for rec in baseline or []:
         if rec.get("steps") and rec.get("wall_time_s") and config_label(rec) == "ar":

@@ -104,7 +104,12 @@ SCHEMA = {
                 "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2,
                                          "items": {"type": "integer", "minimum": 0}}},
                 "proposed": {"type": "integer", "minimum": 0},
-                "accepted": {"type": "integer", "minimum": 0}},
+                "accepted": {"type": "integer", "minimum": 0},
+                # present when alpha1 came from accept-mode records (lrsim/calib/acceptance.py):
+                # the protocol's estimate with its 95% interval, and the LR records' pooled numbers
+                "source": {"enum": ["accept"]},
+                "accept": {"type": "object"},
+                "lr": {"type": "object"}},
         },
         "sd": {
             "type": "object", "required": ["alpha2", "k2"], "additionalProperties": False,
@@ -124,7 +129,8 @@ SCHEMA = {
             "properties": {"shared": {"type": "boolean"}, "device_kind": {"type": "string"},
                            "defaults": {"type": "object", "properties": {
                                "depth": {"type": "integer", "minimum": 1, "maximum": 1024},
-                               "width": {"type": "integer", "minimum": 1, "maximum": 1024}}},
+                               "width": {"type": "integer", "minimum": 1, "maximum": 1024},
+                               "judge_timing": {"enum": ["eager", "deferred"]}}},
                            "selected_by": {"type": "object"}},
         },
     },

@@ -43,6 +43,19 @@ def test_to_config_placement_and_knobs(minimal_doc):
     assert res["speedup"] > 0
 
 
+def test_to_config_takes_the_recorded_judge_timing(tmp_path, minimal_doc):
+    """placement.defaults.judge_timing: when the calibrated LR runs judged a draft; a profile
+    without it was calibrated from runs made before the option, which were deferred."""
+    assert Profile(minimal_doc).to_config("lr").judge_timing == "deferred"
+    minimal_doc["placement"]["defaults"]["judge_timing"] = "eager"
+    prof = load_profile(save_profile(Profile(minimal_doc), tmp_path / "p.json"))   # schema-valid
+    assert prof.to_config("lr").judge_timing == "eager"
+    assert prof.to_config("lr", judge_timing="deferred").judge_timing == "deferred"
+    minimal_doc["placement"]["defaults"]["judge_timing"] = "soon"
+    with pytest.raises(UserError, match="judge_timing"):
+        load_profile(save_profile(Profile(minimal_doc), tmp_path / "bad.json"))
+
+
 def test_role_at_mode_latency_is_preferred(minimal_doc):
     minimal_doc["latency"]["target@lr"] = {"kind": "roofline", "base_s": 0.8}
     prof = Profile(minimal_doc)

@@ -151,6 +151,40 @@ def test_lr_sync_writes_a_valid_trace(real, tmp_path):
     assert r["step_acceptance"]["proposed"] == len(judged)
 
 
+def test_accept_mode_measures_acceptance_on_the_target_s_own_text(real, tmp_path):
+    """The acceptance protocol (`--mode accept`) on the real engines, GSM8K problem 0, greedy,
+    exact verifier, the same budget as `ar`: valid records; the output is the target's own answer
+    (the text `ar` writes); judged == the steps that had a draft; the summary's interval holds
+    the point estimate."""
+    from lrreal.collect import summarize
+    from lrreal.scheduler import SchedulerConfig
+
+    col, loop, prob = real
+    made = []
+    for mode in ("ar", "accept"):
+        col.spec.mode = mode
+        # steps of up to 100 tokens: cut at "\n\n" or at the budget only, as `ar` is
+        col.cfg = SchedulerConfig(mode=mode, max_tokens=MAX_TOKENS)
+        made.append(loop.run_until_complete(col.run_one(prob, 0)))
+    _, recs = _write_and_read(tmp_path, made)     # validated on write and on read
+    ar, acc = recs
+    assert acc["mode"] == "accept" and 0 < acc["output_tokens"] <= MAX_TOKENS
+    assert acc["output_text"] == ar["output_text"] and acc["output_tokens"] == ar["output_tokens"]
+    assert acc["finish_reason"] == ar["finish_reason"]
+    assert all(s["source"] == "target" for s in acc["steps"])
+    assert acc["steps"][0]["draft"] is None       # after the chat prompt: no step boundary
+    with_draft = [s for s in acc["steps"] if s["draft"] is not None]
+    assert all(s["verify"] is not None and s["depth"] == 1 for s in with_draft)
+    sa = acc["step_acceptance"]
+    assert sa["proposed"] == len(with_draft)
+    assert sa["accepted"] == sum(1 for s in with_draft if s["verify"]["verdict"] is True)
+    if with_draft:
+        assert acc["engine_stats"]["draft"]["forward_passes"]
+        [row] = [r for r in summarize(recs) if r["mode"] == "accept"]
+        lo, hi = row["step_acceptance_ci95"]
+        assert lo <= sa["accepted"] / sa["proposed"] <= hi
+
+
 def test_sampled_lr_with_two_sibling_drafts(real, tmp_path):
     """Sampled decoding (the paper's temperature 0.6 / top_p 0.95, seeded per request) with
     width 2 on the real engines: a valid record, exact budget, both engines used, and - whenever
@@ -170,3 +204,51 @@ def test_sampled_lr_with_two_sibling_drafts(real, tmp_path):
     assert passes and r["engine_stats"]["target"]["forward_passes"]
     if r["step_acceptance"]["proposed"] >= 1:
         assert max(p["batch_size"] for p in passes) >= 2
+
+
+def test_score_verifier_asks_the_real_target(real):
+    """`--verifier score` (the SpecReason-style baseline) on the real target: one greedy token,
+    through the target's own chat template, whose first character is a score digit 0-9."""
+    from lrreal.verifiers import make_verifier
+
+    col, loop, _ = real
+    v = make_verifier("score")
+    col.bind_verifier(v)
+    assert v.engine is col.engines["target"]
+    target_step = "In May she sold half as many clips."   # not shown to the scorer
+    for step in ("Natalia sold 48 / 2 = 24 clips in May.",
+                 "Natalia sold 48 / 2 = 31 clips in May, so the answer is blue."):
+        r = loop.run_until_complete(v.verify(target_step, step))
+        assert r.error is None, r.error
+        assert r.method == "score" and not r.shortcut
+        assert r.score in [float(d) for d in range(10)]
+        assert r.accepted == (r.score >= 7)
+        assert r.end - r.start < 60
+
+
+def test_step_stop_and_deferred_judging_on_the_real_engines(real, tmp_path):
+    """`--step-stop` and `--judge-timing` on the real engines: steps cut at ". " as well as at a
+    blank line (vLLM stop strings, kept in the output), the same first step in ar and lr (greedy),
+    and a valid lr record judged deferred, with `ready` on every verdict."""
+    from lrreal.scheduler import SchedulerConfig
+
+    col, loop, prob = real
+    stops = (". ", "\n\n")
+    made = []
+    for mode in ("ar", "lr"):
+        col.spec.mode = mode
+        col.cfg = SchedulerConfig(mode=mode, depth=2, max_tokens=MAX_TOKENS, max_step_tokens=32,
+                                  step_stop=stops, judge_timing="deferred")
+        made.append(loop.run_until_complete(col.run_one(prob, 0)))
+    _, (ar, lr) = _write_and_read(tmp_path, made)
+    for r in (ar, lr):
+        assert r["output_text"] == "".join(s["text"] for s in r["steps"])
+        for s in r["steps"][:-1]:  # every step but the last ends at a stop string or the step cap
+            assert s["text"].endswith(stops) or s["tokens"] >= 32, s
+    assert lr["steps"][0]["text"] == ar["steps"][0]["text"]
+    assert len(ar["steps"]) > 1 and any(s["text"].endswith(". ") for s in ar["steps"])
+    n = lr["step_acceptance"]["judgements"]
+    assert n["started"] == n["used"]  # deferred, width 1: every judgement decided a position
+    for s in lr["steps"]:
+        if s["verify"] and s["draft"] and s["target"]:
+            assert s["verify"]["start"] >= s["verify"]["ready"] - 1e-6

@@ -119,6 +119,27 @@ def test_real_judge_gives_verdicts_with_timings(served):
             assert 0.0 <= unrelated.score < same.score <= 1.0  # even a weak judge ranks these
 
 
+def test_paper_judge_prompt_on_the_real_judge(served):
+    """`--judge-prompt paper` (steps between <s1>/<s2> markers, the assistant turn pre-filled with
+    "[") against the real server: verdicts without errors, and P(aligned) still ranks a paraphrase
+    above an unrelated sentence."""
+    _, info = served
+    v = make_verifier("judge-logprob:0.5", judge_url=info["url"], judge_timeout_s=120,
+                      judge_retries=1, judge_prompt="paper")
+
+    async def go():
+        try:
+            return [await v.verify(t, d) for t, d in (SAME, UNRELATED)]
+        finally:
+            await v.aclose()
+
+    same, unrelated = asyncio.run(go())
+    for r in (same, unrelated):
+        assert r.error is None, r.error
+        assert r.method == "judge-logprob" and isinstance(r.accepted, bool)
+    assert 0.0 <= unrelated.score < same.score <= 1.0
+
+
 def test_sigterm_stops_the_server_without_orphans(served):
     proc, info = served
     server_pid = info["pid"]

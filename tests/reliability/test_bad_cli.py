@@ -65,7 +65,7 @@ UNKNOWN_NAMES = {
     ("plot", "--preset"), ("plot", "--scenario"), ("plot", "--latency"),
     ("simulate", "--scenario"), ("sweep", "--scenario"),
     ("sweep", "--k1"), ("sweep", "--depth"), ("sweep", "--width"), ("sweep", "--k2"),
-    ("collect", "--judge-prompt"), ("judge ask", "--judge-prompt"),
+    ("collect", "--judge-prompt"), ("judge ask", "--judge-prompt"), ("collect", "--judge-timing"),
     ("judge ask", "--verifier"), ("judge serve", "--model"), ("judge serve", "--dtype"),
     ("calibrate fit", "--latency-model"), ("calibrate measure", "--model"),
     ("calibrate measure", "--batch-sizes"), ("calibrate measure", "--context"),

@@ -291,6 +291,7 @@ SCENARIO_CASES = [
                    ("name", 5), ("policy.depth", 2.5), ("models.target.latency", [1]))],
     *[Case("scenario", f"value-{p}", doc_toml(set_(p, v)), (p,), family="hand-edited")
       for p, v in (("policy.name", "lr-fast"), ("verifier.kind", "oracle"), ("sd.drafter", "eagle"),
+                   ("policy.judge_timing", "soon"),
                    ("workload.kind", "replay"), ("models.target.latency.kind", "magic"),
                    ("models.target.devices", ["gpu9"]))],
     Case("scenario", "workload-trace-missing", doc_toml(set_("workload", {"kind": "trace", "path": "nope.jsonl"})),
@@ -467,11 +468,12 @@ def commands(kind: str, path: Path, tmp: Path, profile: Path | None = None) -> d
         return {"calibrate": ["calibrate", "fit", path, "-o", tmp / "p.json"],
                 "replay": ["replay", path, "--profile", profile, "--json"],
                 "plot": ["plot", "--traces", path, "--out", tmp / "plot", "--quick", "--jobs", "1"],
-                # the sample trace's own settings (gsm8k, depth 2, 96 tokens): --resume refuses
-                # a file of records made with other settings; problem 5 is not recorded yet
+                # the sample trace's own settings (gsm8k, depth 2, 96 tokens, judged deferred as
+                # every record was before --judge-timing): --resume refuses a file of records
+                # made with other settings; problem 5 is not recorded yet
                 "collect-resume": ["collect", "--mode", "lr", "--dataset", "gsm8k", "--offset", "5",
                                    "--limit", "1", "--depth", "2", "--max-tokens", "96",
-                                   "--out", path, "--resume"],
+                                   "--judge-timing", "deferred", "--out", path, "--resume"],
                 "simulate-scenario": ["simulate", "--scenario", scen_path, "--json"]}
     if kind == "scenario":
         return {"simulate": ["simulate", "--scenario", path, "--json"],

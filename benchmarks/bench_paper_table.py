@@ -1,0 +1,67 @@
+"""The 14 presets' simulated speedups beside the paper's Table 1 (what `lr plan --paper-table` prints).
+
+    .venv/bin/python benchmarks/bench_paper_table.py [--jobs 2] [--out benchmarks/results/paper_table.json]
+
+Every preset (2 model pairs x 7 data sets, lrsim/data/table1.json) is simulated single-stream with
+the shipped H100 latency table, seeds added until every speedup's 95% interval is within +-2%
+(lrsim/plan/table1.py, CI_TARGET). Writes the rows (simulated speedups, intervals, the paper's
+values where the reference has them, sim / paper ratios) to --out as JSON and the 80-column
+table beside it as .txt. The README's Table 1 section quotes these files.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lrsim.plan.table1 import CI_TARGET, SPEEDUPS, compare_table1, format_rows  # noqa: E402
+
+
+def summary(rows: list[dict]) -> dict:
+    """Worst |sim / paper - 1| per mode over the rows the paper reports, and the product ratio range."""
+    worst = {}
+    for m in SPEEDUPS:
+        errs = [abs(r["ratio"][m] - 1) for r in rows if r["ratio"][m] is not None]
+        worst[m] = {"rows": len(errs), "max_rel_error": max(errs) if errs else None}
+    prod = [r["product_ratio"] for r in rows]
+    return {"vs_paper": worst, "product_ratio": [min(prod), max(prod)]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/paper_table.json"))
+    a = ap.parse_args()
+    t0, c0 = time.time(), time.process_time()
+    rows = compare_table1(jobs=a.jobs, ci_target=CI_TARGET)
+    doc = {"about": "lr plan --paper-table: simulated speedup over AR vs the paper's Table 1 "
+                    "(benchmarks/bench_paper_table.py)",
+           "ci_target": CI_TARGET, "confidence": 0.95, "rows": rows, "summary": summary(rows),
+           "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                       "loadavg_start": list(os.getloadavg())},
+           "wall_s": time.time() - t0, "parent_cpu_s": time.process_time() - c0,
+           "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+    Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
+    header = ["preset", "a1", "a2", "c1", "LR sim/paper", "SD sim/paper", "LR+SD sim/paper", "h/(f*g)"]
+    lines = [" | ".join(header), " | ".join("---" for _ in header)]
+    lines += [" | ".join(cells) for cells in format_rows(rows)]
+    s = doc["summary"]
+    lines.append("")
+    lines.append("max |sim/paper - 1| where the paper reports the speedup: " + ", ".join(
+        f"{m} {v['max_rel_error']:.1%} ({v['rows']} rows)" for m, v in s["vs_paper"].items()
+        if v["max_rel_error"] is not None))
+    lines.append(f"LR+SD / (LR x SD): {s['product_ratio'][0]:.2f}-{s['product_ratio'][1]:.2f}; "
+                 f"{doc['wall_s']:.0f} s wall on {a.jobs} processes")
+    Path(a.out).with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
