@@ -23,7 +23,7 @@ On the real trace corpus (benchmarks/collect_corpus.py), per data set:
   cross data set   calibrate on GSM8K (ar + lr-d2), predict AIME 2025: latency transfers across
                    data sets, acceptance and step lengths come from the replayed records.
 
-Targets (issue 10): latency MAPE under 10% for every configuration, speedup error within 0.05.
+Targets: latency MAPE under 10% for every configuration, speedup error within 0.05.
 Only the records' own workload (steps, lengths, verdicts) is replayed: the timing, batching,
 prefill and contention are the simulator's.
 """

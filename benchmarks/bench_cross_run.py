@@ -1,5 +1,5 @@
 """Does a profile from the corpus predict a run made at another time, on a machine in another
-state? (issue 10: profiles that travel; target: cross-run MAPE under 15% after rescaling)
+state? (profiles that travel; target: cross-run MAPE under 15% after rescaling)
 
     .venv/bin/python benchmarks/bench_cross_run.py [--load 0.5] [--problems 8,9]
         [--out benchmarks/results/cross_run.json]

@@ -1,7 +1,7 @@
 """How fast is the exact optimiser? Prints the time of `optimize` for several budgets M and the
 wall time of the whole CLI call `lr theory optimize --budget 1024` (process start included).
 
-Target (issue 2): M = 1024 answers in under a second.
+Target: M = 1024 answers in under a second.
 Run: .venv/bin/python benchmarks/bench_theory.py [--json]
 """
 from __future__ import annotations

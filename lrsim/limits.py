@@ -4,7 +4,7 @@ Each limit is checked *before* the work starts, from the flags, scenario, profil
 refusal is one line naming the cap, the estimate and what to change. The caps are far above every
 documented use (README, docs/, benchmarks/*.py) and low enough that a typo cannot run for hours
 or allocate gigabytes. Raise a constant here (and nowhere else) when a real use needs more, e.g.
-the fleet-scale simulations of issue 16 (1e6 requests) need a faster simulator path first.
+fleet-scale simulations (1e6 requests) need a faster simulator path first.
 
 Simulation work is counted in *positions*: simulated reasoning steps x the target positions each
 step keeps in flight (1 for ar/sd, k1 for lr-sync/lr-stage, 1 + W + ... + W^depth for lr-async).

@@ -1,4 +1,4 @@
-"""Every table `lr` prints stays readable in an 80-column terminal or CI log (issue 10, item 6).
+"""Every table `lr` prints stays readable in an 80-column terminal or CI log.
 
 Each command runs through the real CLI (typer's CliRunner) with COLUMNS=80, on inputs that need no
 engines: no output line may be wider than 80 characters and nothing may be cut with an ellipsis

@@ -1,5 +1,5 @@
 """Device catalogue: what the roofline needs to know about a device, with the datasheet behind
-every number (issue 15, "any model pair on any GPU, without code").
+every number ("any model pair on any GPU, without code").
 
     memory_gib        memory per device (GiB as the vendor states it, GB on NVIDIA sheets)
     hbm_tb_s          peak memory bandwidth, TB/s (10^12 B/s)

@@ -1,4 +1,4 @@
-"""The paper's setups as presets built from published facts (issues 5 and 15).
+"""The paper's setups as presets built from published facts.
 
 One preset per Table 1 setting: 2 model pairs (DeepSeek-R1-Distill-Qwen 32B/1.5B, Qwen3 32B/1.7B)
 x 7 data sets (GSM8K, AIME24, AMC23, HumanEval, LiveCodeBench, GPQA, MT-Bench), read from

@@ -1,4 +1,4 @@
-"""Per-run what-if overrides on top of a preset, scenario or profile (issue 15): one published
+"""Per-run what-if overrides on top of a preset, scenario or profile: one published
 setting, changed on the command line, needs no file.
 
     --alpha1 P              step acceptance per judged draft

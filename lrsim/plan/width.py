@@ -1,4 +1,4 @@
-"""Tree width from measured acceptance per width (issue 15).
+"""Tree width from measured acceptance per width.
 
 The simulator's synthetic workload correlates sibling drafts (`Synthetic.sibling_hard` = h): with
 probability h the target's step is one no draft can match; otherwise each of the W siblings is

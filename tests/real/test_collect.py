@@ -125,7 +125,7 @@ def test_preload_iomp_replaces_the_libgomp_vllm_added(monkeypatch, tmp_path):
     assert os.environ["LD_PRELOAD"] == f"{lib}:/v/libtcmalloc_minimal.so.4"
 
 
-# --- issue 13: --resume never mixes runs; a full disk is one line and keeps the records -------
+# --- --resume never mixes runs; a full disk is one line and keeps the records -------
 @pytest.mark.parametrize("change,flag", [
     (dict(seed=1), "--seed"), (dict(temperature=0.6, top_p=0.9), "--temperature"),
     (dict(max_tokens=100), "--max-tokens"), (dict(depth=3), "--depth"),

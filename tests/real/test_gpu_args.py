@@ -1,4 +1,4 @@
-"""GPU-ready engine arguments (issue 15): tensor parallelism, devices per engine and GPU memory
+"""GPU-ready engine arguments: tensor parallelism, devices per engine and GPU memory
 shares under vLLM's names, checked before start-up. Only the argument construction runs here: no
 engine starts and no GPU is needed (the GPU count is passed in)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Judge timing in the async LR scheduler (issue 15): eager judging, as the reference does, starts a
+"""Judge timing in the async LR scheduler: eager judging, as the reference does, starts a
 draft's judgement as soon as the draft and its parent's target step both exist; deferred judging
 waits until the parent is the root. Fake engines, no models."""
 from __future__ import annotations

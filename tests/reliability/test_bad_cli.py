@@ -219,7 +219,7 @@ def _cases():
     add("exclusive", "simulate", BASE["simulate"] + ["--scenario", "cpu-2core"], ["--ideal", "--scenario"])
     add("exclusive", "simulate", BASE["simulate"] + ["--depth", "2"], ["--k1", "--depth"]) \
         if "--k1" in BASE["simulate"] else None
-    # --step-stop (issue 15) is free text, so it has no unknown name: an empty string, a bad
+    # --step-stop is free text, so it has no unknown name: an empty string, a bad
     # escape, a lone surrogate or the same string twice is refused.
     for value in ("", "\\q", "ab\\", "\\x4", "\\ud800"):
         add("bad-step-stop", "collect", _with(BASE["collect"], "--step-stop", value), ["--step-stop"])
@@ -229,7 +229,7 @@ def _cases():
     for path in ("collect", "judge ask"):
         for value in (".", "/dev/null", str(TRACE), str(PROFILE)):
             add("bad-judge-prompt", path, _with(BASE[path], "--judge-prompt", value), ["--judge-prompt"])
-    # Output paths (issue 13): every option that names a file or folder to write refuses a
+    # Output paths: every option that names a file or folder to write refuses a
     # device, a directory where a file goes (a file where a folder goes), a path under a regular
     # file, `/`, and (where the command has one) its own input.
     for path, flag, kind, own_input in OUTPUTS:

@@ -1,5 +1,5 @@
 """Bad input matrix for the files users hand to `lr`: trace JSONL, scenario TOML, calibration
-profile JSON and custom data sets (issue 6).
+profile JSON and custom data sets.
 
 Every case starts from a valid file (a shipped sample trace, a shipped scenario, a profile that
 `lr calibrate fit` wrote from that trace, a small custom data set) and breaks it one way. Each
@@ -201,7 +201,7 @@ TRACE_CASES = [
          family="hand-edited"),
     Case("trace", "step-index-gap", trace_record(set_("steps[2].index", 7)), (L, "steps[2].index"),
          family="hand-edited"),
-    # --- absurd but well-formed values (issue 13): free-form run.flags, caps, tiny times ---
+    # --- absurd but well-formed values: free-form run.flags, caps, tiny times ---
     *[Case("trace", f"flags-{k}-{name}", trace_record(set_(f"run.flags.{k}", v)), (L, f"run.flags.{k}"),
            family="absurd values")
       for k, name, v in (("depth", "string", "two"), ("depth", "null", None), ("depth", "list", [2]),

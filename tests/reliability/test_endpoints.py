@@ -1,4 +1,4 @@
-"""The judge endpoints (issue 13): request bodies are capped, a bad request is a 4xx (never a
+"""The judge endpoints: request bodies are capped, a bad request is a 4xx (never a
 traceback or a dropped connection), and an API key is required when set (`lr judge serve
 --api-key`, vLLM's flag; the fault judge implements the same rule) and sent by the client
 ($LR_JUDGE_API_KEY).

@@ -1,5 +1,5 @@
 """Property-based fuzzing (hypothesis) of the file readers: trace JSONL, scenario TOML,
-calibration profile JSON, custom data sets (issue 6).
+calibration profile JSON, custom data sets.
 
 The property for every reader: whatever the bytes, it returns parsed content or raises
 `UserError` whose message names the file; never any other exception (that would reach the user

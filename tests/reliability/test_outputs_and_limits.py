@@ -1,4 +1,4 @@
-"""Reliability, second pass (issue 13): outputs never destroy inputs, work is bounded before it
+"""Reliability, second pass: outputs never destroy inputs, work is bounded before it
 starts, JSON output is strict, and text from files reaches the terminal inert.
 
 Unit tests of lrsim/outputs.py, lrsim/limits.py, lrsim/jsonout.py and the console of
