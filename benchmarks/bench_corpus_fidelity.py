@@ -42,6 +42,7 @@ from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.physical import config_label  # noqa: E402
 from lrsim.calib.profile import Profile, validate_doc  # noqa: E402
 from lrsim.calib.replay import replay  # noqa: E402
+from lrsim.errors import UserError  # noqa: E402
 
 HEADLINE = ("ar", "lr-d2")
 MAPE_TARGET, SPEEDUP_TARGET = 0.10, 0.05
@@ -115,7 +116,11 @@ def evaluate(corpus: Path, dataset: str) -> dict | None:
     lr_labels = sorted({config_label(r) for r in records if r["mode"] in ("lr", "lr+sd", "lr-sync")})
     for lr in lr_labels:   # ar + one configuration with a draft engine (the draft must be fitted)
         if "ar" in labels:
-            r = leave_out(paths, records, ("ar", lr))
+            try:
+                r = leave_out(paths, records, ("ar", lr))
+            except UserError as e:  # e.g. no step was ever drafted there: nothing to fit the draft on
+                res["leave_out"][f"ar+{lr}"] = {"calibrated_on": ["ar", lr], "skipped": str(e)}
+                continue
             r["verdict"] = verdict(r)
             res["leave_out"][f"ar+{lr}"] = r
     if all(c in labels for c in HEADLINE):
@@ -207,6 +212,58 @@ def show(title: str, cfgs: dict) -> None:
               f"{f(e['speedup_meas'])}{f(e['speedup_pred'])}{f(e['speedup_err'], '{:+7.3f}')}")
 
 
+def markdown(result: dict) -> str:
+    """The tables the README quotes (benchmarks/quote.py): per data set what was measured, and
+    what ar + lr-d2 predicts for the configurations it never saw; then the other checks."""
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    num = lambda x, f="{:.2f}": "-" if x is None else f.format(x)  # noqa: E731
+    out = []
+    for ds, r in result["datasets"].items():
+        out += [f"**{ds}**: {r['records']} records, {len(r['problems'])} problems", "",
+                "| config | n | tok/s | x AR | right | step acceptance | SD token acceptance |",
+                "|---|---|---|---|---|---|---|"]
+        for c, m in r["measured"].items():
+            out.append(f"| {c} | {m['records']} | {m['tokens_per_s']:.2f} | {num(m['speedup_vs_ar'])} | "
+                       f"{m['correct']}/{m['records']} | {num(m['step_acceptance'])} | {num(m['sd_acceptance'])} |")
+        lo = r["leave_out"].get("ar+lr-d2")
+        if lo and "configs" in lo:
+            v = lo["verdict"]
+            out += ["", f"Calibrated on ar + lr-d2 only ({ds}): max MAPE {pct(v['max_mape'])}, "
+                    f"{v['configs_within_mape_target']} of {v['configs']} configurations under "
+                    f"{pct(result['targets']['mape'])}, speedup within {result['targets']['speedup_abs']} "
+                    f"for {v['configs_within_speedup_target']} of {v['configs']}", "",
+                    "| predicted | n | latency MAPE | speedup over AR, measured / predicted |", "|---|---|---|---|"]
+            for c, e in lo["configs"].items():
+                out.append(f"| {c} | {e['records']} | {pct(e['mape'])} | "
+                           f"{num(e['speedup_meas'])} / {num(e['speedup_pred'])} |")
+        others = [(k, x["verdict"]["max_mape"]) for k, x in r["leave_out"].items()
+                  if "verdict" in x and k != "ar+lr-d2" and x["verdict"]["max_mape"] is not None]
+        lines = []
+        if others:
+            lines.append(f"other ar + one configuration choices: max MAPE "
+                         f"{pct(min(m for _, m in others))}-{pct(max(m for _, m in others))}")
+        for key, what in (("headline_probe_before_only", "probe before each record only"),
+                          ("headline_without_probe", "no probe correction")):
+            if key in r:
+                lines.append(f"ar + lr-d2, {what}: max MAPE {pct(r[key]['verdict']['max_mape'])}")
+        ct = r.get("cross_time")
+        if ct:
+            lines.append(f"cross time: {ct['calibrated_on']} ar + lr-d2 records of the first half -> "
+                         f"{ct['predicted_records']} later records: MAPE {pct(ct['both']['mape_all'])} "
+                         f"(probe before only {pct(ct['before']['mape_all'])}, none "
+                         f"{pct(ct['none']['mape_all'])}); worst configuration {pct(ct['both']['verdict']['max_mape'])}")
+        pr = r["probe_repeatability"]
+        if pr["median"] is not None:
+            lines.append(f"target probe moved across a record: median {pct(pr['median'])}, P90 {pct(pr['p90'])}")
+        out += [""] + [f"- {x}" for x in lines] + [""]
+    c = result.get("cross_dataset")
+    if c:
+        v = verdict(c) if "configs" in c else None
+        out += [f"Cross data set ({c['calibrated_on']} -> {c['predicted']}): all records "
+                f"{pct(c.get('mape_all'))}, worst configuration {pct(v['max_mape']) if v else '-'}", ""]
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=str(ROOT / "traces/corpus"))
@@ -229,6 +286,7 @@ def main() -> None:
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
+        Path(a.out).with_suffix(".md").write_text(markdown(result))
     if a.json:
         print(json.dumps(result))
         return
@@ -242,6 +300,9 @@ def main() -> None:
                   f"{f(m['sd_acceptance'], '{:6.2f}')}")
         show("in-sample (calibrated on every configuration)", r["in_sample"]["configs"])
         for key, lo in r["leave_out"].items():
+            if "skipped" in lo:
+                print(f"  calibrated on {key} only: skipped ({lo['skipped']})")
+                continue
             v = lo["verdict"]
             show(f"calibrated on {key} only: max MAPE {100 * (v['max_mape'] or 0):.1f}%, "
                  f"max |speedup err| {v['max_speedup_err'] or 0:.3f}", lo["configs"])

@@ -5,8 +5,8 @@
 Every preset (2 model pairs x 7 data sets, lrsim/data/table1.json) is simulated single-stream with
 the shipped H100 latency table, seeds added until every speedup's 95% interval is within +-2%
 (lrsim/plan/table1.py, CI_TARGET). Writes the rows (simulated speedups, intervals, the paper's
-values where the reference has them, sim / paper ratios) to --out as JSON and the 80-column
-table beside it as .txt. The README's Table 1 section quotes these files.
+values where the reference has them, sim / paper ratios) to --out as JSON and the table beside
+it as markdown (.md), which the README's Table 1 section quotes verbatim (benchmarks/quote.py).
 """
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def main() -> None:
            "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
     header = ["preset", "a1", "a2", "c1", "LR sim/paper", "SD sim/paper", "LR+SD sim/paper", "h/(f*g)"]
-    lines = [" | ".join(header), " | ".join("---" for _ in header)]
-    lines += [" | ".join(cells) for cells in format_rows(rows)]
+    md = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
+    lines = [md(header), md(["---"] * len(header))] + [md(cells) for cells in format_rows(rows)]
     s = doc["summary"]
     lines.append("")
     lines.append("max |sim/paper - 1| where the paper reports the speedup: " + ", ".join(
@@ -59,7 +59,7 @@ def main() -> None:
         if v["max_rel_error"] is not None))
     lines.append(f"LR+SD / (LR x SD): {s['product_ratio'][0]:.2f}-{s['product_ratio'][1]:.2f}; "
                  f"{doc['wall_s']:.0f} s wall on {a.jobs} processes")
-    Path(a.out).with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    Path(a.out).with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

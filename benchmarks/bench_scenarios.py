@@ -4,10 +4,11 @@ section, each row one `lr simulate ... --json` run.
     .venv/bin/python benchmarks/bench_scenarios.py [--out benchmarks/results/scenarios.json]
 
 Single request on `h100-paper` (1,000 steps, alpha1 = 0.63, n-gram alpha2 = 0.3: the paper's
-R1-Distill 32B/1.5B GSM8K setup) for every policy, the equal-resources baseline, and tree width
-1/2/4/8 at depth 2 on `h100-measured` and `h100-llm-judge-aime` (400 steps). Seeded: the numbers
-only move when the simulator or a scenario changes. Writes the rows as JSON and a markdown table
-beside it (.md).
+R1-Distill 32B/1.5B GSM8K setup) for every policy, the equal-resources baseline, tree width
+1/2/4/8 at depth 2 on `h100-measured` and `h100-llm-judge-aime` (400 steps), speedup under
+Poisson load, and eager vs deferred judging. Seeded: the numbers only move when the simulator or
+a scenario changes. Writes the rows as JSON and markdown tables beside it (.md), which the README
+and docs/simulator.md quote verbatim (benchmarks/quote.py).
 """
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ WIDTHS = (1, 2, 4, 8)
 # vs deferred, with a constant 13 ms judge (h100-paper) and an LLM judge batched on its own GPU
 # (h100-llm-judge-aime), alone and under 16 concurrent requests (eager judges drafts that a
 # rejection then cancels: more work for the judge).
+# Under load: Poisson arrivals (100 requests of the scenario's 60 steps) at rising rates.
+LOAD_RATES = ("0.5", "1", "2", "4", "8")
+LOAD_POLICIES = (("lr-async, depth 4", ["--policy", "lr-async", "--depth", "4"]),
+                 ("sd, k2 = 4", ["--policy", "sd", "--k2", "4"]),
+                 ("lr-async depth 4 + SD k2 = 4", ["--policy", "lr-async", "--depth", "4", "--k2", "4"]))
 TIMING_SCENARIOS = (("h100-paper", "1000"), ("h100-llm-judge-aime", "400"))
 TIMING_REQUESTS = ("1", "16")
 
@@ -84,6 +90,11 @@ def main() -> None:
             f = ["--scenario", scen, "--steps", "400", "--policy", "lr-async", "--depth", "2",
                  "--width", str(w)]
             width.append(row(f"{scen} W={w}", f, simulate(*f)) | {"scenario": scen, "width": w})
+    load = []
+    for label, flags in LOAD_POLICIES:
+        for rate in LOAD_RATES:
+            f = ["--scenario", "h100-paper", "--rate", rate, *flags]
+            load.append(row(f"{label} at {rate}/s", f, simulate(*f)) | {"policy": label, "rate": float(rate)})
     timing = []
     with tempfile.TemporaryDirectory() as tmp:
         for scen, steps in TIMING_SCENARIOS:
@@ -93,7 +104,7 @@ def main() -> None:
                     timing.append(row(f"{scen} {n} request(s) {jt}", f[2:], simulate(*f))
                                   | {"scenario": scen, "requests": int(n), "judge_timing": jt})
     doc = {"about": "lr simulate on the shipped scenarios (benchmarks/bench_scenarios.py)",
-           "single_request": single, "width": width, "judge_timing": timing,
+           "single_request": single, "width": width, "load": load, "judge_timing": timing,
            "wall_s": time.time() - t0,
            "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
@@ -107,6 +118,10 @@ def main() -> None:
     for scen in WIDTH_SCENARIOS:
         cells = [f"{r['speedup']:.2f} / {r['position_acceptance']:.2f}" for r in width if r["scenario"] == scen]
         md.append(f"| {scen} | " + " | ".join(cells) + " |")
+    md += ["", "| h100-paper under Poisson load: speedup at requests/s | "
+           + " | ".join(LOAD_RATES) + " |", "|---" * (len(LOAD_RATES) + 1) + "|"]
+    for label, _ in LOAD_POLICIES:
+        md.append(f"| {label} | " + " | ".join(f"{r['speedup']:.2f}" for r in load if r["policy"] == label) + " |")
     md += ["", "| judge timing (lr-async depth 4) | requests | eager | deferred |", "|---|---|---|---|"]
     for scen, _ in TIMING_SCENARIOS:
         for n in TIMING_REQUESTS:

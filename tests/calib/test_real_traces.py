@@ -145,3 +145,31 @@ def test_profile_records_both_models():
         pytest.skip("no own real traces")
     models = calibrate([str(OWN)])["source"]["models"]
     assert set(models) == {"target", "draft"} and all(m.get("sha256") for m in models.values())
+
+
+def test_corpus_profile_predicts_configurations_it_never_saw():
+    """The README's headline on the committed corpus (traces/corpus/gsm8k): calibrated on the ar
+    and lr-d2 records only, the simulator predicts the eight configurations it never saw (sd, lr
+    at other depths and widths, lr-sync, lr+sd, the embedding verifier) at most 11.5% off per
+    record (README: 7 of 8 under 10%), and speedups over ar within 0.105 (4 of 8 within 0.05);
+    benchmarks/results/corpus_fidelity.md has the same numbers."""
+    from lrsim.calib.physical import config_label
+
+    corpus = ROOT / "traces/corpus/gsm8k"
+    paths = sorted(str(p) for p in corpus.glob("*.jsonl") if p.stat().st_size)
+    records = [r for p in paths for r in read_records(p)]
+    labels = {config_label(r) for r in records}
+    if not {"ar", "lr-d2"} <= labels or len(labels) < 6:
+        pytest.skip("the corpus is not collected here")
+    prof = Profile(validate_doc(calibrate(paths, configs={"ar", "lr-d2"}, select_placement=False)))
+    rest = [r for r in records if config_label(r) not in ("ar", "lr-d2")]
+    out = replay(prof, rest, baseline=[r for r in records if config_label(r) == "ar"])
+    unseen = out["configs"]
+    assert len(unseen) == len(labels) - 2 >= 5
+    mapes = {cfg: e["mape"] for cfg, e in unseen.items()}
+    assert max(mapes.values()) < 0.12, mapes
+    assert sum(m < 0.10 for m in mapes.values()) >= len(mapes) - 1, mapes
+    errs = [abs(e["speedup"]["predicted"] - e["speedup"]["measured"]) for e in unseen.values()
+            if e.get("speedup")]
+    assert len(errs) == len(unseen) and max(errs) < 0.11, errs
+    assert sum(err <= 0.05 for err in errs) >= len(errs) // 2, errs

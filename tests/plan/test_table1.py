@@ -3,8 +3,8 @@
 The presets are NOT fitted to Table 1's LR or LR+SD speedups (its step acceptance is an input, and
 its SD speedup only through the n-gram acceptance it implies), so the check is deliberately loose:
 every speedup > 1, LR+SD beats both parts, LR falls with the step acceptance and SD rises with the
-n-gram acceptance like the paper's, and each prediction is within REL_TOLERANCE (35%) of the
-paper's. Both latency sources are checked: the measured H100 table (when shipped) and the
+n-gram acceptance like the paper's, and each prediction is within TOLERANCE of the paper's
+(18% with the measured table, whose README figure is 13.9%; 35% with the roofline). Both latency sources are checked: the measured H100 table (when shipped) and the
 roofline. The four settings the reference publishes are simulated with few seeds (fast); all 14
 once more with short answers, for their shape.
 """
@@ -23,10 +23,19 @@ SOURCES = ["roofline"] + (["auto"] if "measured" in PRESETS["r1-gsm8k"].latency_
 PUBLISHED = ["r1-gsm8k", "r1-aime24", "qwen3-gsm8k", "qwen3-aime24"]
 
 
+# How far a published row may be from the paper: with the measured H100 table the README quotes
+# at most 13.9% (benchmarks/results/paper_table.md, intervals +-2%); these runs use fewer seeds,
+# so a few points of sampling noise on top. The roofline is looser (docs/planning.md).
+TOLERANCE = {"auto": 0.18, "roofline": REL_TOLERANCE}
+
+
 @pytest.fixture(scope="module", params=SOURCES)
 def rows(request):
     latency = None if request.param == "auto" else request.param
-    return compare_table1(seeds=2, jobs=2, latency_file=latency, names=PUBLISHED)
+    out = compare_table1(seeds=2, jobs=2, latency_file=latency, names=PUBLISHED)
+    for r in out:
+        r["_tolerance"] = TOLERANCE[request.param]
+    return out
 
 
 def test_every_mode_speeds_up_and_the_hybrid_beats_its_parts(rows):
@@ -63,7 +72,7 @@ def test_predictions_within_rough_magnitude_of_table1(rows, capsys):
             print(" | ".join(cells))
     for r in rows:
         for mode, ratio in r["ratio"].items():
-            assert abs(ratio - 1.0) <= REL_TOLERANCE, (r["preset"], mode, ratio)
+            assert abs(ratio - 1.0) <= r["_tolerance"], (r["preset"], mode, ratio)
 
 
 def test_all_fourteen_settings_are_presets_and_simulate():

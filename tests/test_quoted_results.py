@@ -1,0 +1,29 @@
+"""Figures the README and docs quote from benchmarks/results/ are quoted verbatim (benchmarks/quote.py):
+a number typed into a quoted block by hand, or a rerun benchmark whose docs were not updated, fails."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import quote  # noqa: E402
+
+
+def test_quoted_blocks_match_their_results_files():
+    assert quote.stale() == []
+
+
+def test_the_docs_quote_results(tmp_path):
+    quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
+    assert {"benchmarks/results/paper_table.md", "benchmarks/results/scenarios.md"} <= quoted
+
+
+def test_a_hand_edited_block_is_caught(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "r.md").write_text("| a | 1.00 |\n")
+    (tmp_path / "README.md").write_text("x\n<!-- quote: r.md -->\n| a | 1.01 |\n<!-- /quote -->\n")
+    monkeypatch.setattr(quote, "ROOT", tmp_path)
+    [msg] = quote.stale()
+    assert "README.md" in msg and "r.md" in msg
+    assert quote.rewrite() == 1 and quote.stale() == []
+    assert "| a | 1.00 |" in (tmp_path / "README.md").read_text()
