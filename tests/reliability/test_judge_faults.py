@@ -217,7 +217,11 @@ def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
         t0 = time.monotonic()
         s = collect_mod.collect(collect_mod.CollectSpec(mode="lr", limit=12, depth=2, max_tokens=200,
                                                         verifier="judge", judge_url=fj.url, out=str(out),
-                                                        judge_timeout_s=0.3, judge_retries=0))
+                                                        judge_timeout_s=0.3, judge_retries=0,
+                                                        # every judge call decides a position
+                                                        # (eager judging also asks for drafts a
+                                                        # rejection then cancels: unrecorded)
+                                                        judge_timing="deferred"))
         wall = time.monotonic() - t0
         served = dict(fj.served)
     assert s.written == 12 and s.failed == []
@@ -245,7 +249,9 @@ def test_collect_survives_a_judge_dying_mid_run_and_the_json_summary_counts_it(f
     try:
         code, stdout, err = run_lr("collect", "--mode", "lr", "--limit", "6", "--depth", "2",
                                    "--max-tokens", "200", "--verifier", "judge", "--judge-url", url,
-                                   "--judge-timeout", "2", "--judge-retries", "1", "--out", out, "--json")
+                                   "--judge-timeout", "2", "--judge-retries", "1",
+                                   "--judge-timing", "deferred",  # every call is a recorded check
+                                   "--out", out, "--json")
         assert proc.wait(timeout=10) == 3
     finally:
         if proc.poll() is None:
