@@ -28,7 +28,7 @@ pair and a verifier before running LR.
 from __future__ import annotations
 
 from ..engine import monotonic
-from .base import Job, Run
+from .base import Job, Run, accepted, judge_pair
 from .record import ProblemResult, StepLog
 from .steps import ends_on_boundary
 
@@ -58,9 +58,9 @@ async def run_accept(run: Run) -> ProblemResult:
             log.commit(source="target", text=t.text, tokens=t.tokens, depth=0, draft=None,
                        target=t, verify=None, node=key, speculation="none")
         else:
-            verdict = await _verify(run, log, t.text, d.text)
-            accepted = _accepted(verdict)
-            log.judged(1, accepted, None if accepted else "verifier")
+            verdict = await judge_pair(run, log, t.text, d.text)
+            ok = accepted(verdict)
+            log.judged(1, ok, None if ok else "verifier")
             log.commit(source="target", text=t.text, tokens=t.tokens, depth=1, draft=d, target=t,
                        verify=log.verify_rec(verdict), node=key)
         text, used = text + t.text, used + t.tokens
@@ -70,17 +70,3 @@ async def run_accept(run: Run) -> ProblemResult:
             return log.result("budget", monotonic())
         if t.tokens <= 0:  # no progress and no EOS: never loop on an empty step
             return log.result("error", monotonic())
-
-
-async def _verify(run: Run, log: StepLog, target_text: str, draft_text: str):
-    """The verifier's verdict; an exception is a recorded rejection (as lr_async's `_verify`)."""
-    try:
-        return await run.verifier.verify(target_text, draft_text)
-    except Exception as e:  # a verifier must not crash the run: a failed check rejects
-        rec = log.auto_reject("error", "verifier raised", monotonic())
-        rec["error"] = f"{type(e).__name__}: {e}"
-        return rec
-
-
-def _accepted(verdict) -> bool:
-    return bool(verdict["verdict"]) if isinstance(verdict, dict) else bool(verdict.accepted)

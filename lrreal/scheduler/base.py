@@ -67,3 +67,19 @@ class Job:
             pass
         if self.progress.end is None:
             self.progress.end = monotonic()
+
+
+async def judge_pair(run: Run, log, target_text: str, draft_text: str):
+    """The verifier's verdict on one pair; a verifier that raises is a recorded rejection
+    (a verifier must not crash the run). `log`: the run's StepLog."""
+    try:
+        return await run.verifier.verify(target_text, draft_text)
+    except Exception as e:
+        rec = log.auto_reject("error", "verifier raised", monotonic())
+        rec["error"] = f"{type(e).__name__}: {e}"
+        return rec
+
+
+def accepted(verdict) -> bool:
+    """A Verdict's decision, or an auto-rejection record's (a dict)."""
+    return bool(verdict["verdict"]) if isinstance(verdict, dict) else bool(verdict.accepted)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 
 from ..engine import monotonic
-from .base import Job, Run
+from .base import Job, Run, accepted, judge_pair
 from .record import ProblemResult, StepLog
 from .steps import ends_on_boundary
 from .tree import Node
@@ -151,15 +151,6 @@ class AsyncLookahead:
 
     # -- decisions -------------------------------------------------------------------------------
 
-    async def _verify(self, target_text: str, draft_text: str):
-        try:
-            return await self.run.verifier.verify(target_text, draft_text)
-        except Exception as e:  # a verifier must not crash the run: a failed check rejects
-            now = monotonic()
-            rec = self.log.auto_reject("error", "verifier raised", now)
-            rec["error"] = f"{type(e).__name__}: {e}"
-            return rec
-
     def _judge(self, c: Node) -> None:
         """Start judging c's draft against its parent's target step, once both exist."""
         p = c.parent
@@ -170,10 +161,10 @@ class AsyncLookahead:
         self.judgements_started += 1
 
         async def judge():
-            c.verdict = await self._verify(t, d)
+            c.verdict = await judge_pair(self.run, self.log, t, d)
             self.events.put_nowait(("judged", c, None))
 
-        def failed(task: asyncio.Task):  # _verify turns Exceptions into rejections; anything
+        def failed(task: asyncio.Task):  # judge_pair turns Exceptions into rejections; anything
             if not task.cancelled() and task.exception() is not None:  # else ends the run
                 self.events.put_nowait(("error", c, task.exception()))
 
@@ -201,9 +192,6 @@ class AsyncLookahead:
         self.deciding = True
         self.events.put_nowait(("decide", root, [(c, c.verdict) for c in root.ready]))
 
-    def _accepted(self, verdict) -> bool:
-        return bool(verdict["verdict"]) if isinstance(verdict, dict) else bool(verdict.accepted)
-
     def _vrec(self, c: Node, verdict, target) -> dict | None:
         """The trace's verify object, with `ready`: when both compared steps existed."""
         rec = self.log.verify_rec(verdict)
@@ -218,7 +206,7 @@ class AsyncLookahead:
         for c, _ in judged:
             c.draft_job.used = True  # judged drafts are proposals (recorded), not wasted work
         extra = {"judged": [self._vrec(c, v, root.target) for c, v in judged]} if len(judged) > 1 else {}
-        winner = next(((c, v) for c, v in judged if self._accepted(v)), None)
+        winner = next(((c, v) for c, v in judged if accepted(v)), None)
         if winner is not None:
             await self._accept(root, *winner, extra)
         else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from ..engine import monotonic
-from .base import Job, Run
+from .base import Job, Run, accepted, judge_pair
 from .record import ProblemResult, StepLog
 from .steps import ends_on_boundary
 
@@ -61,11 +61,11 @@ async def run_lr_sync(run: Run) -> ProblemResult:
         targets = await asyncio.gather(*(_finished(j) for j in jobs))
         # 3. Verify all pairs (independent calls), then find the first rejection.
         pairs = list(zip(targets, drafts))
-        verdicts = await asyncio.gather(*(_verify(run, log, t.text, d.text) for t, d in pairs))
+        verdicts = await asyncio.gather(*(judge_pair(run, log, t.text, d.text) for t, d in pairs))
         stop = None
         for i, d in enumerate(drafts):
             v = verdicts[i] if i < len(verdicts) else None
-            if v is not None and _accepted(v):
+            if v is not None and accepted(v):
                 log.judged(i + 1, True)
                 log.commit(source="draft", text=d.text, tokens=d.tokens, depth=i + 1, draft=d,
                            target=targets[i], verify=log.verify_rec(v), node=f"{key}.{i}")
@@ -103,16 +103,3 @@ async def run_lr_sync(run: Run) -> ProblemResult:
                 stop = "budget"
         if stop:
             return log.result(stop, monotonic())
-
-
-async def _verify(run: Run, log: StepLog, t: str, d: str):
-    try:
-        return await run.verifier.verify(t, d)
-    except Exception as e:
-        rec = log.auto_reject("error", "verifier raised", monotonic())
-        rec["error"] = f"{type(e).__name__}: {e}"
-        return rec
-
-
-def _accepted(v) -> bool:
-    return bool(v["verdict"]) if isinstance(v, dict) else bool(v.accepted)
