@@ -83,7 +83,7 @@ class AsyncLookahead:
             return
         if v is not self.root and v.draft is None:
             return
-        if v.level - self.root.level >= self.cfg.depth:
+        if v.position - self.root.position >= self.cfg.depth:
             return
         if self.cfg.boundary_rule and not ends_on_boundary(self.run.problem.prompt + v.ctx,
                                                           self.cfg.step_stop):
@@ -93,16 +93,16 @@ class AsyncLookahead:
             return
         v.expanded = True
         for i in range(self.cfg.width):
-            c = Node(key=f"{v.key}.{i}", level=v.level + 1, parent=v,
-                     launch_depth=v.level + 1 - self.root.level)
+            c = Node(key=f"{v.key}.{i}", position=v.position + 1, parent=v,
+                     launch_depth=v.position + 1 - self.root.position)
             req = self.run.request("draft", c.key, v.ctx, budget)
             c.draft_job = Job(self.run.draft, req, self._post("draft", c))
             v.children.append(c)
 
     def _new_root(self) -> None:
-        key = f"s{len(self.log.steps)}"
-        self.root = Node(key=key, level=0, parent=None, ctx=self.committed_text,
-                         used=self.committed_tokens)
+        position = len(self.log.steps)  # committed steps
+        self.root = Node(key=f"s{position}", position=position, parent=None,
+                         ctx=self.committed_text, used=self.committed_tokens)
         self._submit_target(self.root)
         self._expand(self.root)
         if not self.root.expanded and not self.log.steps:
@@ -134,7 +134,7 @@ class AsyncLookahead:
                 m.alive = False
                 if m.verdict_task is not None and not m.verdict_task.done():
                     m.verdict_task.cancel()  # nobody will read this verdict
-                depth = max(0, m.level - self.root.level) if self.root else 0
+                depth = max(0, m.position - self.root.position) if self.root else 0
                 for kind, job in (("draft", m.draft_job), ("target", m.target_job)):
                     if job is None or job.used:
                         continue

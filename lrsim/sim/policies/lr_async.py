@@ -34,21 +34,21 @@ from __future__ import annotations
 
 
 class Node:
-    __slots__ = ("level", "parent", "children", "draft", "target", "draft_done", "target_done",
-                 "depth", "dead", "expanded", "verdict")
+    __slots__ = ("position", "parent", "children", "draft_job", "target_job", "draft_done",
+                 "target_done", "launch_depth", "alive", "expanded", "verdict_event")
 
-    def __init__(self, level: int, parent=None, depth: int = 0):
-        self.level = level        # steps in this node's context, its own draft included
+    def __init__(self, position: int, parent=None, launch_depth: int = 0):
+        self.position = position  # steps in this node's context, its own draft included
         self.parent = parent
         self.children: list[Node] = []
-        self.draft = None         # draft Job (None for a root made from a committed target step)
-        self.target = None        # target Job for the step at position `level`
+        self.draft_job = None     # None for a root made from a committed target step
+        self.target_job = None    # the target's step number `position`
         self.draft_done = parent is None
         self.target_done = False
-        self.depth = depth        # levels below the root when it was spawned
-        self.dead = False
+        self.launch_depth = launch_depth  # levels below the root when its draft was launched
+        self.alive = True
         self.expanded = False
-        self.verdict = None       # the event of its draft's judgement (started once, then reused)
+        self.verdict_event = None  # the event of its draft's judgement (started once, then reused)
 
 
 def run(world, req, rec):
@@ -65,7 +65,7 @@ def run(world, req, rec):
     eager = timing == "eager" and cfg.verifier.kind != "none"
 
     def job_len(kind, position):
-        n = spec_len(req, kind, position, state["root"].level) if spec_len is not None else None
+        n = spec_len(req, kind, position, state["root"].position) if spec_len is not None else None
         return n if n else lens[position]
     # run: drafts accepted since the last target commit; d_cached: committed tokens (prompt
     # included) the drafter has processed, so its prefix cache holds them
@@ -76,71 +76,71 @@ def run(world, req, rec):
         cum.append(cum[-1] + n)
 
     def ctx_of(node):  # tokens in the node's context
-        return cum[node.level]
+        return cum[node.position]
 
     def submit_target(node, prefill):
-        if node.level >= S:
+        if node.position >= S:
             return
-        node.target = world.target.submit(world.target_job(
-            req, job_len("target", node.level), ctx_of(node), prefill=prefill, stream=stream, tag=node))
-        node.target.done.callbacks.append(lambda _e, n=node: on_target(n))
+        node.target_job = world.target.submit(world.target_job(
+            req, job_len("target", node.position), ctx_of(node), prefill=prefill, stream=stream, tag=node))
+        node.target_job.done.callbacks.append(lambda _e, n=node: on_target(n))
 
     def expand(node):
         root = state["root"]
-        if node.expanded or node.dead or node.level >= S or node.level - root.level >= D:
+        if node.expanded or not node.alive or node.position >= S or node.position - root.position >= D:
             return
-        if can_draft is not None and not can_draft(req, node.level):
-            if node.level == 0 and state["d_cached"] == 0:
+        if can_draft is not None and not can_draft(req, node.position):
+            if node.position == 0 and state["d_cached"] == 0:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
                 world.draft.submit(world.draft_job(1, 0.0, prefill=req.prompt_tokens))
                 state["d_cached"] = float(req.prompt_tokens)
             return
         node.expanded = True
         # the drafter re-reads only what it has not processed: committed tokens it never saw
-        if node.draft is None:
+        if node.draft_job is None:
             prefill = int(max(0.0, ctx_of(node) - state["d_cached"]))
             state["d_cached"] = ctx_of(node)
         else:
             prefill = 0                   # it wrote this context itself
-        n_tok = job_len("draft", node.level)
+        n_tok = job_len("draft", node.position)
         for _ in range(W):
-            c = Node(node.level + 1, node, depth=node.level + 1 - root.level)
+            c = Node(node.position + 1, node, launch_depth=node.position + 1 - root.position)
             node.children.append(c)
-            c.draft = world.draft.submit(world.draft_job(n_tok, ctx_of(node), prefill=prefill, tag=c))
-            c.draft.done.callbacks.append(lambda _e, n=c: on_draft(n))
+            c.draft_job = world.draft.submit(world.draft_job(n_tok, ctx_of(node), prefill=prefill, tag=c))
+            c.draft_job.done.callbacks.append(lambda _e, n=c: on_draft(n))
 
     def on_draft(node):
-        if node.dead:
+        if not node.alive:
             return
         node.draft_done = True
         # the target reads the draft's text, which it has not seen
-        submit_target(node, prefill=node.draft.total if node.draft is not None else lens[node.level - 1])
+        submit_target(node, prefill=node.draft_job.total if node.draft_job is not None else lens[node.position - 1])
         expand(node)
         if eager and node.parent is not None and node.parent.target_done:
             judgement(node)               # the step it is compared with is there already
 
     def on_target(node):
-        if node.dead:
+        if not node.alive:
             return
         node.target_done = True
         if eager:
             for c in node.children:       # the drafts that were waiting for this step
-                if c.draft_done and not c.dead:
+                if c.draft_done and c.alive:
                     judgement(c)
         if node is state["root"]:
             resolve(node)
 
     def judgement(node):
         """The event of node's verdict against its parent's target step: started once, reused."""
-        if node.verdict is None:
-            pos = node.level - 1          # both steps follow the context of `pos` steps
-            node.verdict = world.verdict_delay(lens[pos], lens[pos])
-        return node.verdict
+        if node.verdict_event is None:
+            pos = node.position - 1          # both steps follow the context of `pos` steps
+            node.verdict_event = world.verdict_delay(lens[pos], lens[pos])
+        return node.verdict_event
 
     def kill(node):
-        node.dead = True
-        world.cancel(world.draft, node.draft, "draft")
-        world.cancel(world.target, node.target, "target")
+        node.alive = False
+        world.cancel(world.draft, node.draft_job, "draft")
+        world.cancel(world.target, node.target_job, "target")
         for c in node.children:
             kill(c)
 
@@ -156,14 +156,14 @@ def run(world, req, rec):
             stack.extend(n.children)
 
     def resolve(root, waited=False):
-        if not waited and any(not c.draft_done and not c.dead for c in root.children):
+        if not waited and any(not c.draft_done and c.alive for c in root.children):
             # a draft finishing at this very instant counts as ready: let same-time events run first
             env.timeout(0).callbacks.append(lambda _e: resolve(root, True))
             return
-        ready = [c for c in root.children if c.draft_done and not c.dead]
+        ready = [c for c in root.children if c.draft_done and c.alive]
         for c in root.children:
             if not c.draft_done:          # not ready when the target step is: rejected
-                world.stats.judged(c.depth, False)
+                world.stats.judged(c.launch_depth, False)
                 world.stats.unready += 1
                 kill(c)
         if not ready or cfg.verifier.kind == "none":
@@ -181,18 +181,18 @@ def run(world, req, rec):
         """Index of the first sibling the verifier accepts (in sibling order), or None."""
         joint = getattr(wl, "judge_siblings", None)      # workloads may correlate siblings
         if joint is not None:
-            return joint(req, pos, [c.depth for c in ready])
+            return joint(req, pos, [c.launch_depth for c in ready])
         for i, c in enumerate(ready):
-            if wl.step_accept(req, pos, c.depth):
+            if wl.step_accept(req, pos, c.launch_depth):
                 return i
         return None
 
     def decide(root, ready):
-        pos = root.level
+        pos = root.position
         win = first_accepted(pos, ready) if ready else None
         judged = ready if win is None else ready[:win + 1]
         for i, c in enumerate(judged):
-            world.stats.judged(c.depth, i == win)
+            world.stats.judged(c.launch_depth, i == win)
         winner = ready[win] if win is not None else None
         if ready:
             world.stats.positions += 1
@@ -212,7 +212,7 @@ def run(world, req, rec):
             state["run"] = 0
             fresh = Node(pos + 1)
             state["root"] = fresh
-            if fresh.level < S:
+            if fresh.position < S:
                 submit_target(fresh, prefill=0)   # the target wrote this step: cached
                 expand(fresh)
         if len(rec.steps) >= S:
