@@ -137,8 +137,9 @@ class AsyncLookahead:
         if self.can_draft is not None and not self.can_draft(self.req, node.position):
             if node.position == 0 and self.d_cached == 0:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
-                self.world.draft.submit(self.world.draft_job(1, 0.0, prefill=self.req.prompt_tokens))
-                self.d_cached = float(self.req.prompt_tokens)
+                prompt = self.req.prompt_tokens
+                self.world.draft.submit(self.world.draft_job(1, 0.0, prefill=prompt))
+                self.d_cached = float(prompt)
             return
         node.expanded = True
         # the drafter re-reads only what it has not processed: committed tokens it never saw
@@ -218,7 +219,7 @@ class AsyncLookahead:
         ev.callbacks.append(lambda _e: self.decide(root, ready))
 
     def decide(self, root, ready):
-        """The first accepted ready child (in sibling order) is committed, else the target's step."""
+        """Commit the first accepted ready child (in sibling order), else the target's step."""
         win = self.first_accepted(root.position, ready) if ready else None
         winner = ready[win] if win is not None else None
         self.count_judged(ready, win)
