@@ -40,10 +40,6 @@ from .steps import ends_on_boundary
 from .tree import Node
 
 
-class _Stop(Exception):
-    pass
-
-
 class AsyncLookahead:
     """One problem under asynchronous LR (the rules: module docstring). `run_problem` takes the
     engines' and the judge's completions off a queue; the methods below it follow the algorithm:
@@ -77,7 +73,7 @@ class AsyncLookahead:
     async def run_problem(self) -> ProblemResult:
         self._new_root()
         try:
-            while True:
+            while self.finish_reason is None:
                 kind, node, payload = await self.events.get()
                 if kind == "error":
                     raise payload
@@ -91,9 +87,7 @@ class AsyncLookahead:
                     if node.alive and node.parent is self.root:
                         self._try_decide()
                 elif kind == "decide":
-                    await self._on_decided(node, payload)
-        except _Stop as stop:
-            self.finish_reason = str(stop)
+                    self.finish_reason = await self._on_decided(node, payload)
         finally:
             if self.root is not None:
                 await self._kill([self.root])
@@ -200,8 +194,9 @@ class AsyncLookahead:
         self.deciding = True
         self.events.put_nowait(("decide", root, [(c, c.verdict) for c in root.ready]))
 
-    async def _on_decided(self, root: Node, judged: list) -> None:
-        """Apply the root's decision: the first accepted child wins, else the target's step."""
+    async def _on_decided(self, root: Node, judged: list) -> str | None:
+        """Apply the root's decision: the first accepted child wins, else the target's step.
+        Returns the finish reason if the answer ends with this step, else None."""
         self.deciding = False
         self.judgements_used += len(judged)
         for c, _ in judged:
@@ -209,11 +204,10 @@ class AsyncLookahead:
         extra = {"judged": [self._vrec(c, v, root.target) for c, v in judged]} if len(judged) > 1 else {}
         winner = next(((c, v) for c, v in judged if accepted(v)), None)
         if winner is not None:
-            await self._accept(root, *winner, extra)
-        else:
-            await self._reject(root, judged, extra)
+            return await self._accept(root, *winner, extra)
+        return await self._reject(root, judged, extra)
 
-    async def _accept(self, root: Node, c: Node, verdict, extra: dict) -> None:
+    async def _accept(self, root: Node, c: Node, verdict, extra: dict) -> str | None:
         """Commit c's draft; c becomes the root and its subtree keeps running."""
         self.log.judged(c.launch_depth, True)
         c.draft_job.used = root.target_job.used = True
@@ -224,15 +218,17 @@ class AsyncLookahead:
                         node=c.key, **extra)
         c.parent = None
         self.root = c
-        self._advance(d)
+        if stop := self._advance(d):
+            return stop
         for n in list(c.subtree()):  # nodes that were at the depth limit may now expand
             if n.draft is not None or n is c:
                 self._expand(n)
         if c.target_job is None:  # no target was asked for (budget): nothing can follow
-            raise _Stop("budget")
+            return "budget"
         self._try_decide()  # its target step and verdicts may already be in
+        return None
 
-    async def _reject(self, root: Node, judged: list, extra: dict) -> None:
+    async def _reject(self, root: Node, judged: list, extra: dict) -> str | None:
         """Commit the target's step (the verifier rejected, or no draft was ready); cancel all
         speculation and restart from the corrected context."""
         now = monotonic()
@@ -253,17 +249,21 @@ class AsyncLookahead:
         self.log.commit(source="target", text=t.text, tokens=t.tokens, depth=depth, draft=draft,
                         target=t, verify=vrec, node=root.key,
                         speculation=None if root.children else "none", **extra)
-        self._advance(t)
+        if stop := self._advance(t):
+            return stop
         self._new_root()
+        return None
 
-    def _advance(self, step) -> None:
-        """Append a committed step; stop at its EOS or when the budget is spent."""
+    def _advance(self, step) -> str | None:
+        """Append a committed step; the finish reason if the answer ends with it (its EOS, or
+        the budget spent), else None."""
         self.committed_text += step.text
         self.committed_tokens += step.tokens
         if step.finish == "eos":
-            raise _Stop("eos")
+            return "eos"
         if self.committed_tokens >= self.cfg.max_tokens:
-            raise _Stop("budget")
+            return "budget"
+        return None
 
     async def _kill(self, nodes: list[Node]) -> None:
         """Cancel all requests of `nodes` and their subtrees; record what was cancelled/wasted."""
