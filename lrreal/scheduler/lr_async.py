@@ -40,11 +40,24 @@ from .steps import ends_on_boundary
 from .tree import Node
 
 
-class _Stop(Exception):
-    pass
-
-
 class AsyncLookahead:
+    """One problem under asynchronous LR (the rules: module docstring). `run_problem` takes the
+    engines' and the judge's completions off a queue; the methods below it follow the algorithm:
+      _new_root        a root after the committed text: ask the target for the next step, expand
+      _expand          a node within `depth` of the root drafts `width` children
+      _on_draft        a draft is done: judge it (eager), ask the target for the step after it,
+                       expand it
+      _judge_children  a target step is done: judge its children's drafts (eager)
+      _judge           one verdict: a child's draft against its parent's target step
+      _try_decide      the root's target step and its ready children's verdicts are in: decide
+      _on_decided      the first accepted child: _accept (it becomes the root); none: _reject
+                       (commit the target's step, cancel the speculation, _new_root)
+      _advance         a committed step; the answer ends at its EOS or when the budget is spent
+      _kill            cancel a subtree's requests and judgements
+    Recording: _accept/_reject log the committed step, _kill the work lost; request and record
+    helpers come last.
+    """
+
     def __init__(self, run: Run):
         self.run, self.cfg = run, run.cfg
         self.events: asyncio.Queue = asyncio.Queue()
@@ -55,27 +68,47 @@ class AsyncLookahead:
         self.finish_reason: str | None = None
         self.judgements_started = self.judgements_used = 0
 
-    # -- requests ------------------------------------------------------------------------------
+    # -- main loop -------------------------------------------------------------------------------
 
-    def _post(self, kind: str, node: Node):
-        def done(job: Job, task: asyncio.Task):
-            if task.cancelled():
-                return
-            exc = task.exception()
-            if exc is not None:
-                self.events.put_nowait(("error", node, exc))
-                return
-            job.result = task.result()
-            self.events.put_nowait((kind, node, None))
-        return done
+    async def run_problem(self) -> ProblemResult:
+        self._new_root()
+        try:
+            while self.finish_reason is None:
+                kind, node, payload = await self.events.get()
+                if kind == "error":
+                    raise payload
+                if kind == "draft":
+                    self._on_draft(node)
+                elif kind == "target":
+                    self._judge_children(node)
+                    if node is self.root and node.alive:
+                        self._try_decide()
+                elif kind == "judged":
+                    if node.alive and node.parent is self.root:
+                        self._try_decide()
+                elif kind == "decide":
+                    self.finish_reason = await self._on_decided(node, payload)
+        finally:
+            if self.root is not None:
+                await self._kill([self.root])
+            job = getattr(self, "_prefill_job", None)
+            if job is not None and not job.task.done():
+                await job.cancel()
+                self.log.cancelled("draft", job.progress, 0, monotonic())
+                self.log.flush_pending_into_last()
+        self.log.judgements(self.judgements_started, self.judgements_used)
+        return self.log.result(self.finish_reason or "error", monotonic())
 
-    def _submit_target(self, v: Node) -> None:
-        budget = self.run.step_budget(v.used)
-        if budget <= 0:
-            v.terminal = True
-            return
-        req = self.run.request("target", v.key, v.ctx, budget)
-        v.target_job = Job(self.run.target, req, self._post("target", v))
+    # -- the algorithm: draft, judge, decide (accept / reject), finish ---------------------------
+
+    def _new_root(self) -> None:
+        position = len(self.log.steps)  # committed steps
+        self.root = Node(key=f"s{position}", position=position, parent=None,
+                         ctx=self.committed_text, used=self.committed_tokens)
+        self._submit_target(self.root)
+        self._expand(self.root)
+        if not self.root.expanded and not self.log.steps:
+            self._prefill_draft()
 
     def _expand(self, v: Node) -> None:
         """Spawn v's child drafts if v is within depth, not terminal and on a step boundary."""
@@ -83,7 +116,7 @@ class AsyncLookahead:
             return
         if v is not self.root and v.draft is None:
             return
-        if v.level - self.root.level >= self.cfg.depth:
+        if v.position - self.root.position >= self.cfg.depth:
             return
         if self.cfg.boundary_rule and not ends_on_boundary(self.run.problem.prompt + v.ctx,
                                                           self.cfg.step_stop):
@@ -93,63 +126,38 @@ class AsyncLookahead:
             return
         v.expanded = True
         for i in range(self.cfg.width):
-            c = Node(key=f"{v.key}.{i}", level=v.level + 1, parent=v,
-                     launch_depth=v.level + 1 - self.root.level)
+            c = Node(key=f"{v.key}.{i}", position=v.position + 1, parent=v,
+                     launch_depth=v.position + 1 - self.root.position)
             req = self.run.request("draft", c.key, v.ctx, budget)
             c.draft_job = Job(self.run.draft, req, self._post("draft", c))
             v.children.append(c)
 
-    def _new_root(self) -> None:
-        key = f"s{len(self.log.steps)}"
-        self.root = Node(key=key, level=0, parent=None, ctx=self.committed_text,
-                         used=self.committed_tokens)
-        self._submit_target(self.root)
-        self._expand(self.root)
-        if not self.root.expanded and not self.log.steps:
-            self._prefill_draft()
+    def _submit_target(self, v: Node) -> None:
+        budget = self.run.step_budget(v.used)
+        if budget <= 0:
+            v.terminal = True
+            return
+        req = self.run.request("target", v.key, v.ctx, budget)
+        v.target_job = Job(self.run.target, req, self._post("target", v))
 
-    def _prefill_draft(self) -> None:
-        """The boundary rule keeps the draft idle during the first step: let it prefill the
-        prompt meanwhile (a 1-token request), so its first real draft hits the prefix cache.
-        Recorded as discarded draft work on the first step."""
-        req = self.run.request("draft", "prefill", "", 1, step=False)
-        job = Job(self.run.draft, req)
-        self._prefill_job = job
+    def _on_draft(self, c: Node) -> None:
+        if not c.alive:
+            return
+        d, p = c.draft, c.parent
+        c.ctx, c.used = p.ctx + d.text, p.used + d.tokens
+        if self.cfg.judge_timing == "eager":
+            self._judge(c)  # against its parent's target step, if that is done
+        if d.finish == "eos" or c.used >= self.cfg.max_tokens:
+            c.terminal = True  # nothing follows an EOS or a spent budget: no target, no children
+            return
+        self._submit_target(c)
+        self._expand(c)
 
-        def record(task):
-            if not task.cancelled() and task.exception() is None:
-                job.result = task.result()
-                self.log.discarded("draft", job.result, 0)
-        job.task.add_done_callback(record)
-
-    # -- cancellation ----------------------------------------------------------------------------
-
-    async def _kill(self, nodes: list[Node]) -> None:
-        """Cancel all requests of `nodes` and their subtrees; record what was cancelled/wasted."""
-        jobs = []
-        for n in nodes:
-            for m in n.subtree():
-                if not m.alive:  # already killed (and recorded) by an earlier decision
-                    continue
-                m.alive = False
-                if m.verdict_task is not None and not m.verdict_task.done():
-                    m.verdict_task.cancel()  # nobody will read this verdict
-                depth = max(0, m.level - self.root.level) if self.root else 0
-                for kind, job in (("draft", m.draft_job), ("target", m.target_job)):
-                    if job is None or job.used:
-                        continue
-                    if job.done or (job.task.done() and not job.task.cancelled()
-                                    and job.task.exception() is None):
-                        job.result = job.result or job.task.result()
-                        self.log.discarded(kind, job.result, depth)
-                    else:
-                        jobs.append((kind, job, depth))
-        await asyncio.gather(*(j.cancel() for _, j, _ in jobs))
-        now = monotonic()
-        for kind, job, depth in jobs:
-            self.log.cancelled(kind, job.progress, depth, now)
-
-    # -- decisions -------------------------------------------------------------------------------
+    def _judge_children(self, v: Node) -> None:
+        """Eager timing: judge each child of v whose draft is done, now that v's target step is."""
+        if self.cfg.judge_timing == "eager" and v.alive:
+            for c in v.children:
+                self._judge(c)
 
     def _judge(self, c: Node) -> None:
         """Start judging c's draft against its parent's target step, once both exist."""
@@ -171,12 +179,6 @@ class AsyncLookahead:
         c.verdict_task = asyncio.ensure_future(judge())
         c.verdict_task.add_done_callback(failed)
 
-    def _judge_children(self, v: Node) -> None:
-        """Eager timing: judge each child of v whose draft is done, now that v's target step is."""
-        if self.cfg.judge_timing == "eager" and v.alive:
-            for c in v.children:
-                self._judge(c)
-
     def _try_decide(self) -> None:
         """Decide the root's position once its target step and the verdicts of its ready
         children are in (first accepted child in order wins; all rejected: the target's step)."""
@@ -192,15 +194,9 @@ class AsyncLookahead:
         self.deciding = True
         self.events.put_nowait(("decide", root, [(c, c.verdict) for c in root.ready]))
 
-    def _vrec(self, c: Node, verdict, target) -> dict | None:
-        """The trace's verify object, with `ready`: when both compared steps existed."""
-        rec = self.log.verify_rec(verdict)
-        if rec is not None and c.draft is not None and target is not None:
-            rec = dict(rec, ready=self.log.rel(max(c.draft.end, target.end)))
-        return rec
-
-    async def _on_decided(self, root: Node, judged: list) -> None:
-        """Apply the root's decision: the first accepted child wins, else the target's step."""
+    async def _on_decided(self, root: Node, judged: list) -> str | None:
+        """Apply the root's decision: the first accepted child wins, else the target's step.
+        Returns the finish reason if the answer ends with this step, else None."""
         self.deciding = False
         self.judgements_used += len(judged)
         for c, _ in judged:
@@ -208,11 +204,10 @@ class AsyncLookahead:
         extra = {"judged": [self._vrec(c, v, root.target) for c, v in judged]} if len(judged) > 1 else {}
         winner = next(((c, v) for c, v in judged if accepted(v)), None)
         if winner is not None:
-            await self._accept(root, *winner, extra)
-        else:
-            await self._reject(root, judged, extra)
+            return await self._accept(root, *winner, extra)
+        return await self._reject(root, judged, extra)
 
-    async def _accept(self, root: Node, c: Node, verdict, extra: dict) -> None:
+    async def _accept(self, root: Node, c: Node, verdict, extra: dict) -> str | None:
         """Commit c's draft; c becomes the root and its subtree keeps running."""
         self.log.judged(c.launch_depth, True)
         c.draft_job.used = root.target_job.used = True
@@ -223,15 +218,17 @@ class AsyncLookahead:
                         node=c.key, **extra)
         c.parent = None
         self.root = c
-        self._advance(d)
+        if stop := self._advance(d):
+            return stop
         for n in list(c.subtree()):  # nodes that were at the depth limit may now expand
             if n.draft is not None or n is c:
                 self._expand(n)
         if c.target_job is None:  # no target was asked for (budget): nothing can follow
-            raise _Stop("budget")
+            return "budget"
         self._try_decide()  # its target step and verdicts may already be in
+        return None
 
-    async def _reject(self, root: Node, judged: list, extra: dict) -> None:
+    async def _reject(self, root: Node, judged: list, extra: dict) -> str | None:
         """Commit the target's step (the verifier rejected, or no draft was ready); cancel all
         speculation and restart from the corrected context."""
         now = monotonic()
@@ -252,63 +249,81 @@ class AsyncLookahead:
         self.log.commit(source="target", text=t.text, tokens=t.tokens, depth=depth, draft=draft,
                         target=t, verify=vrec, node=root.key,
                         speculation=None if root.children else "none", **extra)
-        self._advance(t)
+        if stop := self._advance(t):
+            return stop
         self._new_root()
+        return None
 
-    def _advance(self, step) -> None:
-        """Append a committed step; stop at its EOS or when the budget is spent."""
+    def _advance(self, step) -> str | None:
+        """Append a committed step; the finish reason if the answer ends with it (its EOS, or
+        the budget spent), else None."""
         self.committed_text += step.text
         self.committed_tokens += step.tokens
         if step.finish == "eos":
-            raise _Stop("eos")
+            return "eos"
         if self.committed_tokens >= self.cfg.max_tokens:
-            raise _Stop("budget")
+            return "budget"
+        return None
 
-    def _on_draft(self, c: Node) -> None:
-        if not c.alive:
-            return
-        d, p = c.draft, c.parent
-        c.ctx, c.used = p.ctx + d.text, p.used + d.tokens
-        if self.cfg.judge_timing == "eager":
-            self._judge(c)  # against its parent's target step, if that is done
-        if d.finish == "eos" or c.used >= self.cfg.max_tokens:
-            c.terminal = True  # nothing follows an EOS or a spent budget: no target, no children
-            return
-        self._submit_target(c)
-        self._expand(c)
+    async def _kill(self, nodes: list[Node]) -> None:
+        """Cancel all requests of `nodes` and their subtrees; record what was cancelled/wasted."""
+        jobs = []
+        for n in nodes:
+            for m in n.subtree():
+                if not m.alive:  # already killed (and recorded) by an earlier decision
+                    continue
+                m.alive = False
+                if m.verdict_task is not None and not m.verdict_task.done():
+                    m.verdict_task.cancel()  # nobody will read this verdict
+                depth = max(0, m.position - self.root.position) if self.root else 0
+                for kind, job in (("draft", m.draft_job), ("target", m.target_job)):
+                    if job is None or job.used:
+                        continue
+                    if job.done or (job.task.done() and not job.task.cancelled()
+                                    and job.task.exception() is None):
+                        job.result = job.result or job.task.result()
+                        self.log.discarded(kind, job.result, depth)
+                    else:
+                        jobs.append((kind, job, depth))
+        await asyncio.gather(*(j.cancel() for _, j, _ in jobs))
+        now = monotonic()
+        for kind, job, depth in jobs:
+            self.log.cancelled(kind, job.progress, depth, now)
 
-    # -- main loop -------------------------------------------------------------------------------
+    # -- requests and records --------------------------------------------------------------------
 
-    async def run_problem(self) -> ProblemResult:
-        self._new_root()
-        try:
-            while True:
-                kind, node, payload = await self.events.get()
-                if kind == "error":
-                    raise payload
-                if kind == "draft":
-                    self._on_draft(node)
-                elif kind == "target":
-                    self._judge_children(node)
-                    if node is self.root and node.alive:
-                        self._try_decide()
-                elif kind == "judged":
-                    if node.alive and node.parent is self.root:
-                        self._try_decide()
-                elif kind == "decide":
-                    await self._on_decided(node, payload)
-        except _Stop as stop:
-            self.finish_reason = str(stop)
-        finally:
-            if self.root is not None:
-                await self._kill([self.root])
-            job = getattr(self, "_prefill_job", None)
-            if job is not None and not job.task.done():
-                await job.cancel()
-                self.log.cancelled("draft", job.progress, 0, monotonic())
-                self.log.flush_pending_into_last()
-        self.log.judgements(self.judgements_started, self.judgements_used)
-        return self.log.result(self.finish_reason or "error", monotonic())
+    def _post(self, kind: str, node: Node):
+        def done(job: Job, task: asyncio.Task):
+            if task.cancelled():
+                return
+            exc = task.exception()
+            if exc is not None:
+                self.events.put_nowait(("error", node, exc))
+                return
+            job.result = task.result()
+            self.events.put_nowait((kind, node, None))
+        return done
+
+    def _prefill_draft(self) -> None:
+        """The boundary rule keeps the draft idle during the first step: let it prefill the
+        prompt meanwhile (a 1-token request), so its first real draft hits the prefix cache.
+        Recorded as discarded draft work on the first step."""
+        req = self.run.request("draft", "prefill", "", 1, step=False)
+        job = Job(self.run.draft, req)
+        self._prefill_job = job
+
+        def record(task):
+            if not task.cancelled() and task.exception() is None:
+                job.result = task.result()
+                self.log.discarded("draft", job.result, 0)
+        job.task.add_done_callback(record)
+
+    def _vrec(self, c: Node, verdict, target) -> dict | None:
+        """The trace's verify object, with `ready`: when both compared steps existed."""
+        rec = self.log.verify_rec(verdict)
+        if rec is not None and c.draft is not None and target is not None:
+            rec = dict(rec, ready=self.log.rel(max(c.draft.end, target.end)))
+        return rec
 
 
 async def run_lr(run: Run) -> ProblemResult:

@@ -7,6 +7,14 @@ drafts on its path. It holds
   - `width` children, each drafting the step after this node's context.
 A child's draft and its parent's target step both continue the same context, so they are what the
 verifier compares (method.md, "The reference implementation is asynchronous").
+
+Names (the same in the simulator's Node, lrsim/sim/policies/lr_async.py):
+  position      steps in the node's context, its own draft included (committed steps plus the
+                drafts on its path); its target request writes step `position`
+  launch_depth  levels below the root when its draft was launched (1 = a child of the root);
+                its depth below the current root is `position - root.position`
+  draft_job, target_job, parent, children, alive, expanded (here `draft` and `target` are the
+  jobs' results, `verdict_task` judges the draft and `verdict` is its result)
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ from .base import Job
 @dataclass(eq=False)
 class Node:
     key: str                    # seed path: "s<step index of its restart root>.<child idx>..."
-    level: int                  # levels below the restart root (root of a fresh restart: 0)
+    position: int               # steps in its context, own draft included (module docstring)
     parent: "Node | None"
     ctx: str = ""               # generated text up to and including this node's draft
     used: int = 0               # tokens of `ctx` (committed + uncommitted drafts on the path)

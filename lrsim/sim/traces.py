@@ -18,7 +18,7 @@ Mapping (one record -> one request):
       boundary_rule)                     record: on a boundary only when the real run drafted step 0
                                          (steps[0] has a draft or a verdict; never for "\n\n" and a
                                          chat prompt ending in "assistant\n")
-    steps[i].draft/target.tokens,     -> spec_tokens(req, kind, position, root_level): how long
+    steps[i].draft/target.tokens,     -> spec_tokens(req, kind, position, root_position): how long
       steps[q].cancelled/discarded       a draft or target job for `position` ran in the real run:
                                          on the committed path the judged draft's / the target
                                          step's own length; below the first rejected position q,
@@ -154,21 +154,21 @@ class TraceWorkload:
             out.append(req)
         return out
 
-    def can_draft(self, req, level: int) -> bool:
+    def can_draft(self, req, position: int) -> bool:
         b = getattr(req, "boundary", None)
-        return True if b is None or level >= len(b) else b[level]
+        return True if b is None or position >= len(b) else b[position]
 
     def judge_timing(self, req) -> str:
         return getattr(req, "judge_timing", DEFAULT_JUDGE_TIMING)
 
-    def spec_tokens(self, req, kind: str, position: int, root_level: int) -> int | None:
+    def spec_tokens(self, req, kind: str, position: int, root_position: int) -> int | None:
         """Recorded length of the `kind` job ("draft" or "target") for step `position`, launched
-        while the committed context held `root_level` steps (see the module docstring)."""
+        while the committed context held `root_position` steps (see the module docstring)."""
         spec = getattr(req, "spec", None)
         if spec is None or position >= len(spec["committed"]):
             return None
         v = req.verdicts
-        q = next((i for i in range(root_level, min(position, len(v))) if v[i] is not True), None)
+        q = next((i for i in range(root_position, min(position, len(v))) if v[i] is not True), None)
         if q is None:
             return spec["committed"][position].get(kind)
         by_depth, ordered = spec["spec"][q]

@@ -17,14 +17,16 @@ target's next step after this node's context". Rules:
    the new context.
 Judging early takes the verifier's latency off the critical path wherever it overlaps with other
 work. `judge_timing = "deferred"` (Config) judges a node's children only once it is the root.
+The code: `AsyncLookahead`, one method per step of the rules in that order; `run` is the policy.
 
 Three optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; synthetic
 workloads have none, and then every context is a step boundary, a draft is as long as the
 target's step, and the judge timing is the Config's):
- - `can_draft(req, level)`: the boundary rule of the real scheduler - drafting only follows a
-   context that ends on a step boundary (a step cut at the token cap does not); the drafter then
-   only prefills the prompt meanwhile (a 1-token request), as the real one does;
- - `spec_tokens(req, kind, position, root_level)`: how long a draft or target job for that
+ - `can_draft(req, position)`: the boundary rule of the real scheduler - drafting only follows a
+   context (of `position` steps) that ends on a step boundary (a step cut at the token cap does
+   not); the drafter then only prefills the prompt meanwhile (a 1-token request), as the real
+   one does;
+ - `spec_tokens(req, kind, position, root_position)`: how long a draft or target job for that
    position ran in the recorded run (None: the committed step's length);
  - `judge_timing(req)`: the judge timing the recorded run used ("eager" or "deferred").
 Prefix caching on the drafter: it re-reads only the committed tokens it has not processed
@@ -34,199 +36,275 @@ from __future__ import annotations
 
 
 class Node:
-    __slots__ = ("level", "parent", "children", "draft", "target", "draft_done", "target_done",
-                 "depth", "dead", "expanded", "verdict")
+    """One speculative position: a drafted step, and the target's step after it.
 
-    def __init__(self, level: int, parent=None, depth: int = 0):
-        self.level = level        # steps in this node's context, its own draft included
+    Same names as lrreal/scheduler/tree.py's Node:
+      position      steps in this node's context, its own draft included (committed steps plus
+                    the drafts on its path); its target job writes step `position`
+      launch_depth  levels below the root when its draft was launched (1 = a child of the root);
+                    its depth below the current root is `position - root.position`
+      draft_job, target_job, parent, children, alive, expanded
+    Simulator only: draft_done / target_done (the real Node reads them off its jobs' results) and
+    verdict_event, the SimPy event of its draft's judgement (the real Node's verdict_task).
+    """
+    __slots__ = ("position", "parent", "children", "draft_job", "target_job", "draft_done",
+                 "target_done", "launch_depth", "alive", "expanded", "verdict_event")
+
+    def __init__(self, position: int, parent=None, launch_depth: int = 0):
+        self.position = position
         self.parent = parent
         self.children: list[Node] = []
-        self.draft = None         # draft Job (None for a root made from a committed target step)
-        self.target = None        # target Job for the step at position `level`
+        self.draft_job = None     # None for a root made from a committed target step
+        self.target_job = None    # the target's step number `position`
         self.draft_done = parent is None
         self.target_done = False
-        self.depth = depth        # levels below the root when it was spawned
-        self.dead = False
+        self.launch_depth = launch_depth
+        self.alive = True
         self.expanded = False
-        self.verdict = None       # the event of its draft's judgement (started once, then reused)
+        self.verdict_event = None  # started once (by judge), then reused
 
 
 def run(world, req, rec):
-    env, cfg, wl = world.env, world.cfg, world.workload
-    lens = req.step_tokens
-    S = len(lens)
-    D, W = cfg.depth, cfg.width
-    stream = world.sd_stream(req)
-    can_draft = getattr(wl, "can_draft", None)
-    spec_len = getattr(wl, "spec_tokens", None)
-    recorded = getattr(wl, "judge_timing", None)
-    timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
-    # a free verdict (kind "none") has nothing to overlap: both timings decide alike
-    eager = timing == "eager" and cfg.verifier.kind != "none"
+    """The policy (registry: "lr-async"): a SimPy process that drives `req` to its last step."""
+    lr = AsyncLookahead(world, req, rec)
+    lr.start()
+    yield lr.finished
 
-    def job_len(kind, position):
-        n = spec_len(req, kind, position, state["root"].level) if spec_len is not None else None
-        return n if n else lens[position]
-    # run: drafts accepted since the last target commit; d_cached: committed tokens (prompt
-    # included) the drafter has processed, so its prefix cache holds them
-    state = {"root": None, "run": 0, "d_cached": 0.0}
-    finished = env.event()
-    cum = [float(req.prompt_tokens)]
-    for n in lens:
-        cum.append(cum[-1] + n)
 
-    def ctx_of(node):  # tokens in the node's context
-        return cum[node.level]
+class AsyncLookahead:
+    """One request under asynchronous LR; the methods, in the order of the rules above:
+      start/restart  a root after the committed steps: ask the target for the next step, expand
+      expand         draft `width` children below a node within `depth` levels of the root
+      on_draft       a draft is done: ask the target for the step after it, expand it, judge it
+      on_target      a target step is done: judge its children; the root's: resolve
+      judge          the verdict of a child's draft against its parent's target step
+      resolve        the root's ready children (the others count as rejected) and their verdicts
+      decide         first accepted child: accept (new_root: it becomes the root); none: reject
+                     (commit the target's step, restart); kill cancels the losers' subtrees
+      finish         the last step is committed: cancel what is left, end the request
+    """
+    # Callbacks on job-completion events, not a SimPy process per node: a node does no work of
+    # its own; it is two engine jobs whose completions act on other nodes (judge the children,
+    # decide the root's position, kill subtrees, expand nodes a new root brings within depth).
+    # Cancelling is then a flag plus engine.cancel, not Interrupts to many short-lived processes,
+    # and processes would add SimPy events: a different event order, different seeded results.
 
-    def submit_target(node, prefill):
-        if node.level >= S:
+    def __init__(self, world, req, rec):
+        self.world, self.req, self.rec = world, req, rec
+        env, cfg, wl = world.env, world.cfg, world.workload
+        self.env, self.cfg, self.wl = env, cfg, wl
+        self.lens = req.step_tokens
+        self.n_steps = len(self.lens)
+        self.max_depth, self.width = cfg.depth, cfg.width
+        self.stream = world.sd_stream(req)
+        self.can_draft = getattr(wl, "can_draft", None)
+        self.spec_len = getattr(wl, "spec_tokens", None)
+        recorded = getattr(wl, "judge_timing", None)
+        timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
+        # a free verdict (kind "none") has nothing to overlap: both timings decide alike
+        self.eager = timing == "eager" and cfg.verifier.kind != "none"
+        self.root: Node | None = None
+        self.accepted_run = 0     # drafts accepted since the last target commit
+        self.d_cached = 0.0       # committed tokens (prompt included) the drafter has processed,
+                                  # so its prefix cache holds them
+        self.finished = env.event()
+        cum = [float(req.prompt_tokens)]
+        for n in self.lens:
+            cum.append(cum[-1] + n)
+        self.cum = cum            # cum[p]: tokens in a context of p steps, prompt included
+
+    # -- the algorithm ---------------------------------------------------------------------------
+
+    def start(self):
+        self.restart(0, prefill=self.req.prompt_tokens)
+
+    def restart(self, position, prefill):
+        """A fresh root after `position` committed steps: the target writes the next step, the
+        drafter drafts below it."""
+        node = Node(position)
+        self.root = node
+        if position < self.n_steps:
+            self.submit_target(node, prefill)
+            self.expand(node)
+
+    def expand(self, node):
+        """Draft `width` children (the step after node's context) if node is within the depth
+        limit and its context may be drafted after (boundary rule)."""
+        root = self.root
+        if (node.expanded or not node.alive or node.position >= self.n_steps
+                or node.position - root.position >= self.max_depth):
             return
-        node.target = world.target.submit(world.target_job(
-            req, job_len("target", node.level), ctx_of(node), prefill=prefill, stream=stream, tag=node))
-        node.target.done.callbacks.append(lambda _e, n=node: on_target(n))
-
-    def expand(node):
-        root = state["root"]
-        if node.expanded or node.dead or node.level >= S or node.level - root.level >= D:
-            return
-        if can_draft is not None and not can_draft(req, node.level):
-            if node.level == 0 and state["d_cached"] == 0:
+        if self.can_draft is not None and not self.can_draft(self.req, node.position):
+            if node.position == 0 and self.d_cached == 0:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
-                world.draft.submit(world.draft_job(1, 0.0, prefill=req.prompt_tokens))
-                state["d_cached"] = float(req.prompt_tokens)
+                prompt = self.req.prompt_tokens
+                self.world.draft.submit(self.world.draft_job(1, 0.0, prefill=prompt))
+                self.d_cached = float(prompt)
             return
         node.expanded = True
         # the drafter re-reads only what it has not processed: committed tokens it never saw
-        if node.draft is None:
-            prefill = int(max(0.0, ctx_of(node) - state["d_cached"]))
-            state["d_cached"] = ctx_of(node)
+        if node.draft_job is None:
+            prefill = int(max(0.0, self.ctx_tokens(node) - self.d_cached))
+            self.d_cached = self.ctx_tokens(node)
         else:
             prefill = 0                   # it wrote this context itself
-        n_tok = job_len("draft", node.level)
-        for _ in range(W):
-            c = Node(node.level + 1, node, depth=node.level + 1 - root.level)
+        n_tok = self.job_len("draft", node.position)
+        for _ in range(self.width):
+            c = Node(node.position + 1, node, launch_depth=node.position + 1 - root.position)
             node.children.append(c)
-            c.draft = world.draft.submit(world.draft_job(n_tok, ctx_of(node), prefill=prefill, tag=c))
-            c.draft.done.callbacks.append(lambda _e, n=c: on_draft(n))
+            c.draft_job = self.world.draft.submit(
+                self.world.draft_job(n_tok, self.ctx_tokens(node), prefill=prefill, tag=c))
+            c.draft_job.done.callbacks.append(lambda _e, n=c: self.on_draft(n))
 
-    def on_draft(node):
-        if node.dead:
+    def on_draft(self, node):
+        if not node.alive:
             return
         node.draft_done = True
         # the target reads the draft's text, which it has not seen
-        submit_target(node, prefill=node.draft.total if node.draft is not None else lens[node.level - 1])
-        expand(node)
-        if eager and node.parent is not None and node.parent.target_done:
-            judgement(node)               # the step it is compared with is there already
+        self.submit_target(node, prefill=node.draft_job.total if node.draft_job is not None
+                           else self.lens[node.position - 1])
+        self.expand(node)
+        if self.eager and node.parent is not None and node.parent.target_done:
+            self.judge(node)              # the step it is compared with is there already
 
-    def on_target(node):
-        if node.dead:
+    def submit_target(self, node, prefill):
+        """Ask the target for step `node.position`, the step after node's context."""
+        if node.position >= self.n_steps:
+            return
+        node.target_job = self.world.target.submit(self.world.target_job(
+            self.req, self.job_len("target", node.position), self.ctx_tokens(node),
+            prefill=prefill, stream=self.stream, tag=node))
+        node.target_job.done.callbacks.append(lambda _e, n=node: self.on_target(n))
+
+    def on_target(self, node):
+        if not node.alive:
             return
         node.target_done = True
-        if eager:
+        if self.eager:
             for c in node.children:       # the drafts that were waiting for this step
-                if c.draft_done and not c.dead:
-                    judgement(c)
-        if node is state["root"]:
-            resolve(node)
+                if c.draft_done and c.alive:
+                    self.judge(c)
+        if node is self.root:
+            self.resolve(node)
 
-    def judgement(node):
+    def judge(self, node):
         """The event of node's verdict against its parent's target step: started once, reused."""
-        if node.verdict is None:
-            pos = node.level - 1          # both steps follow the context of `pos` steps
-            node.verdict = world.verdict_delay(lens[pos], lens[pos])
-        return node.verdict
+        if node.verdict_event is None:
+            pos = node.position - 1       # both steps follow the context of `pos` steps
+            node.verdict_event = self.world.verdict_delay(self.lens[pos], self.lens[pos])
+        return node.verdict_event
 
-    def kill(node):
-        node.dead = True
-        world.cancel(world.draft, node.draft, "draft")
-        world.cancel(world.target, node.target, "target")
-        for c in node.children:
-            kill(c)
+    def resolve(self, root, waited=False):
+        """The root's target step is done: drop (reject) children not drafted yet, wait for the
+        verdicts of the ready ones, then decide."""
+        if not waited and any(not c.draft_done and c.alive for c in root.children):
+            # a draft finishing at this very instant counts as ready: let same-time events run first
+            self.env.timeout(0).callbacks.append(lambda _e: self.resolve(root, True))
+            return
+        ready = [c for c in root.children if c.draft_done and c.alive]
+        for c in root.children:
+            if not c.draft_done:          # not ready when the target step is: rejected
+                self.world.stats.judged(c.launch_depth, False)
+                self.world.stats.unready += 1
+                self.kill(c)
+        if not ready or self.cfg.verifier.kind == "none":
+            self.decide(root, ready)
+            return
+        # judged in parallel; eager: started when each draft was, maybe finished already
+        pending = [ev for ev in map(self.judge, ready) if not ev.processed]
+        if not pending:
+            self.decide(root, ready)
+            return
+        ev = pending[0] if len(pending) == 1 else self.env.all_of(pending)
+        ev.callbacks.append(lambda _e: self.decide(root, ready))
 
-    def new_root(node):
+    def decide(self, root, ready):
+        """Commit the first accepted ready child (in sibling order), else the target's step."""
+        win = self.first_accepted(root.position, ready) if ready else None
+        winner = ready[win] if win is not None else None
+        self.count_judged(ready, win)
+        for c in ready:
+            if c is not winner:
+                self.kill(c)
+        if winner is not None:
+            self.accept(root, winner)
+        else:
+            self.reject(root)
+        if len(self.rec.steps) >= self.n_steps:
+            self.finish()
+            return
+        if self.root.target_done:         # the new root's step may be in already
+            self.resolve(self.root)
+
+    def accept(self, root, winner):
+        """Commit winner's draft; winner becomes the root and its subtree keeps running."""
+        pos = root.position
+        self.world.commit(self.rec, "draft", self.lens[pos])
+        self.d_cached = self.cum[pos + 1]  # the drafter wrote the step it committed
+        self.accepted_run += 1
+        root.children = [winner]
+        self.new_root(winner)
+
+    def reject(self, root):
+        """Commit the target's step (decide/resolve cancelled all speculation) and restart."""
+        pos = root.position
+        self.world.commit(self.rec, "target", self.lens[pos])
+        self.world.stats.cycle(self.accepted_run + 1)
+        self.accepted_run = 0
+        self.restart(pos + 1, prefill=0)  # the target wrote this step: cached
+
+    def new_root(self, node):
         node.parent = None
-        state["root"] = node
+        self.root = node
         # nodes that stopped at the old depth limit may draft again (walk the live subtree)
         stack = [node]
         while stack:
             n = stack.pop()
             if n.draft_done and not n.expanded:
-                expand(n)
+                self.expand(n)
             stack.extend(n.children)
 
-    def resolve(root, waited=False):
-        if not waited and any(not c.draft_done and not c.dead for c in root.children):
-            # a draft finishing at this very instant counts as ready: let same-time events run first
-            env.timeout(0).callbacks.append(lambda _e: resolve(root, True))
-            return
-        ready = [c for c in root.children if c.draft_done and not c.dead]
-        for c in root.children:
-            if not c.draft_done:          # not ready when the target step is: rejected
-                world.stats.judged(c.depth, False)
-                world.stats.unready += 1
-                kill(c)
-        if not ready or cfg.verifier.kind == "none":
-            decide(root, ready)
-            return
-        # judged in parallel; eager: started when each draft was, maybe finished already
-        pending = [ev for ev in map(judgement, ready) if not ev.processed]
-        if not pending:
-            decide(root, ready)
-            return
-        ev = pending[0] if len(pending) == 1 else env.all_of(pending)
-        ev.callbacks.append(lambda _e: decide(root, ready))
+    def kill(self, node):
+        """Cancel node's jobs and its subtree's."""
+        node.alive = False
+        self.world.cancel(self.world.draft, node.draft_job, "draft")
+        self.world.cancel(self.world.target, node.target_job, "target")
+        for c in node.children:
+            self.kill(c)
 
-    def first_accepted(pos, ready):
+    def finish(self):
+        if self.accepted_run:
+            self.world.stats.cycle(self.accepted_run)  # the request ended inside a run of accepts
+        self.kill(self.root)
+        self.finished.succeed()
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+
+    def first_accepted(self, pos, ready):
         """Index of the first sibling the verifier accepts (in sibling order), or None."""
-        joint = getattr(wl, "judge_siblings", None)      # workloads may correlate siblings
+        joint = getattr(self.wl, "judge_siblings", None)  # workloads may correlate siblings
         if joint is not None:
-            return joint(req, pos, [c.depth for c in ready])
+            return joint(self.req, pos, [c.launch_depth for c in ready])
         for i, c in enumerate(ready):
-            if wl.step_accept(req, pos, c.depth):
+            if self.wl.step_accept(self.req, pos, c.launch_depth):
                 return i
         return None
 
-    def decide(root, ready):
-        pos = root.level
-        win = first_accepted(pos, ready) if ready else None
+    def count_judged(self, ready, win):
+        """Step statistics of one decided position (drafts judged up to the winner)."""
         judged = ready if win is None else ready[:win + 1]
         for i, c in enumerate(judged):
-            world.stats.judged(c.depth, i == win)
-        winner = ready[win] if win is not None else None
+            self.world.stats.judged(c.launch_depth, i == win)
         if ready:
-            world.stats.positions += 1
-            world.stats.positions_accepted += winner is not None
-        for c in ready:
-            if c is not winner:
-                kill(c)
-        if winner is not None:
-            world.commit(rec, "draft", lens[pos])
-            state["d_cached"] = cum[pos + 1]       # the drafter wrote the step it committed
-            state["run"] += 1
-            root.children = [winner]
-            new_root(winner)
-        else:
-            world.commit(rec, "target", lens[pos])
-            world.stats.cycle(state["run"] + 1)
-            state["run"] = 0
-            fresh = Node(pos + 1)
-            state["root"] = fresh
-            if fresh.level < S:
-                submit_target(fresh, prefill=0)   # the target wrote this step: cached
-                expand(fresh)
-        if len(rec.steps) >= S:
-            if state["run"]:
-                world.stats.cycle(state["run"])   # the request ended inside a run of accepts
-            kill(state["root"])
-            finished.succeed()
-            return
-        r = state["root"]
-        if r.target_done:
-            resolve(r)
+            self.world.stats.positions += 1
+            self.world.stats.positions_accepted += win is not None
 
-    root = Node(0)
-    state["root"] = root
-    submit_target(root, prefill=req.prompt_tokens)
-    expand(root)
-    yield finished
+    def job_len(self, kind, position):
+        """Tokens of a draft or target job for step `position` (the recorded run's, if known)."""
+        n = (self.spec_len(self.req, kind, position, self.root.position)
+             if self.spec_len is not None else None)
+        return n if n else self.lens[position]
+
+    def ctx_tokens(self, node):
+        """Tokens in node's context."""
+        return self.cum[node.position]
