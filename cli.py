@@ -13,7 +13,7 @@ import sys
 
 import typer
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 app = typer.Typer(
     name="lr",
@@ -45,7 +45,7 @@ _register()
 
 
 def _fail(message: str, code: int = 2) -> None:
-    from lrsim.tables import plain
+    from lrcore.tables import plain
 
     # one line, whatever the message holds: whitespace runs (newlines too) become one space and
     # control characters from file content (ESC ...) are shown escaped, never sent to the terminal

@@ -31,7 +31,7 @@ from lrreal import models  # noqa: E402
 from lrreal import verifiers as verifiers_mod  # noqa: E402
 from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT  # noqa: E402
 from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder  # noqa: E402
-from lrreal.traces import read_traces  # noqa: E402
+from lrcore.traces import read_traces  # noqa: E402
 
 MODES = ["ok", "slow", "garbage", "http-error", "die", "mixed"]
 DIE_AFTER = 10  # mode die: answers this many, then the process exits

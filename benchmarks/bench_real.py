@@ -46,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from lrreal.collect import CollectSpec, collect, summarize
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
     from lrsim.theory.formulas import f_step
 
     out = Path(args.out)

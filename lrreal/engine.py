@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 LOCK_PATH = "/tmp/lr-vllm.lock"
 VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # vLLM's --dtype choices

@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 LOCK_PATH = "/tmp/lr-vllm.lock"
 HEALTH_POLL_S = 0.5

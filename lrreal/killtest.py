@@ -158,8 +158,8 @@ def _kill_once(cfg: KillTestConfig, kind: str, delay: float, tear_at: int) -> di
 
 def check_file(path: Path, expected: set[tuple]) -> dict:
     """Exactly-once and validity of every expected key, straight from the file's lines."""
-    from .traces import TraceError, read_traces, record_key, validate_record
-    from lrsim.errors import UserError
+    from lrcore.traces import TraceError, read_traces, record_key, validate_record
+    from lrcore.errors import UserError
 
     counts: dict[tuple, int] = {}
     invalid, errors = 0, []
@@ -263,7 +263,7 @@ def signal_test(cfg: KillTestConfig, sig: int, after_lines: int = 1, group: bool
     if p.stdout:
         p.stdout.close()
     err = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.startswith("lr: error:")]
-    from .traces import load_traces
+    from lrcore.traces import load_traces
     kept = len(load_traces(cfg.out).records) if cfg.out.exists() else 0
     return {"signal": signal.Signals(sig).name, "group": group, "sent": sent, "rc": p.returncode,
             "exit_s": round(exit_s, 2), "signalled_at_s": round(t_sig - t0, 2),

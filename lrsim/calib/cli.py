@@ -14,9 +14,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from lrsim import jsonout
-
-from ..errors import UserError
+from lrcore import jsonout
+from lrcore.errors import UserError
 
 
 class _DefaultFit(TyperGroup):
@@ -36,19 +35,19 @@ JSON = typer.Option(False, "--json", help="Print one JSON object instead of tabl
 
 
 def _console():
-    from ..tables import console
+    from lrcore.tables import console
 
     return console()
 
 
 def styled(*parts):
-    from ..tables import styled as _styled
+    from lrcore.tables import styled as _styled
 
     return _styled(*parts)
 
 
 def _save_profile(profile, out: Path, flag: str) -> None:
-    """Validate, then write atomically (lrsim/outputs.py): the file is whole or unchanged."""
+    """Validate, then write atomically (lrcore/outputs.py): the file is whole or unchanged."""
     from .profile import save_profile
 
     save_profile(profile, out, flag)
@@ -56,7 +55,7 @@ def _save_profile(profile, out: Path, flag: str) -> None:
 
 def _traces(traces: list) -> list:
     """Trace arguments, each file once (the same file twice would count its records twice)."""
-    from ..outputs import distinct_inputs
+    from lrcore.outputs import distinct_inputs
 
     return distinct_inputs(traces, "TRACES")
 
@@ -114,7 +113,7 @@ def fit_cmd(
     as_json: bool = JSON,
 ):
     """Fit forward-pass latency, verifier latency, step lengths, acceptance and overheads."""
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .calibrate import calibrate
     from .measure import curve_entry
     from .profile import Profile
@@ -162,7 +161,7 @@ def _pm(v: dict, key: str, scale: float, spec: str) -> str:
 
 def _print_profile(doc: dict, out: Path) -> None:
 
-    from ..tables import kv_table, table
+    from lrcore.tables import kv_table, table
 
     c = _console()
     t = table(f"latency per engine -> {out}",
@@ -205,7 +204,7 @@ def _print_profile(doc: dict, out: Path) -> None:
 def _protocol_rows(sa: dict) -> list[tuple[str, str]]:
     """alpha1 of the acceptance protocol (accept-mode records) with its 95% Wilson interval,
     per (verifier, data set) when there are several, and the LR records' own pooled rate."""
-    from .acceptance import format_estimate
+    from lrcore.acceptance import format_estimate
 
     proto = sa.get("accept")
     if not proto:
@@ -236,7 +235,7 @@ def probe_cmd(
     to it, so a profile recorded on another day or machine predicts runs here."""
     from lrreal.collect import check_cores
 
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .profile import load_profile
     from .rescale import factors_from_probe
 
@@ -264,7 +263,7 @@ def probe_cmd(
         print(jsonout.dumps(res))
         return
 
-    from ..tables import table
+    from lrcore.tables import table
 
     t = table(f"machine speed now vs {profile.name} -> {out}",
               ("engine", "ref ms", "now ms", "decode x", "prefill x"), text=("engine",),
@@ -289,7 +288,7 @@ def measure_cmd(
     as_json: bool = JSON,
 ):
     """Time decode passes at each (batch, context) and prefill chunks on a real vLLM engine."""
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .measure import MeasureSpec, measure
 
     from lrreal.engine import check_dtype
@@ -327,7 +326,7 @@ def replay_cmd(
     as_json: bool = JSON,
 ):
     """Simulate the traces' own workload and compare with what was measured (MAPE, Pearson r)."""
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .profile import load_profile
     from .replay import replay_files
 
@@ -357,7 +356,7 @@ def _print_replay(out: dict, per_record: bool) -> None:
         title += f"; {len(ho['validated_problems'])} held-out problems"
     if ho.get("calibrated_on"):
         title += f"; calibrated on {','.join(ho['calibrated_on'])} only"
-    from ..tables import table
+    from lrcore.tables import table
 
     t = table(title, ("config", "n", "MAPE", "r", "tok/s", "pred", "x AR", "pred x"),
               text=("config",), title_justify="left")

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 FILLER = " one two three four five six seven eight nine ten"   # ~10 tokens per repetition
 INSTRUCTION = "\nContinue counting in words without stopping:"
@@ -126,8 +126,8 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
            "vllm_version": vllm_version(), "measured_s": round(time.time() - t0, 1),
            "models": {Path(str(path)).name: {"tp": 1, "dtype": spec.dtype, "path": str(path),
                                              "cores": spec.cores, **res}}}
-    from ..jsonout import dumps
-    from ..outputs import write_atomic
+    from lrcore.jsonout import dumps
+    from lrcore.outputs import write_atomic
 
     write_atomic(out, dumps(doc, indent=2) + "\n", "--out")   # whole or not at all
     return doc

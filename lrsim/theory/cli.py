@@ -8,10 +8,10 @@ from pathlib import Path
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
+from lrcore.errors import UserError
+from lrcore.tables import console, kv_table
 
-from ..errors import UserError
-from ..tables import console, kv_table
 from .params import MAX_BUDGET, MAX_DIM, HybridParams, InvalidParameter
 
 app = typer.Typer(help="The paper's closed forms: speedups, optimal (k1, k2) split, blog figure.",
@@ -161,7 +161,7 @@ def figure(
     """The blog figure (alpha = 0.5, c = 0.05): SD alone vs step + token speculation."""
     from analysis.theory_plots import plot_blog_figure
 
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .figure import blog_curves
 
     check_output(out, "--out", suffixes=IMAGE_SUFFIXES, what="image file")

@@ -8,7 +8,7 @@ import pytest
 
 from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
-from lrreal.traces import TraceWriter
+from lrcore.traces import TraceWriter
 
 TARGET_S_PER_TOKEN = 0.003
 DRAFT_S_PER_TOKEN = 0.001

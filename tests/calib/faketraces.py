@@ -6,7 +6,7 @@ import asyncio
 
 from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
-from lrreal.traces import TraceWriter
+from lrcore.traces import TraceWriter
 
 TARGET_S_PER_TOKEN = 0.01
 DRAFT_S_PER_TOKEN = 0.0025

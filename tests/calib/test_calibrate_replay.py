@@ -13,7 +13,7 @@ from lrsim.calib import overheads as oh
 from lrsim.calib.calibrate import calibrate, split_problems
 from lrsim.calib.profile import Profile, load_profile, save_profile, validate_doc
 from lrsim.calib.replay import compare, replay, replay_files
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ import pytest
 
 from lrsim.calib.models import FittedRoofline
 from lrsim.calib.profile import Profile, load_profile, save_profile
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.sim.runner import run, simulate
 
 

@@ -106,12 +106,12 @@ def test_collector_records_a_probe_before_and_after(fake_pool):
         assert set(r["probe"]["before"]["engines"]) == {"target", "draft"}
         assert r["probe"]["before"]["t"] <= r["probe"]["after"]["t"]
     assert r2["probe"]["before"] is r1["probe"]["after"]  # one probe between two records
-    from lrreal.traces import validate_record
+    from lrcore.traces import validate_record
     validate_record(r1)
 
 
 def test_corpus_runs_interleaved_restarts_once_per_phase_and_resumes(fake_pool, monkeypatch):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, made = fake_pool
     # the engine lock, signals and the reaper guard are exercised by the real-engine tests
@@ -146,7 +146,7 @@ def test_set_aside_moves_records_without_losing_them(fake_pool, monkeypatch):
     reason) and a resumed collection records them again."""
     import json
 
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, _ = fake_pool
     import lrreal.shutdown as sh

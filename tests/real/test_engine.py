@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from lrreal.engine import _StatSink, ngram_config, sd_summary, vllm_lock
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from pathlib import Path
 

@@ -66,7 +66,7 @@ def _run(real, mode: str) -> dict:
 
 
 def _write_and_read(tmp_path, recs):
-    from lrreal.traces import TraceWriter, read_traces
+    from lrcore.traces import TraceWriter, read_traces
 
     out = tmp_path / "traces.jsonl"
     with TraceWriter(out, resume=True) as w:

@@ -14,7 +14,7 @@ import pytest
 
 from lrreal import judge_server as js
 from lrreal.judge_server import JudgeServer, JudgeServerConfig, VllmLock, free_port, lock_holders
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 FAKE_SERVER = textwrap.dedent("""
     import json, subprocess, sys, time

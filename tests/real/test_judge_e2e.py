@@ -33,7 +33,7 @@ UNRELATED = ("Natalia sold 48/2 = 24 clips in May.", "The weather in Paris is ra
 def judge_model() -> Path:
     """The packaged 0.5B model's HF folder (prepared once via core's lrreal.models if needed)."""
     from lrreal import models
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     try:
         return models.resolve("draft")

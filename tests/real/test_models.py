@@ -9,7 +9,7 @@ import types
 import pytest
 
 from lrreal import models
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 
 @pytest.fixture

@@ -43,7 +43,8 @@ def patch() -> None:
     from lrreal import collect as collect_mod
     from types import SimpleNamespace
 
-    from lrreal import grading, models, traces
+    from lrcore import traces
+    from lrreal import grading, models
     from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
     folder = fake_model_folder(tempfile.mkdtemp(prefix="lr-fake-model-"))

@@ -240,7 +240,7 @@ def _cases():
         for name, value in bad.items():
             add(f"output-{name}", path, _with(BASE[path], flag, value), [flag])
     # Absurd but well-formed values: each under its flag's own range, refused by the work caps
-    # (lrsim/limits.py) before anything runs, naming the cap.
+    # (lrcore/limits.py, lrsim/work.py) before anything runs, naming the cap.
     for path, argv in ABSURD:
         add("absurd-value", path, argv, ["over the cap"])
     add("unknown-command", "bogus-command", [], ["bogus-command"])

@@ -515,7 +515,7 @@ N_RUNS = len(MATRIX)              # (file, command) pairs run by test_bad_file
 def no_engines(monkeypatch):
     """`lr collect` stops with a sentinel UserError where it would start engines."""
     import lrreal.collect as collect_mod
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     class NoEngines:
         def __init__(self, *a, **k):

@@ -15,7 +15,7 @@ import pytest
 
 from lrreal.fault_judge import MAX_BODY_BYTES, FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier, make_verifier
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 CHAT = b'{"model": "fault-judge", "messages": [{"role": "system", "content": "x"}, ' \
        b'{"role": "user", "content": "s1: 1\\n\\ns2: 1"}], "max_tokens": 1}'

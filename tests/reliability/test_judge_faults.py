@@ -23,7 +23,7 @@ from lrreal import collect as collect_mod
 from lrreal.collect import summarize, verify_cause
 from lrreal.fault_judge import KINDS, FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 S1 = "She sells 16 - 3 - 4 = 9 eggs."
@@ -210,7 +210,7 @@ def judge_checks(recs):
 def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
     """retries 0: one chat request per verification, so the trace's failures must equal the
     server's injected faults exactly, kind for cause."""
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     with FaultJudge(FaultConfig(mode="mixed", seed=3, slow_s=5.0, trickle_s=0.05)) as fj:
@@ -242,7 +242,7 @@ def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
 
 
 def test_collect_survives_a_judge_dying_mid_run_and_the_json_summary_counts_it(fake_collect, run_lr, tmp_path):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     proc, url = start_process("--mode", "die", "--die-after", "5", stats=tmp_path / "s.json")
@@ -277,7 +277,7 @@ def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache
     """`lr collect` on the real vLLM engines with a judge that never answers well (garbage or an
     HTTP error, then it dies on its second request): exit 0, one record, every judged step
     rejected with its cause, and the --json summary counts them."""
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, stats = tmp_path / "t.jsonl", tmp_path / "judge.json"
     proc, url = start_process("--mode", "mixed", "--mix", "garbage=1,http-error=1", "--seed", "0",

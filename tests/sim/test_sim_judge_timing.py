@@ -16,7 +16,7 @@ import simpy
 
 from lrsim.calib.models import FittedRoofline
 from lrsim.calib.replay import ReplayWorkload
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.sim import scenario
 from lrsim.sim.config import Config, Placement
 from lrsim.sim.engine import Engine
