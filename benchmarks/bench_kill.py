@@ -50,7 +50,7 @@ def run_fake(n: int, seed: int, work: Path) -> dict:
 
 def run_real(n: int, seed: int, work: Path, signals: bool, mode: str = "lr") -> tuple[dict, list[dict]]:
     from lrreal import models
-    from lrreal.engine import vllm_lock
+    from lrreal.lock import vllm_lock
 
     cache = models.cache_dir()
     for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):

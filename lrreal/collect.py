@@ -21,7 +21,8 @@ from lrcore.errors import UserError
 from lrcore.modes import DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
-from .engine import EngineArgs, VllmEngine, ngram_config, vllm_lock, vllm_version
+from .engine import EngineArgs, VllmEngine, ngram_config, vllm_version
+from .lock import vllm_lock
 from .scheduler import Problem, SchedulerConfig, run_problem
 from .scheduler.steps import DEFAULT_STEP_STOP
 

@@ -118,11 +118,12 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
                    log=print, stop_after_s: float | None = None) -> int:
     """Run the pending jobs on one engine pool; returns the number of records written. Safe to
     kill at any point: every record is on disk before the next job starts."""
+    from lrcore.traces import TraceWriter
+
     from . import shutdown
     from .datasets import load_problems
-    from .engine import vllm_lock
     from .engine_pool import EnginePool
-    from lrcore.traces import TraceWriter
+    from .lock import vllm_lock
 
     out_dir = Path(out_dir)
     todo = pending(jobs, out_dir)

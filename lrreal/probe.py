@@ -126,8 +126,8 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
 
     from . import shutdown
     from .collect import CollectSpec, Collector
-    from .engine import vllm_lock
     from .engine_pool import EnginePool
+    from .lock import vllm_lock
 
     spec = CollectSpec(mode="lr" if draft else "ar", target=target, draft=draft or "draft",
                        target_cores=target_cores, draft_cores=draft_cores, cache_dir=cache_dir,

@@ -109,7 +109,8 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
     """Measure and write the curve (holds the machine-wide vLLM lock while the engine lives)."""
     from lrreal import models
     from lrreal.collect import hardware, preload_iomp
-    from lrreal.engine import vllm_lock, vllm_version
+    from lrreal.engine import vllm_version
+    from lrreal.lock import vllm_lock
 
     if spec.decode_tokens < 2:
         raise UserError(f"--decode-tokens must be >= 2, got {spec.decode_tokens}")

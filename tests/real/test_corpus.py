@@ -116,7 +116,7 @@ def test_corpus_runs_interleaved_restarts_once_per_phase_and_resumes(fake_pool, 
     out, made = fake_pool
     # the engine lock, signals and the reaper guard are exercised by the real-engine tests
     import lrreal.shutdown as sh
-    monkeypatch.setattr("lrreal.engine.vllm_lock", lambda *a, **k: _Null())
+    monkeypatch.setattr("lrreal.lock.vllm_lock", lambda *a, **k: _Null())
     monkeypatch.setattr(sh, "EngineGuard", lambda: _Null())
     configs = (corpus.BY_LABEL["ar"], corpus.BY_LABEL["lr-d2"], corpus.BY_LABEL["sd"],
                corpus.BY_LABEL["lr+sd-d2"])
@@ -150,7 +150,7 @@ def test_set_aside_moves_records_without_losing_them(fake_pool, monkeypatch):
 
     out, _ = fake_pool
     import lrreal.shutdown as sh
-    monkeypatch.setattr("lrreal.engine.vllm_lock", lambda *a, **k: _Null())
+    monkeypatch.setattr("lrreal.lock.vllm_lock", lambda *a, **k: _Null())
     monkeypatch.setattr(sh, "EngineGuard", lambda: _Null())
     jobs = corpus.corpus_plan([("gsm8k", 2)], (corpus.BY_LABEL["ar"],))
     base = collect_mod.CollectSpec(max_tokens=200, target_cores="0", draft_cores="1")

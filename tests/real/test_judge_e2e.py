@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lrreal.judge_server import LOCK_PATH, _group_alive, lock_holders
+from lrreal.judge_server import _group_alive
+from lrreal.lock import LOCK_PATH, lock_holders
 from lrreal.verifiers import make_verifier
 
 pytestmark = pytest.mark.real

@@ -262,15 +262,15 @@ def tripwires(monkeypatch, tmp_path):
 
     import lrreal.collect
     import lrreal.engine
-    import lrreal.judge_server
+    import lrreal.lock
     import lrreal.models
 
     # Model names are resolved (and refused) before these, so the tripwires sit at the point
     # where real work would start: the machine-wide vLLM lock and the engine/server launch.
     monkeypatch.setattr(lrreal.engine.VllmEngine, "start", trip("VllmEngine.start"))
-    monkeypatch.setattr(lrreal.engine, "vllm_lock", trip("the vLLM lock"))
+    monkeypatch.setattr(lrreal.lock, "vllm_lock", trip("the vLLM lock"))
     monkeypatch.setattr(lrreal.collect, "vllm_lock", trip("the vLLM lock"))
-    monkeypatch.setattr(lrreal.judge_server.VllmLock, "acquire", trip("the judge's vLLM lock"))
+    monkeypatch.setattr(lrreal.lock.VllmLock, "acquire", trip("the judge's vLLM lock"))
     monkeypatch.setattr(lrreal.models, "prepare", trip("models.prepare"))
     monkeypatch.chdir(tmp_path)
 

@@ -406,7 +406,8 @@ def test_real_engine_core_failure_is_found_in_its_log(packaged, monkeypatch, cap
     than one max-length request); the root cause comes from its captured log, nothing leaks."""
     import asyncio
 
-    from lrreal.engine import EngineArgs, VllmEngine, vllm_lock
+    from lrreal.engine import EngineArgs, VllmEngine
+    from lrreal.lock import vllm_lock
 
     monkeypatch.setattr(ee, "check_engine_fits", lambda *a, **k: None)
     eng = VllmEngine("target", EngineArgs(model=str(packaged["target"]), max_model_len=32768,
