@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lrsim.calib.measure import curve_entry
+from lrsim.calib.curve import curve_entry
 from lrsim.calib.profile import Profile, validate_doc
 from lrcore.errors import UserError
 from lrsim.sim.latency import load_measurements

@@ -10,13 +10,13 @@ ran exactly `batch` sequences give the (batch, context) point (median); prefill 
 
 Output: the simulator's latency-measurement format (lrsim/sim/latency.py `load_measurements`), so
 the curve plugs into a scenario (`latency = {kind = "table", file = ...}`) or into a profile
-(`lr calibrate TRACES --target-curve curve.json`).
+(`lr calibrate TRACES --target-curve curve.json`; lrsim/calib/curve.py reads it). The command is
+`lr calibrate measure` (lrreal/calibrate_cli.py).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -57,7 +57,7 @@ def _decode_points(passes: list[dict], batch: int) -> list[float]:
 
 
 async def _run(spec: MeasureSpec, path: Path) -> dict:
-    from lrreal.engine import EngineArgs, GenRequest, VllmEngine
+    from .engine import EngineArgs, GenRequest, VllmEngine
 
     b_max, c_max = max(spec.batch_sizes), max(spec.contexts)
     eng = VllmEngine("measure", EngineArgs(
@@ -107,10 +107,10 @@ def stdout_to_stderr():
 
 def measure(spec: MeasureSpec, out: str | Path) -> dict:
     """Measure and write the curve (holds the machine-wide vLLM lock while the engine lives)."""
-    from lrreal import models
-    from lrreal.collect import hardware, preload_iomp
-    from lrreal.engine import vllm_version
-    from lrreal.lock import vllm_lock
+    from . import models
+    from .collect import hardware, preload_iomp
+    from .engine import vllm_version
+    from .lock import vllm_lock
 
     if spec.decode_tokens < 2:
         raise UserError(f"--decode-tokens must be >= 2, got {spec.decode_tokens}")
@@ -132,23 +132,3 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
 
     write_atomic(out, dumps(doc, indent=2) + "\n", "--out")   # whole or not at all
     return doc
-
-
-def curve_entry(path: str | Path, model: str | None = None) -> dict:
-    """A measured curve file -> a profile latency entry (kind "table")."""
-    from ..sim.latency import load_measurements
-
-    p = Path(path)
-    load_measurements(p)                       # validates (UserError names the file)
-    doc = json.loads(p.read_text())
-    models = doc["models"]
-    name = model or next(iter(models))
-    if name not in models:
-        raise UserError(f"{p}: field models.{name}: not in this file ({', '.join(models)})")
-    m = models[name]
-    dec = [[float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)), float(r["ms"])]
-           for r in m["decode"]]
-    pre = [[float(r["tokens"]), float(r["ms"])] for r in m.get("prefill", [])]
-    return {"kind": "table", "decode": dec, "prefill": pre,
-            "fit": {"points": len(dec) + len(pre), "rmse_s": None, "mape": None,
-                    "source": f"measured {p.name}:{name}"}}
