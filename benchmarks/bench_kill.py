@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
+from harness.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
 
 FAKE_LIMIT, FAKE_SAMPLES = 100, 4  # 400 records: more work than 200 kills let through
 REAL_LIMIT = 3

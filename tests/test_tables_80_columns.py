@@ -158,9 +158,9 @@ def test_collect_summary_printer(printed):
     """`lr collect` needs real engines; its summary printer gets what the command builds: the
     summary of a shipped trace file plus a mode with failed judge verifications (wide values:
     hundreds of tokens/s, a thousand verifications)."""
+    from lrcore.traces import read_traces
     from lrreal.collect import summarize
     from lrreal.collect_cli import _print_summary
-    from lrcore.traces import read_traces
 
     rows = summarize(read_traces(str(SAMPLES / "gsm8k-cpu.jsonl")))
     rows.append(rows[-1] | {"mode": "lr-sync", "accuracy": 1.0, "tokens_per_s": 123.45, "speedup_vs_ar": 10.5,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from lrcore.errors import UserError
 from lrsim.calib.curve import curve_entry
 from lrsim.calib.profile import Profile, validate_doc
-from lrcore.errors import UserError
 from lrsim.sim.latency import load_measurements
 
 ROOT = Path(__file__).resolve().parents[2]

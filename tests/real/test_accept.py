@@ -10,9 +10,9 @@ import json
 import pytest
 from scipy.stats import binomtest
 
-from lrreal import collect as collect_mod
-from lrreal.fake_engine import GSM8K_SCRIPT, MARKER, ExactVerifier, FakeEngine, tokenize
+from harness.fake_engine import GSM8K_SCRIPT, MARKER, ExactVerifier, FakeEngine, tokenize
 from lrcore.modes import DRAFT_MODES, MODES
+from lrreal import collect as collect_mod
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 
 SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]

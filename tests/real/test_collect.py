@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
+from harness.fake_engine import GSM8K_SCRIPT as SCRIPT
 from lrreal import collect as collect_mod
 from lrreal import models
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
 
 
@@ -161,8 +161,8 @@ def test_resume_accepts_other_modes_and_more_problems(fake_collect):
 def test_full_disk_while_writing_is_one_line_and_keeps_complete_records(fake_collect, monkeypatch):
     import errno
 
-    import lrcore.traces as traces_mod
     from lrcore.errors import UserError
+    import lrcore.traces as traces_mod
 
     out, _ = fake_collect
     real_write = os.write

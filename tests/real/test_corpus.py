@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
+from harness.fake_engine import GSM8K_SCRIPT as SCRIPT
 from lrreal import collect as collect_mod
 from lrreal import corpus, engine_pool, models
 from lrreal.engine import EngineArgs, probe_summary
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
 
 def test_plan_covers_every_pair_once_and_interleaves():

@@ -33,8 +33,8 @@ UNRELATED = ("Natalia sold 48/2 = 24 clips in May.", "The weather in Paris is ra
 
 def judge_model() -> Path:
     """The packaged 0.5B model's HF folder (prepared once via core's lrreal.models if needed)."""
-    from lrreal import models
     from lrcore.errors import UserError
+    from lrreal import models
 
     try:
         return models.resolve("draft")

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from harness.fault_judge import FaultConfig, FaultJudge
 from lrreal import collect as collect_mod
-from lrreal.fault_judge import FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier, load_judge_prompt, make_verifier
 from lrreal.verifiers.judge import judge_messages
 from lrreal.verifiers.judge_prompt import (DATA_DIR, SHIPPED, JudgePrompt, parse_judge_prompt,

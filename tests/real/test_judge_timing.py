@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from lrreal import collect as collect_mod
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
-from lrreal.scheduler import Problem, SchedulerConfig, run_problem
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrcore.errors import UserError
+from lrreal import collect as collect_mod
+from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 
 SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]
 PROMPT = "Question: what is six times seven?\n" + MARKER

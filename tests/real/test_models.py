@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from lrreal import models
 from lrcore.errors import UserError
+from lrreal import models
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine, tokenize
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine, tokenize
 from lrreal.scheduler import Problem, SchedulerConfig, derive_seed, run_problem
 from lrreal.scheduler.record import StepLog
 

@@ -9,13 +9,13 @@ import string
 
 import pytest
 
+from harness.fake_engine import StubTokenizer
+from lrcore.errors import UserError
 from lrreal import collect as collect_mod
 from lrreal.engine import GenResult, monotonic
-from lrreal.fake_engine import StubTokenizer
 from lrreal.verifiers import KINDS, SCORE_PROMPT, ScoreVerifier, make_verifier
 from lrreal.verifiers.judge_prompt import prompt_sha256
 from lrreal.verifiers.score import DEFAULT_THRESHOLD, parse_score
-from lrcore.errors import UserError
 
 TARGET = "In May she sold half as many clips: 48 / 2 = 24."
 DRAFT = "Natalia sold 48/2 = 24 clips in May."

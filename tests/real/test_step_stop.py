@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal import collect as collect_mod
 from lrreal.engine import Progress
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 from lrreal.scheduler.steps import (DEFAULT_STEP_STOP, MAX_STEP_STOP_CHARS, MAX_STEP_STOPS,
                                     StreamSegmenter, check_step_stops, decode_escapes,

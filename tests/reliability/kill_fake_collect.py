@@ -43,9 +43,9 @@ def patch() -> None:
     from lrreal import collect as collect_mod
     from types import SimpleNamespace
 
+    from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
     from lrcore import traces
     from lrreal import grading, models
-    from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
     folder = fake_model_folder(tempfile.mkdtemp(prefix="lr-fake-model-"))
     models.resolve = lambda name, cache=None: folder

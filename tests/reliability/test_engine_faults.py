@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from lrcore.errors import UserError
 from lrreal import engine_checks as ee
 from lrreal import engine_errors
 from lrreal.engine_errors import StartContext, StartupCapture, translate
 from lrreal.judge_server import _group_alive, check_loopback_only, check_port_free
-from lrcore.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 LR = [sys.executable, "-c", "import cli; cli.main()"]

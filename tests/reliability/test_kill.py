@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_test
+from harness.killtest import KillTestConfig, expected_keys, kill_test, signal_test
 
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "kill_fake_collect.py")]
