@@ -1,8 +1,10 @@
 """`lr`: the Lookahead Reasoning toolkit's command line (Typer).
 
-Sub-commands live next to the code they drive and are registered here. Heavy libraries (vLLM,
-torch, matplotlib) are imported inside the commands that need them, so `lr --help` and
-`lr theory ...` stay fast.
+Sub-commands live next to the code they drive and are registered here; a command of a simulator
+group (`lr theory`, `lr calibrate`) whose code needs the real backend or `analysis` lives in that
+package and is added to the group here, since lrsim imports neither (see `_register`). Heavy
+libraries (vLLM, torch, matplotlib) are imported inside the commands that need them, so
+`lr --help` and `lr theory ...` stay fast.
 
 Every failure a user can cause ends as one line `lr: error: ...` on stderr with exit code 2:
 click's usage errors (unknown flag, value out of range) and our own `UserError`.
@@ -13,7 +15,7 @@ import sys
 
 import typer
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 app = typer.Typer(
     name="lr",
@@ -25,27 +27,43 @@ app = typer.Typer(
 )
 
 
+def _module(name: str):
+    """The command module `name`, or None when its package is not installed."""
+    try:
+        return __import__(name, fromlist=["register"])
+    except ModuleNotFoundError as e:
+        if e.name and name.startswith(e.name):
+            return None
+        raise
+
+
 def _register() -> None:
+    from lrsim.calib.cli import app as calibrate_app
     from lrsim.theory.cli import app as theory_app
 
     app.add_typer(theory_app, name="theory")
     # Optional command groups, registered when their package provides them.
     for module in ("lrsim.sim.cli", "lrreal.models_cli", "lrreal.judge_cli", "lrreal.collect_cli",
                    "lrsim.calib.cli", "lrsim.plan.cli", "analysis.cli"):
-        try:
-            mod = __import__(module, fromlist=["register"])
-        except ModuleNotFoundError as e:
-            if e.name and module.startswith(e.name):
-                continue
-            raise
-        mod.register(app)
+        mod = _module(module)
+        if mod is not None:
+            mod.register(app)
+    # Commands of a simulator group whose code needs a package the simulator may not import
+    # (lrsim imports neither lrreal nor analysis): added here, above every package, in the order
+    # they are listed in `lr theory --help` / `lr calibrate --help`.
+    for module, group in (("analysis.theory_cli", theory_app),      # lr theory figure
+                          ("analysis.probe_cli", calibrate_app),    # lr calibrate probe
+                          ("lrreal.calibrate_cli", calibrate_app)):  # lr calibrate measure
+        mod = _module(module)
+        if mod is not None:
+            mod.register(group)
 
 
 _register()
 
 
 def _fail(message: str, code: int = 2) -> None:
-    from lrsim.tables import plain
+    from lrcore.tables import plain
 
     # one line, whatever the message holds: whitespace runs (newlines too) become one space and
     # control characters from file content (ESC ...) are shown escaped, never sent to the terminal

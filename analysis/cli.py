@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
 from lrsim.sim.build import MAX_WORKLOAD
 
 MAX_HEATMAP_BUDGET = 1024   # the (k1, k2) heatmap evaluates an M x M grid
@@ -35,7 +35,7 @@ def plot_cmd(
     report.html."""
     import time
 
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
     from lrsim.plan.sources import resolve
 
     from . import measured
@@ -49,7 +49,7 @@ def plot_cmd(
         raise UserError(f"--steps must be >= 1, got {steps}")
     if jobs < 0:
         raise UserError(f"--jobs must be >= 0, got {jobs}")
-    from lrsim.outputs import check_output_dir, distinct_inputs
+    from lrcore.outputs import check_output_dir, distinct_inputs
     from lrsim.sim.scenario import resolve_path
 
     traces = distinct_inputs(measured.expand(traces or []), "--traces")
@@ -90,7 +90,7 @@ def plot_cmd(
     if as_json:
         print(jsonout.dumps(res))
         return
-    from lrsim.tables import plain   # titles carry names from files: no control characters
+    from lrcore.tables import plain   # titles carry names from files: no control characters
 
     for s in sections:
         print(plain(s.title))

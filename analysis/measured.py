@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 COMPONENTS = ("draft", "target", "verify", "target idle")
 
@@ -34,11 +34,9 @@ def expand(paths: list[Path]) -> list[Path]:
 
 
 def load(paths: list[Path]) -> list[dict]:
-    """Validated records of every file (lrreal's reader: schema + cross-field rules)."""
-    try:
-        from lrreal.traces import read_traces
-    except ImportError:
-        raise UserError("--traces: reading traces needs the real backend package (lrreal)") from None
+    """Validated records of every file (the toolkit's one reader, lrcore/traces.py: schema +
+    cross-field rules)."""
+    from lrcore.traces import read_traces
     out = []
     for p in paths:
         if not Path(p).is_file():

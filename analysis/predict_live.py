@@ -12,7 +12,7 @@ predicted over predicted and measured over measured.
 """
 from __future__ import annotations
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 CONFIGS = ("ar", "lr-d2")
 

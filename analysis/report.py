@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from . import measured as meas
 from .figures import BUILDERS, Ctx, Figure
@@ -283,7 +283,7 @@ def write_html(sections: list[Section], out: Path, elapsed_s: float = 0.0) -> Pa
         for title, header, rows in sec.tables:
             parts.append(f"<h3>{html.escape(title)}</h3>" + _table(header, rows))
     parts.append("</body></html>")
-    from lrsim.outputs import write_atomic
+    from lrcore.outputs import write_atomic
 
     return write_atomic(out, "\n".join(parts), "--out")     # whole or not at all
 

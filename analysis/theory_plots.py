@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 
 def pyplot():
@@ -17,7 +17,7 @@ def pyplot():
 
 def save(fig, out: Path) -> Path:
     """Write the figure atomically (a temporary file beside `out`, then renamed over it)."""
-    from lrsim.outputs import atomic_path
+    from lrcore.outputs import atomic_path
 
     out = Path(out)
     try:

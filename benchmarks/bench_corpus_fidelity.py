@@ -38,11 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from lrcore.errors import UserError  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.physical import config_label  # noqa: E402
 from lrsim.calib.profile import Profile, validate_doc  # noqa: E402
 from lrsim.calib.replay import replay  # noqa: E402
-from lrsim.errors import UserError  # noqa: E402
 
 HEADLINE = ("ar", "lr-d2")
 MAPE_TARGET, SPEEDUP_TARGET = 0.10, 0.05

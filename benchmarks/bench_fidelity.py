@@ -24,10 +24,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from lrcore.errors import UserError  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records, split_problems  # noqa: E402
 from lrsim.calib.profile import Profile, validate_doc  # noqa: E402
 from lrsim.calib.replay import replay  # noqa: E402
-from lrsim.errors import UserError  # noqa: E402
 
 
 def default_traces() -> list[str]:

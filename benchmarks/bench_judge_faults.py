@@ -1,5 +1,5 @@
 """Judge faults at collection scale: `lr collect --mode lr --verifier judge` on the deterministic
-fake engine against `python -m lrreal.fault_judge` in each fault mode (a separate process, so
+fake engine against `python -m harness.fault_judge` in each fault mode (a separate process, so
 `die` is a real process exit).
 
     .venv/bin/python benchmarks/bench_judge_faults.py [--problems 20] [--timeout 0.5] [--retries 1]
@@ -26,12 +26,12 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder  # noqa: E402
+from harness.fake_engine import GSM8K_SCRIPT as SCRIPT  # noqa: E402
+from lrcore.traces import read_traces  # noqa: E402
 from lrreal import collect as collect_mod  # noqa: E402
 from lrreal import models  # noqa: E402
 from lrreal import verifiers as verifiers_mod  # noqa: E402
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT  # noqa: E402
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder  # noqa: E402
-from lrreal.traces import read_traces  # noqa: E402
 
 MODES = ["ok", "slow", "garbage", "http-error", "die", "mixed"]
 DIE_AFTER = 10  # mode die: answers this many, then the process exits
@@ -54,7 +54,7 @@ class _Null:
 
 
 def start_judge(mode: str, seed: int, stats: Path, slow_s: float):
-    cmd = [sys.executable, "-m", "lrreal.fault_judge", "--mode", mode, "--seed", str(seed),
+    cmd = [sys.executable, "-m", "harness.fault_judge", "--mode", mode, "--seed", str(seed),
            "--port", "0", "--stats-file", str(stats), "--slow-s", str(slow_s), "--trickle-s", "0.05"]
     if mode == "die":
         cmd += ["--die-after", str(DIE_AFTER)]

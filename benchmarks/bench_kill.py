@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
+from harness.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
 
 FAKE_LIMIT, FAKE_SAMPLES = 100, 4  # 400 records: more work than 200 kills let through
 REAL_LIMIT = 3
@@ -50,7 +50,7 @@ def run_fake(n: int, seed: int, work: Path) -> dict:
 
 def run_real(n: int, seed: int, work: Path, signals: bool, mode: str = "lr") -> tuple[dict, list[dict]]:
     from lrreal import models
-    from lrreal.engine import vllm_lock
+    from lrreal.lock import vllm_lock
 
     cache = models.cache_dir()
     for name in (models.DEFAULT_DRAFT, models.DEFAULT_TARGET):

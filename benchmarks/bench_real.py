@@ -45,8 +45,8 @@ def main() -> None:
                          "`lr collect --mode ar --target-cores 0`); compared if the file exists")
     args = ap.parse_args()
 
+    from lrcore.traces import read_traces
     from lrreal.collect import CollectSpec, collect, summarize
-    from lrreal.traces import read_traces
     from lrsim.theory.formulas import f_step
 
     out = Path(args.out)

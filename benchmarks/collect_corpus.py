@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--reason", default="", help="why records are set aside (kept in each record)")
     a = ap.parse_args()
 
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
     from lrreal.collect import CollectSpec
     from lrreal.corpus import BY_LABEL, CONFIGS, collect_corpus, corpus_plan, pending
 
@@ -81,7 +81,7 @@ def main() -> None:
         why = a.reason or (f"other processes used more than {a.set_aside_disturbed:.0%} of a core"
                            if a.set_aside_disturbed is not None else "set aside by time")
         if a.dry_run:
-            from lrreal.traces import read_traces
+            from lrcore.traces import read_traces
             n = sum(pick(r) for f in out.glob("*/*.jsonl") for r in read_traces(f))
             print(f"would set aside {n} record(s): {why}")
         else:

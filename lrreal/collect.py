@@ -3,7 +3,7 @@
     spec = CollectSpec(mode="lr", dataset="gsm8k", limit=2, ...)
     summary = collect(spec)           # blocking; starts and always stops the vLLM engines
 
-Records go through `lrreal.traces.TraceWriter` (append, fsync per record, resume skips completed
+Records go through `lrcore.traces.TraceWriter` (append, fsync per record, resume skips completed
 (problem, sample, mode) keys). Engines start only when there is work left, under the machine-wide
 vLLM flock, and are shut down however the run ends.
 """
@@ -17,11 +17,13 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
+from lrcore.modes import DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
-from .engine import EngineArgs, VllmEngine, ngram_config, vllm_lock, vllm_version
-from .scheduler import DRAFT_MODES, MODES, SD_MODES, Problem, SchedulerConfig, run_problem
+from .engine import EngineArgs, VllmEngine, ngram_config, vllm_version
+from .lock import vllm_lock
+from .scheduler import Problem, SchedulerConfig, run_problem
 from .scheduler.steps import DEFAULT_STEP_STOP
 
 IOMP_LIB = "libiomp5.so"  # Intel OpenMP bundled in the venv: ~1.7x faster CPU decode here
@@ -117,7 +119,7 @@ class CollectSpec:
 
     def check_out(self) -> None:
         """--out: not a directory or device, not under a file, writable, not the data set."""
-        from lrsim.outputs import check_output
+        from lrcore.outputs import check_output
 
         if self.out is None:
             return
@@ -388,7 +390,7 @@ class CollectSummary:
 def collect(spec: CollectSpec, on_record=None, on_start=None) -> CollectSummary:
     """Run the spec's problems; `on_record(rec)` after each written record (progress bars)."""
     from .datasets import load_problems, with_samples
-    from .traces import TraceWriter
+    from lrcore.traces import TraceWriter
 
     spec.validate()
     summary = CollectSummary(out=spec.out)
@@ -574,8 +576,8 @@ def summarize(records: list[dict]) -> list[dict]:
                      "step_acceptance_ci95": None, "step_acceptance_by_verifier_dataset": None})
         if mode == "accept":
             # step acceptance per judged draft with its 95% Wilson interval (scipy), pooled and
-            # per (verifier, data set): lrsim/calib/acceptance.py
-            from lrsim.calib.acceptance import protocol_acceptance
+            # per (verifier, data set): lrcore/acceptance.py
+            from lrcore.acceptance import protocol_acceptance
 
             est = protocol_acceptance(recs)
             rows[-1]["step_acceptance_ci95"] = est["ci95"]

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
 
 
 def collect_cmd(
@@ -56,12 +56,12 @@ def collect_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
 ):
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     from .collect import CollectSpec, collect, summarize
     from .scheduler.steps import DEFAULT_STEP_STOP, decode_escapes
     from .shutdown import Interrupted
-    from .traces import read_traces
+    from lrcore.traces import read_traces
 
     stops = tuple(decode_escapes(s, "--step-stop") for s in step_stop) if step_stop else DEFAULT_STEP_STOP
     spec = CollectSpec(mode=mode, dataset=dataset, limit=limit, offset=offset, samples=samples,
@@ -108,7 +108,7 @@ def _collect_with_progress(spec, collect):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     state = {"tokens": 0, "wall": 0.0, "prop": 0, "acc": 0}
-    from lrsim.tables import plain
+    from lrcore.tables import plain
 
     # the data set may be a path: shown as text (no markup, no format fields, control characters
     # escaped), never parsed
@@ -134,7 +134,7 @@ def _collect_with_progress(spec, collect):
 
 
 def _print_summary(result: dict) -> None:
-    from lrsim.tables import console, styled, table
+    from lrcore.tables import console, styled, table
 
     con = console()
     con.print(f"wrote {result['written']} record(s) to {result['out']} "
@@ -158,7 +158,7 @@ def _print_summary(result: dict) -> None:
         con.print("verify failed by cause: " + "; ".join(causes))
     groups = [g for r in result["summary"] for g in r.get("step_acceptance_by_verifier_dataset") or []]
     if groups:
-        from lrsim.calib.acceptance import format_estimate
+        from lrcore.acceptance import format_estimate
 
         con.print("accept mode: step acceptance per judged draft (alpha1), 95% Wilson interval:")
         for g in groups:

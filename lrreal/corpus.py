@@ -26,8 +26,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from lrcore.modes import LR_MODES, SD_MODES
+
 from .collect import CollectSpec, Collector
-from .scheduler import SD_MODES
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def spec_for(job: Job, out_dir: Path, base: CollectSpec) -> CollectSpec:
 def pending(jobs: list[Job], out_dir: Path) -> list[Job]:
     """Jobs whose record is not yet in its trace file (resume)."""
     from .datasets import load_problems
-    from .traces import read_traces
+    from lrcore.traces import read_traces
 
     done: dict[str, set] = {}
     left = []
@@ -117,11 +118,12 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
                    log=print, stop_after_s: float | None = None) -> int:
     """Run the pending jobs on one engine pool; returns the number of records written. Safe to
     kill at any point: every record is on disk before the next job starts."""
+    from lrcore.traces import TraceWriter
+
     from . import shutdown
     from .datasets import load_problems
-    from .engine import vllm_lock
     from .engine_pool import EnginePool
-    from .traces import TraceWriter
+    from .lock import vllm_lock
 
     out_dir = Path(out_dir)
     todo = pending(jobs, out_dir)
@@ -151,7 +153,7 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
                 col = Collector(spec)
                 with shutdown.engine_start():
                     col.start(pool)
-                if spec.mode in ("lr", "lr+sd", "lr-sync"):
+                if spec.mode in LR_MODES:
                     if spec.verifier not in verifiers:
                         verifiers[spec.verifier] = col.make_verifier()
                     col.verifier = verifiers[spec.verifier]
@@ -200,7 +202,7 @@ def set_aside(out_dir: str | Path, select, reason: str) -> int:
     import json
     import os
 
-    from .traces import TraceWriter, read_traces
+    from lrcore.traces import TraceWriter, read_traces
 
     moved = 0
     for path in sorted(Path(out_dir).glob("*/*.jsonl")):

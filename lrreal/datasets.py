@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 GPQA_INSTRUCTION = ("Please reason step by step, and put the letter of the correct choice "
@@ -69,7 +69,7 @@ def _text_lines(path: Path) -> list[str]:
     if not path.is_file():
         raise UserError(f"{path}: data file not found")
     try:
-        from lrsim.limits import MAX_TEXT_FILE_BYTES, read_capped
+        from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
         data = read_capped(path, MAX_TEXT_FILE_BYTES, "data file")
     except OSError as e:

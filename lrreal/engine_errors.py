@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from .engine_checks import StartContext
 

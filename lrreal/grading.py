@@ -20,7 +20,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 CODE_TIMEOUT_S = 10.0          # per HumanEval problem (its tests take well under 1 s)
 CODE_MEMORY_BYTES = 2 << 30    # address-space cap of the grading subprocess (2 GiB)

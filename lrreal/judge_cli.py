@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
 
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of human output.")
 
@@ -88,7 +88,7 @@ def serve(
         while srv.alive():
             time.sleep(1.0)
         tail = " | ".join(srv.log_tail(3))
-        from lrsim.errors import UserError
+        from lrcore.errors import UserError
 
         raise UserError(f"judge server exited unexpectedly; log {srv.log_path}; last lines: {tail}")
     except _Stop as e:
@@ -141,7 +141,7 @@ def ask(
     extra = f", score {r.score:.3f}" if r.score is not None else ""
     extra += ", exact-match shortcut" if r.shortcut else ""
     extra += f", error: {r.error}" if r.error else ""
-    from lrsim.tables import plain
+    from lrcore.tables import plain
 
     print(plain(f"{word} by {r.method} in {r.duration_s * 1000:.0f} ms{extra}"))  # server text
 

@@ -15,121 +15,32 @@ process dies (PR_SET_PDEATHSIG), so no server outlives its owner. (PDEATHSIG fol
 Memory: a vLLM process is a memory hog; the machine-wide lock /tmp/lr-vllm.lock is held for the
 server's whole life (the server process inherits the locked descriptor). The lock is treated as
 already held when its holder is this process or an ancestor (`flock /tmp/lr-vllm.lock lr ...`,
-or a collector that took it before starting its judge).
+or a collector that took it before starting its judge): `VllmLock`, lrreal/lock.py.
 """
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
-LOCK_PATH = "/tmp/lr-vllm.lock"
+from .lock import VllmLock
+
 HEALTH_POLL_S = 0.5
 STOP_GRACE_S = 15.0  # SIGTERM -> SIGKILL; vLLM shuts its engine core down in a few seconds
 LOG_TAIL_LINES = 15
 ERROR_SCAN_LINES = 400  # server log lines searched for the cause of a failed start
 GIB = 1024 ** 3
 LOOPBACK = "127.0.0.1"
-
-
-# ------------------------------------------------------------------------ machine-wide lock
-
-def _ancestors(pid: int) -> list[int]:
-    """pid, its parent, grand-parent, ... (from /proc)."""
-    chain = []
-    while pid > 1 and pid not in chain:
-        chain.append(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            pid = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return chain
-
-
-def lock_holders(path: str = LOCK_PATH) -> list[int]:
-    """PIDs holding a flock on `path` (from /proc/locks)."""
-    try:
-        st = os.stat(path)
-        locks = Path("/proc/locks").read_text().splitlines()
-    except OSError:
-        return []
-    want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    pids = []
-    for line in locks:
-        parts = line.split()
-        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == want:
-            pids.append(int(parts[4]))
-    return pids
-
-
-class VllmLock:
-    """Holds /tmp/lr-vllm.lock; a no-op when this process or an ancestor already holds it."""
-
-    def __init__(self, path: str = LOCK_PATH, timeout_s: float | None = 3600.0, log=None):
-        self.path, self.timeout_s, self.log = path, timeout_s, log or (lambda msg: None)
-        self.fd: int | None = None
-        self.inherited_from: int | None = None
-
-    def acquire(self) -> "VllmLock":
-        """Queue for the lock like `flock(1)` does (a blocking flock in a helper thread, so
-        waiting is fair among waiters), while checking for an ancestor holder and the timeout."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        got, state = threading.Event(), {"abandoned": False}
-        guard = threading.Lock()
-
-        def wait_for_lock():
-            fcntl.flock(fd, fcntl.LOCK_EX)  # blocks in the kernel's queue
-            with guard:
-                if state["abandoned"]:  # nobody wants it any more: give it back at once
-                    os.close(fd)
-                    return
-                got.set()
-
-        threading.Thread(target=wait_for_lock, daemon=True, name="lr-vllm-lock").start()
-        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
-        announced = False
-        while not got.wait(timeout=0.05 if not announced else 1.0):
-            holders = lock_holders(self.path)
-            mine = set(_ancestors(os.getpid()))
-            give_up = None
-            if holders and all(h in mine for h in holders):
-                self.inherited_from = holders[0]
-                self.log(f"{self.path} is held by pid {holders[0]} (this process or its parent): using it")
-            elif deadline is not None and time.monotonic() > deadline:
-                give_up = UserError(f"{self.path} is held by pid(s) {holders or '?'} (another vLLM run) "
-                                    f"for more than {self.timeout_s:g} s; wait for it to finish and retry")
-            else:
-                if not announced:
-                    self.log(f"waiting for {self.path} (held by pid(s) {holders or '?'}: another vLLM run)")
-                    announced = True
-                continue
-            with guard:
-                if not got.is_set():
-                    state["abandoned"] = True
-                    if give_up is not None:
-                        raise give_up
-                    return self
-            break  # acquired just now after all
-        self.fd, self.inherited_from = fd, None
-        return self
-
-    def release(self) -> None:
-        if self.fd is not None:
-            fd, self.fd = self.fd, None
-            os.close(fd)
 
 
 # ------------------------------------------------------------------------------ the server

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 MARKER = "lr-model.json"
 CHUNK_BYTES = 8 * 1024 * 1024  # read/copy granularity for assembling and hashing parts

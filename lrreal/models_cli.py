@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
 
 CACHE = typer.Option(None, "--cache-dir", help="Model cache (default $LR_CACHE_DIR or ~/.cache/lr-toolkit).")
 JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
@@ -45,7 +45,7 @@ def prepare(
 @app.command("list")
 def list_models(cache_dir: Optional[str] = CACHE, as_json: bool = JSON):
     """Show the packaged models and whether each is ready."""
-    from lrsim.tables import console, styled, table
+    from lrcore.tables import console, styled, table
 
     from . import models
 

@@ -1,6 +1,7 @@
 """The machine-speed probe: a fixed reference pass timed on every engine, before and after each
 trace record, so that drift in the machine's speed (other jobs, thermal state, another day or
-machine) can be seen in the traces and corrected for (`lr calibrate probe`, lrsim/calib/probe.py).
+machine) can be seen in the traces and corrected for (`lr calibrate probe`: analysis/probe_cli.py,
+lrsim/calib/rescale.py).
 
     p = await probe_engines(engines, salt=7)
     # {"t": 1732350000.0, "loadavg": [1.02, 0.98, 0.91], "procs_running": 2,
@@ -126,8 +127,8 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
 
     from . import shutdown
     from .collect import CollectSpec, Collector
-    from .engine import vllm_lock
     from .engine_pool import EnginePool
+    from .lock import vllm_lock
 
     spec = CollectSpec(mode="lr" if draft else "ar", target=target, draft=draft or "draft",
                        target_cores=target_cores, draft_cores=draft_cores, cache_dir=cache_dir,

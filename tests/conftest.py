@@ -30,14 +30,14 @@ def run_lr(capsys):
 
 @pytest.fixture
 def fake_collector(tmp_path, monkeypatch):
-    """`lr collect`'s Collector on fake engines (lrreal/fake_engine.py), no vLLM and no lock:
+    """`lr collect`'s Collector on fake engines (harness/fake_engine.py), no vLLM and no lock:
     `patch(target_s, draft_s, wrong=None)` sets the engines' seconds per token and which drafted
     steps differ from the target's (`wrong(step, seed)`); returns the trace path to write."""
     import contextlib
 
+    from harness.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
     from lrreal import collect as collect_mod
     from lrreal import models
-    from lrreal.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
 
     def patch(target_s: float, draft_s: float, wrong=None):
         folder = fake_model_folder(tmp_path / "model")

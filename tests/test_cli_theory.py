@@ -99,7 +99,7 @@ def test_exit_and_abort_from_a_command(run_lr, monkeypatch):
     """typer.Exit keeps its code; typer.Abort / Ctrl-C are one line with exit 130."""
     import typer
 
-    from lrsim.theory import cli as theory_cli
+    from analysis import theory_cli
 
     def boom(*a, **k):
         raise typer.Abort()

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from lrsim.tables import WIDTH
+from lrcore.tables import WIDTH
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "traces" / "samples"
@@ -158,9 +158,9 @@ def test_collect_summary_printer(printed):
     """`lr collect` needs real engines; its summary printer gets what the command builds: the
     summary of a shipped trace file plus a mode with failed judge verifications (wide values:
     hundreds of tokens/s, a thousand verifications)."""
+    from lrcore.traces import read_traces
     from lrreal.collect import summarize
     from lrreal.collect_cli import _print_summary
-    from lrreal.traces import read_traces
 
     rows = summarize(read_traces(str(SAMPLES / "gsm8k-cpu.jsonl")))
     rows.append(rows[-1] | {"mode": "lr-sync", "accuracy": 1.0, "tokens_per_s": 123.45, "speedup_vs_ar": 10.5,
@@ -193,7 +193,7 @@ def test_calibrate_three_trace_files_and_calibrate_on(tmp_path):
 
 def test_demo_theory_tables(printed):
     from analysis.demo import implied_overheads, split_tables
-    from lrsim.tables import console
+    from lrcore.tables import console
 
     def both():
         c = console()

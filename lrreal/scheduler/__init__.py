@@ -1,5 +1,6 @@
 """The Lookahead Reasoning scheduler: modes ar, sd, lr, lr+sd, lr-sync over async engines, and
 accept (the step-acceptance protocol: target and draft write each step, the target's is kept).
+The mode lists (which need a draft engine, which run n-gram SD) are lrcore/modes.py's.
 
     result = await run_problem(cfg, Problem(id, sample, prompt), target, draft, verifier)
 
@@ -10,12 +11,11 @@ the target engine itself must have been built with an n-gram speculative_config.
 from __future__ import annotations
 
 from .base import Problem, Run
-from .config import DRAFT_MODES, MODES, SD_MODES, SchedulerConfig
+from .config import SchedulerConfig
 from .record import ProblemResult
 from .seeds import derive_seed
 
-__all__ = ["MODES", "SD_MODES", "DRAFT_MODES", "SchedulerConfig", "Problem", "ProblemResult",
-           "derive_seed", "run_problem"]
+__all__ = ["SchedulerConfig", "Problem", "ProblemResult", "derive_seed", "run_problem"]
 
 
 async def run_problem(cfg: SchedulerConfig, problem: Problem, target, draft=None,

@@ -8,7 +8,7 @@ So the output is the target's own text (greedy: what `ar` writes, cut into steps
 judged position is one trial of alpha1, the step acceptance at depth 1: no tree, no cancelled
 speculation, no "draft not ready" - each judged draft is accepted or not by the verifier alone,
 and accepted / judged gets a binomial confidence interval (`lr collect`'s summary,
-`lr calibrate`; lrsim/calib/acceptance.py). It is the cheapest way to learn alpha1 for a model
+`lr calibrate`; lrcore/acceptance.py). It is the cheapest way to learn alpha1 for a model
 pair and a verifier before running LR.
 
 - Boundary rule (on by default, as in the LR modes): a context that does not end in a stop

@@ -3,14 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
+from lrcore.modes import MODES  # ar, sd, lr, lr+sd, lr-sync and accept (the acceptance protocol)
 
 from .steps import DEFAULT_STEP_STOP, check_step_stops
 
-MODES = ("ar", "sd", "lr", "lr+sd", "lr-sync", "accept")  # accept: the acceptance protocol (accept.py)
 JUDGE_TIMINGS = ("eager", "deferred")
-SD_MODES = ("sd", "lr+sd")        # the target engine runs n-gram speculative decoding
-DRAFT_MODES = ("lr", "lr+sd", "lr-sync", "accept")  # modes that need the draft engine (and a verifier)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from ..engine import STEP_STOP, Progress
 

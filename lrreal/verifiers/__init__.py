@@ -18,7 +18,7 @@ a file path, or a JudgePrompt; see judge_prompt.py); the score verifier's prompt
 """
 from __future__ import annotations
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from .base import Verdict, Verifier, exact_match, normalize
 from .embedding import EmbeddingVerifier

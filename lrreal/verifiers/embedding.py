@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from .base import Verifier
 

@@ -34,7 +34,7 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from .base import Verifier
 from .judge_prompt import JudgePrompt, load_judge_prompt

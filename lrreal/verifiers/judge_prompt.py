@@ -1,6 +1,6 @@
 """Judge prompt templates: what the LLM judge is asked (`--judge-prompt NAME|FILE`).
 
-A template is a small JSON object (UTF-8, at most MAX_JUDGE_PROMPT_BYTES, lrsim/limits.py):
+A template is a small JSON object (UTF-8, at most MAX_JUDGE_PROMPT_BYTES, lrcore/limits.py):
 
     {"system":  "...",                        the system message, sent as it is ("": none)
      "user":    "... {target} ... {draft} ...", the user turn; str.format fills {target} (s1, the
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 FLAG = "--judge-prompt"
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "judge_prompts"
@@ -96,7 +96,7 @@ def load_judge_prompt(spec: "str | JudgePrompt | None" = None, flag: str = FLAG)
     if spec not in SHIPPED and not path.exists():
         raise UserError(f"{shown}: no such template or file; use {' or '.join(SHIPPED)}, or the path "
                         f"of a JSON template ({_SHAPE})")
-    from lrsim.limits import MAX_JUDGE_PROMPT_BYTES, read_capped
+    from lrcore.limits import MAX_JUDGE_PROMPT_BYTES, read_capped
 
     try:
         raw = read_capped(path, MAX_JUDGE_PROMPT_BYTES, "judge prompt")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from .base import Verifier
 

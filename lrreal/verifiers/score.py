@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 from .base import Verifier
 from .judge_prompt import prompt_sha256

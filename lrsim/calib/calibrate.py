@@ -12,7 +12,7 @@ never measured is predicted from the physics, not from a fit of its own. Traces 
 forward-pass statistics fall back to generation spans with reconstructed concurrency (fit.py).
 Acceptance (by depth), step lengths, SD acceptance and the verifier are fitted separately.
 Records of the acceptance protocol (mode "accept") feed the latency fit and are the preferred
-source of alpha1 (with its 95% interval: acceptance.py); they carry no LR schedule, so the
+source of alpha1 (with its 95% interval: lrcore/acceptance.py, acceptance.py); they carry no LR schedule, so the
 scheduling overheads and the replay leave them out.
 """
 from __future__ import annotations
@@ -22,21 +22,21 @@ import random
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.acceptance import accept_records, protocol_acceptance
+from lrcore.errors import UserError
+from lrcore.modes import ACCEPT_MODE, LR_MODES
+
 from . import overheads as oh
-from .acceptance import (ACCEPT_MODE, accept_records, acceptance_warnings, profile_step_acceptance,
-                         protocol_acceptance)
+from .acceptance import acceptance_warnings, profile_step_acceptance
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
 from .schema import PROFILE_VERSION
-
-LR_MODES = ("lr", "lr+sd", "lr-sync")
 
 
 def read_records(path: str | Path) -> list[dict]:
     p = Path(path)
     if not p.exists():  # a directory or unreadable file: the reader names it
         raise UserError(f"{p}: trace file not found")
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     return read_traces(p, strict=True)  # a torn last line: say so, do not calibrate on less
 

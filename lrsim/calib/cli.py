@@ -1,10 +1,13 @@
-"""`lr calibrate`, `lr calibrate measure` and `lr replay` (registered by the top-level cli.py).
+"""The `lr calibrate` group with `lr calibrate fit`, and `lr replay` (registered by the top-level
+cli.py).
 
     lr calibrate TRACES... -o profile.json [--configs ar,lr-d2] [--holdout F --seed N]
-    lr calibrate measure --model PATH --batch-sizes 1,2,4 --context 256,1024 -o curve.json
-    lr calibrate probe --profile P -o today.json     # rescale P to this machine's speed now
     lr replay --profile P TRACES... [--holdout F --seed N] [--json]
     lr replay TRACES... --calibrate-on ar,lr-d2      # predict every other configuration
+
+The group's commands that run real engines live above the simulator and are added to `app` by
+cli.py: `lr calibrate measure` (lrreal/calibrate_cli.py: latency curves on a real engine) and
+`lr calibrate probe` (analysis/probe_cli.py: rescale a profile to this machine's speed now).
 """
 from __future__ import annotations
 
@@ -14,9 +17,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from lrsim import jsonout
-
-from ..errors import UserError
+from lrcore import jsonout
+from lrcore.errors import UserError
 
 
 class _DefaultFit(TyperGroup):
@@ -36,19 +38,19 @@ JSON = typer.Option(False, "--json", help="Print one JSON object instead of tabl
 
 
 def _console():
-    from ..tables import console
+    from lrcore.tables import console
 
     return console()
 
 
 def styled(*parts):
-    from ..tables import styled as _styled
+    from lrcore.tables import styled as _styled
 
     return _styled(*parts)
 
 
 def _save_profile(profile, out: Path, flag: str) -> None:
-    """Validate, then write atomically (lrsim/outputs.py): the file is whole or unchanged."""
+    """Validate, then write atomically (lrcore/outputs.py): the file is whole or unchanged."""
     from .profile import save_profile
 
     save_profile(profile, out, flag)
@@ -56,7 +58,7 @@ def _save_profile(profile, out: Path, flag: str) -> None:
 
 def _traces(traces: list) -> list:
     """Trace arguments, each file once (the same file twice would count its records twice)."""
-    from ..outputs import distinct_inputs
+    from lrcore.outputs import distinct_inputs
 
     return distinct_inputs(traces, "TRACES")
 
@@ -65,16 +67,6 @@ def _fmt(x, spec=".3f", pct=False):
     if x is None:
         return "-"
     return f"{x:+.1f}%" if pct else format(x, spec)
-
-
-def _ints(flag: str, text: str) -> list[int]:
-    try:
-        vals = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UserError(f"{flag} must be a comma-separated list of integers, got {text!r}") from None
-    if not vals or any(v < 1 for v in vals):
-        raise UserError(f"{flag} must list integers >= 1, got {text!r}")
-    return vals
 
 
 def _labels(flag: str, text: str | None) -> set | None:
@@ -114,9 +106,9 @@ def fit_cmd(
     as_json: bool = JSON,
 ):
     """Fit forward-pass latency, verifier latency, step lengths, acceptance and overheads."""
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .calibrate import calibrate
-    from .measure import curve_entry
+    from .curve import curve_entry
     from .profile import Profile
 
     traces = _traces(traces)
@@ -162,7 +154,7 @@ def _pm(v: dict, key: str, scale: float, spec: str) -> str:
 
 def _print_profile(doc: dict, out: Path) -> None:
 
-    from ..tables import kv_table, table
+    from lrcore.tables import kv_table, table
 
     c = _console()
     t = table(f"latency per engine -> {out}",
@@ -205,7 +197,7 @@ def _print_profile(doc: dict, out: Path) -> None:
 def _protocol_rows(sa: dict) -> list[tuple[str, str]]:
     """alpha1 of the acceptance protocol (accept-mode records) with its 95% Wilson interval,
     per (verifier, data set) when there are several, and the LR records' own pooled rate."""
-    from .acceptance import format_estimate
+    from lrcore.acceptance import format_estimate
 
     proto = sa.get("accept")
     if not proto:
@@ -220,101 +212,6 @@ def _protocol_rows(sa: dict) -> list[tuple[str, str]]:
     return rows
 
 
-@app.command("probe")
-def probe_cmd(
-    profile: Path = typer.Option(..., "--profile", help="Profile from `lr calibrate` (with a reference probe: traces collected with probes)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Rescaled profile to write."),
-    repeats: int = typer.Option(3, "--repeats", min=1, max=100, help="Probes per engine (the median is used)."),
-    target: str = typer.Option("target", "--target", help="Target model: packaged name or HF folder."),
-    draft: str = typer.Option("draft", "--draft", help="Draft model: packaged name or HF folder."),
-    target_cores: Optional[str] = typer.Option(None, "--target-cores", help="Default: the cores the profile's traces used."),
-    draft_cores: Optional[str] = typer.Option(None, "--draft-cores", help="Default: the cores the profile's traces used."),
-    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Model cache of packaged models."),
-    as_json: bool = JSON,
-):
-    """Measure this machine's speed now (a fixed reference pass per engine) and rescale a profile
-    to it, so a profile recorded on another day or machine predicts runs here."""
-    from lrreal.collect import check_cores
-
-    from ..outputs import check_output
-    from .profile import load_profile
-    from .rescale import factors_from_probe
-
-    check_output(out, "--out", inputs=[profile])   # never the input profile, a device, a folder
-    prof = load_profile(profile)
-    if not prof.doc.get("probe"):
-        raise UserError(f"--profile {profile}: has no reference probe (its traces carry no "
-                        "`probe`; collect with probes, the default of `lr collect`)")
-    cores = (prof.doc["source"].get("hardware") or {}).get("cores") or {}
-    t_cores = target_cores or cores.get("target") or "0"
-    d_cores = draft_cores or cores.get("draft") or "1"
-    for flag, v in (("--target-cores", t_cores), ("--draft-cores", d_cores)):
-        check_cores(flag, v)
-    from lrreal.probe import probe_machine
-
-    today = probe_machine(target, draft if prof.has("draft") else None, t_cores, d_cores,
-                          repeats, cache_dir)
-    factors = factors_from_probe(prof.doc["probe"], today)
-    new = prof.rescaled(factors, "lr calibrate probe")
-    new.doc["rescaled"]["probe"] = today
-    _save_profile(new, out, "--out")
-    res = {"out": str(out), "factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
-           "probe": today, "reference": prof.doc["probe"]}
-    if as_json:
-        print(jsonout.dumps(res))
-        return
-
-    from ..tables import table
-
-    t = table(f"machine speed now vs {profile.name} -> {out}",
-              ("engine", "ref ms", "now ms", "decode x", "prefill x"), text=("engine",),
-              title_justify="left")
-    for r, (fd, fp) in factors.items():
-        t.add_row(r, f"{1e3 * prof.doc['probe'][r]['decode_s']:.0f}",
-                  f"{1e3 * today['engines'][r]['decode_s']:.0f}", f"{fd:.3f}", f"{fp:.3f}")
-    _console().print(t)
-
-
-@app.command("measure")
-def measure_cmd(
-    model: str = typer.Option(..., "--model", help="HF model folder or a packaged model name (lr models list)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Curve to write (lrsim latency-measurement JSON)."),
-    batch_sizes: str = typer.Option("1,2,4", "--batch-sizes", help="Concurrent sequences per decode pass."),
-    context: str = typer.Option("128", "--context", help="Prompt (context) lengths in tokens."),
-    decode_tokens: int = typer.Option(8, "--decode-tokens", min=2, max=65536, help="Tokens decoded per request."),
-    dtype: str = typer.Option("float32", "--dtype", help="vLLM dtype."),
-    cores: str = typer.Option("0-1", "--cores", help="VLLM_CPU_OMP_THREADS_BIND."),
-    kv_cache_space: int = typer.Option(2, "--kv-cache-space", min=1, max=1024, help="GiB of KV cache (CPU)."),
-    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Model cache of packaged models."),
-    as_json: bool = JSON,
-):
-    """Time decode passes at each (batch, context) and prefill chunks on a real vLLM engine."""
-    from ..outputs import check_output
-    from .measure import MeasureSpec, measure
-
-    from lrreal.engine import check_dtype
-    check_dtype(dtype)
-    check_output(out, "--out")
-    spec = MeasureSpec(model=model, batch_sizes=_ints("--batch-sizes", batch_sizes),
-                       contexts=_ints("--context", context), decode_tokens=decode_tokens, dtype=dtype,
-                       cores=cores, kv_cache_space_gib=kv_cache_space, cache_dir=cache_dir)
-    doc = measure(spec, out)
-    if as_json:
-        print(jsonout.dumps(doc))
-        return
-    from rich.table import Table
-
-    (name, m), = doc["models"].items()
-    t = Table(title=f"{name} on {doc['device']} -> {out}")
-    for col in ("batch", "context", "decode ms/pass", "passes"):
-        t.add_column(col, justify="right")
-    for r in m["decode"]:
-        t.add_row(str(r["batch"]), str(r["context"]), f"{r['ms']:.1f}", str(r["passes"]))
-    _console().print(t)
-    if m["prefill"]:
-        _console().print("prefill: " + ", ".join(f"{r['tokens']} tok {r['ms']:.0f} ms" for r in m["prefill"]))
-
-
 def replay_cmd(
     traces: List[Path] = typer.Argument(..., help="Trace files (JSONL) to replay."),
     profile: Optional[Path] = typer.Option(None, "--profile", help="Profile from `lr calibrate`."),
@@ -327,7 +224,7 @@ def replay_cmd(
     as_json: bool = JSON,
 ):
     """Simulate the traces' own workload and compare with what was measured (MAPE, Pearson r)."""
-    from ..outputs import check_output
+    from lrcore.outputs import check_output
     from .profile import load_profile
     from .replay import replay_files
 
@@ -357,7 +254,7 @@ def _print_replay(out: dict, per_record: bool) -> None:
         title += f"; {len(ho['validated_problems'])} held-out problems"
     if ho.get("calibrated_on"):
         title += f"; calibrated on {','.join(ho['calibrated_on'])} only"
-    from ..tables import table
+    from lrcore.tables import table
 
     t = table(title, ("config", "n", "MAPE", "r", "tok/s", "pred", "x AR", "pred x"),
               text=("config",), title_justify="left")

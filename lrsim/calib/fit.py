@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from .models import FittedRoofline
 
 MIN_POINTS = 3

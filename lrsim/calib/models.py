@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from ..sim.latency import LatencyModel
 
 

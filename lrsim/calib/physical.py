@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 # internal parameter order; the profile stores per_token_s = p + L (the simulator's slope per
 # extra decode position), prefill_per_token_s = p and per_seq_s = s (lrsim/calib/models.py)

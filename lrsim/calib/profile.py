@@ -8,9 +8,10 @@ The file is JSON, versioned (`profile_version`, see schema.py), human-readable, 
 traces (paths + sha256) and hardware it was fitted from. Sections (docs/calibration.md):
 latency (per engine role, optionally per mode), verifier, steps, step_acceptance, sd, overheads,
 placement. Policy names: simulator names (ar, sd, lr-sync, lr-async, lr-stage) or the trace modes
-(ar, sd, lr, lr+sd, lr-sync; not accept, the acceptance protocol, which is a measurement of alpha1
-and has no simulated policy). alpha1() is the acceptance protocol's estimate when the profile was
-calibrated from accept-mode records (step_acceptance.source "accept").
+(ar, sd, lr, lr+sd, lr-sync: lrcore/modes.py MODE_POLICY; not accept, the acceptance protocol,
+which is a measurement of alpha1 and has no simulated policy). alpha1() is the acceptance
+protocol's estimate when the profile was calibrated from accept-mode records
+(step_acceptance.source "accept").
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
+from lrcore.modes import MODE_POLICY, latency_mode
+
 from ..sim.config import POLICIES, Config, Placement
 from ..sim.latency import LatencyModel, Tabulated
 from ..sim.verifier import VerifierCost
@@ -28,9 +31,6 @@ from ..sim.workload import Synthetic
 from .models import FittedRoofline
 from .schema import PROFILE_VERSION, SCHEMA
 
-# trace mode -> (simulator policy, uses token-level SD)
-MODE_POLICY = {"ar": ("ar", False), "sd": ("sd", True), "lr": ("lr-async", False),
-               "lr+sd": ("lr-async", True), "lr-sync": ("lr-sync", False)}
 DEFAULT_K2 = 7          # vLLM n-gram SD with 6 speculative tokens (the repo default) -> 7 positions
 
 
@@ -166,7 +166,7 @@ class Profile:
         share = self.shared if shared is None else shared
         kind = self.doc["placement"].get("device_kind", "device")
         seqs = {"max_seqs": max_seqs} if max_seqs else {}
-        lat_mode = mode or {"ar": "ar", "sd": "sd", "lr-sync": "lr-sync"}.get(sim_policy, "lr")
+        lat_mode = mode or latency_mode(sim_policy)
         needs_draft = sim_policy.startswith("lr")
         target = Placement("target", self.latency("target", lat_mode), ["dev0"],
                            contention=self.contention("target", lat_mode), **seqs)
@@ -241,7 +241,7 @@ def validate_doc(doc, where: str = "profile") -> dict:
     bad = _non_finite(doc)
     if bad is not None:
         raise UserError(f"{where}: field {bad}: is infinite, NaN or beyond 1e300 (numbers must be finite)")
-    from ..limits import MAX_PROFILE_DEPTH
+    from lrcore.limits import MAX_PROFILE_DEPTH
 
     for d, (proposed, accepted) in doc["step_acceptance"]["by_depth"].items():
         if len(d) > 6 or int(d) > MAX_PROFILE_DEPTH:  # alpha_by_depth() lists all depths up to it
@@ -264,7 +264,7 @@ def validate_doc(doc, where: str = "profile") -> dict:
 def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     try:
-        from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+        from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
         text = read_capped(p, MAX_TEXT_FILE_BYTES, "profile").decode("utf-8-sig")  # BOM is fine
     except UnicodeDecodeError as e:
@@ -322,9 +322,9 @@ def _finite(x, where="profile"):
 
 
 def save_profile(profile: Profile | dict, path: str | Path, flag: str = "--out") -> Path:
-    """Validate, then write atomically (lrsim/outputs.py: a temporary file beside it, fsynced,
+    """Validate, then write atomically (lrcore/outputs.py: a temporary file beside it, fsynced,
     renamed over it): a profile on disk is always whole; a write error is one line naming `flag`."""
-    from ..outputs import write_atomic
+    from lrcore.outputs import write_atomic
 
     doc = profile.doc if isinstance(profile, Profile) else profile
     validate_doc(doc, str(path))   # a non-finite number is a UserError here (one line)

@@ -17,13 +17,14 @@ import math
 
 import numpy as np
 
-from ..errors import UserError
+from lrcore.errors import UserError
+from lrcore.modes import ACCEPT_MODE, LR_MODES, MODE_POLICY
+
 from ..sim.runner import run
 from ..sim.traces import TraceWorkload
-from .acceptance import ACCEPT_MODE
 from .calibrate import calibrate, read_records, split_problems
 from .overheads import geometric_alpha
-from .profile import MODE_POLICY, Profile, validate_doc
+from .profile import Profile, validate_doc
 
 
 class ReplayWorkload(TraceWorkload):
@@ -53,7 +54,7 @@ def _knobs(rec: dict, prof: Profile) -> dict:
     flags = (rec.get("run") or {}).get("flags") or {}
     mode = rec["mode"]
     k = {}
-    if mode in ("lr", "lr+sd", "lr-sync"):
+    if mode in LR_MODES:
         k["depth"] = int(flags.get("depth", prof.doc["placement"].get("defaults", {}).get("depth", 4)))
         k["width"] = int(flags.get("width", 1))
     if MODE_POLICY[mode][1]:

@@ -10,7 +10,7 @@ median probe time over the profile's reference probe (the median over its traces
 """
 from __future__ import annotations
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 
 def factors_from_probe(reference: dict, today: dict) -> dict[str, tuple[float, float]]:

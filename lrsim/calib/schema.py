@@ -91,7 +91,7 @@ SCHEMA = {
             "additionalProperties": False,
             "properties": {"mean_tokens": {"type": "number", "minimum": 1},
                            "lognormal_sigma": _NUM,
-                           # <= lrsim.limits.MAX_STEPS_PER_REQUEST (a simulated request's steps)
+                           # <= lrcore.limits.MAX_STEPS_PER_REQUEST (a simulated request's steps)
                            "steps_per_request": {"type": "number", "minimum": 1, "maximum": 100000},
                            "prompt_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            "length_hist": {"type": "object"}},

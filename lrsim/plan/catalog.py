@@ -22,7 +22,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 ALLREDUCE_LINK_SHARE = 0.8   # vLLM's custom all-reduce reaches ~80% of the one-way NVLink rate:
 #                              360 GB/s on H100 NVLink4 (450 GB/s one way), the figure the
@@ -99,7 +99,7 @@ def _user_devices(path: str | None) -> dict[str, Device]:
     path = path or os.environ.get(DEVICE_FILE_ENV)
     if not path:
         return {}
-    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+    from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
     p = Path(path)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
 
 from ..sim.build import MAX_WORKLOAD
 
@@ -98,7 +98,7 @@ DEFAULT_CI_TARGET = 0.02     # relative half-width of every speedup's 95% interv
 def _sampling(samples: int | None, ci_target: float | None) -> tuple[int, float | None]:
     """--samples alone: exactly that many blocks; otherwise DEFAULT_SAMPLES, then more until the
     interval target (--ci-target 0: off)."""
-    from ..errors import UserError
+    from lrcore.errors import UserError
 
     if ci_target is not None and not (ci_target == 0 or 0 < ci_target < 1):
         raise UserError(f"--ci-target must be 0 (off) or a fraction in (0, 1), got {ci_target}")
@@ -118,7 +118,7 @@ def _list_presets(as_json: bool, paper_file: str | None = None) -> None:
 
 
 def _print_presets(rows: list[dict]) -> None:
-    from ..tables import console, table
+    from lrcore.tables import console, table
 
     t = table("Paper presets (lr plan --preset NAME)",
               ("name", "pair / data", "a1/\ndraft", "a2/\ntoken", "steps x\ntokens"),
@@ -147,7 +147,7 @@ def _print_presets(rows: list[dict]) -> None:
 
 def _paper_table(samples: int, ci: float | None, max_samples: int, jobs: int, as_json: bool,
                  latency: str, paper_file: str | None, whatif, device_kind: str | None) -> None:
-    from ..errors import UserError
+    from lrcore.errors import UserError
     from .sources import resolve
     from .table1 import compare_table1
 
@@ -164,7 +164,7 @@ def _paper_table(samples: int, ci: float | None, max_samples: int, jobs: int, as
 
 
 def _print_paper_table(rows: list[dict]) -> None:
-    from ..tables import console, table
+    from lrcore.tables import console, table
     from .table1 import format_rows, max_halfwidth
 
     # Terminal form of table1.TABLE_HEADER (the HTML report keeps the long headers): the speedup
@@ -204,7 +204,7 @@ def _print_plan(res, top: int) -> None:
     """Two tables, the same rows in the same order: the ranking (speedups, throughput), then
     latency, goodput, the speedup's interval and acceptance per position. All of it in one table
     needs about 140 columns."""
-    from ..tables import console, table
+    from lrcore.tables import console, table
 
     m = res.meta
     slo = bool(m["load"]["slo_ms"])

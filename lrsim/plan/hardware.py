@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from ..sim.config import Config
 from ..sim.latency import Scaled
 from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost

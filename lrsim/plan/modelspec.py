@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from ..sim.latency import LatencyModel, Roofline, Tabulated
 from .catalog import Device
 
@@ -140,7 +141,7 @@ def shipped() -> list[str]:
 @functools.lru_cache(maxsize=64)
 def load(ref: str, flag: str = "--target-model") -> ModelSpec:
     """A config.json path, a Hugging Face folder holding one, or a shipped model name."""
-    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+    from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
     p = Path(ref)
     if p.is_dir():
@@ -200,7 +201,7 @@ def roofline(spec: ModelSpec, device: Device, tp: int = 1, tp_efficiency: float 
 
 @functools.lru_cache(maxsize=8)
 def _table_doc(path: str) -> dict:
-    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+    from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
     try:
         doc = json.loads(read_capped(Path(path), MAX_TEXT_FILE_BYTES, "GPU latency table"))

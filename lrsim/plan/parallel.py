@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 
 def map_points(fn, args: list, jobs: int = 0, ray_address: str | None = None) -> list:

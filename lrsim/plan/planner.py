@@ -27,14 +27,17 @@ from functools import partial
 
 import numpy as np
 
-from ..errors import UserError
+from lrcore.errors import UserError
+from lrcore.modes import MODE_POLICY
+
 from ..sim.sweep import parallel_dim
 from . import hardware as hw
 from . import stats
 from .parallel import map_points
 
-MODES = {"ar": "ar", "sd": "sd", "lr": "lr-async", "lr+sd": "lr-async", "lr-sync": "lr-sync",
-         "lr-sync+sd": "lr-sync"}
+# plan mode -> simulator policy: every real mode the simulator runs (lrcore/modes.py), plus
+# lr-sync with n-gram SD on the target, which the planner can price but `lr collect` does not run
+MODES = {**{m: policy for m, (policy, _) in MODE_POLICY.items()}, "lr-sync+sd": "lr-sync"}
 OBJECTIVES = ("speedup", "goodput", "throughput")
 SLO_METRICS = ("tpot", "latency")
 DEFAULT_RATE_REQUESTS = 64       # requests simulated per plan under --rate (whole fleet)
@@ -352,11 +355,13 @@ def _run_blocks(source, cands, hard, load: Load, cap: int, jobs: int, ray_addres
 
 
 def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
-    """Refuse, before any worker starts, a plan whose simulations are too big (lrsim/limits.py):
+    """Refuse, before any worker starts, a plan whose simulations are too big (lrsim/work.py):
     each candidate's replica (its share of --concurrency / --requests) and all of them together
     at the first round's samples. Returns the most blocks per candidate the caps allow (at most
     Load.max_samples with ci_target, else Load.samples)."""
-    from ..limits import MAX_COMMAND_POSITIONS, check_command, check_simulation
+    from lrcore.limits import MAX_COMMAND_POSITIONS
+
+    from ..work import check_command, check_simulation
 
     total = 0
     for c in cands:

@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from ..sim.config import Config, Placement
 from ..sim.latency import Scaled
 from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost
@@ -219,7 +220,7 @@ class Preset:
 # --- the 14 settings -------------------------------------------------------------------------------
 
 def _read_table1(path: str | None) -> dict:
-    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+    from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
     p = Path(path) if path else Path(str(resources.files("lrsim") / "data" / TABLE1_FILE))
     try:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from . import presets
 from .whatif import NONE, WhatIf
 

@@ -12,15 +12,18 @@ all the same, from the assumptions that file names; their paper columns are None
 """
 from __future__ import annotations
 
+from lrcore.modes import MODE_POLICY
+
 from . import stats
 from .presets import LR_DEPTH, NGRAM_SPEC_TOKENS, Preset, build_presets, with_latency_file
 
-MODES = {                      # column -> (policy, knobs)
-    "ar": ("ar", {}),
-    "lr": ("lr-async", {"depth": LR_DEPTH, "k2": 1}),
-    "sd": ("sd", {"k2": NGRAM_SPEC_TOKENS + 1}),
-    "lr+sd": ("lr-async", {"depth": LR_DEPTH, "k2": NGRAM_SPEC_TOKENS + 1}),
+KNOBS = {                      # column (a mode) -> the paper's knobs for it
+    "ar": {},
+    "lr": {"depth": LR_DEPTH, "k2": 1},
+    "sd": {"k2": NGRAM_SPEC_TOKENS + 1},
+    "lr+sd": {"depth": LR_DEPTH, "k2": NGRAM_SPEC_TOKENS + 1},
 }
+MODES = {m: (MODE_POLICY[m][0], knobs) for m, knobs in KNOBS.items()}   # column -> (policy, knobs)
 SPEEDUPS = ("lr", "sd", "lr+sd")
 # How far a prediction may sit from the paper and still count as "agrees in rough magnitude"
 # (tests/plan/test_table1.py). The presets are unfitted: the paper's own inputs imply an effective

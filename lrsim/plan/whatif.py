@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 
 @dataclass(frozen=True)

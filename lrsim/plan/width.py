@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 PAPER_WIDTH_ACCEPTANCE = {1: 0.63, 8: 0.83}     # method.md: depth 2, W = 1 -> 8
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from .config import POLICIES, Config
 from .latency import Scaled
 from .workload import Synthetic

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
 
 DEFAULT_RATE_REQUESTS = 100   # --rate without --requests: this many Poisson arrivals
 
@@ -94,7 +94,7 @@ def _fmt(v, nd=3):
 
 
 def _print_summary(s: dict) -> None:
-    from ..tables import console, kv_table
+    from lrcore.tables import console, kv_table
 
     unit = "units" if s["params"]["ideal"] else "s"
     p = s["params"]
@@ -147,7 +147,7 @@ def sweep(
     if rate is not None and requests is None:
         requests = DEFAULT_RATE_REQUESTS
     if out is not None:
-        from ..outputs import check_output
+        from lrcore.outputs import check_output
         from .scenario import resolve_path
 
         check_output(out, "--out", inputs=[resolve_path(scenario) if scenario else None])
@@ -159,7 +159,7 @@ def sweep(
             "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
     res = run_sweep(base, grid, budget, jobs)
     if out is not None:
-        from ..outputs import write_atomic
+        from lrcore.outputs import write_atomic
 
         write_atomic(out, jsonout.dumps(res, indent=1), "--out")
     if as_json:
@@ -169,7 +169,7 @@ def sweep(
 
 
 def _print_sweep(res: dict) -> None:
-    from ..tables import console, table
+    from lrcore.tables import console, table
 
     t = table(f"lr sweep: {res['policy']} ({len(res['points'])} points, {res['elapsed_s']:.1f} s)",
               ("k1", "depth", "width", "k2", "parallel", "speedup", "tokens/s", "accept"))

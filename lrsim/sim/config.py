@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from ..theory.formulas import geometric_sum
 from .latency import Ideal, LatencyModel, Scaled
 from .verifier import VerifierCost

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 H100_HBM_BYTES_PER_S = 3.35e12      # H100 SXM HBM3 bandwidth (NVIDIA datasheet)
 H100_BF16_FLOPS = 989e12            # H100 SXM dense BF16 tensor-core peak (NVIDIA datasheet)
@@ -161,7 +161,7 @@ class Tabulated(LatencyModel):
 def load_measurements(path: str | Path) -> dict[str, Tabulated]:
     """Read a GPU/CPU measurement file {"device", "models": {name: {"tp", "dtype", "decode":
     [{"batch", "context", "ms"}], "prefill": [{"tokens", "ms"}]}}} -> {model name: Tabulated}."""
-    from ..limits import MAX_TEXT_FILE_BYTES, read_capped
+    from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
     p = Path(path)
     try:

@@ -42,7 +42,7 @@ def _link_peers(target, draft, cfg: Config) -> None:
 
 def run(cfg: Config) -> tuple[dict, World]:
     """Run cfg.policy over cfg.workload; returns (summary, world)."""
-    from ..limits import check_simulation
+    from ..work import check_simulation
 
     cfg = cfg.validate().effective()
     check_simulation(cfg)   # before the workload is built (memory, time)

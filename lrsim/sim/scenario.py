@@ -40,9 +40,10 @@ except ImportError:  # Python 3.10 (pyproject allows it): the same parser under 
     import tomli as tomllib
 from pathlib import Path
 
-from ..errors import UserError
-from .. import limits
-from ..limits import MAX_STEPS_PER_REQUEST
+from lrcore import limits
+from lrcore.errors import UserError
+from lrcore.limits import MAX_STEPS_PER_REQUEST
+
 from .build import MAX_KNOB, MAX_WORKLOAD   # the flags' caps hold in files too
 from .config import JUDGE_TIMINGS, POLICIES, Config, Placement
 from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements

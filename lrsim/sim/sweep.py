@@ -14,8 +14,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
-from ..errors import UserError
-from ..limits import check_command, workload_shape
+from lrcore.errors import UserError
+
+from ..work import check_command, workload_shape
 from .build import MAX_KNOB, MAX_TREE, Options, build
 from .metrics import compare
 from .runner import run

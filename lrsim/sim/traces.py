@@ -1,7 +1,8 @@
 """Trace-driven workloads: replay the steps and verdicts of real traces (traces/README.md, v1).
 
-Reading uses the real backend's validating reader `lrreal.traces.read_traces` (one reader for
-the whole toolkit). This module is the only simulator module that knows the trace format.
+Reading uses the trace contract's validating reader `lrcore.traces.read_traces` (one reader for
+the whole toolkit; the real backend writes with the same module). This module is the only
+simulator module that knows the trace format.
 
 Mapping (one record -> one request):
     steps[i].tokens                   -> the length of step i (the simulated request's steps)
@@ -36,7 +37,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from .workload import RequestSpec
 
 DEFAULT_PROMPT_TOKENS = 300
@@ -46,7 +48,7 @@ DEFAULT_JUDGE_TIMING = "deferred"  # records without run.flags.judge_timing judg
 
 
 def _read(path: Path) -> list[dict]:
-    from lrreal.traces import read_traces  # validates; imported here to keep `lr --help` light
+    from lrcore.traces import read_traces  # validates; imported here to keep `lr --help` light
 
     return read_traces(path, strict=True)  # a torn last line is an error here, not a warning
 

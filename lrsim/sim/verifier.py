@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
+from lrcore.errors import UserError
+
 from .engine import Engine, Job
 
 JUDGE_TEMPLATE_TOKENS = 120   # system prompt + instructions around the two steps (method.md protocol)

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 STEP_TOKEN_CAP = 100     # the reference cuts a step at 100 tokens (method.md)
 

@@ -1,26 +1,24 @@
-"""`lr theory ...`: closed-form speedups, the optimal budget split and the blog figure."""
+"""`lr theory ...`: closed-form speedups and the optimal budget split.
+
+`lr theory figure` (the blog figure) draws with matplotlib, which is `analysis`'s: it lives in
+analysis/theory_cli.py and the top-level cli.py adds it to this group.
+"""
 from __future__ import annotations
 
 import math
 import time
 from enum import Enum
-from pathlib import Path
 
 import typer
 
-from lrsim import jsonout
+from lrcore import jsonout
+from lrcore.errors import UserError
+from lrcore.tables import console, kv_table
 
-from ..errors import UserError
-from ..tables import console, kv_table
 from .params import MAX_BUDGET, MAX_DIM, HybridParams, InvalidParameter
 
 app = typer.Typer(help="The paper's closed forms: speedups, optimal (k1, k2) split, blog figure.",
                   no_args_is_help=True)
-
-
-# Formats matplotlib writes without extra packages, chosen by the file extension.
-IMAGE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",
-                  ".webp")
 
 
 class Mode(str, Enum):
@@ -151,29 +149,3 @@ def _theorem_text(th) -> str:
     verdict = "agrees with optimiser" if th.agrees else (
         "DISAGREES with optimiser" if th.agrees is False else "no check")
     return f"predicts {th.prediction}; {verdict}"
-
-
-@app.command()
-def figure(
-    out: Path = typer.Option(Path("blog_figure.png"), "--out", help="Where to write the PNG."),
-    as_json: bool = JSON,
-):
-    """The blog figure (alpha = 0.5, c = 0.05): SD alone vs step + token speculation."""
-    from analysis.theory_plots import plot_blog_figure
-
-    from ..outputs import check_output
-    from .figure import blog_curves
-
-    check_output(out, "--out", suffixes=IMAGE_SUFFIXES, what="image file")
-
-    curves = blog_curves()
-    path = plot_blog_figure(curves, out)
-    (g_sd, s_sd), (g_c, s_c) = curves.peak("sd"), curves.peak("combined")
-    res = {"out": str(path), "sd_peak": {"gamma": g_sd, "speedup": s_sd},
-           "combined_peak": {"gamma": g_c, "speedup": s_c}}
-    if as_json:
-        print(jsonout.dumps(res))
-        return
-    print(f"SD peak: {s_sd:.2f}x at gamma = {g_sd:.2f}")
-    print(f"step+token peak: {s_c:.2f}x at gamma = {g_c:.2f}")
-    print(f"wrote {path}")

@@ -5,7 +5,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 MODES = ("sync", "async")
 

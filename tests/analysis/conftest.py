@@ -1,14 +1,14 @@
 """Real trace files for the plot tests, recorded through the real LR scheduler on the deterministic
-fake engine (lrreal.fake_engine: scripted steps, known speeds, no models), in ar / lr / lr-sync."""
+fake engine (harness.fake_engine: scripted steps, known speeds, no models), in ar / lr / lr-sync."""
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine
+from lrcore.traces import TraceWriter
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
-from lrreal.traces import TraceWriter
 
 TARGET_S_PER_TOKEN = 0.003
 DRAFT_S_PER_TOKEN = 0.001

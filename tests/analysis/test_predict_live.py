@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from analysis import predict_live as pl
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 CORPUS = Path(__file__).parent / "data" / "corpus" / "gsm8k"
 

@@ -100,7 +100,7 @@ def test_lr_plot_sections_with_profile_traces_and_preset(run_lr, tmp_path, profi
 def test_a_directory_of_traces_and_its_errors(tmp_path, fake_traces):
     assert measured.expand([fake_traces.parent]) == [fake_traces]
     (tmp_path / "empty").mkdir()
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     with pytest.raises(UserError, match="empty: a directory without"):
         measured.expand([tmp_path / "empty"])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine
+from lrcore.traces import TraceWriter
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
-from lrreal.traces import TraceWriter
 
 TARGET_S_PER_TOKEN = 0.01
 DRAFT_S_PER_TOKEN = 0.0025

@@ -6,12 +6,12 @@ import pytest
 from scipy.stats import binomtest
 
 from faketraces import record, script
-from lrreal.traces import TraceWriter
+from lrcore.errors import UserError
+from lrcore.traces import TraceWriter
 from lrsim.calib import overheads as oh
 from lrsim.calib.calibrate import calibrate, read_records
 from lrsim.calib.profile import Profile, load_profile, save_profile, validate_doc
 from lrsim.calib.replay import replay, replay_files
-from lrsim.errors import UserError
 
 PROBLEMS = 4
 

@@ -9,11 +9,11 @@ import pytest
 from pathlib import Path
 
 from faketraces import DRAFT_S_PER_TOKEN, FIXTURE, TARGET_S_PER_TOKEN
+from lrcore.errors import UserError
 from lrsim.calib import overheads as oh
 from lrsim.calib.calibrate import calibrate, split_problems
 from lrsim.calib.profile import Profile, load_profile, save_profile, validate_doc
 from lrsim.calib.replay import compare, replay, replay_files
-from lrsim.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 

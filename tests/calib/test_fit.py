@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
+from lrcore.errors import UserError
 from lrsim.calib.fit import Points, errors, fit_roofline, predict, table_from_passes
 from lrsim.calib.models import FittedRoofline
-from lrsim.errors import UserError
 from lrsim.sim.latency import Tabulated
 
 TRUE = FittedRoofline(base_s=0.40, knee_tokens=4, per_token_s=0.03, prefill_per_token_s=0.021,

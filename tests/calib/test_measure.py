@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lrsim.calib.measure import curve_entry
+from lrcore.errors import UserError
+from lrsim.calib.curve import curve_entry
 from lrsim.calib.profile import Profile, validate_doc
-from lrsim.errors import UserError
 from lrsim.sim.latency import load_measurements
 
 ROOT = Path(__file__).resolve().parents[2]

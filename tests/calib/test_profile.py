@@ -3,9 +3,9 @@ import json
 
 import pytest
 
+from lrcore.errors import UserError
 from lrsim.calib.models import FittedRoofline
 from lrsim.calib.profile import Profile, load_profile, save_profile
-from lrsim.errors import UserError
 from lrsim.sim.runner import run, simulate
 
 

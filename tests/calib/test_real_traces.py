@@ -126,7 +126,7 @@ def test_table_latency_model_from_real_passes(traces):
 
 def test_measured_draft_curve_plugs_into_the_real_profile():
     """tests/data/calib/draft-curve.json was measured with `lr calibrate measure` on the 0.5B model."""
-    from lrsim.calib.measure import curve_entry
+    from lrsim.calib.curve import curve_entry
 
     curve = ROOT / "tests/data/calib/draft-curve.json"
     if not (OWN.is_file() and curve.is_file()):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.plan import hardware as hw
 from lrsim.plan import planner
 from lrsim.plan.planner import Candidate, Hardware, Load

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.plan import presets as P
 from lrsim.plan.presets import PRESETS, build_presets, implied_alpha2
 from lrsim.plan.table1 import REL_TOLERANCE, TABLE_HEADER, compare_table1, format_rows

@@ -10,9 +10,10 @@ import json
 import pytest
 from scipy.stats import binomtest
 
+from harness.fake_engine import GSM8K_SCRIPT, MARKER, ExactVerifier, FakeEngine, tokenize
+from lrcore.modes import DRAFT_MODES, MODES
 from lrreal import collect as collect_mod
-from lrreal.fake_engine import GSM8K_SCRIPT, MARKER, ExactVerifier, FakeEngine, tokenize
-from lrreal.scheduler import DRAFT_MODES, MODES, Problem, SchedulerConfig, run_problem
+from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 
 SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]
 PROMPT = "Question: what is six times seven?\n" + MARKER
@@ -34,7 +35,7 @@ def run(cfg, target, draft=None, verifier=None):
 
 def validate(res, mode="accept"):
     """The result must form a valid trace record (schema + cross-field rules)."""
-    from lrreal.traces import validate_record
+    from lrcore.traces import validate_record
 
     rec = {"schema_version": 1, "run": {"flags": {"mode": mode}, "models": {}, "vllm_version": None,
                                         "hardware": {}, "seeds": {}},
@@ -104,7 +105,7 @@ def test_target_and_draft_steps_run_side_by_side():
 
 
 def test_a_true_verdict_on_a_target_step_is_valid_only_in_accept_records():
-    from lrreal.traces import TraceError
+    from lrcore.traces import TraceError
 
     target, draft = engines()
     res = run(SchedulerConfig(mode="accept", max_tokens=500), target, draft)
@@ -207,7 +208,7 @@ def spec(out, **kw):
 
 
 def test_collect_accept_records_counts_text_and_summary_interval(fake_collect):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     s = collect_mod.collect(spec(out))
@@ -265,7 +266,7 @@ def test_collect_cli_json_and_table_report_the_interval(fake_collect, run_lr, ca
 
 
 def test_wilson_interval_edges_come_from_scipy():
-    from lrsim.calib.acceptance import binomial_ci, estimate, protocol_acceptance
+    from lrcore.acceptance import binomial_ci, estimate, protocol_acceptance
 
     assert binomial_ci(0, 0) is None and estimate(0, 0)["rate"] is None
     for k, n in ((0, 5), (5, 5), (3, 10), (63, 100)):

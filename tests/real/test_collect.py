@@ -6,10 +6,10 @@ import os
 
 import pytest
 
+from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
+from harness.fake_engine import GSM8K_SCRIPT as SCRIPT
 from lrreal import collect as collect_mod
 from lrreal import models
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
 
 
@@ -41,7 +41,7 @@ class _null:
 
 
 def test_collect_writes_resumes_and_summarizes(fake_collect):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, started = fake_collect
     spec = lambda mode, resume: collect_mod.CollectSpec(mode=mode, dataset="gsm8k", limit=2,
@@ -67,7 +67,7 @@ def test_collect_writes_resumes_and_summarizes(fake_collect):
 
 
 def test_existing_file_without_resume_is_refused(fake_collect):
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     out, _ = fake_collect
     out.write_text(json.dumps({"x": 1}) + "\n")
@@ -100,7 +100,7 @@ def test_default_binding_splits_cores_only_with_a_draft():
 
 
 def test_bad_flags_are_user_errors():
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     with pytest.raises(UserError, match="--mode"):
         collect_mod.CollectSpec(mode="turbo").scheduler_config()
@@ -134,7 +134,7 @@ def test_preload_iomp_replaces_the_libgomp_vllm_added(monkeypatch, tmp_path):
 def test_resume_refuses_records_made_with_other_settings(fake_collect, change, flag):
     from dataclasses import replace
 
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
 
     out, started = fake_collect
     base = collect_mod.CollectSpec(mode="lr", dataset="gsm8k", limit=1, depth=2, max_tokens=200,
@@ -161,8 +161,8 @@ def test_resume_accepts_other_modes_and_more_problems(fake_collect):
 def test_full_disk_while_writing_is_one_line_and_keeps_complete_records(fake_collect, monkeypatch):
     import errno
 
-    import lrreal.traces as traces_mod
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
+    import lrcore.traces as traces_mod
 
     out, _ = fake_collect
     real_write = os.write

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
+from harness.fake_engine import GSM8K_SCRIPT as SCRIPT
 from lrreal import collect as collect_mod
 from lrreal import corpus, engine_pool, models
 from lrreal.engine import EngineArgs, probe_summary
-from lrreal.fake_engine import GSM8K_SCRIPT as SCRIPT
-from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 
 
 def test_plan_covers_every_pair_once_and_interleaves():
@@ -106,17 +106,17 @@ def test_collector_records_a_probe_before_and_after(fake_pool):
         assert set(r["probe"]["before"]["engines"]) == {"target", "draft"}
         assert r["probe"]["before"]["t"] <= r["probe"]["after"]["t"]
     assert r2["probe"]["before"] is r1["probe"]["after"]  # one probe between two records
-    from lrreal.traces import validate_record
+    from lrcore.traces import validate_record
     validate_record(r1)
 
 
 def test_corpus_runs_interleaved_restarts_once_per_phase_and_resumes(fake_pool, monkeypatch):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, made = fake_pool
     # the engine lock, signals and the reaper guard are exercised by the real-engine tests
     import lrreal.shutdown as sh
-    monkeypatch.setattr("lrreal.engine.vllm_lock", lambda *a, **k: _Null())
+    monkeypatch.setattr("lrreal.lock.vllm_lock", lambda *a, **k: _Null())
     monkeypatch.setattr(sh, "EngineGuard", lambda: _Null())
     configs = (corpus.BY_LABEL["ar"], corpus.BY_LABEL["lr-d2"], corpus.BY_LABEL["sd"],
                corpus.BY_LABEL["lr+sd-d2"])
@@ -146,11 +146,11 @@ def test_set_aside_moves_records_without_losing_them(fake_pool, monkeypatch):
     reason) and a resumed collection records them again."""
     import json
 
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, _ = fake_pool
     import lrreal.shutdown as sh
-    monkeypatch.setattr("lrreal.engine.vllm_lock", lambda *a, **k: _Null())
+    monkeypatch.setattr("lrreal.lock.vllm_lock", lambda *a, **k: _Null())
     monkeypatch.setattr(sh, "EngineGuard", lambda: _Null())
     jobs = corpus.corpus_plan([("gsm8k", 2)], (corpus.BY_LABEL["ar"],))
     base = collect_mod.CollectSpec(max_tokens=200, target_cores="0", draft_cores="1")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lrreal.datasets import (MATH_INSTRUCTION, dataset_names, load_problems, with_samples)
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 
 def test_gsm8k_real_rows_and_gold_after_hashes():

@@ -7,8 +7,9 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from lrreal.engine import _StatSink, ngram_config, sd_summary, vllm_lock
-from lrsim.errors import UserError
+from lrcore.errors import UserError
+from lrreal.engine import _StatSink, ngram_config, sd_summary
+from lrreal.lock import vllm_lock
 
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def test_vllm_lock_inside_an_outer_flock_command(tmp_path):
 
     path = tmp_path / "lock"
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "from lrreal.engine import vllm_lock\n"
+            "from lrreal.lock import vllm_lock\n"
             "with vllm_lock(%r, wait=False):\n    print('inside')\n") % (str(ROOT), str(path))
     p = subprocess.run(["flock", str(path), sys.executable, "-c", code], capture_output=True,
                        text=True, timeout=60)

@@ -29,7 +29,7 @@ def real(prepared_cache):
     """(collector, event loop, first GSM8K problem) with both engines started."""
     from lrreal.collect import CollectSpec, Collector
     from lrreal.datasets import load_problems
-    from lrreal.engine import vllm_lock
+    from lrreal.lock import vllm_lock
 
     spec = CollectSpec(mode="lr", dataset="gsm8k", limit=1, depth=2, max_tokens=MAX_TOKENS,
                        max_step_tokens=32, verifier="exact", cache_dir=str(prepared_cache))
@@ -66,7 +66,7 @@ def _run(real, mode: str) -> dict:
 
 
 def _write_and_read(tmp_path, recs):
-    from lrreal.traces import TraceWriter, read_traces
+    from lrcore.traces import TraceWriter, read_traces
 
     out = tmp_path / "traces.jsonl"
     with TraceWriter(out, resume=True) as w:

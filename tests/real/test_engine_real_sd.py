@@ -12,10 +12,10 @@ MAX_TOKENS = 48
 
 
 def test_sd_records_token_level_acceptance(prepared_cache, tmp_path):
+    from lrcore.traces import TraceWriter, read_traces
     from lrreal.collect import CollectSpec, Collector
     from lrreal.datasets import load_problems
-    from lrreal.engine import vllm_lock
-    from lrreal.traces import TraceWriter, read_traces
+    from lrreal.lock import vllm_lock
 
     spec = CollectSpec(mode="sd", dataset="gsm8k", limit=1, max_tokens=MAX_TOKENS,
                        cache_dir=str(prepared_cache))

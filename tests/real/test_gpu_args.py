@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.fake_engine import fake_model_folder
+from lrcore.errors import UserError
 from lrreal import collect as collect_mod
 from lrreal import models
 from lrreal.collect import CollectSpec
 from lrreal.engine import EngineArgs, check_gpu_layout, check_heads_divisible
-from lrreal.fake_engine import fake_model_folder
 from lrreal.judge_server import JudgeServer, JudgeServerConfig
-from lrsim.errors import UserError
 
 # The paper's layout (method.md): target TP=2 on GPUs 0,1, the draft on GPU 2, the judge on 3.
 PAPER = dict(mode="lr", dtype="bfloat16", tensor_parallel_size=2, target_devices="0,1",

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from lrcore.errors import UserError
 from lrreal import judge_server as js
-from lrreal.judge_server import JudgeServer, JudgeServerConfig, VllmLock, free_port, lock_holders
-from lrsim.errors import UserError
+from lrreal import lock as lock_mod
+from lrreal.judge_server import JudgeServer, JudgeServerConfig, free_port
+from lrreal.lock import VllmLock, lock_holders
 
 FAKE_SERVER = textwrap.dedent("""
     import json, subprocess, sys, time
@@ -56,7 +58,7 @@ class FakeJudgeServer(JudgeServer):
 @pytest.fixture
 def lock_path(tmp_path, monkeypatch):
     path = str(tmp_path / "vllm.lock")
-    monkeypatch.setattr(js, "LOCK_PATH", path)
+    monkeypatch.setattr(lock_mod, "LOCK_PATH", path)
     return path
 
 
@@ -118,7 +120,7 @@ def test_lock_held_by_another_process_times_out(lock_path):
 
 def test_lock_held_by_an_ancestor_is_reused(lock_path):
     """`flock /tmp/lr-vllm.lock lr judge serve ...` must not deadlock on itself."""
-    code = ("import sys; from lrreal.judge_server import VllmLock; "
+    code = ("import sys; from lrreal.lock import VllmLock; "
             f"l = VllmLock({lock_path!r}, timeout_s=3).acquire(); "
             "print('inherited' if l.inherited_from else 'own', flush=True)")
     out = subprocess.run(["flock", lock_path, sys.executable, "-c", code], capture_output=True,

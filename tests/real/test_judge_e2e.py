@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lrreal.judge_server import LOCK_PATH, _group_alive, lock_holders
+from lrreal.judge_server import _group_alive
+from lrreal.lock import LOCK_PATH, lock_holders
 from lrreal.verifiers import make_verifier
 
 pytestmark = pytest.mark.real
@@ -32,8 +33,8 @@ UNRELATED = ("Natalia sold 48/2 = 24 clips in May.", "The weather in Paris is ra
 
 def judge_model() -> Path:
     """The packaged 0.5B model's HF folder (prepared once via core's lrreal.models if needed)."""
+    from lrcore.errors import UserError
     from lrreal import models
-    from lrsim.errors import UserError
 
     try:
         return models.resolve("draft")

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
+from harness.fault_judge import FaultConfig, FaultJudge
 from lrreal import collect as collect_mod
-from lrreal.fault_judge import FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier, load_judge_prompt, make_verifier
 from lrreal.verifiers.judge import judge_messages
 from lrreal.verifiers.judge_prompt import (DATA_DIR, SHIPPED, JudgePrompt, parse_judge_prompt,
                                            prompt_sha256)
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 # The judge prompt as it was before templates were files (lrreal/verifiers/judge.py constants):
 # the shipped `default` must be exactly this, so records made without --judge-prompt mean the same.
@@ -263,7 +263,7 @@ def judged(recs):
 
 
 def test_collect_records_the_template_and_resume_refuses_another(fake_collect, tmp_path):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     paper = load_judge_prompt("paper")
@@ -310,7 +310,7 @@ def test_records_without_a_template_were_judged_with_the_default(fake_collect):
 
 
 def test_without_an_llm_judge_the_template_is_not_part_of_the_records(fake_collect, monkeypatch, tmp_path):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     spec = lambda **kw: collect_mod.CollectSpec(**(dict(mode="lr", limit=1, depth=2, max_tokens=200,  # noqa: E731

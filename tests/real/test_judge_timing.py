@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine
+from lrcore.errors import UserError
 from lrreal import collect as collect_mod
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
-from lrsim.errors import UserError
 
 SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]
 PROMPT = "Question: what is six times seven?\n" + MARKER
@@ -31,7 +31,7 @@ def run(cfg, target, draft, verifier):
 
 def validate(res, mode):
     """The result must form a valid trace record (schema + cross-field rules)."""
-    from lrreal.traces import validate_record
+    from lrcore.traces import validate_record
 
     validate_record({"schema_version": 1, "run": {"flags": {}, "models": {}, "vllm_version": None,
                                                   "hardware": {}, "seeds": {}},
@@ -125,7 +125,7 @@ def spec(out, **kw):
 
 
 def test_judge_timing_is_recorded_and_resume_refuses_another(fake_collect):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     assert collect_mod.collect(spec(out)).written == 1
@@ -153,7 +153,7 @@ def test_records_without_judge_timing_were_deferred(fake_collect):
 
 
 def test_cli_judge_timing(fake_collect, run_lr):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     code, stdout, err = run_lr("collect", "--mode", "lr", "--depth", "2", "--limit", "1",

@@ -8,8 +8,8 @@ import types
 
 import pytest
 
+from lrcore.errors import UserError
 from lrreal import models
-from lrsim.errors import UserError
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine, tokenize
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine, tokenize
 from lrreal.scheduler import Problem, SchedulerConfig, derive_seed, run_problem
 from lrreal.scheduler.record import StepLog
 
@@ -29,7 +29,7 @@ def run(cfg, target, draft=None, verifier=None, problem=None):
 
 def validate(res, mode):
     """The result must form a valid trace record (schema + cross-field rules)."""
-    from lrreal.traces import validate_record
+    from lrcore.traces import validate_record
 
     rec = {"schema_version": 1, "run": {"flags": {}, "models": {}, "vllm_version": None,
                                         "hardware": {}, "seeds": {}},

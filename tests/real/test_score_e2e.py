@@ -21,8 +21,8 @@ MAX_TOKENS = 64
 
 
 def test_lr_collect_with_the_score_verifier(prepared_cache, tmp_path):
+    from lrcore.traces import read_traces, validate_record
     from lrreal.engine import gpu_count
-    from lrreal.traces import read_traces, validate_record
     from lrreal.verifiers import SCORE_PROMPT
 
     out = tmp_path / "score.jsonl"

@@ -9,13 +9,13 @@ import string
 
 import pytest
 
+from harness.fake_engine import StubTokenizer
+from lrcore.errors import UserError
 from lrreal import collect as collect_mod
 from lrreal.engine import GenResult, monotonic
-from lrreal.fake_engine import StubTokenizer
 from lrreal.verifiers import KINDS, SCORE_PROMPT, ScoreVerifier, make_verifier
 from lrreal.verifiers.judge_prompt import prompt_sha256
 from lrreal.verifiers.score import DEFAULT_THRESHOLD, parse_score
-from lrsim.errors import UserError
 
 TARGET = "In May she sold half as many clips: 48 / 2 = 24."
 DRAFT = "Natalia sold 48/2 = 24 clips in May."
@@ -222,7 +222,7 @@ def scoring_collect(fake_collector, monkeypatch):
 @pytest.mark.parametrize("reply, accepted", [("8", True), ("3", False), (None, False)],
                          ids=["score-8", "score-3", "fake-word"])
 def test_collect_with_the_score_verifier(scoring_collect, reply, accepted):
-    from lrreal.traces import read_traces, validate_record
+    from lrcore.traces import read_traces, validate_record
 
     out, targets = scoring_collect(reply)
     spec = collect_mod.CollectSpec(mode="lr", limit=1, depth=2, max_tokens=200, verifier="score",

@@ -8,14 +8,14 @@ import json
 
 import pytest
 
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal import collect as collect_mod
 from lrreal.engine import Progress
-from lrreal.fake_engine import MARKER, ExactVerifier, FakeEngine
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 from lrreal.scheduler.steps import (DEFAULT_STEP_STOP, MAX_STEP_STOP_CHARS, MAX_STEP_STOPS,
                                     StreamSegmenter, check_step_stops, decode_escapes,
                                     ends_on_boundary, find_stop)
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]
 PROMPT = "Question: what is six times seven?\n" + MARKER
@@ -142,7 +142,7 @@ def spec(out, **kw):
 
 @pytest.mark.parametrize("mode", ["ar", "lr"])
 def test_step_stop_is_recorded_and_resume_refuses_another(fake_collect, mode):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     s = collect_mod.collect(spec(out, mode=mode, step_stop=(".", "\n\n")))
@@ -179,7 +179,7 @@ def test_records_without_step_stop_were_cut_at_a_blank_line(fake_collect):
 
 
 def test_cli_decodes_and_records_step_stop(fake_collect, run_lr):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     code, stdout, err = run_lr("collect", "--mode", "ar", "--limit", "1", "--max-tokens", "200",

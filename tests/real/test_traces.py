@@ -7,9 +7,9 @@ import warnings
 
 import pytest
 
-from lrreal import traces
-from lrreal.traces import TraceError, TraceWriter, TruncatedTraceWarning, read_traces, validate_record
-from lrsim.errors import UserError
+from lrcore import traces
+from lrcore.errors import UserError
+from lrcore.traces import TraceError, TraceWriter, TruncatedTraceWarning, read_traces, validate_record
 
 
 def make_record(problem_id="gsm8k/0", sample=0, mode="lr") -> dict:
@@ -269,4 +269,4 @@ def test_shipped_real_traces_satisfy_the_contract():
     assert modes, "recorded traces hold no records"
 
 
-from lrreal.traces import record_key  # noqa: E402  (used above)
+from lrcore.traces import record_key  # noqa: E402  (used above)

@@ -13,8 +13,8 @@ import pytest
 
 from lrreal.verifiers import (EmbeddingVerifier, ExactVerifier, JudgeConfig, JudgeVerifier,
                               RandomVerifier, Verdict, make_verifier, normalize)
+from lrcore.errors import UserError
 from lrreal.verifiers.judge import judge_messages, p_aligned, reply_accepts
-from lrsim.errors import UserError
 
 S1 = "In May she sold half as many clips: 48 / 2 = 24."
 S2 = "Natalia sold 48/2 = 24 clips in May."

@@ -43,8 +43,9 @@ def patch() -> None:
     from lrreal import collect as collect_mod
     from types import SimpleNamespace
 
-    from lrreal import grading, models, traces
-    from lrreal.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
+    from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
+    from lrcore import traces
+    from lrreal import grading, models
 
     folder = fake_model_folder(tempfile.mkdtemp(prefix="lr-fake-model-"))
     models.resolve = lambda name, cache=None: folder

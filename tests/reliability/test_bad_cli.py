@@ -240,7 +240,7 @@ def _cases():
         for name, value in bad.items():
             add(f"output-{name}", path, _with(BASE[path], flag, value), [flag])
     # Absurd but well-formed values: each under its flag's own range, refused by the work caps
-    # (lrsim/limits.py) before anything runs, naming the cap.
+    # (lrcore/limits.py, lrsim/work.py) before anything runs, naming the cap.
     for path, argv in ABSURD:
         add("absurd-value", path, argv, ["over the cap"])
     add("unknown-command", "bogus-command", [], ["bogus-command"])
@@ -262,15 +262,15 @@ def tripwires(monkeypatch, tmp_path):
 
     import lrreal.collect
     import lrreal.engine
-    import lrreal.judge_server
+    import lrreal.lock
     import lrreal.models
 
     # Model names are resolved (and refused) before these, so the tripwires sit at the point
     # where real work would start: the machine-wide vLLM lock and the engine/server launch.
     monkeypatch.setattr(lrreal.engine.VllmEngine, "start", trip("VllmEngine.start"))
-    monkeypatch.setattr(lrreal.engine, "vllm_lock", trip("the vLLM lock"))
+    monkeypatch.setattr(lrreal.lock, "vllm_lock", trip("the vLLM lock"))
     monkeypatch.setattr(lrreal.collect, "vllm_lock", trip("the vLLM lock"))
-    monkeypatch.setattr(lrreal.judge_server.VllmLock, "acquire", trip("the judge's vLLM lock"))
+    monkeypatch.setattr(lrreal.lock.VllmLock, "acquire", trip("the judge's vLLM lock"))
     monkeypatch.setattr(lrreal.models, "prepare", trip("models.prepare"))
     monkeypatch.chdir(tmp_path)
 

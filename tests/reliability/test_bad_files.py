@@ -514,8 +514,8 @@ N_RUNS = len(MATRIX)              # (file, command) pairs run by test_bad_file
 @pytest.fixture
 def no_engines(monkeypatch):
     """`lr collect` stops with a sentinel UserError where it would start engines."""
+    from lrcore.errors import UserError
     import lrreal.collect as collect_mod
-    from lrsim.errors import UserError
 
     class NoEngines:
         def __init__(self, *a, **k):

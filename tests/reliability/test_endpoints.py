@@ -13,9 +13,9 @@ from contextlib import redirect_stderr
 import httpx
 import pytest
 
-from lrreal.fault_judge import MAX_BODY_BYTES, FaultConfig, FaultJudge
+from harness.fault_judge import MAX_BODY_BYTES, FaultConfig, FaultJudge
+from lrcore.errors import UserError
 from lrreal.verifiers import JudgeConfig, JudgeVerifier, make_verifier
-from lrsim.errors import UserError
 
 CHAT = b'{"model": "fault-judge", "messages": [{"role": "system", "content": "x"}, ' \
        b'{"role": "user", "content": "s1: 1\\n\\ns2: 1"}], "max_tokens": 1}'

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from lrcore.errors import UserError
 from lrreal import engine_checks as ee
 from lrreal import engine_errors
 from lrreal.engine_errors import StartContext, StartupCapture, translate
 from lrreal.judge_server import _group_alive, check_loopback_only, check_port_free
-from lrsim.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 LR = [sys.executable, "-c", "import cli; cli.main()"]
@@ -406,7 +406,8 @@ def test_real_engine_core_failure_is_found_in_its_log(packaged, monkeypatch, cap
     than one max-length request); the root cause comes from its captured log, nothing leaks."""
     import asyncio
 
-    from lrreal.engine import EngineArgs, VllmEngine, vllm_lock
+    from lrreal.engine import EngineArgs, VllmEngine
+    from lrreal.lock import vllm_lock
 
     monkeypatch.setattr(ee, "check_engine_fits", lambda *a, **k: None)
     eng = VllmEngine("target", EngineArgs(model=str(packaged["target"]), max_model_len=32768,

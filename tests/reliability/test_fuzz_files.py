@@ -29,7 +29,7 @@ try:
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 
 tomli_w = pytest.importorskip("tomli_w")
 
@@ -193,7 +193,7 @@ def _named(e: UserError, path: Path) -> str:
 
 
 def check_trace(data: bytes) -> str:
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
     from lrsim.sim.traces import TraceWorkload
 
     path = WORK / "fuzz-trace.jsonl"

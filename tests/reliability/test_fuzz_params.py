@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cli
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.theory import HybridParams, InvalidParameter, check_theorem, hybrid, optimize
 from lrsim.theory.formulas import f_step, f_sync, parallel_dim, sd_speedup
 from lrsim.theory.optimize import MAX_TIES

@@ -2,7 +2,7 @@
 
 Every case must end as a rejection whose `error` names the cause, within a bounded time, never an
 exception out of the run; `lr collect` finishes and its summary counts the failed verifications.
-The judge is `lrreal.fault_judge` (real HTTP on loopback, in-process or as its own process); the
+The judge is `harness.fault_judge` (real HTTP on loopback, in-process or as its own process); the
 collect-level tests run on the deterministic fake engine, the last test on real vLLM engines.
 """
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.fault_judge import KINDS, FaultConfig, FaultJudge
+from lrcore.errors import UserError
 from lrreal import collect as collect_mod
 from lrreal.collect import summarize, verify_cause
-from lrreal.fault_judge import KINDS, FaultConfig, FaultJudge
 from lrreal.verifiers import JudgeConfig, JudgeVerifier
-from lrsim.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 S1 = "She sells 16 - 3 - 4 = 9 eggs."
@@ -149,7 +149,7 @@ def test_a_dead_judge_costs_one_refused_connection_per_step_and_is_used_again_wh
 
 
 def start_process(*args, stats=None):
-    cmd = [sys.executable, "-m", "lrreal.fault_judge", "--port", "0", *args]
+    cmd = [sys.executable, "-m", "harness.fault_judge", "--port", "0", *args]
     cmd += ["--stats-file", str(stats)] if stats else []
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -186,7 +186,7 @@ def test_judge_process_cli_prints_its_url_and_counts_until_sigterm():
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     assert json.loads(proc.stdout.read().splitlines()[-1])["stopped"]["injected"] == 3
-    bad = subprocess.run([sys.executable, "-m", "lrreal.fault_judge", "--mode", "flaky"], cwd=ROOT,
+    bad = subprocess.run([sys.executable, "-m", "harness.fault_judge", "--mode", "flaky"], cwd=ROOT,
                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert bad.returncode == 2 and bad.stderr.startswith("fault_judge: error: --mode 'flaky'")
 
@@ -210,7 +210,7 @@ def judge_checks(recs):
 def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
     """retries 0: one chat request per verification, so the trace's failures must equal the
     server's injected faults exactly, kind for cause."""
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     with FaultJudge(FaultConfig(mode="mixed", seed=3, slow_s=5.0, trickle_s=0.05)) as fj:
@@ -242,7 +242,7 @@ def test_collect_against_a_mixed_judge_records_every_fault(fake_collect):
 
 
 def test_collect_survives_a_judge_dying_mid_run_and_the_json_summary_counts_it(fake_collect, run_lr, tmp_path):
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out = fake_collect
     proc, url = start_process("--mode", "die", "--die-after", "5", stats=tmp_path / "s.json")
@@ -277,7 +277,7 @@ def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache
     """`lr collect` on the real vLLM engines with a judge that never answers well (garbage or an
     HTTP error, then it dies on its second request): exit 0, one record, every judged step
     rejected with its cause, and the --json summary counts them."""
-    from lrreal.traces import read_traces
+    from lrcore.traces import read_traces
 
     out, stats = tmp_path / "t.jsonl", tmp_path / "judge.json"
     proc, url = start_process("--mode", "mixed", "--mix", "garbage=1,http-error=1", "--seed", "0",

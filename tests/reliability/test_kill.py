@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lrreal.killtest import KillTestConfig, expected_keys, kill_test, signal_test
+from harness.killtest import KillTestConfig, expected_keys, kill_test, signal_test
 
 HERE = Path(__file__).resolve().parent
 FAKE = [sys.executable, str(HERE / "kill_fake_collect.py")]
@@ -75,7 +75,7 @@ def vllm_held(prepared_cache):
     """Prepared models and the machine-wide vLLM lock for the whole test: the runs we start
     proceed under it (the lock treats an ancestor's hold as theirs), so kill times are not
     skewed by waits for another vLLM run."""
-    from lrreal.engine import vllm_lock
+    from lrreal.lock import vllm_lock
 
     with vllm_lock():
         yield prepared_cache

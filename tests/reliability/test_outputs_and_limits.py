@@ -1,8 +1,9 @@
 """Reliability, second pass: outputs never destroy inputs, work is bounded before it
 starts, JSON output is strict, and text from files reaches the terminal inert.
 
-Unit tests of lrsim/outputs.py, lrsim/limits.py, lrsim/jsonout.py and the console of
-lrsim/tables.py, then each guarantee through the `lr` commands (in-process, one line, exit 2).
+Unit tests of lrcore/outputs.py, lrcore/limits.py (with lrsim/work.py), lrcore/jsonout.py and the
+console of lrcore/tables.py, then each guarantee through the `lr` commands (in-process, one line,
+exit 2).
 """
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from lrsim import jsonout, limits
-from lrsim.errors import UserError
-from lrsim.outputs import (atomic_path, check_output, check_output_dir, distinct_inputs,
-                           same_file, write_atomic)
+from lrcore import jsonout, limits
+from lrcore.errors import UserError
+from lrcore.outputs import (atomic_path, check_output, check_output_dir, distinct_inputs,
+                            same_file, write_atomic)
+from lrsim import work
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "samples" / "gsm8k-cpu.jsonl"
@@ -36,7 +38,7 @@ def one_line(code, err, *expect):
     return lines[0]
 
 
-# --- lrsim/outputs.py ------------------------------------------------------------------------
+# --- lrcore/outputs.py -----------------------------------------------------------------------
 def test_same_file_by_inode_through_symlinks_and_hard_links(tmp_path):
     a = tmp_path / "a.json"
     a.write_text("{}")
@@ -209,7 +211,7 @@ def test_calibrate_fit_writes_its_profile_atomically(run_lr, tmp_path):
     assert sorted(x.name for x in out.parent.iterdir()) == ["p.json"]
 
 
-# --- lrsim/limits.py: bounded work ------------------------------------------------------------
+# --- lrcore/limits.py, lrsim/work.py: bounded work --------------------------------------------
 @pytest.mark.parametrize("argv,expect", [
     (["simulate", "--requests", "1000000"], "MAX_SIM_POSITIONS"),
     (["simulate", "--ideal", "--alpha1", "0.5", "--c1", "0.1", "--steps", "1000000"], "MAX_STEPS_PER_REQUEST"),
@@ -230,8 +232,8 @@ def test_documented_uses_fit_under_the_caps():
     from lrsim.sim.sweep import parallel_dim
 
     one_k = build(Options(policy="lr-async", requests=1000, rate=2.0, scenario="h100-paper"))
-    assert limits.check_simulation(one_k) <= limits.MAX_SIM_POSITIONS          # bench_sim point
-    sweep = limits.workload_shape(one_k.workload)[1] * sum(
+    assert work.check_simulation(one_k) <= limits.MAX_SIM_POSITIONS            # bench_sim point
+    sweep = work.workload_shape(one_k.workload)[1] * sum(
         parallel_dim("lr-async", 0, d, 1, 1) for d in range(1, 11) for _ in range(1, 11))
     assert sweep <= limits.MAX_COMMAND_POSITIONS                                # bench_sim sweep
 
@@ -341,7 +343,7 @@ HOSTILE = "p[/]x[bold]\x1b[2J\x1b]0;owned\x07:smile:"
 
 
 def test_console_prints_file_text_literally_without_control_characters(capsys):
-    from lrsim.tables import console, styled, table
+    from lrcore.tables import console, styled, table
 
     t = table(f"t {HOSTILE}", ("name", "n"), text=("name",))
     t.add_row(HOSTILE, "1")
@@ -365,8 +367,8 @@ def test_replay_per_record_and_collect_summary_with_hostile_problem_ids(run_lr, 
     assert code == 0, err                # no MarkupError from "[/]"
     assert "\x1b" not in out + err
 
-    from lrreal.collect_cli import _print_summary
     from lrreal.collect import summarize
+    from lrreal.collect_cli import _print_summary
 
     _print_summary({"out": str(p), "written": 1, "skipped": 0, "summary": summarize(recs),
                     "failed": [{"problem_id": HOSTILE, "sample": 0, "error": HOSTILE}]})

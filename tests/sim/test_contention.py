@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 import simpy
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.sim import scenario
 from lrsim.sim.devices import DevicePool
 from lrsim.sim.engine import Engine, Job

@@ -14,9 +14,9 @@ import types
 import pytest
 import simpy
 
+from lrcore.errors import UserError
 from lrsim.calib.models import FittedRoofline
 from lrsim.calib.replay import ReplayWorkload
-from lrsim.errors import UserError
 from lrsim.sim import scenario
 from lrsim.sim.config import Config, Placement
 from lrsim.sim.engine import Engine

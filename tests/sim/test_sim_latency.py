@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.sim.latency import Ideal, Roofline, Tabulated, load_measurements
 
 

@@ -2,7 +2,7 @@
 file and the field."""
 import pytest
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.sim import scenario
 from lrsim.sim.latency import Roofline, Tabulated
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from lrsim.errors import UserError
+from lrcore.errors import UserError
 from lrsim.sim import scenario, traces
 from lrsim.sim.runner import run
 from lrsim.sim.traces import TraceWorkload

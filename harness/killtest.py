@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .reaper import cmdline, session_members
+from lrreal.reaper import cmdline, session_members
 
 ROOT = Path(__file__).resolve().parents[1]
 ORPHAN_TIMEOUT_S = 20.0   # reaper: SIGTERM, 5 s grace, SIGKILL; engines usually go in 1-6 s
@@ -61,7 +61,7 @@ class KillTestConfig:
 
 def expected_keys(dataset: str, limit: int | None, mode: str, samples: int = 1,
                   offset: int = 0) -> set[tuple]:
-    from .datasets import load_problems, with_samples
+    from lrreal.datasets import load_problems, with_samples
 
     return {(p.id, s, mode) for p, s in with_samples(load_problems(dataset, limit, offset), samples)}
 
@@ -158,8 +158,8 @@ def _kill_once(cfg: KillTestConfig, kind: str, delay: float, tear_at: int) -> di
 
 def check_file(path: Path, expected: set[tuple]) -> dict:
     """Exactly-once and validity of every expected key, straight from the file's lines."""
-    from .traces import TraceError, read_traces, record_key, validate_record
-    from lrsim.errors import UserError
+    from lrcore.errors import UserError
+    from lrcore.traces import TraceError, read_traces, record_key, validate_record
 
     counts: dict[tuple, int] = {}
     invalid, errors = 0, []
@@ -263,7 +263,7 @@ def signal_test(cfg: KillTestConfig, sig: int, after_lines: int = 1, group: bool
     if p.stdout:
         p.stdout.close()
     err = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.startswith("lr: error:")]
-    from .traces import load_traces
+    from lrcore.traces import load_traces
     kept = len(load_traces(cfg.out).records) if cfg.out.exists() else 0
     return {"signal": signal.Signals(sig).name, "group": group, "sent": sent, "rc": p.returncode,
             "exit_s": round(exit_s, 2), "signalled_at_s": round(t_sig - t0, 2),

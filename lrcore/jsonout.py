@@ -5,6 +5,9 @@ parser (jq, JavaScript's JSON.parse, Go, Rust serde) accepts. Every `--json` out
 JSON file a command writes goes through `dumps`: a non-finite number becomes null ("not
 defined": a speedup over zero time, an acceptance rate of nothing proposed), then the text is
 produced with `allow_nan=False`, so nothing non-finite can slip through.
+
+Part of lrcore: the simulator (lrsim), the real backend (lrreal) and `analysis` all import it; it
+imports neither lrsim nor lrreal.
 """
 from __future__ import annotations
 

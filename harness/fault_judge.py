@@ -1,7 +1,7 @@
 """A small OpenAI-compatible judge server that injects faults, to rehearse a collection run
 against a judge that is slow, returns garbage, returns HTTP errors or dies mid-run.
 
-    python -m lrreal.fault_judge --mode mixed --seed 0 --port 0     # prints its URL, then serves
+    python -m harness.fault_judge --mode mixed --seed 0 --port 0    # prints its URL, then serves
     lr collect --mode lr --verifier judge --judge-url http://127.0.0.1:PORT ...
 
     with FaultJudge(FaultConfig(mode="garbage")) as fj:             # in-process (tests)
@@ -342,7 +342,7 @@ def parse_mix(text: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lrreal.fault_judge", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m harness.fault_judge", description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", default="mixed", help="ok | slow | garbage | http-error | die | mixed | a kind")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--port", type=int, default=0, help="0: a free port (the URL is printed)")

@@ -10,13 +10,13 @@ ran exactly `batch` sequences give the (batch, context) point (median); prefill 
 
 Output: the simulator's latency-measurement format (lrsim/sim/latency.py `load_measurements`), so
 the curve plugs into a scenario (`latency = {kind = "table", file = ...}`) or into a profile
-(`lr calibrate TRACES --target-curve curve.json`).
+(`lr calibrate TRACES --target-curve curve.json`; lrsim/calib/curve.py reads it). The command is
+`lr calibrate measure` (lrreal/calibrate_cli.py).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from lrcore.errors import UserError
 
 FILLER = " one two three four five six seven eight nine ten"   # ~10 tokens per repetition
 INSTRUCTION = "\nContinue counting in words without stopping:"
@@ -57,7 +57,7 @@ def _decode_points(passes: list[dict], batch: int) -> list[float]:
 
 
 async def _run(spec: MeasureSpec, path: Path) -> dict:
-    from lrreal.engine import EngineArgs, GenRequest, VllmEngine
+    from .engine import EngineArgs, GenRequest, VllmEngine
 
     b_max, c_max = max(spec.batch_sizes), max(spec.contexts)
     eng = VllmEngine("measure", EngineArgs(
@@ -107,9 +107,10 @@ def stdout_to_stderr():
 
 def measure(spec: MeasureSpec, out: str | Path) -> dict:
     """Measure and write the curve (holds the machine-wide vLLM lock while the engine lives)."""
-    from lrreal import models
-    from lrreal.collect import hardware, preload_iomp
-    from lrreal.engine import vllm_lock, vllm_version
+    from . import models
+    from .collect import hardware, preload_iomp
+    from .engine import vllm_version
+    from .lock import vllm_lock
 
     if spec.decode_tokens < 2:
         raise UserError(f"--decode-tokens must be >= 2, got {spec.decode_tokens}")
@@ -126,28 +127,8 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
            "vllm_version": vllm_version(), "measured_s": round(time.time() - t0, 1),
            "models": {Path(str(path)).name: {"tp": 1, "dtype": spec.dtype, "path": str(path),
                                              "cores": spec.cores, **res}}}
-    from ..jsonout import dumps
-    from ..outputs import write_atomic
+    from lrcore.jsonout import dumps
+    from lrcore.outputs import write_atomic
 
     write_atomic(out, dumps(doc, indent=2) + "\n", "--out")   # whole or not at all
     return doc
-
-
-def curve_entry(path: str | Path, model: str | None = None) -> dict:
-    """A measured curve file -> a profile latency entry (kind "table")."""
-    from ..sim.latency import load_measurements
-
-    p = Path(path)
-    load_measurements(p)                       # validates (UserError names the file)
-    doc = json.loads(p.read_text())
-    models = doc["models"]
-    name = model or next(iter(models))
-    if name not in models:
-        raise UserError(f"{p}: field models.{name}: not in this file ({', '.join(models)})")
-    m = models[name]
-    dec = [[float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)), float(r["ms"])]
-           for r in m["decode"]]
-    pre = [[float(r["tokens"]), float(r["ms"])] for r in m.get("prefill", [])]
-    return {"kind": "table", "decode": dec, "prefill": pre,
-            "fit": {"points": len(dec) + len(pre), "rmse_s": None, "mape": None,
-                    "source": f"measured {p.name}:{name}"}}

@@ -1,5 +1,8 @@
 """The house style of every table `lr` prints (one place; the command modules import it).
 
+Part of lrcore: the command modules of the simulator (lrsim), the real backend (lrreal) and
+`analysis` all import it; it imports neither lrsim nor lrreal.
+
 Tables must stay readable at 80 columns: terminals and CI logs are often that wide, and rich, when a
 table does not fit, squeezes every column and cuts numbers short with an ellipsis ("spe…",
 "12.…"). So:

@@ -13,6 +13,9 @@ touching a complete record, and refuses to write a (problem_id, sample, mode) tw
 Versions: `schema_version` is an integer. Additive, optional fields keep the version; removing
 or renaming a field, changing a type or a meaning bumps it. Readers accept exactly
 `SUPPORTED_VERSIONS` and name the version they found otherwise.
+
+Part of lrcore: the real backend (lrreal) writes traces with it, the simulator (lrsim) and
+`analysis` read them with it; it imports neither lrsim nor lrreal.
 """
 from __future__ import annotations
 
@@ -27,8 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from lrsim.errors import UserError
-from lrsim.limits import MAX_RECORD_STEPS
+from .errors import UserError
+from .limits import MAX_RECORD_STEPS
 
 SCHEMA_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
@@ -169,7 +172,7 @@ def validate_record(rec: Any, where: str | None = None) -> dict:
     steps = rec.get("steps")
     if isinstance(steps, list) and len(steps) > MAX_RECORD_STEPS:  # before the (slow) schema walk
         raise TraceError(where, "steps", f"{len(steps):,} steps in one record is over the cap of "
-                                         f"{MAX_RECORD_STEPS:,} (MAX_RECORD_STEPS in lrsim/limits.py)")
+                                         f"{MAX_RECORD_STEPS:,} (MAX_RECORD_STEPS in lrcore/limits.py)")
     bad = _non_finite(rec)
     if bad is not None:
         raise TraceError(where, _path_str(bad), "is NaN, infinite or beyond 1e300 (numbers must be "
@@ -221,7 +224,7 @@ def _parse_line(raw: bytes, where: str):
 
 
 def _read_bytes(path: Path) -> bytes:
-    from lrsim.limits import MAX_TRACE_BYTES, read_capped
+    from .limits import MAX_TRACE_BYTES, read_capped
 
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a trace file (JSONL)")

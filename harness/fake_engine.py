@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .engine import GenRequest, GenResult, Progress, StatsWindow, monotonic
+from lrreal.engine import GenRequest, GenResult, Progress, StatsWindow, monotonic
 
 MARKER = "<|assistant|>\n"
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -127,7 +127,9 @@ class FakeEngine:
 
 @dataclass
 class ExactVerifier:
-    """Test verifier: accept iff equal after removing whitespace and lower-casing."""
+    """Test verifier: accept iff equal after removing whitespace and lower-casing (the comparison
+    of lrreal.verifiers.exact.ExactVerifier), plus what scheduler tests need and the real one does
+    not have: a settable judging time (`latency_s`, slept on the fake clock) and a call count."""
     latency_s: float = 0.0
     calls: int = 0
 

@@ -6,6 +6,11 @@ documented use (README, docs/, benchmarks/*.py) and low enough that a typo canno
 or allocate gigabytes. Raise a constant here (and nowhere else) when a real use needs more, e.g.
 fleet-scale simulations (1e6 requests) need a faster simulator path first.
 
+Part of lrcore: the simulator (lrsim) and the real backend (lrreal) both import it; it imports
+neither. The caps are here, with `read_capped`, the capped reader of input files; the checks of
+simulation work against MAX_SIM_POSITIONS and MAX_COMMAND_POSITIONS are the simulator's
+(lrsim/work.py), since counting positions needs its policies.
+
 Simulation work is counted in *positions*: simulated reasoning steps x the target positions each
 step keeps in flight (1 for ar/sd, k1 for lr-sync/lr-stage, 1 + W + ... + W^depth for lr-async).
 The event simulator runs ~6-11k steps per CPU-second at lr-async depth 4 (5 positions per step,
@@ -54,10 +59,6 @@ MAX_PROFILE_DEPTH = 1024
 MAX_JUDGE_PROMPT_BYTES = 64 << 10
 
 
-def _fmt(n: int | float) -> str:
-    return f"{n:,.0f}" if n < 1e12 else f"{n:.3g}"
-
-
 def _size(n: int) -> str:
     for unit, k in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= k:
@@ -84,56 +85,3 @@ def read_capped(path: str | os.PathLike, cap: int, what: str) -> bytes:
         raise UserError(f"{p}: {what} is larger than the {_size(cap)} cap on one {what} (read "
                         f"stopped there); split it into smaller files")
     return data
-
-
-# --- simulation work ---------------------------------------------------------------------------
-def positions_per_step(cfg) -> int:
-    """Target positions one reasoning step keeps in flight under cfg's policy."""
-    pol = getattr(cfg, "policy", "ar")
-    if pol in ("lr-sync", "lr-stage"):
-        return max(1, int(cfg.k1))
-    if pol == "lr-async":
-        w, d = max(1, int(cfg.width)), max(0, int(cfg.depth))
-        return d + 1 if w == 1 else (w ** (d + 1) - 1) // (w - 1)
-    return 1
-
-
-def workload_shape(wl) -> tuple[int, int]:
-    """(requests, total simulated steps) of a workload, without building it."""
-    if hasattr(wl, "n_requests") and hasattr(wl, "steps"):
-        return int(wl.n_requests), int(wl.n_requests) * int(wl.steps)
-    recs = getattr(wl, "records", None)
-    if recs is not None:
-        return len(recs), sum(len(r.get("steps") or ()) for r in recs)
-    return 1, 0
-
-
-def sim_positions(cfg) -> int:
-    return workload_shape(cfg.workload)[1] * positions_per_step(cfg)
-
-
-def check_simulation(cfg, what: str = "this simulation") -> int:
-    """Refuse one simulation over MAX_STEPS_PER_REQUEST or MAX_SIM_POSITIONS; returns its work."""
-    wl = cfg.workload
-    steps = getattr(wl, "steps", None)
-    if isinstance(steps, int) and steps > MAX_STEPS_PER_REQUEST:
-        raise UserError(f"{what}: {_fmt(steps)} steps per request is over the cap of "
-                        f"{_fmt(MAX_STEPS_PER_REQUEST)} (MAX_STEPS_PER_REQUEST): lower --steps "
-                        "(or workload.steps)")
-    n, total = workload_shape(wl)
-    per = positions_per_step(cfg)
-    work = total * per
-    if work > MAX_SIM_POSITIONS:
-        raise UserError(f"{what}: {_fmt(n)} request(s), {_fmt(total)} steps x {per} target "
-                        f"position(s) per step = {_fmt(work)} positions, over the cap of "
-                        f"{_fmt(MAX_SIM_POSITIONS)} per simulation (MAX_SIM_POSITIONS, minutes "
-                        "of CPU): lower --requests / --concurrency / --steps or the tree size")
-    return work
-
-
-def check_command(work: int, what: str) -> None:
-    """Refuse a command whose simulations together exceed MAX_COMMAND_POSITIONS."""
-    if work > MAX_COMMAND_POSITIONS:
-        raise UserError(f"{what}: {_fmt(work)} simulated positions in all, over the cap of "
-                        f"{_fmt(MAX_COMMAND_POSITIONS)} per command (MAX_COMMAND_POSITIONS, about "
-                        "an hour of CPU): fewer points, samples, requests or steps")

@@ -20,7 +20,8 @@ one, never a half-written file; a failure is one line naming the flag and the ca
 
 `distinct_inputs` refuses the same input file given twice (by inode), so no file is counted twice.
 
-The module is part of lrsim (the simulator side); lrreal and analysis import it, never the reverse.
+Part of lrcore: the simulator (lrsim), the real backend (lrreal), `analysis` and the `lr` CLI all
+import it; it imports neither lrsim nor lrreal.
 """
 from __future__ import annotations
 
