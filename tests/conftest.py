@@ -54,3 +54,10 @@ def fake_collector(tmp_path, monkeypatch):
         monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
         return tmp_path / "t.jsonl"
     return patch
+
+
+@pytest.fixture
+def fast_collect(fake_collector):
+    """The trace path of an `lr collect` on fake engines that agree on every step (target 1 ms,
+    draft 0.2 ms per token)."""
+    return fake_collector(0.001, 0.0002)

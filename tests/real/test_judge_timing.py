@@ -114,20 +114,15 @@ def test_rejection_cancels_eager_judgements_of_the_lost_subtree():
 
 # ------------------------------------------------------------------ lr collect: flag and resume
 
-@pytest.fixture
-def fake_collect(fake_collector):
-    return fake_collector(0.001, 0.0002)
-
-
 def spec(out, **kw):
     return collect_mod.CollectSpec(**(dict(mode="lr", limit=1, depth=2, max_tokens=200, out=str(out),
                                            probe=False) | kw))
 
 
-def test_judge_timing_is_recorded_and_resume_refuses_another(fake_collect):
+def test_judge_timing_is_recorded_and_resume_refuses_another(fast_collect):
     from lrcore.traces import read_traces
 
-    out = fake_collect
+    out = fast_collect
     assert collect_mod.collect(spec(out)).written == 1
     [rec] = read_traces(out)
     assert rec["run"]["flags"]["judge_timing"] == "eager"
@@ -140,8 +135,8 @@ def test_judge_timing_is_recorded_and_resume_refuses_another(fake_collect):
     assert collect_mod.collect(spec(out, limit=2, resume=True)).written == 1
 
 
-def test_records_without_judge_timing_were_deferred(fake_collect):
-    out = fake_collect
+def test_records_without_judge_timing_were_deferred(fast_collect):
+    out = fast_collect
     collect_mod.collect(spec(out, judge_timing="deferred"))
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     for r in recs:  # as an older toolkit wrote them
@@ -152,10 +147,10 @@ def test_records_without_judge_timing_were_deferred(fake_collect):
     assert collect_mod.collect(spec(out, limit=2, resume=True, judge_timing="deferred")).written == 1
 
 
-def test_cli_judge_timing(fake_collect, run_lr):
+def test_cli_judge_timing(fast_collect, run_lr):
     from lrcore.traces import read_traces
 
-    out = fake_collect
+    out = fast_collect
     code, stdout, err = run_lr("collect", "--mode", "lr", "--depth", "2", "--limit", "1",
                                "--max-tokens", "200", "--judge-timing", "deferred", "--no-probe",
                                "--out", out, "--json")

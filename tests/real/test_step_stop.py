@@ -130,21 +130,16 @@ def test_the_boundary_rule_uses_the_stop_strings():
 
 # ------------------------------------------------------------------ lr collect: flags and resume
 
-@pytest.fixture
-def fake_collect(fake_collector):
-    return fake_collector(0.001, 0.0002)
-
-
 def spec(out, **kw):
     return collect_mod.CollectSpec(**(dict(mode="ar", limit=1, depth=2, max_tokens=200, out=str(out),
                                            probe=False) | kw))
 
 
 @pytest.mark.parametrize("mode", ["ar", "lr"])
-def test_step_stop_is_recorded_and_resume_refuses_another(fake_collect, mode):
+def test_step_stop_is_recorded_and_resume_refuses_another(fast_collect, mode):
     from lrcore.traces import read_traces
 
-    out = fake_collect
+    out = fast_collect
     s = collect_mod.collect(spec(out, mode=mode, step_stop=(".", "\n\n")))
     assert s.written == 1 and s.failed == []
     [rec] = read_traces(out)
@@ -166,8 +161,8 @@ def test_step_stop_is_recorded_and_resume_refuses_another(fake_collect, mode):
     assert s.written == 1 and s.skipped == 1
 
 
-def test_records_without_step_stop_were_cut_at_a_blank_line(fake_collect):
-    out = fake_collect
+def test_records_without_step_stop_were_cut_at_a_blank_line(fast_collect):
+    out = fast_collect
     collect_mod.collect(spec(out))
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     for r in recs:  # as an older toolkit wrote them
@@ -178,10 +173,10 @@ def test_records_without_step_stop_were_cut_at_a_blank_line(fake_collect):
     assert collect_mod.collect(spec(out, limit=2, resume=True)).written == 1
 
 
-def test_cli_decodes_and_records_step_stop(fake_collect, run_lr):
+def test_cli_decodes_and_records_step_stop(fast_collect, run_lr):
     from lrcore.traces import read_traces
 
-    out = fake_collect
+    out = fast_collect
     code, stdout, err = run_lr("collect", "--mode", "ar", "--limit", "1", "--max-tokens", "200",
                                "--step-stop", "\\n\\n", "--step-stop", ".", "--no-probe",
                                "--out", out, "--json")
