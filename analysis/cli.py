@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 from lrsim.sim.build import MAX_WORKLOAD
 
 MAX_HEATMAP_BUDGET = 1024   # the (k1, k2) heatmap evaluates an M x M grid
@@ -25,7 +26,7 @@ def plot_cmd(
     quick: bool = typer.Option(False, "--quick", help="Few points, 8-step requests: a first look in seconds."),
     paper: bool = typer.Option(True, "--paper-table/--no-paper-table", help="Presets: add the Table 1 comparison to the report."),
     jobs: int = typer.Option(0, "--jobs", help="Local worker processes (0 = all cores)."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+    as_json: bool = JSON,
 ):
     """Theory vs simulation vs measurement, one section per setup: this machine (--profile
     and/or --traces: the profile's closed forms and simulation with the traces' measured

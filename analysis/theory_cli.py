@@ -12,8 +12,8 @@ from pathlib import Path
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
 
 # Formats matplotlib writes without extra packages, chosen by the file extension.
 IMAGE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff",

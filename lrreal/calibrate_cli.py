@@ -13,8 +13,8 @@ import typer
 
 from lrcore import jsonout
 from lrcore.errors import UserError
+from lrcore.cliopts import JSON
 
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
 
 
 def _console():

@@ -7,6 +7,7 @@ from typing import List, Optional
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 
 
 def collect_cmd(
@@ -53,7 +54,7 @@ def collect_cmd(
     target_devices: Optional[str] = typer.Option(None, "--target-devices", help="GPUs of the target engine, e.g. 0,1 (its CUDA_VISIBLE_DEVICES)."),
     draft_devices: Optional[str] = typer.Option(None, "--draft-devices", help="GPUs of the draft engine, e.g. 2."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a reference pass per engine around each record (~5 s; lets calibration correct for machine speed)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    as_json: bool = JSON,
 ):
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
     from lrcore.errors import UserError

@@ -10,8 +10,8 @@ from typing import Optional
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of human output.")
 
 app = typer.Typer(help="LLM judge for step verification: `vllm serve` on loopback, and a client.",
                   no_args_is_help=True)

@@ -7,9 +7,9 @@ from typing import List, Optional
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 
 CACHE = typer.Option(None, "--cache-dir", help="Model cache (default $LR_CACHE_DIR or ~/.cache/lr-toolkit).")
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
 
 app = typer.Typer(help="Packaged models: assemble GGUF parts, verify, convert once to HF folders.",
                   no_args_is_help=True)

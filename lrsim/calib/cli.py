@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from lrcore import jsonout
 from lrcore.errors import UserError
+from lrcore.cliopts import JSON
 
 
 class _DefaultFit(TyperGroup):
@@ -34,7 +35,6 @@ app = typer.Typer(cls=_DefaultFit, no_args_is_help=True,
                   help="Fit a simulator profile from real traces (TRACES... -o profile.json), "
                        "or measure latency curves on a real engine (measure).")
 
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of tables.")
 
 
 def _console():

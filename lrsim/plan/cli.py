@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 
 from ..sim.build import MAX_WORKLOAD
 
@@ -57,7 +58,7 @@ def plan_cmd(
     list_presets: bool = typer.Option(False, "--list-presets", help="List the paper presets and exit."),
     paper_table: bool = typer.Option(False, "--paper-table", help="Compare the 14 presets' simulated speedups with the paper's Table 1."),
     paper_file: str = typer.Option(None, "--paper-file", help="A Table 1 file like lrsim/data/table1.json (your own values for its nulls)."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON object on stdout."),
+    as_json: bool = JSON,
 ):
     """Rank configurations (mode, depth/k1, k2, width, placement) for hardware and load, against the
     reference AR and the equal-resources baseline; prints a recommendation."""

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from lrcore import jsonout
+from lrcore.cliopts import JSON
 
 DEFAULT_RATE_REQUESTS = 100   # --rate without --requests: this many Poisson arrivals
 
@@ -37,7 +38,7 @@ def _opts():
         ideal=typer.Option(False, "--ideal", help="The theory's world: free batching up to M, zero verifier cost, equal steps, i.i.d. acceptance."),
         budget=typer.Option(None, "--budget", "-M", help="M: free batching up to M positions (--ideal)."),
         equal_resources=typer.Option(False, "--equal-resources", help="AR baseline gets the draft's and judge's devices as extra TP."),
-        as_json=typer.Option(False, "--json", help="One JSON object on stdout."),
+        as_json=JSON,
         # what-if overrides on a scenario or paper preset (lrsim/plan/whatif.py)
         preset=typer.Option(None, "--preset", help="A paper setup instead of a scenario (lr plan --list-presets), e.g. qwen3-aime24."),
         verifier_seconds=typer.Option(None, "--verifier-seconds", help="Seconds per judgement, as measured on the simulated devices (never rescaled)."),

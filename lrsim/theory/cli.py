@@ -14,6 +14,7 @@ import typer
 from lrcore import jsonout
 from lrcore.errors import UserError
 from lrcore.tables import console, kv_table
+from lrcore.cliopts import JSON
 
 from .params import MAX_BUDGET, MAX_DIM, HybridParams, InvalidParameter
 
@@ -52,7 +53,6 @@ C1 = _unit("--c1", ..., "Draft/target cost ratio per step c1 in [0, 1].")
 ALPHA2 = _unit("--alpha2", 0.0, "Token acceptance probability alpha2 of token-level SD.")
 C2 = _unit("--c2", 0.0, "Draft/target cost ratio per token c2 (0 = n-gram lookup).")
 MODE = typer.Option(Mode.sync, "--mode", help="sync = Algorithm 1; async = pipelined (App. B Thm. 2).")
-JSON = typer.Option(False, "--json", help="Print one JSON object instead of a table.")
 
 
 @app.command()
