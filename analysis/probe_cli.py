@@ -17,7 +17,6 @@ from lrcore.errors import UserError
 from lrcore.cliopts import JSON
 
 
-
 def probe_cmd(
     profile: Path = typer.Option(..., "--profile", help="Profile from `lr calibrate` (with a reference probe: traces collected with probes)."),
     out: Path = typer.Option(..., "--out", "-o", help="Rescaled profile to write."),

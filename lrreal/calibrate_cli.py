@@ -12,15 +12,9 @@ from typing import Optional
 import typer
 
 from lrcore import jsonout
-from lrcore.errors import UserError
 from lrcore.cliopts import JSON
-
-
-
-def _console():
-    from lrcore.tables import console
-
-    return console()
+from lrcore.errors import UserError
+from lrcore.tables import console
 
 
 def _ints(flag: str, text: str) -> list[int]:
@@ -68,9 +62,9 @@ def measure_cmd(
         t.add_column(col, justify="right")
     for r in m["decode"]:
         t.add_row(str(r["batch"]), str(r["context"]), f"{r['ms']:.1f}", str(r["passes"]))
-    _console().print(t)
+    console().print(t)
     if m["prefill"]:
-        _console().print("prefill: " + ", ".join(f"{r['tokens']} tok {r['ms']:.0f} ms" for r in m["prefill"]))
+        console().print("prefill: " + ", ".join(f"{r['tokens']} tok {r['ms']:.0f} ms" for r in m["prefill"]))
 
 
 def register(calibrate: typer.Typer) -> None:

@@ -18,8 +18,9 @@ import typer
 from typer.core import TyperGroup
 
 from lrcore import jsonout
-from lrcore.errors import UserError
 from lrcore.cliopts import JSON
+from lrcore.errors import UserError
+from lrcore.tables import console, styled
 
 
 class _DefaultFit(TyperGroup):
@@ -34,19 +35,6 @@ class _DefaultFit(TyperGroup):
 app = typer.Typer(cls=_DefaultFit, no_args_is_help=True,
                   help="Fit a simulator profile from real traces (TRACES... -o profile.json), "
                        "or measure latency curves on a real engine (measure).")
-
-
-
-def _console():
-    from lrcore.tables import console
-
-    return console()
-
-
-def styled(*parts):
-    from lrcore.tables import styled as _styled
-
-    return _styled(*parts)
 
 
 def _save_profile(profile, out: Path, flag: str) -> None:
@@ -156,7 +144,7 @@ def _print_profile(doc: dict, out: Path) -> None:
 
     from lrcore.tables import kv_table, table
 
-    c = _console()
+    c = console()
     t = table(f"latency per engine -> {out}",
               ("engine", "passes", "w ms", "+pos ms", "+seq ms", "pre ms/t", "busy +%", "MAPE"),
               text=("engine",), title_justify="left")
@@ -265,7 +253,7 @@ def _print_replay(out: dict, per_record: bool) -> None:
                   _fmt(sp.get("measured"), ".2f"), _fmt(sp.get("predicted"), ".2f"))
     t.add_row("all", str(out["records"]), f"{100 * out['mape']:.1f}%", _fmt(out["pearson_r"], ".2f"),
               *[""] * 4)
-    c = _console()
+    c = console()
     c.print(t)
     c.print("MAPE, r: per-record latency; tok/s and x AR (speedup over ar on the same problems): "
             "measured, then predicted")
