@@ -22,6 +22,7 @@ from lrcore.modes import DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
 from .engine import EngineArgs, VllmEngine, ngram_config, vllm_version
+from .load import arrival_offsets, run_in_flight
 from .lock import vllm_lock
 from .scheduler import Problem, SchedulerConfig, run_problem
 from .scheduler.steps import DEFAULT_STEP_STOP
@@ -77,7 +78,12 @@ class CollectSpec:
     target_devices: str | None = None     # CUDA_VISIBLE_DEVICES of each engine, e.g. "0,1" / "2"
     draft_devices: str | None = None
     probe: bool = True                    # time a reference pass per engine around each record
-                                          # (lrreal/probe.py): ~5 s that make drift visible
+                                          # (lrreal/probe.py): ~5 s that make drift visible; under
+                                          # load once, before the run (a probe beside other
+                                          # requests would time them, not the machine)
+    concurrency: int = 1                  # requests in flight on the same engines (lrreal/load.py)
+    request_rate: float | None = None     # requests/s, seeded Poisson arrivals (None: closed loop)
+    equal_resources: bool = False         # ar/sd: the target gets the draft's cores too
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> "CollectSpec":
@@ -93,6 +99,7 @@ class CollectSpec:
         for flag, cores in (("--target-cores", self.target_cores), ("--draft-cores", self.draft_cores)):
             check_cores(flag, cores)
         self.check_gpus()
+        self.check_load()
         self.judge_prompt_template()  # a bad --judge-prompt is refused whatever the verifier
         if self.mode in DRAFT_MODES:
             self.make_verifier()  # parses --verifier / --judge-url; opens nothing
@@ -116,6 +123,23 @@ class CollectSpec:
 
         check_gpu_layout({r: (EngineArgs(model="-", **kw), pre, dev) for r, (kw, pre, dev)
                           in self.gpu_args().items()}, gpus)
+
+    def check_load(self) -> None:
+        from .load import MAX_CONCURRENCY
+
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise UserError(f"--concurrency {self.concurrency}: use 1 to {MAX_CONCURRENCY}")
+        if self.request_rate is not None and not (math.isfinite(self.request_rate)
+                                                  and self.request_rate > 0):
+            raise UserError(f"--request-rate {self.request_rate}: use a positive number of requests/s")
+        if self.equal_resources and self.mode in DRAFT_MODES:
+            raise UserError(f"--equal-resources: for ar and sd (the target alone on the cores "
+                            f"{self.mode} splits between target and draft)")
+
+    @property
+    def under_load(self) -> bool:
+        """More than one request can be in flight (per-record probes are off)."""
+        return self.concurrency > 1 or self.request_rate is not None
 
     def check_out(self) -> None:
         """--out: not a directory or device, not under a file, writable, not the data set."""
@@ -215,6 +239,27 @@ def default_binding(mode: str, ncpu: int | None = None) -> tuple[str, str | None
     return target, draft
 
 
+def equal_resources_cores(target_cores: str, draft_cores: str, ncpu: int | None = None) -> str:
+    """The target's binding for the equal-resources baseline: the union of the cores an lr run
+    gives its target and its draft (each "auto" resolved as lr resolves it)."""
+    auto_t, auto_d = default_binding("lr", ncpu)
+    ids: set[int] = set()
+    for cores in (auto_t if target_cores == "auto" else target_cores,
+                  auto_d if draft_cores == "auto" else draft_cores):
+        if cores == "nobind":
+            return "nobind"
+        for part in cores.replace("|", ",").split(","):
+            lo, _, hi = part.partition("-")
+            ids.update(range(int(lo), int(hi or lo) + 1))
+    ids_s, runs = sorted(ids), []
+    for i in ids_s:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
 def chat_prompt(tokenizer, messages: list[dict]) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
@@ -297,6 +342,8 @@ class Collector:
         auto_t, auto_d = default_binding(s.mode)
         t_cores = auto_t if s.target_cores == "auto" else s.target_cores
         d_cores = auto_d if s.draft_cores == "auto" else s.draft_cores
+        if s.equal_resources:  # the cores lr would give target and draft, all to the target
+            t_cores = equal_resources_cores(s.target_cores, s.draft_cores)
         spec_cfg = ngram_config(s.num_speculative_tokens, s.prompt_lookup_max) if s.mode in SD_MODES else None
         common = dict(dtype=s.dtype, max_model_len=s.max_model_len,
                       kv_cache_space_gib=s.kv_cache_space_gib,
@@ -348,22 +395,25 @@ class Collector:
             self._tokenizer = AutoTokenizer.from_pretrained(str(self.target_path))
         return self._tokenizer
 
-    async def run_one(self, prob, sample: int) -> dict:
+    async def run_one(self, prob, sample: int, admission=None) -> dict:
+        """One (problem, sample) as a trace record. `admission` (lrreal/load.py): the load it ran
+        under; then per-record probes are off and the record gets a `load` object."""
         from .grading import grade
+        from .probe import cpu_snapshot, machine_during
 
         prompt = chat_prompt(self.tokenizer(), prob.messages)
         prompt_tokens = len(self.tokenizer()(prompt)["input_ids"])
-        probes = self.pool.probes if self.spec.probe and self.pool is not None else None
+        probes = self.pool.probes if (self.spec.probe and self.pool is not None
+                                      and not self.spec.under_load) else None
         before = await probes.before(self.pool.engines) if probes else None
-        from .probe import cpu_snapshot, machine_during
-        cpu0 = cpu_snapshot() if probes else None
+        cpu0 = cpu_snapshot() if probes or admission else None
         marks = {n: e.stats_mark() for n, e in self.engines.items()}
         self.bind_verifier()
         res = await run_problem(self.cfg, Problem(prob.id, sample, prompt), self.engines["target"],
                                 self.engines.get("draft"), self.verifier)
         stats = {n: e.stats_since(marks[n], res.t0) for n, e in self.engines.items()}
         sd = self.engines["target"].sd_since(marks["target"])
-        during = machine_during(cpu0, cpu_snapshot()) if probes else None
+        during = machine_during(cpu0, cpu_snapshot()) if cpu0 is not None else None
         after = await probes.take(self.pool.engines) if probes else None
         g = grade(prob, res.text, execute_code=self.spec.execute_code)
         rec = build_record(self.spec, self.run_info, prob, sample, res, g, stats, sd, prompt_tokens)
@@ -371,7 +421,16 @@ class Collector:
             rec["probe"] = {"before": before, "after": after}
             if during is not None:
                 rec["probe"]["during"] = during
+        if admission is not None:
+            rec["load"] = admission.record(res.first_output, res.t0 + res.wall_time_s,
+                                           res.output_tokens) | {"machine_during": during}
         return rec
+
+    async def probe_run(self) -> None:
+        """Under load: one probe of the idle engines before the run (run.probe_at_start)."""
+        if self.spec.probe and self.spec.under_load and self.pool is not None \
+                and getattr(self.pool, "probes", None) is not None:
+            self.run_info["probe_at_start"] = await self.pool.probes.take(self.pool.engines)
 
     def shutdown(self) -> None:
         if self.pool is not None:
@@ -421,22 +480,31 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
         with shutdown.engine_start():
             col.start()
         await col.warm_up()
-        for prob, sample in todo:
-            try:
-                rec = await col.run_one(prob, sample)
-            except (UserError, KeyboardInterrupt):
-                raise
-            except Exception as e:  # one failing problem must not end the run; it is not recorded
+        await col.probe_run()
+        spec = col.spec
+        offsets = arrival_offsets(len(todo), spec.request_rate, spec.seed)
+
+        def on_done(item, rec, error) -> None:
+            prob, sample = item
+            if error is not None:
+                if isinstance(error, UserError):
+                    raise error
+                # one failing problem must not end the run; it is not recorded
                 summary.failed.append({"problem_id": prob.id, "sample": sample,
-                                       "error": f"{type(e).__name__}: {e}"})
+                                       "error": f"{type(error).__name__}: {error}"})
                 if len(summary.failed) >= 3 and summary.written == 0:
-                    raise  # systematic failure (e.g. engine died): stop instead of looping
-                continue
+                    raise error  # systematic failure (e.g. engine died): stop instead of looping
+                return
             with shutdown.critical():  # a signal waits until the record is on disk
                 writer.write(rec)
                 summary.written += 1
             if on_record:
                 on_record(rec)
+
+        # admitted = the run's start, so a closed loop of one is the old one-at-a-time run
+        await run_in_flight(todo, spec.concurrency, spec.request_rate, offsets,
+                            lambda item, adm: col.run_one(*item, admission=adm if spec.under_load
+                                                          else None), on_done)
     finally:
         if col.verifier is not None:
             try:
@@ -451,11 +519,14 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
 # mode for the others; the judge prompt by its content, in check_resume_settings); --limit,
 # --offset, --samples, --probe, --judge-url and the like may change.
 RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "step_stop", "temperature", "top_p",
-             "top_k", "target", "dtype", "max_model_len", "execute_code")
+             "top_k", "target", "dtype", "max_model_len", "execute_code", "concurrency",
+             "request_rate")
 DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule", "judge_timing")
 SD_RUN_FLAGS = ("num_speculative_tokens", "prompt_lookup_max")
+SOLO_RUN_FLAGS = ("equal_resources",)   # of ar/sd records: the target's share of the machine
 # What a flag meant in records written before the toolkit recorded it (it was fixed then).
-ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP), "judge_timing": "deferred"}
+ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP), "judge_timing": "deferred",
+                "concurrency": 1, "request_rate": None, "equal_resources": False}
 
 
 def _plain(v):
@@ -477,7 +548,8 @@ def check_resume_settings(spec: CollectSpec, existing: list[tuple[str, dict]]) -
         run = run if isinstance(run, dict) else {}
         flags = run.get("flags") if isinstance(run.get("flags"), dict) else {}
         names = RUN_FLAGS + (DRAFT_RUN_FLAGS if mode == spec.mode and mode in DRAFT_MODES else ()) \
-            + (SD_RUN_FLAGS if mode == spec.mode and mode in SD_MODES else ())
+            + (SD_RUN_FLAGS if mode == spec.mode and mode in SD_MODES else ()) \
+            + (SOLO_RUN_FLAGS if mode == spec.mode and mode not in DRAFT_MODES else ())
         for name in names:
             if name not in flags and name not in ABSENT_MEANS:
                 continue      # written by an older toolkit without that flag: nothing to compare

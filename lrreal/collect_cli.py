@@ -53,7 +53,10 @@ def collect_cmd(
     draft_gpu_memory_utilization: Optional[float] = typer.Option(None, "--draft-gpu-memory-utilization", help="GPUs: the draft's share (engines on one GPU must sum to <= 1)."),
     target_devices: Optional[str] = typer.Option(None, "--target-devices", help="GPUs of the target engine, e.g. 0,1 (its CUDA_VISIBLE_DEVICES)."),
     draft_devices: Optional[str] = typer.Option(None, "--draft-devices", help="GPUs of the draft engine, e.g. 2."),
-    probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a reference pass per engine around each record (~5 s; lets calibration correct for machine speed)."),
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a reference pass per engine around each record (~5 s; lets calibration correct for machine speed); under load once, before the run."),
+    concurrency: int = typer.Option(1, "--concurrency", min=1, max=256, help="Requests in flight on the same engines (closed loop; with --request-rate: the cap)."),
+    request_rate: Optional[float] = typer.Option(None, "--request-rate", "--rate", min=0.0001, max=1e6, help="Requests/s, seeded Poisson arrivals (vLLM bench's name; default: all at once)."),
+    equal_resources: bool = typer.Option(False, "--equal-resources", help="ar/sd: give the target the cores lr gives target and draft (the equal-resources baseline)."),
     as_json: bool = JSON,
 ):
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
@@ -83,7 +86,9 @@ def collect_cmd(
                        draft_tensor_parallel_size=draft_tensor_parallel_size,
                        gpu_memory_utilization=gpu_memory_utilization,
                        draft_gpu_memory_utilization=draft_gpu_memory_utilization,
-                       target_devices=target_devices, draft_devices=draft_devices)
+                       target_devices=target_devices, draft_devices=draft_devices,
+                       concurrency=concurrency, request_rate=request_rate,
+                       equal_resources=equal_resources)
     spec.validate()  # flags refused before anything slow (data set, trace file, lock, engines)
 
     try:

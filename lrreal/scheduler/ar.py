@@ -19,7 +19,13 @@ async def run_ar(run: Run) -> ProblemResult:
     req = run.request("target", "ar", "", run.cfg.max_tokens, step=False)
     from ..engine import Progress
 
-    progress = Progress(start=t0, on_update=lambda p: seg.on_update(p, monotonic()))
+    def on_update(p):
+        now = monotonic()
+        if log.first_output is None:   # the stream's first token: TTFT (the steps commit at the end)
+            log.first_output = now
+        seg.on_update(p, now)
+
+    progress = Progress(start=t0, on_update=on_update)
     res = await run.target.generate(req, progress)
     for cut in seg.finish(res.text, res.tokens, res.end):
         span = GenResult(text=cut["text"], tokens=cut["tokens"], finish="", start=cut["start"],

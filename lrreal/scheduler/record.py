@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..engine import GenResult, Progress
+from ..engine import GenResult, Progress, monotonic
 
 
 @dataclass
@@ -22,6 +22,8 @@ class ProblemResult:
     wall_time_s: float
     t0: float
     extra: dict = field(default_factory=dict)
+    first_output: float | None = None      # monotonic time the first output token was final
+                                           # (lr modes: the first commit; ar/sd: the first token)
 
 
 class StepLog:
@@ -34,6 +36,7 @@ class StepLog:
         self.by_depth: dict[str, list[int]] = {}
         self.reject_reasons: dict[str, int] = {}
         self.judge_counts: dict | None = None
+        self.first_output: float | None = None  # when the user could first see output (TTFT)
 
     def rel(self, t: float) -> float:
         return max(0.0, t - self.t0)
@@ -89,6 +92,8 @@ class StepLog:
         if self.pending_discarded:
             step["discarded"] = self.pending_discarded
         step.update({k: v for k, v in extra.items() if v is not None})
+        if self.first_output is None:
+            self.first_output = monotonic()
         self.steps.append(step)
         self.pending_cancelled, self.pending_discarded = [], []
         return step
@@ -121,4 +126,4 @@ class StepLog:
                              output_tokens=sum(s["tokens"] for s in self.steps),
                              finish_reason=finish_reason, steps=self.steps,
                              step_acceptance=self.acceptance(), wall_time_s=now - self.t0,
-                             t0=self.t0, extra=extra)
+                             t0=self.t0, extra=extra, first_output=self.first_output)

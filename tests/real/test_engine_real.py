@@ -252,3 +252,36 @@ def test_step_stop_and_deferred_judging_on_the_real_engines(real, tmp_path):
     for s in lr["steps"]:
         if s["verify"] and s["draft"] and s["target"]:
             assert s["verify"]["start"] >= s["verify"]["ready"] - 1e-6
+
+
+@pytest.mark.parametrize("mode", ["ar", "lr"])
+def test_two_requests_in_flight_share_the_real_engines(real, tmp_path, mode):
+    """--concurrency 2 on the real engines: both requests run at once, vLLM batches them (passes
+    of batch size 2 in the records), and each record says the load it met."""
+    from lrreal.load import arrival_offsets, run_in_flight
+    from lrreal.scheduler import SchedulerConfig
+
+    col, loop, prob = real
+    col.spec.mode, col.spec.concurrency = mode, 2
+    col.cfg = SchedulerConfig(mode=mode, depth=2, max_tokens=MAX_TOKENS, max_step_tokens=32)
+    recs = []
+    try:
+        todo = [(prob, 0), (prob, 1)]
+        loop.run_until_complete(run_in_flight(
+            todo, 2, None, arrival_offsets(2, None, 0),
+            lambda item, adm: col.run_one(*item, admission=adm),
+            lambda item, rec, err: recs.append(rec if err is None else err)))
+    finally:
+        col.spec.concurrency = 1
+    assert all(isinstance(r, dict) for r in recs), recs
+    _, recs = _write_and_read(tmp_path, recs)
+    assert sorted(r["sample"] for r in recs) == [0, 1]
+    for r in recs:
+        ld = r["load"]
+        assert ld["concurrency"] == 2 and ld["queue_s"] < 1.0 and "probe" not in r
+        assert 0 < ld["ttft_s"] <= ld["latency_s"] and ld["tpot_s"] > 0
+    # the two requests overlapped on the target and vLLM ran them in one batch
+    a, b = (r["load"] for r in recs)
+    assert max(a["admitted_s"], b["admitted_s"]) < min(a["latency_s"], b["latency_s"])
+    sizes = [p["batch_size"] for r in recs for p in r["engine_stats"]["target"]["forward_passes"]]
+    assert max(sizes) == 2
