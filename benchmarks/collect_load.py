@@ -1,0 +1,83 @@
+"""(Re)collect the load corpus in traces/load/ (resumable; hours of engine time).
+
+    .venv/bin/python benchmarks/collect_load.py                   # everything still missing
+    .venv/bin/python benchmarks/collect_load.py --stop-after 50m  # a session's share, then stop
+    .venv/bin/python benchmarks/collect_load.py --dry-run         # the plan and what is left
+
+lrreal/load_corpus.py's configurations (ar on the target's core, ar on both cores, sd, lr depth 2,
+lr+sd depth 2) at 1, 2, 4 and 8 GSM8K test problems in flight, round by round: round r of level N
+is problems r*N .. r*N+N-1. Run it alone: no test suite or other engine job beside it. Kill it
+whenever; rerunning continues where it stopped (each record is fsynced as it finishes). A line
+per block goes to stdout and to <out>/collection.log.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.collect_corpus import duration  # noqa: E402
+
+MAX_TOKENS = 96   # ~1.5 min a block on one core: four levels x five configurations in ~30 min a round
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="traces/load")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--levels", default="1,2,4,8", help="requests in flight, comma-separated")
+    ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
+    ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    ap.add_argument("--stop-after", type=duration, default=None, help="stop starting blocks after this long")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+
+    from lrcore.errors import UserError
+    from lrreal.collect import CollectSpec
+    from lrreal.load_corpus import BY_LABEL, CONFIGS, collect_load, load_plan, pending
+
+    try:
+        levels = tuple(int(x) for x in a.levels.split(","))
+        if not levels or min(levels) < 1 or a.rounds < 1 or a.max_tokens < 1:
+            raise ValueError
+    except ValueError:
+        sys.exit("collect_load: --levels, --rounds and --max-tokens take positive integers")
+    configs = CONFIGS
+    if a.configs:
+        bad = [c for c in a.configs.split(",") if c not in BY_LABEL]
+        if bad:
+            sys.exit(f"collect_load: unknown config(s) {bad}; known: {', '.join(BY_LABEL)}")
+        configs = tuple(BY_LABEL[c] for c in a.configs.split(","))
+    jobs = load_plan(levels, a.rounds, configs)
+    out = Path(a.out)
+    if a.dry_run:
+        for j in jobs:
+            left = len(pending(j, out))
+            print(f"{'todo' if left else 'done'} c{j.concurrency} r{j.round} {j.config.label} "
+                  f"({j.concurrency - left}/{j.concurrency})")
+        return
+    base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1")
+    out.mkdir(parents=True, exist_ok=True)
+    logf = open(out / "collection.log", "a", buffering=1)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        logf.write(msg + "\n")
+
+    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} collect_load {' '.join(sys.argv[1:])}")
+    try:
+        n = collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after)
+    except UserError as e:
+        log(f"collect_load: error: {e}")
+        sys.exit(getattr(e, "exit_code", 2))
+    except KeyboardInterrupt as e:
+        log(f"collect_load: interrupted ({e!r}); records so far are kept; rerun to continue")
+        sys.exit(130)
+    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} wrote {n} record(s)")
+
+
+if __name__ == "__main__":
+    main()

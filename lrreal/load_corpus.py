@@ -1,0 +1,185 @@
+"""The load corpus: ar, the equal-resources AR, sd, lr and lr+sd at 1, 2, 4 and 8 requests in flight
+on the same engines, interleaved, resumable (benchmarks/collect_load.py runs it).
+
+    jobs = load_plan(levels=(1, 2, 4, 8), rounds=3)
+    collect_load(jobs, "traces/load", base)        # kill it whenever; rerun to continue
+
+One trace file per (concurrency, configuration): `<out>/<dataset>/c<N>/<label>.jsonl`, written as
+`lr collect --concurrency N` with that configuration's flags writes it. A job is one block of N
+problems run together (a closed loop of N): round r of level N is problems r*N .. r*N+N-1, so
+every configuration of a level sees the same problems and speedups pair per problem.
+
+Order, for the same reason as lrreal/corpus.py (drift must hit every configuration alike): round
+by round, each round running every level and configuration once. Within a round the jobs are
+grouped by the target engine they need (plain, n-gram SD, equal resources: a restart each, about
+a minute), the groups' order rotating by round, and within a group levels and configurations
+rotate too.
+
+Cores: target on core 0, draft on core 1, loaded throughout (idle in ar/sd); the equal-resources
+AR binds the target to both cores (`--equal-resources`), the draft still loaded and idle.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lrcore.modes import LR_MODES, SD_MODES
+
+from .collect import CollectSpec, Collector
+from .corpus import CorpusConfig
+
+LEVELS = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True)
+class LoadConfig(CorpusConfig):
+    equal_resources: bool = False
+
+    @property
+    def phase(self) -> str:
+        return "er" if self.equal_resources else ("sd" if self.mode in SD_MODES else "plain")
+
+
+CONFIGS = (
+    LoadConfig("ar", "ar"),
+    LoadConfig("ar-er", "ar", equal_resources=True),
+    LoadConfig("sd", "sd"),
+    LoadConfig("lr-d2", "lr", depth=2),
+    LoadConfig("lr+sd-d2", "lr+sd", depth=2),
+)
+BY_LABEL = {c.label: c for c in CONFIGS}
+
+
+@dataclass(frozen=True)
+class LoadJob:
+    dataset: str
+    concurrency: int
+    round: int
+    config: LoadConfig
+
+    @property
+    def offset(self) -> int:
+        return self.round * self.concurrency
+
+    def path(self, out_dir: Path) -> Path:
+        return Path(out_dir) / self.dataset / f"c{self.concurrency}" / f"{self.config.label}.jsonl"
+
+
+def _rot(xs: list, k: int) -> list:
+    k %= len(xs)
+    return xs[k:] + xs[:k]
+
+
+def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "gsm8k") -> list[LoadJob]:
+    """Every job in collection order (see the module docstring)."""
+    jobs = []
+    phases = [p for p in ("plain", "sd", "er") if any(c.phase == p for c in configs)]
+    for r in range(rounds):
+        for ph in _rot(phases, r):
+            group = [c for c in configs if c.phase == ph]
+            for level in _rot(list(levels), r):
+                jobs += [LoadJob(dataset, level, r, c) for c in _rot(group, r + level)]
+    return jobs
+
+
+def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec) -> CollectSpec:
+    c = job.config
+    return replace(base, mode=c.mode, depth=c.depth, width=c.width, verifier=c.verifier,
+                   temperature=c.temperature, top_p=c.top_p, dataset=job.dataset,
+                   offset=job.offset, limit=job.concurrency, resume=True, probe=True,
+                   concurrency=job.concurrency, equal_resources=c.equal_resources,
+                   out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
+
+
+def pending(job: LoadJob, out_dir: Path) -> list:
+    """The job's problems whose record is not yet in its trace file."""
+    from lrcore.traces import read_traces
+
+    from .datasets import load_problems
+
+    path = job.path(out_dir)
+    done = {(r["problem_id"], r["sample"]) for r in read_traces(path)} if path.exists() else set()
+    return [p for p in load_problems(job.dataset, job.concurrency, job.offset) if (p.id, 0) not in done]
+
+
+def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
+                 stop_after_s: float | None = None) -> int:
+    """Run the jobs' missing records on one engine pool; returns the number written. Safe to kill
+    at any point: each record is fsynced as it finishes."""
+    from lrcore.traces import TraceWriter
+
+    from . import shutdown
+    from .engine_pool import EnginePool
+    from .load import arrival_offsets, run_in_flight
+    from .lock import vllm_lock
+
+    out_dir = Path(out_dir)
+    todo = [(j, left) for j in jobs if (left := pending(j, out_dir))]
+    total = sum(j.concurrency for j in jobs)
+    log(f"load corpus: {total - sum(len(x) for _, x in todo)} of {total} records already in "
+        f"{out_dir}; {len(todo)} job(s) to run")
+    if not todo:
+        return 0
+    written = 0
+    t_start = time.monotonic()
+
+    async def run() -> None:
+        nonlocal written
+        shutdown.cancel_on_signal(asyncio.current_task())
+        pool = EnginePool()
+        verifiers: dict[str, object] = {}
+        try:
+            lr_spec = replace(base, mode="lr", out=str(out_dir / "unused.jsonl"))
+            with shutdown.engine_start():   # the draft stays loaded: every record beside it
+                pool.get("draft", Collector(lr_spec).engine_args()["draft"])
+            for job, probs in todo:
+                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
+                    log(f"load corpus: stopping after {stop_after_s:.0f} s as asked; resume later")
+                    return
+                spec = spec_for(job, out_dir, base)
+                col = Collector(spec)
+                with shutdown.engine_start():
+                    col.start(pool)
+                if spec.mode in LR_MODES:
+                    if spec.verifier not in verifiers:
+                        verifiers[spec.verifier] = col.make_verifier()
+                    col.verifier = verifiers[spec.verifier]
+                    col.run_info["verifier"] = col.verifier.describe()
+                await col.warm_up()
+                await col.probe_run()
+                t0 = time.monotonic()
+                recs = []
+
+                def on_done(item, rec, error, spec=spec):
+                    nonlocal written
+                    if error is not None:
+                        raise error  # a block is a measurement: no silent gaps in it
+                    with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
+                        w.write(rec)
+                    written += 1
+                    recs.append(rec)
+
+                await run_in_flight([(p, 0) for p in probs], job.concurrency, None,
+                                    arrival_offsets(len(probs), None, 0),
+                                    lambda item, adm, col=col: col.run_one(*item, admission=adm),
+                                    on_done)  # level 1 too gets a load object (its TTFT)
+                wall = time.monotonic() - t0
+                toks = sum(r["output_tokens"] for r in recs)
+                acc = [sum(r["step_acceptance"][k] for r in recs) for k in ("accepted", "proposed")]
+                log(f"{time.strftime('%H:%M:%S')} c{job.concurrency} r{job.round} "
+                    f"{job.config.label:<9} {len(recs)} rec {toks:>5} tok {wall:7.1f} s "
+                    f"{toks / wall:5.2f} tok/s acc {acc[0]}/{acc[1]} "
+                    f"correct {sum(bool(r['correct']) for r in recs)}")
+        finally:
+            for v in verifiers.values():
+                try:
+                    await v.aclose()
+                except Exception:
+                    pass
+            pool.shutdown()
+
+    with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
+        asyncio.run(run())
+    return written

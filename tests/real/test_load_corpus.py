@@ -1,0 +1,77 @@
+"""The load corpus (lrreal/load_corpus.py) on fake engines: the plan's order and blocks, the
+files it writes, resume, and the equal-resources configuration."""
+import pytest
+
+from lrcore.traces import read_traces
+from lrreal import collect as collect_mod
+from lrreal import load_corpus as lc
+
+
+def test_plan_rounds_levels_and_engine_groups():
+    jobs = lc.load_plan(levels=(1, 2, 4, 8), rounds=3)
+    assert len(jobs) == 3 * 4 * len(lc.CONFIGS)
+    assert len({(j.concurrency, j.round, j.config.label) for j in jobs}) == len(jobs)
+    # round r of level N is problems r*N .. r*N+N-1: a level's rounds never overlap
+    assert [j.offset for j in jobs if j.concurrency == 4 and j.config.label == "ar"] == [0, 4, 8]
+    # grouped by target engine: 3 target engines a round, so at most 3 phase changes a round
+    for r in range(3):
+        phases = [j.config.phase for j in jobs if j.round == r]
+        assert sum(a != b for a, b in zip(phases, phases[1:])) == 2
+    firsts = [next(j.config.phase for j in jobs if j.round == r) for r in range(3)]
+    assert len(set(firsts)) == 3          # the group that runs first rotates
+
+
+def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch, tmp_path):
+    from harness.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
+    from lrreal import engine_pool, models
+
+    folder = fake_model_folder(tmp_path / "model")
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
+    monkeypatch.setenv("LR_NO_IOMP", "1")
+
+    class Started(FakeEngine):
+        def __init__(self, role, args):
+            super().__init__(role, GSM8K_SCRIPT, per_token_s=0.001)
+
+        def start(self):
+            return self
+
+    monkeypatch.setattr(engine_pool, "VllmEngine", Started)
+    import contextlib
+
+    from lrreal import lock
+    monkeypatch.setattr(lock, "vllm_lock", lambda: contextlib.nullcontext())
+    out = tmp_path / "load"
+    jobs = lc.load_plan(levels=(1, 2), rounds=2)
+    base = collect_mod.CollectSpec(max_tokens=60, target_cores="0", draft_cores="1")
+    logs = []
+    assert lc.collect_load(jobs, out, base, log=logs.append) == 2 * (1 + 2) * len(lc.CONFIGS)
+    for level in (1, 2):
+        for c in lc.CONFIGS:
+            recs = read_traces(out / "gsm8k" / f"c{level}" / f"{c.label}.jsonl")
+            assert len(recs) == 2 * level
+            assert len({r["problem_id"] for r in recs}) == 2 * level
+            assert all(r["load"]["concurrency"] == level for r in recs)
+            assert all(r["run"]["flags"]["equal_resources"] == c.equal_resources for r in recs)
+            assert all(r["run"]["flags"]["load_config"] == c.label for r in recs)
+            cores = {r["run"]["hardware"]["cores"]["target"] for r in recs}
+            assert cores == ({"0-1"} if c.equal_resources else {"0"})
+            # level 1: a probe around each record; above: one before the block, none per record
+            assert all(("probe" in r) == (level == 1) for r in recs)
+            assert all(("probe_at_start" in r["run"]) == (level > 1) for r in recs)
+    # c2's problems are 0-3 in every configuration: speedups pair per problem
+    ids = {c.label: sorted(r["problem_id"] for r in read_traces(out / "gsm8k" / "c2" / f"{c.label}.jsonl"))
+           for c in lc.CONFIGS}
+    assert len({tuple(v) for v in ids.values()}) == 1
+    before = {p: p.read_bytes() for p in out.rglob("*.jsonl")}
+    assert lc.collect_load(jobs, out, base, log=logs.append) == 0
+    assert {p: p.read_bytes() for p in out.rglob("*.jsonl")} == before
+    assert any("already in" in m for m in logs)
+
+
+def test_equal_resources_is_only_for_the_target_alone():
+    assert lc.BY_LABEL["ar-er"].phase == "er" and lc.BY_LABEL["ar"].phase == "plain"
+    assert lc.BY_LABEL["lr+sd-d2"].phase == "sd"
+    with pytest.raises(Exception):
+        collect_mod.CollectSpec(mode="lr", equal_resources=True, out=None).validate()
