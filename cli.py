@@ -41,10 +41,10 @@ def _register() -> None:
     from lrsim.calib.cli import app as calibrate_app
     from lrsim.theory.cli import app as theory_app
 
-    app.add_typer(theory_app, name="theory")
-    # Optional command groups, registered when their package provides them.
-    for module in ("lrsim.sim.cli", "lrreal.models_cli", "lrreal.judge_cli", "lrreal.collect_cli",
-                   "lrsim.calib.cli", "lrsim.plan.cli", "analysis.cli"):
+    # Every command module registers itself: `register(parent)` adds its commands or its group.
+    # Optional ones are skipped when their package is not installed.
+    for module in ("lrsim.theory.cli", "lrsim.sim.cli", "lrreal.models_cli", "lrreal.judge_cli",
+                   "lrreal.collect_cli", "lrsim.calib.cli", "lrsim.plan.cli", "analysis.cli"):
         mod = _module(module)
         if mod is not None:
             mod.register(app)

@@ -190,12 +190,18 @@ def fig_breakdown(cx: Ctx) -> Figure:
 
 def fig_load(cx: Ctx) -> Figure:
     d6, rows = _load_sweep(cx.source, cx.st, cx.sd_k2, cx.label)
+    measured = meas.load_speedups(cx.records) if cx.records else {}
+    d6["measured_series"] = {cfg: sorted((n, v["speedup"]) for n, v in by_n.items())
+                             for cfg, by_n in measured.items()}
     out_dir = cx.out_dir
+    what = ("Measured points: the traces' records made under load (AR at the same concurrency on "
+            "the same problems)." if measured else
+            "No measured points: the traces given have no records made under load "
+            "(lr collect --concurrency, benchmarks/collect_load.py).")
     return Figure("load", "Speedup vs load", plots.plot_load(d6, out_dir / "speedup_vs_load.png"),
                   ["concurrency"] + list(d6["series"]), rows,
                   "Speedup = reference AR's mean request latency / the configuration's, on "
-                  f"{d6['hardware']} (replicas where a configuration needs fewer devices). No measured "
-                  "points: the shipped traces are single-stream.")
+                  f"{d6['hardware']} (replicas where a configuration needs fewer devices). " + what)
 
 
 def _load_sweep(source, st, sd_k2, label):

@@ -1,5 +1,7 @@
 """Numbers measured on real runs, from trace files (traces/README.md, schema v1).
 
+    load_speedups       the same per (configuration, requests in flight) for records made under
+                        load (AR at the same concurrency on the same problems)
     speedups            per configuration (lrsim.calib.physical.config_label: the corpus label,
                         e.g. lr-d2, lr-d2-w2, lr-d2-emb, else mode + depth + width + verifier):
                         sum of AR wall time / sum of the configuration's wall time over the
@@ -58,14 +60,22 @@ def config_of(rec: dict) -> str:
     return config_label(rec)
 
 
+def in_flight(rec: dict) -> int:
+    """Requests the record ran beside, itself included (its `load.concurrency`; 1 without load)."""
+    return int((rec.get("load") or {}).get("concurrency") or 1)
+
+
 def speedups(records: list[dict]) -> dict[str, dict]:
     """{config: {"speedup", "pairs", "mode", "depth", "width", "k2", "verifier", "tokens_per_s",
     "ar_tokens_per_s"}} for every configuration other than AR with AR records of the same
-    (problem, sample). Configurations are kept apart: depth 1, 2 and 3, width 2 or the embedding
-    verifier each give their own point."""
+    (problem, sample), one request at a time (records made under load: `load_speedups`).
+    Configurations are kept apart: depth 1, 2 and 3, width 2 or the embedding verifier each give
+    their own point."""
     by_cfg: dict[str, dict] = defaultdict(dict)
     for r in records:
         if r["mode"] == "accept":  # the acceptance protocol measures alpha1; it is no way to decode
+            continue
+        if in_flight(r) > 1:
             continue
         by_cfg[config_of(r)][(r["problem_id"], r["sample"])] = r
     ar = by_cfg.get("ar", {})
@@ -89,6 +99,26 @@ def speedups(records: list[dict]) -> dict[str, dict]:
             "ar_tokens_per_s": sum(ar[k]["output_tokens"] for k in keys) / sum(ar[k]["wall_time_s"] for k in keys),
         }
     return out
+
+
+def load_speedups(records: list[dict]) -> dict[str, dict[int, dict]]:
+    """{config: {requests in flight: {"speedup", "pairs"}}} of records made with a load object
+    (`lr collect --concurrency`, the load corpus): AR's mean request latency over the
+    configuration's, on the (problem, sample) pairs both ran at the same concurrency (the
+    planner's definition of speedup under load). Arrival to last token (`load.latency_s`)."""
+    by: dict[tuple[str, int], dict] = defaultdict(dict)
+    for r in records:
+        if r.get("load") and r["mode"] != "accept":
+            by[(config_of(r), in_flight(r))][(r["problem_id"], r["sample"])] = r
+    out: dict[str, dict[int, dict]] = defaultdict(dict)
+    for (cfg, n), recs in sorted(by.items()):
+        ar = by.get(("ar", n), {})
+        keys = [k for k in recs if k in ar]
+        if cfg == "ar" or not keys:
+            continue
+        lat = lambda rs: sum(rs[k]["load"]["latency_s"] for k in keys)  # noqa: E731
+        out[cfg][n] = {"speedup": lat(ar) / lat(recs), "pairs": len(keys)}
+    return dict(out)
 
 
 def acceptance_by_depth(records: list[dict], modes=("lr", "lr+sd", "lr-sync")) -> dict[int, list[int]]:

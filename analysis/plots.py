@@ -178,6 +178,10 @@ def plot_load(d: dict, out: Path) -> Path:
         style = dict(ls=":", marker="s") if "equal" in label else dict(ls="-", marker="o")
         ax.plot(d["concurrency"], ys, color=f"C{i}", label=label, ms=5, **style)
     _measured(ax, d.get("measured", []))
+    for i, (label, pts) in enumerate(sorted(d.get("measured_series", {}).items())):
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, marker=MEAS_MARKERS[i % len(MEAS_MARKERS)], label=f"measured {label}",
+                **(MEAS | {"ls": "--", "color": "0.3", "lw": 0.8}))
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(d["concurrency"], [str(c) for c in d["concurrency"]])

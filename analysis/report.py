@@ -178,7 +178,8 @@ def machine_section(source, traces: list[Path], st: Settings, out_dir: Path) -> 
     replayed, note = None, ""
     if records:
         try:
-            replayed = replay(prof, records)["configs"]
+            # one request at a time: the replay simulates each record alone
+            replayed = replay(prof, [r for r in records if meas.in_flight(r) == 1])["configs"]
         except UserError as e:
             note = f" The replay of the records failed: {e}."
         m = meas.speedups(records)

@@ -4,8 +4,9 @@
     .venv/bin/python benchmarks/collect_load.py --stop-after 50m  # a session's share, then stop
     .venv/bin/python benchmarks/collect_load.py --dry-run         # the plan and what is left
 
-lrreal/load_corpus.py's configurations (ar on the target's core, ar on both cores, sd, lr depth 2,
-lr+sd depth 2) at 1, 2, 4 and 8 GSM8K test problems in flight, round by round: round r of level N
+lrreal/load_corpus.py's configurations (ar on the target's core, ar on both cores, sd, lr depth 2
+with exact matching and with the embedding verifier, lr+sd depth 2 with the embedding verifier)
+at 1, 2, 4 and 8 GSM8K test problems in flight, round by round: round r of level N
 is problems r*N .. r*N+N-1. Run it alone: no test suite or other engine job beside it. Kill it
 whenever; rerunning continues where it stopped (each record is fsynced as it finishes). A line
 per block goes to stdout and to <out>/collection.log.
@@ -21,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.collect_corpus import duration  # noqa: E402
 
-MAX_TOKENS = 96   # ~1.5 min a block on one core: four levels x five configurations in ~30 min a round
+# ~1.5-3 min a block on one core (a round: four levels x six configurations, ~55 min); at 96 tokens
+# (traces/load-pilot-96/) no configuration beat AR even alone: too few steps to speculate on
+MAX_TOKENS = 192
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from lrcore.errors import UserError
 from lrcore.modes import DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
-from .engine import EngineArgs, VllmEngine, ngram_config, vllm_version
+from .engine import EngineArgs, VllmEngine, monotonic, ngram_config, vllm_version
 from .load import arrival_offsets, run_in_flight
 from .lock import vllm_lock
 from .scheduler import Problem, SchedulerConfig, run_problem
@@ -405,7 +405,10 @@ class Collector:
         prompt_tokens = len(self.tokenizer()(prompt)["input_ids"])
         probes = self.pool.probes if (self.spec.probe and self.pool is not None
                                       and not self.spec.under_load) else None
+        t_probe = monotonic()
         before = await probes.before(self.pool.engines) if probes else None
+        if probes and admission is not None:
+            admission = admission.delayed(monotonic() - t_probe)
         cpu0 = cpu_snapshot() if probes or admission else None
         marks = {n: e.stats_mark() for n, e in self.engines.items()}
         self.bind_verifier()
@@ -503,8 +506,8 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
 
         # admitted = the run's start, so a closed loop of one is the old one-at-a-time run
         await run_in_flight(todo, spec.concurrency, spec.request_rate, offsets,
-                            lambda item, adm: col.run_one(*item, admission=adm if spec.under_load
-                                                          else None), on_done)
+                            lambda item, adm: (col.run_one(*item, admission=adm) if spec.under_load
+                                               else col.run_one(*item)), on_done)
     finally:
         if col.verifier is not None:
             try:
@@ -645,7 +648,8 @@ def summarize(records: list[dict]) -> list[dict]:
                      "verifications": len(checks),
                      "verifications_failed": sum(errors.values()),
                      "verification_failures_by_cause": errors,
-                     "step_acceptance_ci95": None, "step_acceptance_by_verifier_dataset": None})
+                     "step_acceptance_ci95": None, "step_acceptance_by_verifier_dataset": None,
+                     "load": load_summary(recs)})
         if mode == "accept":
             # step acceptance per judged draft with its 95% Wilson interval (scipy), pooled and
             # per (verifier, data set): lrcore/acceptance.py
@@ -655,3 +659,18 @@ def summarize(records: list[dict]) -> list[dict]:
             rows[-1]["step_acceptance_ci95"] = est["ci95"]
             rows[-1]["step_acceptance_by_verifier_dataset"] = est["groups"]
     return rows
+
+
+def load_summary(recs: list[dict]) -> dict | None:
+    """Medians of the load metrics of records made under load (lrreal/load.py), else None."""
+    loads = [r["load"] for r in recs if isinstance(r.get("load"), dict)]
+    if not loads:
+        return None
+
+    def p50(key):
+        xs = sorted(x[key] for x in loads if x.get(key) is not None)
+        return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2 if xs else None
+    return {"records": len(loads), "concurrency": sorted({x["concurrency"] for x in loads}),
+            "request_rate": sorted({x["request_rate"] for x in loads if x.get("request_rate")}),
+            "ttft_p50_s": p50("ttft_s"), "tpot_p50_s": p50("tpot_s"), "queue_p50_s": p50("queue_s"),
+            "latency_p50_s": p50("latency_s")}

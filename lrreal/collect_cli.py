@@ -162,6 +162,12 @@ def _print_summary(result: dict) -> None:
     causes = [f"{r['mode']}: {c}" for r in result["summary"] if (c := _failure_causes(r))]
     if causes:
         con.print("verify failed by cause: " + "; ".join(causes))
+    for r in result["summary"]:
+        if ld := r.get("load"):
+            rate = f", {'/'.join(f'{x:g}' for x in ld['request_rate'])} req/s" if ld["request_rate"] else ""
+            con.print(f"{r['mode']} under load (concurrency {'/'.join(map(str, ld['concurrency']))}{rate}): "
+                      f"p50 TTFT {_s(ld['ttft_p50_s'])}, TPOT {_s(ld['tpot_p50_s'])}, "
+                      f"queue {_s(ld['queue_p50_s'])}, latency {_s(ld['latency_p50_s'])}")
     groups = [g for r in result["summary"] for g in r.get("step_acceptance_by_verifier_dataset") or []]
     if groups:
         from lrcore.acceptance import format_estimate
@@ -169,6 +175,10 @@ def _print_summary(result: dict) -> None:
         con.print("accept mode: step acceptance per judged draft (alpha1), 95% Wilson interval:")
         for g in groups:
             con.print(f"  {g['verifier']}, {g['dataset']}: {format_estimate(g)}")
+
+
+def _s(v) -> str:
+    return "-" if v is None else f"{v:.2f} s"
 
 
 def _failed_cell(row: dict) -> str:

@@ -17,7 +17,7 @@ simulator counts it), TPOT, and how many requests were in flight when it was adm
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .engine import monotonic
 
@@ -44,6 +44,11 @@ class Admission:
     in_flight: int               # requests already running when this one was admitted
     concurrency: int
     rate: float | None
+
+    def delayed(self, seconds: float) -> "Admission":
+        """The same admission `seconds` later: a machine-speed probe taken before the request
+        (level 1 of the load corpus) is not part of the request's life."""
+        return replace(self, arrival=self.arrival + seconds, admitted=self.admitted + seconds)
 
     def record(self, first_output: float | None, end: float, tokens: int) -> dict:
         """The trace record's `load` object (times relative to the run's start)."""

@@ -130,8 +130,9 @@ def reference_probe(records: list[dict]) -> dict | None:
 def config_label(rec: dict) -> str:
     """A record's configuration: the corpus label, else mode + tree shape + verifier."""
     flags = (rec.get("run") or {}).get("flags") or {}
-    if isinstance(flags.get("corpus_config"), str):
-        return flags["corpus_config"]
+    for key in ("corpus_config", "load_config"):   # lrreal/corpus.py, lrreal/load_corpus.py
+        if isinstance(flags.get(key), str):
+            return flags[key]
     mode = rec.get("mode", "?")
     if mode in ("ar", "sd"):
         return mode

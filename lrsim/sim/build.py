@@ -18,7 +18,7 @@ MAX_TREE = 1 << 16         # lr-async target positions: 1 + W + ... + W^depth
 MAX_WORKLOAD = 1_000_000   # --requests, --steps (per request)
 
 
-@dataclass
+@dataclass(kw_only=True)   # 19 fields: built by name only, so none can land in another's place
 class Options:
     policy: str | None = None
     alpha1: float | None = None

@@ -80,9 +80,11 @@ def simulate(
 
     if rate is not None and requests is None:
         requests = DEFAULT_RATE_REQUESTS
-    cfg = build(Options(policy.value if policy else None, alpha1, c1, k1, depth, width, k2, alpha2, c2,
-                        ideal, budget, requests, rate, steps, seed, scenario, equal_resources, preset,
-                        _whatif(verifier_seconds, accept_by_width, device_kind, device_file)))
+    cfg = build(Options(policy=policy.value if policy else None, alpha1=alpha1, c1=c1, k1=k1,
+                        depth=depth, width=width, k2=k2, alpha2=alpha2, c2=c2, ideal=ideal,
+                        budget=budget, requests=requests, rate=rate, steps=steps, seed=seed,
+                        scenario=scenario, equal_resources=equal_resources, preset=preset,
+                        whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file)))
     out = run_sim(cfg)
     if as_json:
         print(jsonout.dumps(out))
@@ -153,9 +155,10 @@ def sweep(
 
         check_output(out, "--out", inputs=[resolve_path(scenario) if scenario else None])
 
-    base = Options(policy.value, alpha1, c1, None, None, None, None, alpha2, c2, ideal, None,
-                   requests, rate, steps, seed, scenario, equal_resources, preset,
-                   _whatif(verifier_seconds, accept_by_width, device_kind, device_file))
+    base = Options(policy=policy.value, alpha1=alpha1, c1=c1, alpha2=alpha2, c2=c2, ideal=ideal,
+                   requests=requests, rate=rate, steps=steps, seed=seed, scenario=scenario,
+                   equal_resources=equal_resources, preset=preset,
+                   whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file))
     grid = {"k1": parse_values("--k1", k1), "depth": parse_values("--depth", depth),
             "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
     res = run_sweep(base, grid, budget, jobs)

@@ -149,3 +149,7 @@ def _theorem_text(th) -> str:
     verdict = "agrees with optimiser" if th.agrees else (
         "DISAGREES with optimiser" if th.agrees is False else "no check")
     return f"predicts {th.prediction}; {verdict}"
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="theory")

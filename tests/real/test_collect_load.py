@@ -136,7 +136,17 @@ def test_cli_takes_the_load_flags(fast_collect, run_lr):
                                "--concurrency", "2", "--rate", "50", "--no-probe", "--out", out,
                                "--json")
     assert code == 0, err
-    assert json.loads(stdout)["written"] == 3
+    res = json.loads(stdout)
+    assert res["written"] == 3
     assert {r["load"]["request_rate"] for r in read_traces(out)} == {50.0}
+    ld = res["summary"][0]["load"]
+    assert ld["records"] == 3 and ld["concurrency"] == [2] and ld["request_rate"] == [50.0]
+    ttfts = sorted(r["load"]["ttft_s"] for r in read_traces(out))
+    assert ld["ttft_p50_s"] == pytest.approx(ttfts[1])
+    code, stdout, err = run_lr("collect", "--mode", "ar", "--limit", "4", "--max-tokens", "120",
+                               "--concurrency", "2", "--rate", "50", "--no-probe", "--out", out,
+                               "--resume")
+    assert code == 0, err
+    assert "ar under load (concurrency 2, 50 req/s): p50 TTFT" in " ".join(stdout.split())
     code, _, err = run_lr("collect", "--concurrency", "0", "--out", out)
     assert code == 2 and "--concurrency" in err and "Traceback" not in err

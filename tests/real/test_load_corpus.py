@@ -72,6 +72,6 @@ def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch
 
 def test_equal_resources_is_only_for_the_target_alone():
     assert lc.BY_LABEL["ar-er"].phase == "er" and lc.BY_LABEL["ar"].phase == "plain"
-    assert lc.BY_LABEL["lr+sd-d2"].phase == "sd"
+    assert lc.BY_LABEL["lr+sd-d2-emb"].phase == "sd" and lc.BY_LABEL["lr-d2-emb"].phase == "plain"
     with pytest.raises(Exception):
         collect_mod.CollectSpec(mode="lr", equal_resources=True, out=None).validate()

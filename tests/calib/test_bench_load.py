@@ -1,0 +1,45 @@
+"""benchmarks/bench_load.py's bookkeeping: block makespans, the blocks every configuration of a
+level finished, speedups over ar and ar-er, and break-even levels."""
+import pytest
+
+from benchmarks import bench_load as bl
+
+
+def rec(cfg, pid, rnd, arrival, latency, wall, tokens=10, mode="ar"):
+    return {"mode": mode, "problem_id": pid, "sample": 0, "output_tokens": tokens,
+            "wall_time_s": wall, "correct": True,
+            "step_acceptance": {"accepted": 1, "proposed": 2},
+            "run": {"flags": {"load_config": cfg, "load_round": rnd}},
+            "load": {"arrival_s": arrival, "latency_s": latency, "ttft_s": 1.0, "tpot_s": 0.1}}
+
+
+def test_makespan_runs_from_the_first_start_to_the_last_end():
+    # a: starts at 0.5 (0.5 s of probe/tokenizing before its 9.5 s), ends 10; b: 1 to 13
+    block = [rec("ar", "a", 0, 0.0, 10.0, 9.5), rec("ar", "b", 0, 0.0, 13.0, 12.0)]
+    assert bl.makespan(block) == pytest.approx(13.0 - 0.5)
+
+
+def test_level_table_uses_full_common_blocks_and_pairs_speedups():
+    level = {
+        "ar": [rec("ar", "p0", 0, 0, 10, 10), rec("ar", "p1", 0, 0, 10, 10),
+               rec("ar", "p2", 1, 0, 10, 10), rec("ar", "p3", 1, 0, 10, 10)],
+        "ar-er": [rec("ar-er", "p0", 0, 0, 5, 5), rec("ar-er", "p1", 0, 0, 5, 5),
+                  rec("ar-er", "p2", 1, 0, 5, 5)],                 # block 1 unfinished
+        "lr-d2": [rec("lr-d2", "p0", 0, 0, 8, 8, mode="lr"), rec("lr-d2", "p1", 0, 0, 8, 8, mode="lr"),
+                  rec("lr-d2", "p2", 1, 0, 1, 1, mode="lr"), rec("lr-d2", "p3", 1, 0, 1, 1, mode="lr")],
+    }
+    t = bl.level_table(level, None)
+    assert {r["blocks"] for r in t.values()} == {1}                # only block 0 is full everywhere
+    assert t["lr-d2"]["tokens_per_s"] == pytest.approx(20 / 8)
+    assert t["lr-d2"]["speedup_vs_ar"] == pytest.approx(10 / 8)
+    assert t["lr-d2"]["speedup_vs_ar-er"] == pytest.approx(5 / 8)
+    assert t["ar-er"]["speedup_vs_ar"] == pytest.approx(2.0)
+    assert "predicted_tokens_per_s" not in t["lr-d2"]              # no profile: measured only
+
+
+def test_break_even_is_the_first_level_at_or_below_one():
+    levels = {1: {"lr": {"s": 1.3}}, 2: {"lr": {"s": 1.05}}, 4: {"lr": {"s": 0.9}}, 8: {"lr": {"s": 1.01}}}
+    assert bl.break_even(levels, "s", "lr") == "4"
+    assert bl.break_even({1: {"lr": {"s": 0.9}}}, "s", "lr") == "1"
+    assert bl.break_even({1: {"lr": {"s": 1.2}}, 2: {"lr": {"s": 1.1}}}, "s", "lr") == ">2"
+    assert bl.break_even({1: {"sd": {"s": 1.2}}}, "s", "lr") == "-"
