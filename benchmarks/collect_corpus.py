@@ -52,7 +52,6 @@ def main() -> None:
     ap.add_argument("--reason", default="", help="why records are set aside (kept in each record)")
     a = ap.parse_args()
 
-    from lrcore.errors import UserError
     from lrreal.collect import CollectSpec
     from lrreal.corpus import BY_LABEL, CONFIGS, collect_corpus, corpus_plan, pending
 
@@ -95,24 +94,31 @@ def main() -> None:
     # judge_timing: the corpus began before eager judging existed; its files keep one setting
     base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1",
                        judge_timing="deferred")
+    run_logged("collect_corpus", out,
+               lambda log: collect_corpus(jobs, out, base, log=log, stop_after_s=a.stop_after))
+
+
+def run_logged(name: str, out: Path, collect) -> None:
+    """Run `collect(log)` (returns records written) with every line to stdout and to
+    <out>/collection.log; a UserError or an interrupt ends as one logged line and its exit code."""
+    from lrcore.errors import UserError
+
     out.mkdir(parents=True, exist_ok=True)
-    logf = open(out / "collection.log", "a", buffering=1)
+    with open(out / "collection.log", "a", buffering=1) as logf:
+        def log(msg: str) -> None:
+            print(msg, flush=True)
+            logf.write(msg + "\n")
 
-    def log(msg: str) -> None:
-        print(msg, flush=True)
-        logf.write(msg + "\n")
-
-    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} collect_corpus {' '.join(sys.argv[1:])}")
-    try:
-        n = collect_corpus(jobs, out, base, log=log, stop_after_s=a.stop_after)
-    except UserError as e:
-        log(f"collect_corpus: error: {e}")
-        sys.exit(getattr(e, "exit_code", 2))
-    except KeyboardInterrupt as e:
-        log(f"collect_corpus: interrupted ({e!r}); records so far are kept; rerun to continue")
-        sys.exit(130)
-    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} wrote {n} record(s)")
-
+        log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {name} {' '.join(sys.argv[1:])}")
+        try:
+            n = collect(log)
+        except UserError as e:
+            log(f"{name}: error: {e}")
+            sys.exit(getattr(e, "exit_code", 2))
+        except KeyboardInterrupt as e:
+            log(f"{name}: interrupted ({e!r}); records so far are kept; rerun to continue")
+            sys.exit(130)
+        log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} wrote {n} record(s)")
 
 if __name__ == "__main__":
     main()

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.collect_corpus import duration  # noqa: E402
+from benchmarks.collect_corpus import duration, run_logged  # noqa: E402
 
 # ~1.5-3 min a block on one core (a round: four levels x six configurations, ~55 min); at 96 tokens
 # (traces/load-pilot-96/) no configuration beat AR even alone: too few steps to speculate on
@@ -38,7 +37,6 @@ def main() -> None:
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
 
-    from lrcore.errors import UserError
     from lrreal.collect import CollectSpec
     from lrreal.load_corpus import BY_LABEL, CONFIGS, collect_load, load_plan, pending
 
@@ -63,24 +61,8 @@ def main() -> None:
                   f"({j.concurrency - left}/{j.concurrency})")
         return
     base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1")
-    out.mkdir(parents=True, exist_ok=True)
-    logf = open(out / "collection.log", "a", buffering=1)
-
-    def log(msg: str) -> None:
-        print(msg, flush=True)
-        logf.write(msg + "\n")
-
-    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} collect_load {' '.join(sys.argv[1:])}")
-    try:
-        n = collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after)
-    except UserError as e:
-        log(f"collect_load: error: {e}")
-        sys.exit(getattr(e, "exit_code", 2))
-    except KeyboardInterrupt as e:
-        log(f"collect_load: interrupted ({e!r}); records so far are kept; rerun to continue")
-        sys.exit(130)
-    log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} wrote {n} record(s)")
-
+    run_logged("collect_load", out,
+               lambda log: collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after))
 
 if __name__ == "__main__":
     main()

@@ -114,6 +114,57 @@ def pending(jobs: list[Job], out_dir: Path) -> list[Job]:
     return left
 
 
+class CorpusEngines:
+    """One engine pool and one verifier per --verifier across the jobs of a corpus (this module
+    and lrreal/load_corpus.py): the draft is loaded once and stays loaded throughout (idle in
+    ar/sd), so every record runs beside the same engine set. Use inside the event loop:
+
+        async with CorpusEngines(base, out_dir) as engines:
+            col = await engines.collector(spec)       # started, verifier bound, warmed up
+    """
+
+    def __init__(self, base: CollectSpec, out_dir: Path):
+        from .engine_pool import EnginePool
+
+        self.base, self.out_dir = base, Path(out_dir)
+        self.pool = EnginePool()
+        self.verifiers: dict[str, object] = {}
+
+    async def __aenter__(self) -> "CorpusEngines":
+        from . import shutdown
+
+        lr_spec = replace(self.base, mode="lr", out=str(self.out_dir / "unused.jsonl"))
+        try:
+            with shutdown.engine_start():
+                self.pool.get("draft", Collector(lr_spec).engine_args()["draft"])
+        except BaseException:
+            self.pool.shutdown()
+            raise
+        return self
+
+    async def collector(self, spec: CollectSpec) -> Collector:
+        from . import shutdown
+
+        col = Collector(spec)
+        with shutdown.engine_start():
+            col.start(self.pool)
+        if spec.mode in LR_MODES:
+            if spec.verifier not in self.verifiers:
+                self.verifiers[spec.verifier] = col.make_verifier()
+            col.verifier = self.verifiers[spec.verifier]
+            col.run_info["verifier"] = col.verifier.describe()
+        await col.warm_up()
+        return col
+
+    async def __aexit__(self, *exc) -> None:
+        for v in self.verifiers.values():
+            try:
+                await v.aclose()
+            except Exception:
+                pass
+        self.pool.shutdown()
+
+
 def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
                    log=print, stop_after_s: float | None = None) -> int:
     """Run the pending jobs on one engine pool; returns the number of records written. Safe to
@@ -122,7 +173,6 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
 
     from . import shutdown
     from .datasets import load_problems
-    from .engine_pool import EnginePool
     from .lock import vllm_lock
 
     out_dir = Path(out_dir)
@@ -137,28 +187,13 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
     async def run() -> None:
         nonlocal written
         shutdown.cancel_on_signal(asyncio.current_task())
-        pool = EnginePool()
-        verifiers: dict[str, object] = {}
-        try:
-            # the draft stays loaded throughout (idle in ar/sd), so every record runs beside the
-            # same engine set
-            lr_spec = replace(base, mode="lr", out=str(out_dir / "unused.jsonl"))
-            with shutdown.engine_start():
-                pool.get("draft", Collector(lr_spec).engine_args()["draft"])
+        async with CorpusEngines(base, out_dir) as engines:
             for job in todo:
                 if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
                     log(f"corpus: stopping after {stop_after_s:.0f} s as asked; resume later")
                     return
                 spec = spec_for(job, out_dir, base)
-                col = Collector(spec)
-                with shutdown.engine_start():
-                    col.start(pool)
-                if spec.mode in LR_MODES:
-                    if spec.verifier not in verifiers:
-                        verifiers[spec.verifier] = col.make_verifier()
-                    col.verifier = verifiers[spec.verifier]
-                    col.run_info["verifier"] = col.verifier.describe()
-                await col.warm_up()
+                col = await engines.collector(spec)
                 prob = load_problems(job.dataset, 1, job.index)[0]
                 rec = await col.run_one(prob, 0)
                 with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
@@ -171,13 +206,6 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
                     f"{rec['step_acceptance']['proposed']} correct {rec['correct']} "
                     f"probe {1e3 * (p.get('decode_s') or 0):.0f} ms "
                     f"load {rec['probe']['after'].get('loadavg', ['?'])[0]}")
-        finally:
-            for v in verifiers.values():
-                try:
-                    await v.aclose()
-                except Exception:
-                    pass
-            pool.shutdown()
 
     with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
         asyncio.run(run())

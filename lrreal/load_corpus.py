@@ -26,10 +26,10 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lrcore.modes import LR_MODES, SD_MODES
+from lrcore.modes import SD_MODES
 
-from .collect import CollectSpec, Collector
-from .corpus import CorpusConfig
+from .collect import CollectSpec
+from .corpus import CorpusConfig, CorpusEngines
 
 LEVELS = (1, 2, 4, 8)
 
@@ -116,7 +116,6 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
     from lrcore.traces import TraceWriter
 
     from . import shutdown
-    from .engine_pool import EnginePool
     from .load import arrival_offsets, run_in_flight
     from .lock import vllm_lock
 
@@ -131,29 +130,15 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
     t_start = time.monotonic()
 
     async def run() -> None:
-        nonlocal written
         shutdown.cancel_on_signal(asyncio.current_task())
-        pool = EnginePool()
-        verifiers: dict[str, object] = {}
-        try:
-            lr_spec = replace(base, mode="lr", out=str(out_dir / "unused.jsonl"))
-            with shutdown.engine_start():   # the draft stays loaded: every record beside it
-                pool.get("draft", Collector(lr_spec).engine_args()["draft"])
+        async with CorpusEngines(base, out_dir) as engines:
             for job, probs in todo:
                 if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
                     log(f"load corpus: stopping after {stop_after_s:.0f} s as asked; resume later")
                     return
                 spec = spec_for(job, out_dir, base)
-                col = Collector(spec)
-                with shutdown.engine_start():
-                    col.start(pool)
-                if spec.mode in LR_MODES:
-                    if spec.verifier not in verifiers:
-                        verifiers[spec.verifier] = col.make_verifier()
-                    col.verifier = verifiers[spec.verifier]
-                    col.run_info["verifier"] = col.verifier.describe()
-                await col.warm_up()
-                pool.probes.invalidate()   # level 1's probe before: fresh, not the last block's
+                col = await engines.collector(spec)
+                engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
                 await col.probe_run()
                 t0 = time.monotonic()
                 recs = []
@@ -178,13 +163,6 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
                     f"{job.config.label:<9} {len(recs)} rec {toks:>5} tok {wall:7.1f} s "
                     f"{toks / wall:5.2f} tok/s acc {acc[0]}/{acc[1]} "
                     f"correct {sum(bool(r['correct']) for r in recs)}")
-        finally:
-            for v in verifiers.values():
-                try:
-                    await v.aclose()
-                except Exception:
-                    pass
-            pool.shutdown()
 
     with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
         asyncio.run(run())

@@ -1,6 +1,7 @@
 """`lr collect --concurrency / --request-rate / --equal-resources` (lrreal/load.py) on fake
 engines: requests really overlap, every record says the load it met, resume and the one-line
-errors hold with several requests in flight. The real-engine run is in test_collect_load_real.py."""
+errors hold with several requests in flight. The real-engine run is
+test_engine_real.py::test_two_requests_in_flight_share_the_real_engines."""
 import json
 
 import pytest
