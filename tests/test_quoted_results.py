@@ -27,3 +27,20 @@ def test_a_hand_edited_block_is_caught(tmp_path, monkeypatch):
     assert "README.md" in msg and "r.md" in msg
     assert quote.rewrite() == 1 and quote.stale() == []
     assert "| a | 1.00 |" in (tmp_path / "README.md").read_text()
+
+
+def test_rendered_results_are_their_json_rendered():
+    """A quoted .md that a benchmark renders from its .json is that rendering (so the figures
+    trace back to the recorded run, not to an edit of the .md)."""
+    import json
+
+    import bench_demo
+    import bench_theorems
+
+    res = ROOT / "benchmarks" / "results"
+    for mod, name in ((bench_demo, "demo"), (bench_theorems, "theorems")):
+        doc = json.loads((res / f"{name}.json").read_text())
+        assert (res / f"{name}.md").read_text() == mod.render(doc), name
+    quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
+    assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
+            "benchmarks/results/load.md"} <= quoted
