@@ -16,13 +16,14 @@ block = N problems run together, a closed loop of N). Per level N and configurat
                (their recorded steps, lengths and verdicts; N requests in flight on the
                simulated engines, which batch them with the calibrated batch-latency curve), the
                profile scaled to the machine speed probed before the block.
-  planned      `lr plan --profile P --concurrency N` with that profile (a synthetic workload from
-               the profile's acceptance and step lengths): speedup vs the reference AR and vs
-               its equal-resources baseline.
+  planned      `lr plan --profile P --concurrency N` (a synthetic workload from the profile's
+               acceptance and step lengths; one profile per verifier, calibrated on 1-2 in
+               flight): speedup vs the reference AR and vs its equal-resources baseline.
   break-even   the first measured level at which each configuration's speedup is <= 1, against
-               ar and against ar-er; the same from the replay and from the plan.
+               ar and against ar-er; the same from the replay and from the plan, and the one
+               `lr plan --find-break-even` finds by bisection over every level up to the highest.
 
-Targets (issue 12): predicted speedup within 10% of measured at every level, the predicted
+Targets: predicted speedup within 10% of measured at every level, the predicted
 break-even level equal to the measured one. Levels 1 and 2 are in-sample for the replay's latency
 curves; 4 and 8 are not.
 """
@@ -48,9 +49,16 @@ from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled  # noqa: E40
 
 CALIB_LEVELS = (1, 2)
 CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")
-SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup (issue 12)
-PLAN_CANDIDATES = {"sd": "sd k2=7", "lr-d2": "lr depth=2", "lr+sd-d2": "lr+sd depth=2 k2=7"}
-# (the profile holds one verifier's acceptance; the plan prices the exact-match configurations)
+SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
+# `lr plan` prices one verifier's acceptance per profile: one profile per verifier, each calibrated
+# on 1-2 in flight, and the plan's label of each measured configuration
+PLAN_PROFILES = {
+    "exact": (("ar", "sd", "lr-d2"), {"sd": "sd k2=7", "lr-d2": "lr depth=2"}),
+    "emb": (("ar", "sd", "lr-d2-emb", "lr+sd-d2-emb"),
+            {"lr-d2-emb": "lr depth=2", "lr+sd-d2-emb": "lr+sd depth=2 k2=7"}),
+}
+PLAN_ARGS = ("--modes", "sd,lr,lr+sd", "--depth", "2", "--k2", "7", "--placement", "dedicated",
+             "--samples", "8", "--ci-target", "0", "--jobs", "1", "--json")
 
 
 def load_corpus(root: Path, dataset: str = "gsm8k") -> dict[int, dict[str, list[dict]]]:
@@ -142,22 +150,61 @@ def _ratio(sel, a, b):
     return num / den if den else None
 
 
-def plan_at(profile_path: Path, level: int) -> dict:
-    """`lr plan` at `level` requests in flight: {config: (speedup vs ar, vs equal resources)}."""
-    cmd = [sys.executable, str(ROOT / "cli.py"), "plan", "--profile", str(profile_path),
-           "--concurrency", str(level), "--modes", "sd,lr,lr+sd", "--depth", "2", "--k2", "7",
-           "--placement", "dedicated", "--samples", "8", "--ci-target", "0", "--jobs", "1",
-           "--json"]
+def calib_paths(load_root: Path) -> list[str]:
+    return [str(p) for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
+
+
+def measure(load_root: Path, corpus: dict) -> tuple[list[str], dict]:
+    """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
+    flight); returns the calibration files too."""
+    paths = calib_paths(load_root)
+    prof = Profile(validate_doc(calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False)))
+    return paths, {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}
+
+
+def lr_plan(profile_path: Path, *args: str) -> dict:
+    cmd = [sys.executable, str(ROOT / "cli.py"), "plan", "--profile", str(profile_path), *args, *PLAN_ARGS]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
     if p.returncode != 0:
         raise SystemExit(f"bench_load: lr plan failed: {p.stderr.strip()}")
-    res = json.loads(p.stdout)
-    rows = {r["label"]: r for r in res["candidates"]}
-    out = {cfg: {"speedup_vs_ar": rows[lab]["speedup"], "speedup_vs_ar-er": rows[lab]["speedup_vs_equal"]}
-           for cfg, lab in PLAN_CANDIDATES.items() if lab in rows}
-    eq = res.get("equal_resources_baseline") or {}
-    out["ar-er"] = {"speedup_vs_ar": eq.get("speedup")}
+    return json.loads(p.stdout)
+
+
+def plan_at(profiles: dict[str, Path], level: int) -> dict:
+    """`lr plan` at `level` requests in flight: {config: (speedup vs ar, vs equal resources)}."""
+    out = {}
+    for name, path in profiles.items():
+        res = lr_plan(path, "--concurrency", str(level))
+        rows = {r["label"]: r for r in res["candidates"]}
+        out |= {cfg: {"speedup_vs_ar": rows[lab]["speedup"], "speedup_vs_ar-er": rows[lab]["speedup_vs_equal"]}
+                for cfg, lab in PLAN_PROFILES[name][1].items() if lab in rows}
+        if name == "exact":
+            eq = res.get("equal_resources_baseline") or {}
+            out["ar-er"] = {"speedup_vs_ar": eq.get("speedup")}
     return out
+
+
+def search(profiles: dict[str, Path], top: int) -> dict:
+    """`lr plan --find-break-even --concurrency TOP`: {config: {"vs_ar": cell, "vs_ar-er": cell}}
+    (the bisection's break-even at any level 1..TOP, not only the measured ones)."""
+    from lrsim.plan.breakeven import Range
+
+    out = {}
+    for name, path in profiles.items():
+        res = lr_plan(path, "--find-break-even", "--concurrency", str(top))
+        rng = Range(res["axis"], *res["range"])
+        rows = {r["label"]: r for r in res["rows"]}
+        out |= {cfg: {"vs_ar": level(rows[lab]["vs_ar"], rng), "vs_ar-er": level(rows[lab]["vs_equal"], rng)}
+                for cfg, lab in PLAN_PROFILES[name][1].items() if lab in rows}
+    return out
+
+
+def level(r: dict, rng) -> str:
+    """The search's answer in the measured columns' terms: 'never' (no gain even at the lowest
+    load) is the first level at which the speedup is <= 1, the lowest."""
+    from lrsim.plan.breakeven import cell
+
+    return rng.text(rng.lo) if r["status"] == "never" else cell(r, rng)
 
 
 def break_even(levels: dict[int, dict], key: str, cfg: str) -> str:
@@ -182,18 +229,22 @@ def main() -> None:
     corpus = load_corpus(ROOT / a.load)
     if not corpus:
         sys.exit(f"bench_load: no load traces under {a.load} (benchmarks/collect_load.py)")
-    paths = [str(p) for n in CALIB_LEVELS for p in sorted((ROOT / a.load / "gsm8k" / f"c{n}").glob("*.jsonl"))]
-    prof = Profile(validate_doc(calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False)))
-    measured = {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}
+    paths, measured = measure(ROOT / a.load, corpus)
     with tempfile.TemporaryDirectory() as tmp:
-        ppath = save_profile(prof, Path(tmp) / "load-profile.json")
-        planned = {n: plan_at(ppath, n) for n in sorted(corpus)}
+        profiles = {name: save_profile(Profile(validate_doc(calibrate(paths, configs=set(cfgs),
+                                                                      select_placement=False))),
+                                       Path(tmp) / f"load-profile-{name}.json")
+                    for name, (cfgs, _) in PLAN_PROFILES.items()}
+        planned = {n: plan_at(profiles, n) for n in sorted(corpus)}
+        searched = search(profiles, max(corpus))
     configs = sorted({c for t in measured.values() for c in t} - {"ar"})
     be = {c: {"measured_vs_ar": break_even(measured, "speedup_vs_ar", c),
               "measured_vs_ar-er": break_even(measured, "speedup_vs_ar-er", c),
               "replayed_vs_ar": break_even(measured, "predicted_speedup_vs_ar", c),
               "planned_vs_ar": break_even(planned, "speedup_vs_ar", c),
-              "planned_vs_ar-er": break_even(planned, "speedup_vs_ar-er", c)}
+              "planned_vs_ar-er": break_even(planned, "speedup_vs_ar-er", c),
+              "searched_vs_ar": searched.get(c, {}).get("vs_ar", "-"),
+              "searched_vs_ar-er": searched.get(c, {}).get("vs_ar-er", "-")}
           for c in configs}
     errs = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
             for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
@@ -228,12 +279,16 @@ def render(out: dict) -> str:
                          f"{f(p.get('speedup_vs_ar'))} | {f(r.get('speedup_vs_ar-er'))} / "
                          f"{f(p.get('speedup_vs_ar-er'))} | {f(r['ttft_p50_s'], '{:.1f}')} | "
                          f"{f(r['tpot_p50_s'], '{:.2f}')} |")
-    lines += ["", "Break-even (first level at which the speedup is <= 1; >8: never up to 8):", "",
-              "| config | vs ar measured | replayed | planned | vs ar-er measured | planned |",
-              "|---|---|---|---|---|---|"]
+    top = max(map(int, out["levels"]))
+    lines += ["", f"Break-even (the first level at which the speedup is <= 1; >{top}: never up to {top}; "
+              f"searched: `lr plan --find-break-even --concurrency {top}`, bisection over every level "
+              f"1-{top}):", "",
+              "| config | vs ar measured | replayed | planned | searched | vs ar-er measured | planned | searched |",
+              "|---|---|---|---|---|---|---|---|"]
     for c, b in out["break_even"].items():
         lines.append(f"| {c} | {b['measured_vs_ar']} | {b['replayed_vs_ar']} | {b['planned_vs_ar']} | "
-                     f"{b['measured_vs_ar-er']} | {b['planned_vs_ar-er']} |")
+                     f"{b.get('searched_vs_ar', '-')} | {b['measured_vs_ar-er']} | {b['planned_vs_ar-er']} | "
+                     f"{b.get('searched_vs_ar-er', '-')} |")
     per = ", ".join(f"{n} in flight: {next(iter(t.values()))['blocks']}" for n, t in out["levels"].items())
     lines += ["", f"Blocks run by every configuration (N problems each): {per}."]
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "

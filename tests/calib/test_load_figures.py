@@ -1,0 +1,56 @@
+"""The README's load figures (benchmarks/results/load.md, quoted in "Under load") are what the
+committed load corpus gives: every measured and replayed number of results/load.json is recomputed
+from traces/load, and load.md is its rendering. A trace edited, or the replay changed, without
+rerunning benchmarks/bench_load.py fails here (tests/test_quoted_results.py pins the README to
+load.md)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_load as bl
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return json.loads((RESULTS / "load.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def recomputed():
+    corpus = bl.load_corpus(ROOT / "traces" / "load")
+    return corpus, bl.measure(ROOT / "traces" / "load", corpus)[1]
+
+
+def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed, recomputed):
+    corpus, measured = recomputed
+    assert committed["records"] == sum(len(r) for lv in corpus.values() for r in lv.values())
+    assert set(committed["levels"]) == {str(n) for n in measured}
+    for n, table in measured.items():
+        want = committed["levels"][str(n)]
+        assert set(want) == set(table), n
+        for cfg, row in table.items():
+            for key, value in row.items():
+                if isinstance(value, float):
+                    # measured: arithmetic on recorded times; replayed: a seeded simulation
+                    assert want[cfg][key] == pytest.approx(value, rel=1e-9), (n, cfg, key)
+                else:
+                    assert want[cfg][key] == value, (n, cfg, key)
+
+
+def test_break_even_and_error_summary_follow_from_the_levels(committed, recomputed):
+    _, measured = recomputed
+    for cfg, b in committed["break_even"].items():
+        assert b["measured_vs_ar"] == bl.break_even(measured, "speedup_vs_ar", cfg)
+        assert b["measured_vs_ar-er"] == bl.break_even(measured, "speedup_vs_ar-er", cfg)
+        assert b["replayed_vs_ar"] == bl.break_even(measured, "predicted_speedup_vs_ar", cfg)
+    errs = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+            for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    assert committed["replay_speedup_error_max"] == pytest.approx(max(errs), rel=1e-9)
+
+
+def test_the_markdown_is_the_json_rendered(committed):
+    assert (RESULTS / "load.md").read_text() == bl.render(committed)
