@@ -1,0 +1,280 @@
+"""KV-cache capacity of one engine: paged blocks, per-job growth, admission and preemption.
+
+The model is vLLM's (Kwon et al., "Efficient Memory Management for Large Language Model Serving
+with PagedAttention", SOSP 2023; vLLM V1's scheduler, vllm/v1/core/sched/scheduler.py):
+
+- the cache is a pool of fixed-size blocks (`block_tokens`, vLLM's CacheConfig.block_size: 16);
+  a sequence holding t tokens holds ceil(t / block) blocks;
+- a job holds its context, the tokens it has generated, and the positions a speculative
+  verification pass writes ahead of them (k2 - 1 drafted tokens: vLLM allocates
+  num_lookahead_tokens slots before the pass);
+- admission: a waiting job joins the batch only if its blocks fit (FIFO: the head of the queue
+  blocks the rest, as vLLM's FCFS policy does);
+- growth: when the running jobs' next iteration would need more blocks than the pool has, the
+  job admitted last is preempted by recompute (vLLM V1's only mode): its blocks are freed, it
+  goes back to the front of the queue, and when readmitted it prefills its whole sequence
+  (context + generated tokens) again; no new job is admitted at a boundary that preempted;
+- prefix caching (on by default in vLLM V1): the jobs of one request on one engine (the target
+  steps of an LR tree, sibling drafts) share the full blocks of their common prefix. The
+  simulator counts the shortest context of the group once (its full blocks), and each job's
+  remaining tokens on their own: exact for the committed context, conservative for the drafted
+  steps that deeper nodes of one path also share;
+- between two jobs of a request (a step done, the next not yet admitted) its sequence stays in
+  the cache as free, evictable blocks (vLLM keeps freed blocks hashed until it needs them):
+  they never block an admission, and when the running jobs need the room the least recently
+  used request's are evicted. A job whose request has no job running and whose cached context
+  was evicted prefills that context again (the policies otherwise assume it cached). A
+  preempted job recomputes its whole sequence (under the pressure that preempted it, its
+  blocks are assumed evicted).
+
+A job's KV context is max(ctx, prefill): the policies pass the whole context as `ctx` with the
+uncached part inside it as `prefill`, or ctx = 0 for a fresh sequence whose context is its
+prefill (engine.Job).
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from lrcore.errors import UserError
+
+BLOCK_TOKENS = 16            # vLLM CacheConfig.block_size default (CUDA and CPU backends)
+GPU_MEMORY_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default: share of device memory
+#                               the engine may use (weights + activations + KV cache)
+MAX_BLOCK_TOKENS = 1 << 16
+
+
+class KVCapacityError(UserError):
+    """A single sequence that can never fit the engine's KV cache (one line, like every UserError)."""
+
+
+@dataclass(frozen=True)
+class KVSpec:
+    capacity_tokens: int                   # KV slots of the engine's pool, all its TP shards together
+    block_tokens: int = BLOCK_TOKENS       # tokens per block (vLLM's default 16)
+    watermark: float = 0.0                 # share of blocks kept free when admitting (vLLM V0 used
+    #                                        0.01; V1 has none), never when the batch is empty
+    sizing: dict | None = field(default=None, compare=False)   # how capacity was derived
+    #                                        (kv_from_memory), for reports and for re-sizing on more
+    #                                        devices (equal resources)
+
+    def __post_init__(self):
+        b = self.block_tokens
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BLOCK_TOKENS:
+            raise UserError(f"KV cache: block size must be an integer in [1, {MAX_BLOCK_TOKENS}] "
+                            f"tokens, got {b!r}")
+        c = self.capacity_tokens
+        if isinstance(c, bool) or not isinstance(c, int) or c < b:
+            raise UserError(f"KV cache: capacity must be an integer >= one block ({b} tokens), "
+                            f"got {c!r}")
+        w = self.watermark
+        if not (isinstance(w, (int, float)) and not isinstance(w, bool) and 0.0 <= w < 0.5):
+            raise UserError(f"KV cache: watermark must be in [0, 0.5), got {w!r}")
+
+    @property
+    def blocks(self) -> int:
+        return self.capacity_tokens // self.block_tokens
+
+    def widened(self, tp_old: int, tp_new: int) -> "KVSpec":
+        """The pool on tp_new devices instead of tp_old (equal resources): re-sized from memory
+        when it was sized that way, else scaled by the device count (conservative: it ignores
+        that each device then holds a smaller share of the weights)."""
+        if tp_new == tp_old:
+            return self
+        s = self.sizing
+        if s:
+            return kv_from_memory(s["device_gib"], tp_new, s["weights_gib"], s["bytes_per_token"],
+                                  utilisation=s["utilisation"], share=s["share"],
+                                  block_tokens=self.block_tokens, watermark=self.watermark)
+        return KVSpec(max(self.block_tokens, self.capacity_tokens * tp_new // tp_old),
+                      self.block_tokens, self.watermark)
+
+
+def kv_from_memory(device_gib: float, devices: int, weights_gib: float, bytes_per_token: float,
+                   utilisation: float = GPU_MEMORY_UTILIZATION, share: float = 1.0,
+                   block_tokens: int = BLOCK_TOKENS, watermark: float = 0.0,
+                   what: str = "model") -> KVSpec:
+    """vLLM's sizing: KV bytes = utilisation x memory of the engine's devices - weights (the
+    profiled activation peak is left out), in tokens of `bytes_per_token` (2 x layers x KV heads
+    x head dim x dtype bytes), whole blocks. `share`: this engine's part of the devices when
+    another engine's weights and cache sit on the same ones (shared placement)."""
+    if not (bytes_per_token > 0 and device_gib > 0 and devices >= 1 and 0 < share <= 1):
+        raise UserError(f"{what}: KV cache sizing needs positive memory, devices, share and KV "
+                        f"bytes per token, got {device_gib} GiB x {devices}, share {share}, "
+                        f"{bytes_per_token} B/token")
+    free = (utilisation * device_gib * devices * share - weights_gib) * 1024 ** 3
+    tokens = int(free // bytes_per_token) // block_tokens * block_tokens if free > 0 else 0
+    if tokens < block_tokens:
+        raise UserError(f"{what}: no room for a KV cache: {utilisation:g} x {device_gib:g} GiB x "
+                        f"{devices} device(s){'' if share == 1 else f' x share {share:g}'} holds "
+                        f"no more than the {weights_gib:.1f} GiB of weights; give it more devices "
+                        "or memory")
+    return KVSpec(tokens, block_tokens, watermark,
+                  sizing={"device_gib": device_gib, "devices": devices, "weights_gib": weights_gib,
+                          "bytes_per_token": bytes_per_token, "utilisation": utilisation,
+                          "share": share})
+
+
+class Usage:
+    """Blocks (in tokens) held by a set of jobs, prefix sharing within a request counted once:
+    per group, the sum of its jobs' blocks less (n - 1) copies of the full blocks of its
+    shortest context."""
+
+    __slots__ = ("block", "groups", "total")
+
+    def __init__(self, block: int):
+        self.block = block
+        self.groups: dict = {}        # group -> [sum of blocks (tokens), jobs, shortest context]
+        self.total = 0
+
+    def add(self, job, tokens: float) -> int:
+        """Add a job holding `tokens` tokens; returns the new total."""
+        self.total = self.peek(job, tokens, commit=True)
+        return self.total
+
+    def peek(self, job, tokens: float, commit: bool = False) -> int:
+        """The total if a job holding `tokens` tokens were added."""
+        b = self.block
+        own = math.ceil(tokens / b - 1e-9) * b
+        g = job.group
+        if g is None:
+            return self.total + own
+        rec = self.groups.get(g)
+        if rec is None:
+            if commit:
+                self.groups[g] = [own, 1, job.kv_base]
+            return self.total + own
+        n, low = rec[1] + 1, min(rec[2], job.kv_base)
+        before = rec[0] - (rec[1] - 1) * (int(rec[2] // b) * b)
+        after = rec[0] + own - (n - 1) * (int(low // b) * b)
+        if commit:
+            rec[0], rec[1], rec[2] = rec[0] + own, n, low
+        return self.total + after - before
+
+
+def held(job, done: int, ahead: int = 0) -> float:
+    """Tokens job holds to run its iteration number done + ahead + 1 since (re)admission: its
+    context, what it generated, and the positions a verification pass writes beyond them."""
+    return job.kv_base + (done + ahead) * job.emit_per_iter + (job.tokens_per_iter - 1)
+
+
+class KVCache:
+    """One engine's pool and what happened to it (Engine calls it at iteration boundaries)."""
+
+    def __init__(self, spec: KVSpec, engine: str):
+        self.spec = spec
+        self.engine = engine
+        self.block = spec.block_tokens
+        self.capacity = spec.blocks * spec.block_tokens
+        self.limit = self.capacity - math.floor(spec.watermark * spec.blocks) * spec.block_tokens
+        self.peak = 0
+        self.preemptions = 0
+        self.recomputed_tokens = 0.0
+        self.blocked_s = 0.0               # time the queue's head waited for blocks
+        self.blocked_jobs = 0              # jobs that waited for blocks at least once
+        self._blocked_since = None
+        self._blocked_job = None
+        self.cached: OrderedDict = OrderedDict()   # request -> tokens of its last sequence, free to
+        #                                           evict, least recently used first
+        self.cached_tokens = 0
+        self.evictions = 0                 # cached sequences evicted for running jobs
+        self.prefix_misses = 0             # jobs that found their cached context evicted
+        self.reprefilled_tokens = 0.0      # context tokens those jobs prefilled again
+
+    def check_fits(self, job) -> None:
+        """A job whose last iteration alone needs more blocks than the pool can never run."""
+        need = held(job, job.iters_left - 1)
+        blocks = math.ceil(need / self.block - 1e-9)
+        if blocks * self.block > self.capacity:
+            raise KVCapacityError(
+                f"engine {self.engine}: one sequence grows to {need:,.0f} KV tokens "
+                f"({blocks:,} blocks of {self.block}), more than its KV cache of "
+                f"{self.capacity:,} tokens: give the model more KV cache (kv_cache_tokens, memory "
+                "or devices) or shorten the requests")
+
+    def tally(self, entries, ahead: int = 0) -> Usage:
+        """The blocks held by (job, iterations done) entries, `ahead` iterations later."""
+        u = Usage(self.block)
+        for j, done in entries:
+            u.add(j, held(j, done, ahead))
+        return u
+
+    def usage(self, entries, ahead: int = 0) -> int:
+        return self.tally(entries, ahead).total
+
+    def iterations_fitting(self, entries, n: int) -> int:
+        """The most iterations (1..n) the batch can run before its blocks overflow the pool
+        (the first always fits: the boundary's admission/preemption made sure of it)."""
+        if n <= 1 or self.usage(entries, n - 1) <= self.capacity:
+            return n
+        lo, hi = 0, n - 1          # usage(lo) fits, usage(hi) does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.usage(entries, mid) <= self.capacity:
+                lo = mid
+            else:
+                hi = mid
+        return lo + 1
+
+    def finished(self, job, iterations: int) -> None:
+        """job left the batch (done, or cancelled) after `iterations` since its admission: the
+        sequence it computed stays cached, free (a request keeps its longest one)."""
+        g = job.group
+        if g is None:
+            return
+        seq = job.kv_base + iterations * job.emit_per_iter if iterations else job.ctx - job.prefill
+        tokens = math.ceil(seq / self.block - 1e-9) * self.block
+        old = self.cached.pop(g, 0)
+        self.cached[g] = max(old, tokens)
+        self.cached_tokens += self.cached[g] - old
+
+    def prefix_miss(self, job, group_running: bool) -> int:
+        """Context tokens job must prefill again because its request's cached sequence was
+        evicted (0 when a job of its request is running: it holds the common prefix). The
+        request's cached sequence now belongs to the running job."""
+        g = job.group
+        if g is None:
+            return 0
+        c = self.cached.pop(g, None)
+        if c is not None:
+            self.cached_tokens -= c
+        assumed = job.ctx - job.prefill if job.ctx > 0 else 0   # what the policy takes as cached
+        if assumed <= 0 or group_running:
+            return 0
+        miss = max(0, math.ceil(assumed - (c or 0)))
+        if miss:
+            self.prefix_misses += 1
+            self.reprefilled_tokens += miss
+        return miss
+
+    def evict(self, running_tokens: int) -> None:
+        """Evict least recently used cached sequences until they fit beside the running jobs."""
+        room = self.capacity - running_tokens
+        while self.cached and self.cached_tokens > room:
+            _, t = self.cached.popitem(last=False)
+            self.cached_tokens -= t
+            self.evictions += 1
+
+    def observe(self, tokens: int) -> None:
+        if tokens > self.peak:
+            self.peak = tokens
+
+    def blocked(self, now: float, job) -> None:
+        """The queue's head `job` (None: nothing waits for blocks) at a boundary at `now`."""
+        if job is not None and self._blocked_since is None:
+            self._blocked_since = now
+        elif job is None and self._blocked_since is not None:
+            self.blocked_s += now - self._blocked_since
+            self._blocked_since = None
+        if job is not None and job is not self._blocked_job:
+            self._blocked_job = job
+            self.blocked_jobs += 1
+
+    def summary(self) -> dict:
+        return {"capacity_tokens": self.capacity, "block_tokens": self.block,
+                "peak_tokens": self.peak, "peak_fraction": self.peak / self.capacity,
+                "preemptions": self.preemptions, "recomputed_tokens": self.recomputed_tokens,
+                "blocked_s": self.blocked_s, "blocked_jobs": self.blocked_jobs,
+                "evictions": self.evictions, "prefix_misses": self.prefix_misses,
+                "reprefilled_tokens": self.reprefilled_tokens}
