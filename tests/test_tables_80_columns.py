@@ -110,6 +110,28 @@ def test_plan_list_presets():
     assert "r1-gsm8k" in out and "qwen3-aime24" in out and "hardware:" in out and "latency:" in out
 
 
+def test_plan_break_even_printer(printed):
+    """`lr plan --find-break-even` runs many plans; its printer gets a result of the shape
+    lrsim.plan.breakeven.find returns, with the longest labels and every cell kind."""
+    from lrsim.plan.cli import _print_break_even
+
+    def side(status, be, win, mono=True):
+        return {"status": status, "break_even": be, "last_win": win, "monotone": mono}
+
+    rows = [{"label": "lr+sd depth=4 width=2 k2=9 shared", "mode": "lr+sd", "placement": "shared",
+             "speedup_at_lo": 12.34, "vs_ar": side("beyond", None, 64), "vs_equal": side("found", 17, 16, False)},
+            {"label": "lr-sync+sd k1=5 k2=9 shared", "mode": "lr-sync+sd", "placement": "shared",
+             "speedup_at_lo": 0.91, "vs_ar": side("never", 1, None), "vs_equal": side("n/a", None, None)}]
+    res = {"axis": "concurrency", "unit": "requests in flight", "range": [1, 64], "source": "preset r1-aime24",
+           "hardware": {"devices": 16, "kind": "cpu-2core"}, "rows": rows, "plans": 14,
+           "levels_evaluated": list(range(1, 15)), "elapsed_s": 123.4,
+           "sentence": "Searching 1-64 requests in flight: lr+sd depth=4 width=2 k2=9 shared still beats AR "
+                       "at 64 and stops beating AR on equal resources at 17 (wins at 16)."}
+    out = printed(_print_break_even, res)
+    text = " ".join(out.split())
+    assert ">64" in text and "17?" in text and "never" in text and "lr-sync+sd k1=5 k2=9 shared" in text
+
+
 def test_plan_paper_table_printer(printed):
     """`lr plan --paper-table` simulates minutes of presets; its printer gets rows of the shape
     lrsim.plan.table1.compare_table1 returns (the widest values that fit: speedups below 10x; the

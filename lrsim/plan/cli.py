@@ -52,9 +52,10 @@ def plan_cmd(
     k2: str = typer.Option("3,5,9", "--k2", help="SD positions per verify pass (drafted + 1) for SD modes."),
     width: str = typer.Option("1", "--width", help="lr tree widths, e.g. '1,2'."),
     objective: str = typer.Option(None, "--objective", help="speedup | goodput | throughput (default: goodput with --slo-ms, else speedup)."),
-    jobs: int = typer.Option(0, "--jobs", help="Local worker processes (0 = all cores)."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="Local worker processes (0 = all cores)."),
     ray_address: str = typer.Option(None, "--ray-address", help="Run the sweep on a Ray cluster ('auto', 'ray://host:10001', or 'local')."),
     top: int = typer.Option(15, "--top", min=1, help="Rows shown in the table (baselines always shown)."),
+    find_break_even: bool = typer.Option(False, "--find-break-even", help="Search load for where each speculative configuration stops beating AR and the equal-resources baseline (bisection; range 1..--concurrency, default 64, or --rate/64..--rate)."),
     list_presets: bool = typer.Option(False, "--list-presets", help="List the paper presets and exit."),
     paper_table: bool = typer.Option(False, "--paper-table", help="Compare the 14 presets' simulated speedups with the paper's Table 1."),
     paper_file: str = typer.Option(None, "--paper-file", help="A Table 1 file like lrsim/data/table1.json (your own values for its nulls)."),
@@ -69,6 +70,10 @@ def plan_cmd(
     samples, ci = _sampling(samples, ci_target)
     whatif = WhatIf.from_flags(alpha1, alpha2, verifier_seconds, accept_by_width, None, target_model,
                                draft_model, judge_model, target_tp, device_file)
+    if find_break_even and (list_presets or paper_table):
+        from lrcore.errors import UserError
+
+        raise UserError("--find-break-even searches one plan's load: drop --list-presets / --paper-table")
     if list_presets:
         return _list_presets(as_json, paper_file)
     if paper_table:
@@ -85,6 +90,9 @@ def plan_cmd(
         [m.strip() for m in modes.split(",") if m.strip()], grid["depth"], grid["k1"], grid["k2"],
         grid["width"], [p.strip() for p in placement.split(",") if p.strip()], budget)
     load = planner.Load(concurrency, rate, requests, steps, seed, samples, slo_ms, slo_metric, ci, max_samples)
+    if find_break_even:
+        return _break_even(src, cands, planner.Hardware(devices, device_kind, tp_efficiency), load,
+                           objective, jobs, ray_address, as_json)
     res = planner.plan(src, cands, planner.Hardware(devices, device_kind, tp_efficiency), load, objective, jobs, ray_address)
     if as_json:
         print(jsonout.dumps({**res.meta, "candidates": res.rows}))
@@ -190,6 +198,41 @@ def _print_paper_table(rows: list[dict]) -> None:
                 "--json has them)", markup=False)
     c.print("c1: " + ", ".join(f"{k} {v:.3f}" for k, v in c1s.items()) + f"; latency: {rows[0]['latency']}. "
             "Why they differ: docs/planning.md", markup=False)
+
+
+def _break_even(src, cands, hard, load, objective, jobs, ray_address, as_json) -> None:
+    from lrcore.errors import UserError
+    from . import breakeven
+
+    if objective not in (None, "speedup"):
+        raise UserError("--find-break-even searches the speedup over AR: drop --objective")
+    res = breakeven.find(src, cands, hard, load, jobs, ray_address)
+    if as_json:
+        print(jsonout.dumps(res))
+        return
+    _print_break_even(res)
+
+
+def _print_break_even(res: dict) -> None:
+    from lrcore.tables import console, table
+    from .breakeven import Range, cell
+
+    rng = Range(res["axis"], *res["range"])
+    lo = rng.text(rng.lo)
+    hw_ = res["hardware"] or {}
+    t = table(f"lr plan --find-break-even: {res['source']}, {hw_.get('devices')}x {hw_.get('kind')}, "
+              f"{lo}-{rng.text(rng.hi)} {rng.unit} ({res['elapsed_s']:.1f} s)",
+              ("configuration", f"speedup\nat {lo}", "stops\nbeating AR", "stops beating\neq-res AR"),
+              text=("configuration",))
+    for r in res["rows"]:
+        t.add_row(r["label"], _f(r["speedup_at_lo"]), cell(r["vs_ar"], rng), cell(r["vs_equal"], rng))
+    c = console()
+    c.print(t)
+    c.print(f"stops beating: the lowest load ({rng.unit}) at which the speedup over the baseline is "
+            f"<= 1; >{rng.text(rng.hi)}: still wins there; never: loses at {lo} already; eq-res AR: "
+            f"the target given the draft's and judge's devices. {res['plans']} plans at "
+            f"{len(res['levels_evaluated'])} loads (--json has every curve)", markup=False)
+    c.print(res["sentence"], markup=False)
 
 
 def _f(v, fmt="{:.2f}"):

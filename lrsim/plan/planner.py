@@ -253,10 +253,7 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
     if objective == "goodput" and not load.slo_ms:
         raise UserError("--objective goodput needs --slo-ms")
     t0 = time.perf_counter()
-    hard = resolve_hardware(source, hard, load)
-    if hasattr(source, "on_device"):      # presets rebuild on the kind; others rescale once
-        source = source.on_device(hard.kind)
-    cands = _drop_redundant_sharing(source, cands, load)
+    source, hard, cands = prepare(source, cands, hard, load)
     cap = _check_work(source, cands, hard, load)
     parts = _run_blocks(source, cands, hard, load, cap, jobs, ray_address)
     rows = [_aggregate(c, p, load) for c, p in zip(cands, parts)]
@@ -354,14 +351,19 @@ def _run_blocks(source, cands, hard, load: Load, cap: int, jobs: int, ray_addres
     return parts
 
 
-def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
-    """Refuse, before any worker starts, a plan whose simulations are too big (lrsim/work.py):
-    each candidate's replica (its share of --concurrency / --requests) and all of them together
-    at the first round's samples. Returns the most blocks per candidate the caps allow (at most
-    Load.max_samples with ci_target, else Load.samples)."""
-    from lrcore.limits import MAX_COMMAND_POSITIONS
+def prepare(source, cands: list[Candidate], hard: Hardware, load: Load):
+    """The source on the planned device kind, the hardware with its defaults, and the candidates
+    less the shared placements that would repeat dedicated ones (idempotent)."""
+    hard = resolve_hardware(source, hard, load)
+    if hasattr(source, "on_device"):      # presets rebuild on the kind; others rescale once
+        source = source.on_device(hard.kind)
+    return source, hard, _drop_redundant_sharing(source, cands, load)
 
-    from ..work import check_command, check_simulation
+
+def work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
+    """Simulated positions of one seed block of every candidate's replica at this load (each
+    checked against the per-simulation cap first)."""
+    from ..work import check_simulation
 
     total = 0
     for c in cands:
@@ -371,6 +373,19 @@ def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> i
         share = (load.requests or DEFAULT_RATE_REQUESTS) if load.rate else (load.concurrency or 1)
         cfg = configure(source, c, hard, load, max(1, math.ceil(share / replicas)))
         total += check_simulation(cfg, f"lr plan, candidate {c.label}")
+    return total
+
+
+def _check_work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
+    """Refuse, before any worker starts, a plan whose simulations are too big (lrsim/work.py):
+    each candidate's replica (its share of --concurrency / --requests) and all of them together
+    at the first round's samples. Returns the most blocks per candidate the caps allow (at most
+    Load.max_samples with ci_target, else Load.samples)."""
+    from lrcore.limits import MAX_COMMAND_POSITIONS
+
+    from ..work import check_command
+
+    total = work(source, cands, hard, load)
     check_command(total * load.samples, f"lr plan ({len(cands)} candidates x {load.samples} sample(s))")
     if not load.ci_target:
         return load.samples
