@@ -198,7 +198,9 @@ def evaluate(args) -> dict:
         out["blocks"][k] = {
             "lat": [r.latency for r in world.records], "tok": [r.tokens for r in world.records],
             "wall": s["wall_s"], "tps": s["tokens_per_s"], "acc": st.accepted, "prop": st.proposed,
-            "pos": st.positions, "pos_acc": st.positions_accepted, "util": s["utilisation"]}
+            "pos": st.positions, "pos_acc": st.positions_accepted, "util": s["utilisation"],
+            "kvp": s.get("kv_preemptions"), "kvf": s.get("kv_peak_fraction"),
+            "kvb": s.get("kv_blocked_s")}
     return out | {"feasible": True, "tp": cfg.target.tp, "active": active,
                   "c1": cfg.c1 if cfg.draft is not None else None,
                   "sim_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
@@ -219,6 +221,7 @@ def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
     ok = metric <= load.slo_ms if load.slo_ms else np.ones(len(lat), bool)
     prop, pos = sum(b["prop"] for b in blocks), sum(b["pos"] for b in blocks)
     active = part["active"]
+    sized = [b for b in blocks if b.get("kvp") is not None]   # engines with a KV capacity
     return row | dict(
         feasible=True, tp=part["tp"], c1=part["c1"], samples=len(blocks),
         requests_per_replica=len(lat) // max(1, len(blocks)), mean_latency_s=float(lat.mean()),
@@ -231,7 +234,12 @@ def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
         step_acceptance_rate=sum(b["acc"] for b in blocks) / prop if prop else None,
         # positions where some sibling draft was accepted / positions judged (width > 1 differs)
         position_acceptance_rate=sum(b["pos_acc"] for b in blocks) / pos if pos else None,
-        utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"])
+        utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"],
+        # KV cache (None: unlimited): preemptions and admission-blocked seconds per replica run
+        # (mean over seed blocks), the fullest engine's peak over every block
+        kv_preemptions=float(np.mean([b["kvp"] for b in sized])) if sized else None,
+        kv_peak_fraction=max(b["kvf"] for b in sized) if sized else None,
+        kv_blocked_s=float(np.mean([b["kvb"] for b in sized])) if sized else None)
 
 
 def _block_means(part: dict) -> dict[int, float]:
@@ -449,6 +457,11 @@ def _check(hard: Hardware, load: Load) -> None:
         raise UserError(f"--slo-metric must be one of {', '.join(SLO_METRICS)}, got {load.slo_metric!r}")
 
 
+def out_of_kv(rows: list[dict]) -> list[dict]:
+    """Rows whose KV cache filled up: requests were preempted (and recomputed) in their runs."""
+    return [r for r in rows if r.get("kv_preemptions")]
+
+
 def recommend(rows: list[dict], meta: dict) -> str:
     """One paragraph: what to deploy, by how much it wins, and against the fair baseline."""
     best, ref, eq = rows[0], meta["reference"], meta["equal_resources_baseline"]
@@ -483,6 +496,12 @@ def recommend(rows: list[dict], meta: dict) -> str:
         lb, sb = lr[0], sd[0]
         parts.append(f"Best step-level option {lb['label']} gives {lb['speedup']:.2f}x, best token-level "
                      f"SD {sb['label']} {sb['speedup']:.2f}x.")
+    full = out_of_kv(rows)
+    if full:
+        names = ", ".join(r["label"] for r in full[:3]) + (f" and {len(full) - 3} more" if len(full) > 3 else "")
+        who = "The best configuration itself runs" if best in full else f"{len(full)} configuration(s) run"
+        parts.append(f"{who} out of KV cache at this load (requests preempted and recomputed: "
+                     f"{names}): more memory or devices per replica, or fewer requests in flight.")
     if meta["skipped"]:
         parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
     st = meta.get("statistics") or {}

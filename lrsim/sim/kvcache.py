@@ -116,6 +116,26 @@ def kv_from_memory(device_gib: float, devices: int, weights_gib: float, bytes_pe
                           "share": share})
 
 
+def kv_shared(specs: list[KVSpec], what: str = "shared placement") -> list[KVSpec]:
+    """Engines whose weights and caches share one set of devices (the first spec's, e.g. draft
+    and judge on the target's GPUs): utilisation x their memory less every engine's weights,
+    split so that each engine holds the same number of tokens (an LR request keeps about as many
+    tokens in the draft's cache as in the target's). Specs given in tokens (no sizing) are kept."""
+    if not specs or any(s is None or not s.sizing for s in specs):
+        return specs
+    s0 = specs[0].sizing
+    weights = sum(s.sizing["weights_gib"] for s in specs)
+    per_token = sum(s.sizing["bytes_per_token"] for s in specs)
+    free = (s0["utilisation"] * s0["device_gib"] * s0["devices"] - weights) * 1024 ** 3
+    block = specs[0].block_tokens
+    tokens = int(free // per_token) // block * block if free > 0 else 0
+    if tokens < block:
+        raise UserError(f"{what}: no room for the KV caches: {s0['utilisation']:g} x "
+                        f"{s0['device_gib']:g} GiB x {s0['devices']} device(s) holds no more than "
+                        f"the {weights:.1f} GiB of weights of the {len(specs)} models on them")
+    return [KVSpec(tokens, s.block_tokens, s.watermark) for s in specs]
+
+
 class Usage:
     """Blocks (in tokens) held by a set of jobs, prefix sharing within a request counted once:
     per group, the sum of its jobs' blocks less (n - 1) copies of the full blocks of its
