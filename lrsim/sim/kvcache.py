@@ -58,6 +58,9 @@ class KVSpec:
     sizing: dict | None = field(default=None, compare=False)   # how capacity was derived
     #                                        (kv_from_memory), for reports and for re-sizing on more
     #                                        devices (equal resources)
+    per_device: bool = True                # capacity grows with the devices (GPU memory); False:
+    #                                        a fixed space whatever the cores (vLLM-CPU's
+    #                                        VLLM_CPU_KVCACHE_SPACE)
 
     def __post_init__(self):
         b = self.block_tokens
@@ -80,7 +83,7 @@ class KVSpec:
         """The pool on tp_new devices instead of tp_old (equal resources): re-sized from memory
         when it was sized that way, else scaled by the device count (conservative: it ignores
         that each device then holds a smaller share of the weights)."""
-        if tp_new == tp_old:
+        if tp_new == tp_old or not self.per_device:
             return self
         s = self.sizing
         if s:
