@@ -239,7 +239,9 @@ def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
         # (mean over seed blocks), the fullest engine's peak over every block
         kv_preemptions=float(np.mean([b["kvp"] for b in sized])) if sized else None,
         kv_peak_fraction=max(b["kvf"] for b in sized) if sized else None,
-        kv_blocked_s=float(np.mean([b["kvb"] for b in sized])) if sized else None)
+        kv_blocked_s=float(np.mean([b["kvb"] for b in sized])) if sized else None,
+        # the cache filled up: requests waited for blocks or were preempted (docs/metrics.md)
+        kv_full=bool(sized) and any(b["kvp"] or b["kvb"] for b in sized))
 
 
 def _block_means(part: dict) -> dict[int, float]:
@@ -458,8 +460,8 @@ def _check(hard: Hardware, load: Load) -> None:
 
 
 def out_of_kv(rows: list[dict]) -> list[dict]:
-    """Rows whose KV cache filled up: requests were preempted (and recomputed) in their runs."""
-    return [r for r in rows if r.get("kv_preemptions")]
+    """Rows whose KV cache filled up: requests waited for blocks or were preempted."""
+    return [r for r in rows if r.get("kv_full")]
 
 
 def recommend(rows: list[dict], meta: dict) -> str:
@@ -500,8 +502,9 @@ def recommend(rows: list[dict], meta: dict) -> str:
     if full:
         names = ", ".join(r["label"] for r in full[:3]) + (f" and {len(full) - 3} more" if len(full) > 3 else "")
         who = "The best configuration itself runs" if best in full else f"{len(full)} configuration(s) run"
-        parts.append(f"{who} out of KV cache at this load (requests preempted and recomputed: "
-                     f"{names}): more memory or devices per replica, or fewer requests in flight.")
+        parts.append(f"{who} out of KV cache at this load (requests wait for blocks or are "
+                     f"preempted and recomputed: {names}): more memory or devices per replica, or "
+                     "fewer requests in flight.")
     if meta["skipped"]:
         parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
     st = meta.get("statistics") or {}

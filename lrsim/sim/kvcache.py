@@ -201,6 +201,7 @@ class KVCache:
         self.cached: OrderedDict = OrderedDict()   # request -> tokens of its last sequence, free to
         #                                           evict, least recently used first
         self.cached_tokens = 0
+        self.evicted: set = set()          # requests whose cached sequence was evicted
         self.evictions = 0                 # cached sequences evicted for running jobs
         self.prefix_misses = 0             # jobs that found their cached context evicted
         self.reprefilled_tokens = 0.0      # context tokens those jobs prefilled again
@@ -254,29 +255,32 @@ class KVCache:
 
     def prefix_miss(self, job, group_running: bool) -> int:
         """Context tokens job must prefill again because its request's cached sequence was
-        evicted (0 when a job of its request is running: it holds the common prefix). The
-        request's cached sequence now belongs to the running job."""
+        evicted (0 when a job of its request is running: it holds the common prefix; 0 when
+        nothing was evicted: the policy's own prefix-cache accounting stands). The request's
+        cached sequence now belongs to the running job."""
         g = job.group
         if g is None:
             return 0
         c = self.cached.pop(g, None)
         if c is not None:
             self.cached_tokens -= c
+        lost = g in self.evicted
+        self.evicted.discard(g)
         assumed = job.ctx - job.prefill if job.ctx > 0 else 0   # what the policy takes as cached
-        if assumed <= 0 or group_running:
+        if not lost or assumed <= 0 or group_running:
             return 0
-        miss = max(0, math.ceil(assumed - (c or 0)))
-        if miss:
-            self.prefix_misses += 1
-            self.reprefilled_tokens += miss
+        miss = math.ceil(assumed - 1e-9)
+        self.prefix_misses += 1
+        self.reprefilled_tokens += miss
         return miss
 
     def evict(self, running_tokens: int) -> None:
         """Evict least recently used cached sequences until they fit beside the running jobs."""
         room = self.capacity - running_tokens
         while self.cached and self.cached_tokens > room:
-            _, t = self.cached.popitem(last=False)
+            g, t = self.cached.popitem(last=False)
             self.cached_tokens -= t
+            self.evicted.add(g)
             self.evictions += 1
 
     def observe(self, tokens: int) -> None:

@@ -92,8 +92,8 @@ def test_bad_kv_section_names_the_field(tmp_path, minimal_doc, edit, field):
 
 
 def test_plan_and_replay_with_a_full_profile_cache(run_lr, tmp_path, minimal_doc):
-    """A profile whose target cache holds 2 blocks: lr plan at 4 requests in flight reports the
-    preemptions, and the profile without a kv_cache section reports none (unlimited)."""
+    """A profile whose target cache holds 16 blocks: lr plan at 4 requests in flight reports it
+    full, and the profile without a kv_cache section reports nothing (unlimited)."""
     minimal_doc["kv_cache"] = {"target": {"capacity_tokens": 512, "block_tokens": 32}}
     p = tmp_path / "small.json"
     save_profile(Profile(minimal_doc), p)
@@ -102,12 +102,13 @@ def test_plan_and_replay_with_a_full_profile_cache(run_lr, tmp_path, minimal_doc
     code, out, _ = run_lr(*argv)
     assert code == 0
     rows = {r["label"]: r for r in json.loads(out)["candidates"]}
-    assert rows["lr depth=1"]["kv_preemptions"] > 0 and rows["lr depth=1"]["kv_peak_fraction"] == 1.0
+    assert rows["lr depth=1"]["kv_full"] and rows["lr depth=1"]["kv_peak_fraction"] == 1.0
     del minimal_doc["kv_cache"]
     save_profile(Profile(minimal_doc), p)
     code, out, _ = run_lr(*argv)
     assert code == 0
-    assert all(r["kv_preemptions"] is None for r in json.loads(out)["candidates"])
+    assert all(r["kv_preemptions"] is None and not r["kv_full"]
+               for r in json.loads(out)["candidates"])
 
 
 def test_replay_simulates_with_the_profiles_cache(monkeypatch, minimal_doc):

@@ -66,16 +66,18 @@ def test_plan_that_runs_out_of_kv_says_so(run_lr, small_gpu):
     d = json.loads(out)
     rows = {r["label"]: r for r in d["candidates"]}
     lr, ref = rows["lr depth=2"], rows["ar"]
-    # one LR replica (4 GPUs) carries all 32 requests on its 44,928-token cache: full
-    assert lr["kv_preemptions"] > 0 and lr["kv_peak_fraction"] == 1.0 and lr["kv_blocked_s"] > 0
+    # one LR replica (4 GPUs) carries all 32 requests on its 44,928-token cache: full, requests
+    # wait for blocks
+    assert lr["kv_full"] and lr["kv_peak_fraction"] == 1.0 and lr["kv_blocked_s"] > 0
     # AR at TP=2 runs as 2 replicas of 16 requests; AR at TP=4 has 339,840 tokens: neither fills
-    assert ref["kv_preemptions"] == 0 and ref["kv_peak_fraction"] < 1
-    assert rows["ar equal-resources"]["kv_preemptions"] == 0
+    assert not ref["kv_full"] and ref["kv_preemptions"] == 0 and ref["kv_peak_fraction"] < 1
+    assert not rows["ar equal-resources"]["kv_full"]
     assert "run out of KV cache at this load" in d["recommendation"]
     assert "lr depth=2" in d["recommendation"].split("out of KV cache")[1]
     code, out, _ = run_lr(*PLAN, *small_gpu)
     assert code == 0
     assert "lr depth=2 [kv]" in out and "[kv]: ran out of KV cache" in out
+    assert lr["speedup"] < 1          # on a cache this small LR loses to AR
     assert "ar [reference] [kv]" not in out
 
 
@@ -83,7 +85,7 @@ def test_plan_with_room_reports_no_kv_trouble(run_lr):
     code, out, _ = run_lr(*PLAN, "--json")
     assert code == 0
     d = json.loads(out)
-    assert all(r["kv_preemptions"] == 0 for r in d["candidates"])
+    assert all(r["kv_preemptions"] == 0 and not r["kv_full"] for r in d["candidates"])
     assert "KV cache" not in d["recommendation"]
 
 
