@@ -125,12 +125,11 @@ def _print_summary(s: dict) -> None:
     # "gpu0 99%" kept together ("gpu0=99%") so that a long list wraps between devices
     rows.append(("utilisation", " ".join(f"{k}={v:.0%}" for k, v in s["utilisation"].items())))
     for name, k in (s.get("kv") or {}).items():
-        rows.append((f"KV cache {name}", f"peak {k['peak_fraction']:.0%} of {k['capacity_tokens']:,} "
-                                         f"tokens, {k['preemptions']} preemptions, admission "
-                                         f"blocked {k['blocked_s']:.3g} {unit}"))
+        rows += [(f"KV cache {name}", f"peak {k['peak_fraction']:.0%} of {k['capacity_tokens']:,} tokens"),
+                 ("  preempted / queue blocked", f"{k['preemptions']} / {k['blocked_s']:.3g} {unit}")]
     if "ar_kv_preemptions" in s:
-        rows.append(("KV cache (AR)", f"peak {s['ar_kv_peak_fraction']:.0%}, "
-                                      f"{s['ar_kv_preemptions']} preemptions"))
+        rows.append(("KV cache (AR): peak / preempted", f"{s['ar_kv_peak_fraction']:.0%} / "
+                                                       f"{s['ar_kv_preemptions']}"))
     console().print(kv_table(f"lr simulate: {s['policy']} on {s['scenario']}", rows))
 
 

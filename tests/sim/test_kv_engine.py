@@ -162,7 +162,7 @@ def test_simulate_json_and_table_report_the_cache(run_lr):
         assert k in d
     assert d["kv"]["DeepSeek-R1-Distill-Qwen-32B"]["capacity_tokens"] == 20000
     code, out, _ = run_lr(*argv)
-    assert code == 0 and "KV cache DeepSeek-R1-Distill-Qwen-32B" in out and "preemptions" in out
+    assert code == 0 and "KV cache DeepSeek-R1-Distill-Qwen-32B" in out and "preempted" in out
 
 
 def test_kv_from_memory_follows_vllm_sizing():
