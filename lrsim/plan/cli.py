@@ -299,7 +299,11 @@ def _print_plan(res, top: int) -> None:
     if m.get("overrides"):
         c.print("what-if: " + ", ".join(f"{k}={v}" for k, v in m["overrides"].items()), markup=False)
     if m["skipped"]:
-        c.print(f"skipped (not enough devices): {', '.join(r['label'] for r in m['skipped'])}", markup=False)
+        for why, test in (("not enough devices", lambda r: "KV cache" not in r["why"]),
+                          ("no memory left for a KV cache", lambda r: "KV cache" in r["why"])):
+            names = [r["label"] for r in m["skipped"] if test(r)]
+            if names:
+                c.print(f"skipped ({why}): {', '.join(names)}", markup=False)
     c.print(m["recommendation"], markup=False)
 
 

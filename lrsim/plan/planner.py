@@ -30,6 +30,7 @@ import numpy as np
 from lrcore.errors import UserError
 from lrcore.modes import MODE_POLICY
 
+from ..sim.kvcache import KVNoRoomError
 from ..sim.sweep import parallel_dim
 from . import hardware as hw
 from . import stats
@@ -167,9 +168,17 @@ def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int
     return hw.rescale(cfg, hard.kind)
 
 
-def _replicas(source, cand, hard, load) -> tuple[int, int]:
-    per = len(hw.replica_devices(configure(source, cand, hard, load)))
-    return per, hard.devices // per
+def _replicas(source, cand, hard, load) -> tuple[int, int, str | None]:
+    """(devices per replica, replicas, why it cannot run). A speculative candidate whose models'
+    weights leave no room for a KV cache (e.g. three models shared on small GPUs) is skipped;
+    a baseline that does not fit is the plan's one-line error."""
+    try:
+        per = len(hw.replica_devices(configure(source, cand, hard, load)))
+    except KVNoRoomError as e:
+        if cand.role:
+            raise
+        return 0, 0, str(e)
+    return per, hard.devices // per, None
 
 
 def evaluate(args) -> dict:
@@ -179,10 +188,10 @@ def evaluate(args) -> dict:
 
     source, cand, hard, load, ks = args
     t0, c0 = time.perf_counter(), time.process_time()
-    per, replicas = _replicas(source, cand, hard, load)
+    per, replicas, why = _replicas(source, cand, hard, load)
     out = {"devices_per_replica": per, "replicas": replicas, "blocks": {}}
     if replicas < 1:
-        return out | {"feasible": False, "why": f"needs {per} devices, {hard.devices} available"}
+        return out | {"feasible": False, "why": why or f"needs {per} devices, {hard.devices} available"}
     active = replicas                # replicas that carry requests
     if load.rate:
         n = max(1, math.ceil((load.requests or DEFAULT_RATE_REQUESTS) / replicas))
@@ -377,7 +386,7 @@ def work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
 
     total = 0
     for c in cands:
-        per, replicas = _replicas(source, c, hard, load)
+        per, replicas, _ = _replicas(source, c, hard, load)
         if replicas < 1:
             continue
         share = (load.requests or DEFAULT_RATE_REQUESTS) if load.rate else (load.concurrency or 1)
@@ -506,7 +515,11 @@ def recommend(rows: list[dict], meta: dict) -> str:
                      f"preempted and recomputed: {names}): more memory or devices per replica, or "
                      "fewer requests in flight.")
     if meta["skipped"]:
-        parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
+        mem = sum("KV cache" in r["why"] for r in meta["skipped"])
+        if len(meta["skipped"]) > mem:
+            parts.append(f"{len(meta['skipped']) - mem} candidate(s) need more devices than available.")
+        if mem:
+            parts.append(f"{mem} candidate(s) leave no memory for a KV cache (skipped).")
     st = meta.get("statistics") or {}
     if st.get("wider_than_target"):
         parts.append(f"{len(st['wider_than_target'])} speedup interval(s) stayed wider than "

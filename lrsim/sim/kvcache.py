@@ -49,6 +49,10 @@ class KVCapacityError(UserError):
     """A single sequence that can never fit the engine's KV cache (one line, like every UserError)."""
 
 
+class KVNoRoomError(UserError):
+    """The weights leave no memory for a KV cache (a planner skips such a candidate)."""
+
+
 @dataclass(frozen=True)
 class KVSpec:
     capacity_tokens: int                   # KV slots of the engine's pool, all its TP shards together
@@ -109,7 +113,7 @@ def kv_from_memory(device_gib: float, devices: int, weights_gib: float, bytes_pe
     free = (utilisation * device_gib * devices * share - weights_gib) * 1024 ** 3
     tokens = int(free // bytes_per_token) // block_tokens * block_tokens if free > 0 else 0
     if tokens < block_tokens:
-        raise UserError(f"{what}: no room for a KV cache: {utilisation:g} x {device_gib:g} GiB x "
+        raise KVNoRoomError(f"{what}: no room for a KV cache: {utilisation:g} x {device_gib:g} GiB x "
                         f"{devices} device(s){'' if share == 1 else f' x share {share:g}'} holds "
                         f"no more than the {weights_gib:.1f} GiB of weights; give it more devices "
                         "or memory")
@@ -133,7 +137,7 @@ def kv_shared(specs: list[KVSpec], what: str = "shared placement") -> list[KVSpe
     block = specs[0].block_tokens
     tokens = int(free // per_token) // block * block if free > 0 else 0
     if tokens < block:
-        raise UserError(f"{what}: no room for the KV caches: {s0['utilisation']:g} x "
+        raise KVNoRoomError(f"{what}: no room for the KV caches: {s0['utilisation']:g} x "
                         f"{s0['device_gib']:g} GiB x {s0['devices']} device(s) holds no more than "
                         f"the {weights:.1f} GiB of weights of the {len(specs)} models on them")
     return [KVSpec(tokens, s.block_tokens, s.watermark) for s in specs]

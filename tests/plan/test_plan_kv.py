@@ -81,6 +81,19 @@ def test_plan_that_runs_out_of_kv_says_so(run_lr, small_gpu):
     assert "ar [reference] [kv]" not in out
 
 
+def test_shared_placement_without_room_is_skipped(run_lr, small_gpu):
+    """Three models' weights (78.5 GiB) on two 40 GiB GPUs leave no room for KV caches: the
+    shared candidate is skipped and said so; the dedicated one still runs."""
+    argv = [a if a != "dedicated" else "dedicated,shared" for a in PLAN]
+    code, out, _ = run_lr(*argv, *small_gpu, "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert [r["label"] for r in d["skipped"]] == ["lr depth=2 shared"]
+    assert "no room for the KV caches" in d["skipped"][0]["why"]
+    assert "1 candidate(s) leave no memory for a KV cache" in d["recommendation"]
+    assert "lr depth=2" in {r["label"] for r in d["candidates"]}
+
+
 def test_plan_with_room_reports_no_kv_trouble(run_lr):
     code, out, _ = run_lr(*PLAN, "--json")
     assert code == 0
