@@ -104,6 +104,7 @@ class Engine:
         self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
         self.contention = 0.0             # fractional slowdown of an iteration while the peer runs
         self.kv = KVCache(kv, name) if kv is not None else None
+        self._order: dict = {}            # KV cache only: admitted jobs in admission order
 
     @property
     def shared(self) -> bool:
@@ -207,10 +208,14 @@ class Engine:
             n = 1
         else:
             n = min(self._next_finish() - self.iter_no, self.max_chunk)
-            if self.kv is not None and n > 1:   # end the chunk where the cache would overflow
-                entries = self._running()
-                n = self.kv.iterations_fitting(entries, n)
-                self.kv.observe(self.kv.usage(entries, n - 1))
+            kv = self.kv
+            if kv is not None and n > 1:        # end the chunk where the cache would overflow
+                top = kv.upper(self.iter_no + n - 1)
+                if top > kv.capacity:
+                    n, last = kv.iterations_fitting(self._running(), n)
+                    kv.observe(last)
+                elif top > kv.peak:             # a new peak is possible: measure it
+                    kv.observe(kv.usage(self._running(), n - 1))
         was = self._state
         self._state = "run"
         self._boundary = False
@@ -244,8 +249,14 @@ class Engine:
         self.ctx_e += j.emit_per_iter
         if j.prefill:
             self.prefilling.append(j)
+        if self.kv is not None:
+            self._order[j] = None
+            self.kv.on_add(j)
 
     def _remove(self, j: Job):
+        if self.kv is not None:
+            del self._order[j]
+            self.kv.on_remove(j)
         self.n -= 1
         self.dec -= j.tokens_per_iter
         self.nsd -= j.sd
@@ -320,45 +331,56 @@ class Engine:
     def _running(self) -> list:
         """(job, iterations done since admission) of the admitted jobs, in admission order."""
         it = self.iter_no
-        return [(e[2], it - e[2].start_iter) for e in sorted(self.heap, key=lambda e: e[1])
-                if not e[2].cancelled]
+        return [(j, it - j.start_iter) for j in self._order]
 
     def _admit_kv(self):
         """vLLM V1's order: the running jobs' next iteration first (preempting the job admitted
         last while it does not fit), then, if nothing was preempted, waiting jobs in FIFO order
         while their blocks fit."""
         kv = self.kv
-        running = self._running()
-        usage = kv.tally(running)
+        now_i = self.iter_no
+        exact = None                      # the exact usage, computed only where the bound fails
         preempted = False
-        while usage.total > kv.capacity:
-            self._preempt(running.pop()[0])
-            preempted = True
-            usage = kv.tally(running)
+        if kv.upper(now_i) > kv.capacity:
+            running = self._running()
+            exact = kv.usage(running)
+            while exact > kv.capacity:
+                self._preempt(running.pop()[0])
+                preempted = True
+                exact = kv.usage(running)
         w = self.waiting
         blocked = None
-        if not preempted:
+        if preempted:
+            blocked = w[0] if w else None
+        elif w and self.n < self.max_seqs:
+            usage = None                  # with the per-request sharing, once the bound fails
             while w and self.n < self.max_seqs:
                 j = w[0]
                 if j.cancelled:
                     w.popleft()
                     continue
                 tokens = held(j, 0)
-                if usage.peek(j, tokens) > (kv.limit if self.n else kv.capacity):
+                limit = kv.limit if self.n else kv.capacity
+                if usage is None and kv.upper(now_i) + tokens + kv.block > limit:
+                    usage = kv.tally(self._running())
+                if usage is not None and usage.peek(j, tokens) > limit:
                     blocked = j
                     break
                 w.popleft()
-                miss = kv.prefix_miss(j, j.group in usage.groups)
+                miss = kv.prefix_miss(j, j.group in kv.groups)
                 if miss:                  # its cached context was evicted: prefill it again
                     j.prefill += miss
                     j.ctx -= miss         # (the cost model's context after the prefill is unchanged)
                 self._add(j)
-                usage.add(j, tokens)
-        elif w:
-            blocked = w[0]
-        need = usage.total
-        kv.evict(need)
-        kv.observe(need)
+                if usage is not None:
+                    usage.add(j, tokens)
+            exact = usage.total if usage is not None else None
+        bound = kv.upper(now_i)
+        if (kv.cached_tokens and kv.cached_tokens + bound > kv.capacity) or bound > kv.peak:
+            if exact is None:
+                exact = kv.usage(self._running())
+            kv.evict(exact)
+            kv.observe(exact)
         kv.blocked(self.env.now, blocked)
 
     def _preempt(self, j: Job):

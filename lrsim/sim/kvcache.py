@@ -3,7 +3,8 @@
 The model is vLLM's (Kwon et al., "Efficient Memory Management for Large Language Model Serving
 with PagedAttention", SOSP 2023; vLLM V1's scheduler, vllm/v1/core/sched/scheduler.py):
 
-- the cache is a pool of fixed-size blocks (`block_tokens`, vLLM's CacheConfig.block_size: 16);
+- the cache is a pool of fixed-size blocks (`block_tokens`, vLLM's CacheConfig.block_size: 16
+  on GPUs);
   a sequence holding t tokens holds ceil(t / block) blocks;
 - a job holds its context, the tokens it has generated, and the positions a speculative
   verification pass writes ahead of them (k2 - 1 drafted tokens: vLLM allocates
@@ -39,7 +40,8 @@ from dataclasses import dataclass, field
 
 from lrcore.errors import UserError
 
-BLOCK_TOKENS = 16            # vLLM CacheConfig.block_size default (CUDA and CPU backends)
+BLOCK_TOKENS = 16            # vLLM's CacheConfig.block_size default on GPUs (vLLM-CPU: 128,
+#                              lrsim/calib/kv.py; lr collect sets 32)
 GPU_MEMORY_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default: share of device memory
 #                               the engine may use (weights + activations + KV cache)
 MAX_BLOCK_TOKENS = 1 << 16
@@ -202,6 +204,11 @@ class KVCache:
         self.blocked_jobs = 0              # jobs that waited for blocks at least once
         self._blocked_since = None
         self._blocked_job = None
+        self.a = 0.0                       # running sums of the upper bound (on_add, upper)
+        self.e = 0.0
+        self.jobs = 0
+        self.shared = 0
+        self.groups: dict = {}             # request -> KV contexts of its admitted jobs
         self.cached: OrderedDict = OrderedDict()   # request -> tokens of its last sequence, free to
         #                                           evict, least recently used first
         self.cached_tokens = 0
@@ -209,6 +216,41 @@ class KVCache:
         self.evictions = 0                 # cached sequences evicted for running jobs
         self.prefix_misses = 0             # jobs that found their cached context evicted
         self.reprefilled_tokens = 0.0      # context tokens those jobs prefilled again
+
+    # --- an O(1) upper bound on the blocks the admitted jobs hold (the engine's hot path) -------
+    # exact usage = sum over jobs of ceil(held / block) x block, less the shared prefixes; with
+    # held = kv_base + (I - start) e + k - 1 at iteration index I, it is at most
+    # a + I e + jobs x block - shared, with running sums kept as jobs join and leave. Where that
+    # bound settles a question (fits, no new peak) the exact sum is not computed.
+    def on_add(self, job) -> None:
+        self.a += job.kv_base - job.start_iter * job.emit_per_iter + job.tokens_per_iter - 1
+        self.e += job.emit_per_iter
+        self.jobs += 1
+        if job.group is not None:
+            bases = self.groups.setdefault(job.group, [])
+            self.shared -= self._shared(bases)
+            bases.append(job.kv_base)
+            self.shared += self._shared(bases)
+
+    def on_remove(self, job) -> None:
+        self.a -= job.kv_base - job.start_iter * job.emit_per_iter + job.tokens_per_iter - 1
+        self.e -= job.emit_per_iter
+        self.jobs -= 1
+        if job.group is not None:
+            bases = self.groups[job.group]
+            self.shared -= self._shared(bases)
+            bases.remove(job.kv_base)
+            if bases:
+                self.shared += self._shared(bases)
+            else:
+                del self.groups[job.group]
+
+    def _shared(self, bases: list) -> int:
+        return (len(bases) - 1) * (int(min(bases) // self.block) * self.block) if len(bases) > 1 else 0
+
+    def upper(self, iteration: int) -> float:
+        """At least the exact usage at iteration index `iteration` (+1 token against rounding)."""
+        return self.a + iteration * self.e + self.jobs * self.block - self.shared + 1.0
 
     def check_fits(self, job) -> None:
         """A job whose last iteration alone needs more blocks than the pool can never run."""
@@ -229,21 +271,48 @@ class KVCache:
         return u
 
     def usage(self, entries, ahead: int = 0) -> int:
-        return self.tally(entries, ahead).total
+        """Usage(...).total of the same entries, in one tight loop (the simulator's hot spot
+        under load: called at every batch boundary)."""
+        b = self.block
+        total = 0
+        groups: dict = {}
+        ceil = math.ceil
+        for j, done in entries:
+            own = ceil((j.kv_base + (done + ahead) * j.emit_per_iter + j.tokens_per_iter - 1) / b
+                       - 1e-9) * b
+            g = j.group
+            if g is None:
+                total += own
+                continue
+            r = groups.get(g)
+            if r is None:
+                groups[g] = [own, 1, j.kv_base]
+            else:
+                r[0] += own
+                r[1] += 1
+                if j.kv_base < r[2]:
+                    r[2] = j.kv_base
+        for own, n, low in groups.values():
+            total += own - (n - 1) * (int(low // b) * b)
+        return total
 
-    def iterations_fitting(self, entries, n: int) -> int:
-        """The most iterations (1..n) the batch can run before its blocks overflow the pool
-        (the first always fits: the boundary's admission/preemption made sure of it)."""
-        if n <= 1 or self.usage(entries, n - 1) <= self.capacity:
-            return n
+    def iterations_fitting(self, entries, n: int) -> tuple[int, int]:
+        """The most iterations m (1..n) the batch can run before its blocks overflow the pool
+        (the first always fits: the boundary's admission/preemption made sure of it), and the
+        blocks it holds in the last of them."""
+        last = self.usage(entries, n - 1) if n > 1 else None
+        if last is None or last <= self.capacity:
+            return n, last if last is not None else self.usage(entries)
         lo, hi = 0, n - 1          # usage(lo) fits, usage(hi) does not
+        fit = None
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self.usage(entries, mid) <= self.capacity:
-                lo = mid
+            u = self.usage(entries, mid)
+            if u <= self.capacity:
+                lo, fit = mid, u
             else:
                 hi = mid
-        return lo + 1
+        return lo + 1, fit if fit is not None else self.usage(entries, lo)
 
     def finished(self, job, iterations: int) -> None:
         """job left the batch (done, or cancelled) after `iterations` since its admission: the
