@@ -20,12 +20,12 @@ def plot_cmd(
     latency: str = typer.Option("auto", "--latency", help="Presets: auto | roofline | PATH to a GPU latency table."),
     traces: Optional[List[Path]] = typer.Option(None, "--traces", help="Measured trace file(s) (JSONL) of this machine, or a directory of them (e.g. traces/corpus/gsm8k); repeat the flag for several. Without --profile, a profile is calibrated from them."),
     out: Path = typer.Option(Path("out/report"), "--out", help="Directory for the PNGs and report.html."),
-    budget: int = typer.Option(16, "--budget", "-M", max=MAX_HEATMAP_BUDGET, help="M for the (k1, k2) heatmaps."),
-    samples: int = typer.Option(2, "--samples", max=1000, help="Workload seeds pooled per simulated point."),
-    steps: int = typer.Option(None, "--steps", max=MAX_WORKLOAD, help="Reasoning steps per simulated request (default: the source's)."),
+    budget: int = typer.Option(16, "--budget", "-M", min=2, max=MAX_HEATMAP_BUDGET, help="M for the (k1, k2) heatmaps."),
+    samples: int = typer.Option(2, "--samples", min=1, max=1000, help="Workload seeds pooled per simulated point."),
+    steps: int = typer.Option(None, "--steps", min=1, max=MAX_WORKLOAD, help="Reasoning steps per simulated request (default: the source's)."),
     quick: bool = typer.Option(False, "--quick", help="Few points, 8-step requests: a first look in seconds."),
     paper: bool = typer.Option(True, "--paper-table/--no-paper-table", help="Presets: add the Table 1 comparison to the report."),
-    jobs: int = typer.Option(0, "--jobs", help="Local worker processes (0 = all cores)."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="Local worker processes (0 = all cores)."),
     as_json: bool = JSON,
 ):
     """Theory vs simulation vs measurement, one section per setup: this machine (--profile
@@ -42,14 +42,6 @@ def plot_cmd(
     from . import measured
     from .report import Settings, calibrated_source, machine_section, reference_section, write_html
 
-    if budget < 2:
-        raise UserError(f"--budget must be >= 2 (k1 x k2 positions), got {budget}")
-    if samples < 1:
-        raise UserError(f"--samples must be >= 1, got {samples}")
-    if steps is not None and steps < 1:
-        raise UserError(f"--steps must be >= 1, got {steps}")
-    if jobs < 0:
-        raise UserError(f"--jobs must be >= 0, got {jobs}")
     from lrcore.outputs import check_output_dir, distinct_inputs
     from lrsim.sim.scenario import resolve_path
 

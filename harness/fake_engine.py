@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from lrreal.engine import GenRequest, GenResult, Progress, StatsWindow, monotonic
+from lrreal.verifiers.exact import ExactVerifier as RealExactVerifier
 
 MARKER = "<|assistant|>\n"
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -125,24 +126,19 @@ class FakeEngine:
         pass
 
 
-@dataclass
-class ExactVerifier:
-    """Test verifier: accept iff equal after removing whitespace and lower-casing (the comparison
-    of lrreal.verifiers.exact.ExactVerifier), plus what scheduler tests need and the real one does
-    not have: a settable judging time (`latency_s`, slept on the fake clock) and a call count."""
-    latency_s: float = 0.0
-    calls: int = 0
+class ExactVerifier(RealExactVerifier):
+    """The real exact-match verifier (same comparison, same Verdict) plus what scheduler tests
+    need: a settable judging time (`latency_s`, slept on the fake clock) and a call count."""
 
-    async def verify(self, target_step: str, draft_step: str):
-        from types import SimpleNamespace
+    def __init__(self, latency_s: float = 0.0):
+        self.latency_s = latency_s
+        self.calls = 0
 
-        start = monotonic()
+    async def _compare(self, target_step: str, draft_step: str):
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        same = "".join(target_step.split()).lower() == "".join(draft_step.split()).lower()
-        return SimpleNamespace(accepted=same, method="exact", score=1.0 if same else 0.0,
-                               shortcut=False, error=None, start=start, end=monotonic())
+        return await super()._compare(target_step, draft_step)
 
 
 def fake_model_folder(folder) -> Path:

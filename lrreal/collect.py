@@ -314,6 +314,13 @@ class Collector:
 
         self.spec = spec.validate()
         self.cfg = spec.scheduler_config()
+        draft = spec.draft if spec.mode in DRAFT_MODES else None
+        for flag, name in (("--target", spec.target), ("--draft", draft)):
+            if name:
+                try:
+                    models.check_name(name)
+                except UserError as e:
+                    raise UserError(f"{flag}: {e}") from None
         self.target_path = _model_folder("--target", spec.target, spec.cache_dir)
         self.draft_path = (_model_folder("--draft", spec.draft, spec.cache_dir)
                            if spec.mode in DRAFT_MODES else None)

@@ -4,14 +4,15 @@ A vLLM process is a memory hog (two engines take ~20 GiB), so every process that
 an exclusive flock on LOCK_PATH first (see docs/TEAM-BRIEF.md), and two runs never load engines at
 once. The lock counts as already held, and is not taken again, when its holders are ancestors of
 this process (`flock /tmp/lr-vllm.lock lr collect ...`: locking again would wait for ourselves
-forever). Two ways to hold it, one reader of who holds it (`lock_holders`, from /proc/locks):
+forever), or by this process (a collector that holds it may start its judge). One way to take
+it, one reader of who holds it (`lock_holders`, from /proc/locks):
 
-* `vllm_lock()`: a context manager for in-process engines (`lr collect`, `lr calibrate measure`,
-  the probe, the corpus runner). It waits as long as it takes, printing who holds it once, or
-  with `wait=False` refuses at once.
-* `VllmLock`: held for a judge server's whole life (the server process inherits the locked
-  descriptor). It queues like `flock(1)`, gives up after `timeout_s` with a one-line error, and
-  is reentrant in the process (a collector that holds it may start its judge).
+* `VllmLock`: queues like `flock(1)`, gives up after `timeout_s` with a one-line error (None:
+  waits as long as it takes; 0: refuses at once). A judge server holds one for its whole life (the
+  server process inherits the locked descriptor).
+* `vllm_lock()`: the same lock as a context manager, for in-process engines (`lr collect`,
+  `lr calibrate measure`, the probe, the corpus runner): waits, saying once on stderr who holds
+  it, or with `wait=False` refuses at once.
 """
 from __future__ import annotations
 
@@ -72,28 +73,17 @@ def ancestors(pid: int) -> list[int]:
 
 @contextlib.contextmanager
 def vllm_lock(path: str = LOCK_PATH, wait: bool = True):
-    """Hold the flock that says "vLLM engines live in this process" (see docs/TEAM-BRIEF.md).
+    """Hold the flock that says "vLLM engines live in this process" (a VllmLock) for the block."""
+    def say(msg: str) -> None:      # only that it waits: a reused (inherited) lock goes unsaid
+        if msg.startswith("waiting"):
+            print(f"lr: {msg}", file=sys.stderr, flush=True)
 
-    Already held by an ancestor (`flock /tmp/lr-vllm.lock lr collect ...`): proceed, we are
-    inside that lock (locking again would wait for ourselves forever)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    lock = VllmLock(path, timeout_s=None if wait else 0.0, log=say)
+    lock.acquire()
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holders = set(lock_holders(path))
-            if holders and holders <= set(ancestors(os.getppid())):
-                yield
-                return
-            if not wait:
-                raise UserError(f"{path} is held by pid {sorted(holders) or '?'}: another vLLM "
-                                "run is active on this machine; wait for it") from None
-            print(f"lr: waiting for {path} (held by pid {sorted(holders) or '?'}: another vLLM "
-                  "run)", file=sys.stderr, flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield lock
     finally:
-        os.close(fd)  # releases the lock
+        lock.release()
 
 
 class VllmLock:
@@ -129,9 +119,12 @@ class VllmLock:
             if holders and all(h in mine for h in holders):
                 self.inherited_from = holders[0]
                 self.log(f"{self.path} is held by pid {holders[0]} (this process or its parent): using it")
-            elif deadline is not None and time.monotonic() > deadline:
-                give_up = UserError(f"{self.path} is held by pid(s) {holders or '?'} (another vLLM run) "
-                                    f"for more than {self.timeout_s:g} s; wait for it to finish and retry")
+            elif deadline is not None and time.monotonic() >= deadline:
+                give_up = UserError(
+                    f"{self.path} is held by pid(s) {holders or '?'}: another vLLM run is active on "
+                    "this machine; wait for it to finish and retry" if not self.timeout_s else
+                    f"{self.path} is held by pid(s) {holders or '?'} (another vLLM run) for more than "
+                    f"{self.timeout_s:g} s; wait for it to finish and retry")
             else:
                 if not announced:
                     self.log(f"waiting for {self.path} (held by pid(s) {holders or '?'}: another vLLM run)")

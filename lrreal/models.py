@@ -239,6 +239,16 @@ def resolve(name_or_path: str, cache: Path | None = None) -> Path:
     return path
 
 
+def check_name(name_or_path: str) -> None:
+    """resolve()'s checks of the name alone (a folder that is one, or a packaged model's name), so
+    that a misspelt second model is reported before a first one that is merely not prepared."""
+    p = Path(name_or_path).expanduser()
+    if not p.exists() and ("/" not in name_or_path or name_or_path in REGISTRY):
+        lookup(name_or_path)
+    elif not p.exists():
+        resolve(name_or_path)    # its one-line "no such folder" error
+
+
 def model_identity(path: Path) -> dict:
     """What a trace records about a model: its path and the hash of its source/weights."""
     marker = read_marker(path)

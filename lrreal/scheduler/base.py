@@ -5,6 +5,7 @@ import asyncio
 from dataclasses import dataclass
 
 from ..engine import Engine, GenRequest, GenResult, Progress, monotonic
+from ..verifiers.base import Verdict
 from .config import SchedulerConfig
 from .seeds import SeedSource
 
@@ -75,11 +76,8 @@ async def judge_pair(run: Run, log, target_text: str, draft_text: str):
     try:
         return await run.verifier.verify(target_text, draft_text)
     except Exception as e:
-        rec = log.auto_reject("error", "verifier raised", monotonic())
-        rec["error"] = f"{type(e).__name__}: {e}"
-        return rec
+        return Verdict.rejected("error", "verifier raised", monotonic(), f"{type(e).__name__}: {e}")
 
 
-def accepted(verdict) -> bool:
-    """A Verdict's decision, or an auto-rejection record's (a dict)."""
-    return bool(verdict["verdict"]) if isinstance(verdict, dict) else bool(verdict.accepted)
+def accepted(verdict: Verdict) -> bool:
+    return bool(verdict.accepted)

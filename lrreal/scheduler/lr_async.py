@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 
 from ..engine import monotonic
+from ..verifiers.base import Verdict
 from .base import Job, Run, accepted, judge_pair
 from .record import ProblemResult, StepLog
 from .steps import ends_on_boundary
@@ -240,7 +241,8 @@ class AsyncLookahead:
         elif root.children:
             c = root.children[0]
             depth, draft, reason = c.launch_depth, None, "not-ready"
-            vrec = self.log.auto_reject("not-ready", "draft not ready when the target step finished", now)
+            why = "draft not ready when the target step finished"
+            vrec = self.log.verify_rec(Verdict.rejected("not-ready", why, now))
         else:
             depth, draft, vrec, reason = 0, None, None, None
         if reason is not None:

@@ -47,22 +47,8 @@ class StepLog:
         return {"start": self.rel(r.start), "end": self.rel(r.end), "tokens": r.tokens}
 
     def verify_rec(self, verdict) -> dict | None:
-        """A verifier Verdict (or our own rejection record) as the trace's verify object."""
-        if verdict is None:
-            return None
-        if isinstance(verdict, dict):
-            return verdict
-        if hasattr(verdict, "to_trace"):  # lrreal.verifiers.Verdict (a failed check: verdict null)
-            return verdict.to_trace(self.t0)
-        return {"start": self.rel(verdict.start), "end": self.rel(verdict.end),
-                "verdict": bool(verdict.accepted), "method": verdict.method,
-                "score": None if verdict.score is None else float(verdict.score),
-                "shortcut": bool(verdict.shortcut), "error": verdict.error}
-
-    def auto_reject(self, method: str, reason: str, now: float) -> dict:
-        t = self.rel(now)
-        return {"start": t, "end": t, "verdict": False, "method": method, "score": None,
-                "shortcut": False, "error": None, "reason": reason}
+        """A Verdict (lrreal.verifiers.base) as the trace's verify object."""
+        return None if verdict is None else verdict.to_trace(self.t0)
 
     def cancelled(self, kind: str, p: Progress, depth: int, now: float) -> None:
         self.pending_cancelled.append({"kind": kind, "start": self.rel(p.start or now),

@@ -21,6 +21,8 @@ class Verdict:
     error: str | None      # the comparison failed (counts as a rejection)
     start: float           # time.monotonic() seconds
     end: float
+    reason: str | None = None   # a rejection decided without comparing (the scheduler's own:
+    #                             "verifier raised", "draft not ready ..."); traces carry it if set
 
     @property
     def duration_s(self) -> float:
@@ -29,9 +31,15 @@ class Verdict:
     def to_trace(self, t0: float) -> dict:
         """The trace's `verify` object, times relative to the record start `t0`. A failed
         comparison is recorded as it counts: verdict false, with `error` saying why."""
-        return {"start": max(0.0, self.start - t0), "end": max(0.0, self.end - t0),
-                "verdict": self.accepted, "method": self.method, "score": self.score,
-                "shortcut": self.shortcut, "error": self.error}
+        rec = {"start": max(0.0, self.start - t0), "end": max(0.0, self.end - t0),
+               "verdict": self.accepted, "method": self.method, "score": self.score,
+               "shortcut": self.shortcut, "error": self.error}
+        return rec if self.reason is None else rec | {"reason": self.reason}
+
+    @classmethod
+    def rejected(cls, method: str, reason: str, now: float, error: str | None = None) -> "Verdict":
+        """A rejection the scheduler decides itself, at `now` (time.monotonic())."""
+        return cls(False, method, None, False, error, now, now, reason)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 from types import SimpleNamespace as NS
 
 import pytest
 
-from lrcore.errors import UserError
 from lrreal.engine import _StatSink, ngram_config, sd_summary
+from lrcore.errors import UserError
 from lrreal.lock import vllm_lock
 
 from pathlib import Path
@@ -52,14 +54,26 @@ def test_sd_summary_is_a_window_difference():
 
 def test_vllm_lock_is_exclusive(tmp_path):
     path = str(tmp_path / "lock")
-    with vllm_lock(path):
-        fd = os.open(path, os.O_RDWR)
-        with pytest.raises(BlockingIOError):
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.close(fd)
-        with pytest.raises(UserError, match="another vLLM run"):
+    # another process holds it: this one refuses at once (its one-line error) with wait=False
+    code = ("import sys; from lrreal.lock import vllm_lock\n"
+            "with vllm_lock(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()")
+    holder = subprocess.Popen([sys.executable, "-c", code, path], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match="another vLLM run is active on this machine"):
             with vllm_lock(path, wait=False):
                 pass
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    with vllm_lock(path):
+        fd = os.open(path, os.O_RDWR)
+        with pytest.raises(BlockingIOError):  # a plain flock(1) sees it held
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(fd)
+        with vllm_lock(path, wait=False):  # this process holds it: reentrant (the judge's case)
+            pass
     with vllm_lock(path, wait=False):  # released on exit
         pass
 

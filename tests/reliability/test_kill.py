@@ -45,6 +45,20 @@ def test_fake_engine_kill_loop(tmp_path):
     assert any(k["engines_seen"] for k in res["kills"])      # the fake cores were up, then reaped
 
 
+def test_fake_engine_kill_loop_with_requests_in_flight(tmp_path):
+    """--concurrency 4: four (problem, sample) pairs in flight on the same engines when the kills
+    land; the resumes (same load setting) still end with every key exactly once."""
+    # 2.4 s per record: four at a time, the 24 records outlast the 8 kills (kinds in turn: timed,
+    # timed, on-write, torn)
+    cfg = _fake_cfg(tmp_path, n=8, seed=1, cycle_kinds=True)
+    cfg.collect_args = [*FAKE_ARGS, "--concurrency", "4"]
+    cfg.env = {"LR_FAKE_TOKEN_S": "0.072"}
+    res = kill_test(cfg, expected_keys("gsm8k", 12, "lr", samples=2))
+    _assert_exactly_once(res)
+    assert res["kills_that_hit"] >= 6, res["kills"]
+    assert res["kills_on_write"] >= 1, res["kills"]
+
+
 @pytest.mark.parametrize("sig,group", [(signal.SIGTERM, False), (signal.SIGINT, True)])
 def test_fake_engine_signal_stops_cleanly(tmp_path, sig, group):
     """SIGTERM (to the process) / SIGINT (to the group, like Ctrl-C): exit 128+N, one line,
