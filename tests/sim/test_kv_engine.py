@@ -225,3 +225,15 @@ def test_equal_resources_baseline_gets_the_extra_devices_cache():
     cfg = build(Options(policy="lr-async", requests=2, steps=5, kv_cache_tokens=40_000))
     wide = replace(cfg, equal_resources=True).baseline()
     assert wide.target.tp == 4 and wide.target.kv.capacity_tokens == 80_000
+
+
+def test_the_bound_only_skips_work(monkeypatch):
+    """The engine consults exact block counts only where its O(1) upper bound cannot settle a
+    question; forcing the exact count everywhere gives the same run, event for event."""
+    from lrsim.sim.kvcache import KVCache
+
+    o = dict(policy="lr-async", depth=3, k2=3, requests=24, steps=30, kv_cache_tokens=30_000)
+    fast = simulate(build(Options(**o)))
+    monkeypatch.setattr(KVCache, "upper", lambda self, i: float("inf"))
+    assert simulate(build(Options(**o))) == fast
+    assert fast["kv_preemptions"] > 0 and fast["kv_peak_fraction"] == 1.0
