@@ -278,6 +278,21 @@ def build_record(spec: CollectSpec, run_info: dict, prob, sample: int, res, grad
     }
 
 
+def record_kv_capacity(run_info: dict, engines: dict) -> None:
+    """run.kv_cache_tokens: each started engine's KV cache in tokens, as vLLM reports it (what
+    `lr calibrate` puts in the profile; engines that do not say, e.g. test fakes, are left out)."""
+    kv = {}
+    for role, e in engines.items():
+        get = getattr(e, "kv_capacity_tokens", None)
+        n = get() if callable(get) else None
+        if n:
+            kv[role] = int(n)
+    if kv:
+        run_info["kv_cache_tokens"] = kv
+    else:
+        run_info.pop("kv_cache_tokens", None)
+
+
 def _model_folder(flag: str, name: str, cache_dir: str | None):
     """Resolve a model and check its folder in milliseconds, before the lock and the engines."""
     from . import models
@@ -382,6 +397,7 @@ class Collector:
         self.engines = {role: self.pool.get(role, a) for role, a in args.items()}
         if set(self.pool.engines) != set(self.engines):  # e.g. ar beside a loaded, idle draft
             self.run_info["engines_loaded"] = self.pool.describe()
+        record_kv_capacity(self.run_info, self.engines)
         self.bind_verifier()
 
     async def warm_up(self) -> None:

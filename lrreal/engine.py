@@ -275,6 +275,13 @@ class _StatSink:
         self.sd = {"num_drafts": 0, "drafted": 0, "accepted": 0, "per_pos": []}
         self.cache_config = None  # vLLM's, for the KV block count (filled in after start-up)
 
+    def kv_capacity(self) -> int | None:
+        """Tokens the engine's KV cache holds: vLLM's num_gpu_blocks x block_size (the block
+        count the engine core reports at start-up; None before it, or where it says nothing)."""
+        cc = self.cache_config
+        blocks = getattr(cc, "num_gpu_blocks", None) if cc is not None else None
+        return int(blocks) * int(getattr(cc, "block_size", 16)) if blocks else None
+
     def kv_tokens(self, usage: float) -> int | None:
         """Tokens held in KV blocks of running requests after a pass (block granularity): the
         physical context the pass read, which vLLM does not report directly."""
@@ -403,6 +410,10 @@ class VllmEngine:
                     os.environ.pop("CUDA_VISIBLE_DEVICES", None)
                 else:
                     os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+    def kv_capacity_tokens(self) -> int | None:
+        """The KV cache's size in tokens, as the started engine reports it (run.kv_cache_tokens)."""
+        return self._sink.kv_capacity()
 
     @property
     def num_spec_tokens(self) -> int:

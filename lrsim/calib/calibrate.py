@@ -10,7 +10,8 @@ busy, corrected for the machine's speed by the probe each record carries, with e
 simulator uses the same model for ar, sd, lr, lr+sd and lr-sync, so a configuration that was
 never measured is predicted from the physics, not from a fit of its own. Traces without
 forward-pass statistics fall back to generation spans with reconstructed concurrency (fit.py).
-Acceptance (by depth), step lengths, SD acceptance and the verifier are fitted separately.
+Acceptance (by depth), step lengths, SD acceptance and the verifier are fitted separately; the
+engines' KV-cache capacity is read or computed from the runs' settings (kv.py).
 Records of the acceptance protocol (mode "accept") feed the latency fit and are the preferred
 source of alpha1 (with its 95% interval: lrcore/acceptance.py, acceptance.py); they carry no LR schedule, so the
 scheduling overheads and the replay leave them out.
@@ -29,6 +30,7 @@ from lrcore.modes import ACCEPT_MODE, LR_MODES
 from . import overheads as oh
 from .acceptance import acceptance_warnings, profile_step_acceptance
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
+from .kv import engine_kv
 from .schema import PROFILE_VERSION
 
 
@@ -202,8 +204,11 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     }
     if ref:
         doc["probe"] = ref
+    kv, kv_warnings = engine_kv(records)
+    if kv:
+        doc["kv_cache"] = kv
     doc["source"]["configs"] = _configs(records)
-    doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept)
+    doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept) + kv_warnings
     if select_placement and lr and "draft" in latency:
         choose_placement(doc, lr)
     return doc

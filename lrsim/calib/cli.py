@@ -176,7 +176,9 @@ def _print_profile(doc: dict, out: Path) -> None:
                  ("steps per request", _fmt(st["steps_per_request"], ".1f")),
                  ("per-step overhead s", _fmt(ov.get("per_step_s"), ".4f")),
                  ("per-request overhead s", _fmt(ov.get("per_request_s"), ".3f")),
-                 ("draft/target shared device", str(doc["placement"]["shared"]))))
+                 ("draft/target shared device", str(doc["placement"]["shared"])),
+                 *(("KV cache " + r, f"{e['capacity_tokens']:,} tokens")
+                   for r, e in (doc.get("kv_cache") or {}).items())))
     c.print(t2)
     for w in doc.get("warnings", []):
         c.print(styled(("warning:", "yellow"), f" {w}"))

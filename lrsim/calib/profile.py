@@ -25,6 +25,7 @@ from lrcore.errors import UserError
 from lrcore.modes import MODE_POLICY, latency_mode
 
 from ..sim.config import POLICIES, Config, Placement
+from ..sim.kvcache import KVSpec
 from ..sim.latency import LatencyModel, Tabulated
 from ..sim.verifier import VerifierCost
 from ..sim.workload import Synthetic
@@ -98,6 +99,14 @@ class Profile:
                            "why": why}
         return Profile(doc, self.path)
 
+    def kv(self, role: str) -> KVSpec | None:
+        """The engine's KV cache (kv_cache.<role>; None: unlimited). A fixed space, as vLLM-CPU
+        gives it: more cores (equal resources) do not enlarge it."""
+        e = (self.doc.get("kv_cache") or {}).get(role)
+        if e is None:
+            return None
+        return KVSpec(int(e["capacity_tokens"]), int(e["block_tokens"]), per_device=False)
+
     def verifier_cost(self, per_step: bool = True) -> VerifierCost:
         """The measured verifier latency, plus the per-step scheduling gap (the simulator's only
         hook between a target step's end and the next launch is the verdict delay)."""
@@ -169,14 +178,14 @@ class Profile:
         lat_mode = mode or latency_mode(sim_policy)
         needs_draft = sim_policy.startswith("lr")
         target = Placement("target", self.latency("target", lat_mode), ["dev0"],
-                           contention=self.contention("target", lat_mode), **seqs)
+                           contention=self.contention("target", lat_mode), kv=self.kv("target"), **seqs)
         draft = None
         devices = {"dev0": kind}
         if needs_draft:
             dev = "dev0" if share else "dev1"
             devices[dev] = kind
             draft = Placement("draft", self.latency("draft", lat_mode), [dev],
-                              contention=self.contention("draft", lat_mode), **seqs)
+                              contention=self.contention("draft", lat_mode), kv=self.kv("draft"), **seqs)
         cfg = Config(policy=sim_policy, k1=k1, depth=depth, width=width or int(defaults.get("width", 1)),
                      judge_timing=judge_timing or str(defaults.get("judge_timing", "deferred")),
                      k2=k2, devices=devices, target=target, draft=draft,
@@ -194,6 +203,8 @@ class Profile:
                "alpha2": self.doc["sd"]["alpha2"], "step_mean_tokens": self.doc["steps"]["mean_tokens"],
                "overheads": {k: v for k, v in self.doc["overheads"].items() if not isinstance(v, dict)},
                "shared": self.shared}
+        if self.doc.get("kv_cache"):
+            out["kv_cache_tokens"] = {r: e["capacity_tokens"] for r, e in self.doc["kv_cache"].items()}
         if self.has("draft"):
             out["c1"] = self.latency("draft").per_token() / self.latency("target").per_token()
         proto = self.doc["step_acceptance"].get("accept")
@@ -241,6 +252,10 @@ def validate_doc(doc, where: str = "profile") -> dict:
     bad = _non_finite(doc)
     if bad is not None:
         raise UserError(f"{where}: field {bad}: is infinite, NaN or beyond 1e300 (numbers must be finite)")
+    for role, e in (doc.get("kv_cache") or {}).items():
+        if e["capacity_tokens"] < e["block_tokens"]:
+            raise UserError(f"{where}: field kv_cache.{role}.capacity_tokens: {e['capacity_tokens']} "
+                            f"is less than one block ({e['block_tokens']} tokens)")
     from lrcore.limits import MAX_PROFILE_DEPTH
 
     for d, (proposed, accepted) in doc["step_acceptance"]["by_depth"].items():

@@ -124,6 +124,16 @@ SCHEMA = {
                            "per_request_s_by_mode": {"type": "object", "additionalProperties": _NUM},
                            "launch_gap_s": {"type": "object"}, "prefill_s_per_step": {"type": "object"}},
         },
+        # role -> the engine's KV cache (lrsim/calib/kv.py); absent: unlimited
+        "kv_cache": {
+            "type": "object", "propertyNames": {"enum": ["target", "draft"]},
+            "additionalProperties": {
+                "type": "object", "required": ["capacity_tokens", "block_tokens"],
+                "additionalProperties": False,
+                "properties": {"capacity_tokens": {"type": "integer", "minimum": 1},
+                               "block_tokens": {"type": "integer", "minimum": 1, "maximum": 65536},
+                               "space_gib": _NUM, "bytes_per_token": _NUM,
+                               "source": {"type": "string"}}}},
         "placement": {
             "type": "object", "required": ["shared"], "additionalProperties": False,
             "properties": {"shared": {"type": "boolean"}, "device_kind": {"type": "string"},

@@ -254,7 +254,8 @@ def _print_plan(res, top: int) -> None:
     slo = bool(m["load"]["slo_ms"])
     shown = [r for r in res.rows if r["rank"] <= top or r["role"]]
     styles = ["bold" if r["rank"] == 1 else ("cyan" if r["role"] else None) for r in shown]
-    names = [r["label"] + (" [reference]" if r["role"] == "reference" else "") for r in shown]
+    names = [r["label"] + (" [reference]" if r["role"] == "reference" else "")
+             + (" [kv]" if r.get("kv_full") else "") for r in shown]
 
     t = table(f"lr plan: {m['source']}, {m['hardware']['devices']}x {m['hardware']['kind']}, "
               f"{m['load_text']} (ranked by {m['objective']}, {m['elapsed_s']:.1f} s)",
@@ -288,10 +289,21 @@ def _print_plan(res, top: int) -> None:
             + (f" (target +-{st['ci_target']:.0%})" if st.get("ci_target") else "")
             + "; acc/pos: positions where some draft was accepted / positions with a draft "
             "judged in time (acc/draft counts a late draft as a rejection)", markup=False)
+    full = [r for r in shown if r.get("kv_full")]
+    if full:
+        worst = max(full, key=lambda r: (r["kv_blocked_s"], r["kv_preemptions"]))
+        c.print(f"[kv]: ran out of KV cache: requests waited for blocks or were preempted and "
+                f"recomputed (worst, {worst['label']}: {worst['kv_blocked_s']:.1f} s waiting, "
+                f"{worst['kv_preemptions']:.1f} preemptions per replica run; --json: kv_full, "
+                "kv_preemptions, kv_blocked_s, kv_peak_fraction)", markup=False)
     if m.get("overrides"):
         c.print("what-if: " + ", ".join(f"{k}={v}" for k, v in m["overrides"].items()), markup=False)
     if m["skipped"]:
-        c.print(f"skipped (not enough devices): {', '.join(r['label'] for r in m['skipped'])}", markup=False)
+        for why, test in (("not enough devices", lambda r: "KV cache" not in r["why"]),
+                          ("no memory left for a KV cache", lambda r: "KV cache" in r["why"])):
+            names = [r["label"] for r in m["skipped"] if test(r)]
+            if names:
+                c.print(f"skipped ({why}): {', '.join(names)}", markup=False)
     c.print(m["recommendation"], markup=False)
 
 

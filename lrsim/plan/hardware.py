@@ -6,7 +6,9 @@
                          devices) to `kind` (catalog.py); what was measured on `kind` stays as
                          given. Presets do better: they rebuild on the kind (Preset.on_device).
     share(cfg)           draft and judge on the target's devices (time-sharing iteration by
-                         iteration, devices.py) instead of dedicated devices
+                         iteration, devices.py) instead of dedicated devices; KV caches sized
+                         from memory split what is left after the three models' weights
+                         (kvcache.kv_shared)
     equal_resources(cfg) the target alone, given the draft's and judge's devices as extra TP
                          (Config.baseline with equal_resources)
     replica_devices(cfg) devices one replica of this configuration occupies
@@ -18,6 +20,7 @@ from dataclasses import replace
 from lrcore.errors import UserError
 
 from ..sim.config import Config
+from ..sim.kvcache import kv_shared
 from ..sim.latency import Scaled
 from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost
 from . import catalog
@@ -82,6 +85,10 @@ def share(cfg: Config) -> Config:
             judge = replace(judge, latency=Scaled(cfg.judge.latency, cfg.verifier.seconds / one))
             out.verifier = VerifierCost("llm", 0.0, JUDGE_TEMPLATE_TOKENS)
         out.judge = judge
+    roles = [r for r in ROLES if getattr(out, r) is not None]
+    kvs = kv_shared([getattr(out, r).kv for r in roles], f"shared placement on {len(tdev)} device(s)")
+    for role, kv in zip(roles, kvs):
+        setattr(out, role, replace(getattr(out, role), kv=kv))
     used = set(tdev)
     out.devices = {n: k for n, k in cfg.devices.items() if n in used}
     return out

@@ -30,6 +30,7 @@ import numpy as np
 from lrcore.errors import UserError
 from lrcore.modes import MODE_POLICY
 
+from ..sim.kvcache import KVNoRoomError
 from ..sim.sweep import parallel_dim
 from . import hardware as hw
 from . import stats
@@ -167,9 +168,17 @@ def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int
     return hw.rescale(cfg, hard.kind)
 
 
-def _replicas(source, cand, hard, load) -> tuple[int, int]:
-    per = len(hw.replica_devices(configure(source, cand, hard, load)))
-    return per, hard.devices // per
+def _replicas(source, cand, hard, load) -> tuple[int, int, str | None]:
+    """(devices per replica, replicas, why it cannot run). A speculative candidate whose models'
+    weights leave no room for a KV cache (e.g. three models shared on small GPUs) is skipped;
+    a baseline that does not fit is the plan's one-line error."""
+    try:
+        per = len(hw.replica_devices(configure(source, cand, hard, load)))
+    except KVNoRoomError as e:
+        if cand.role:
+            raise
+        return 0, 0, str(e)
+    return per, hard.devices // per, None
 
 
 def evaluate(args) -> dict:
@@ -179,10 +188,10 @@ def evaluate(args) -> dict:
 
     source, cand, hard, load, ks = args
     t0, c0 = time.perf_counter(), time.process_time()
-    per, replicas = _replicas(source, cand, hard, load)
+    per, replicas, why = _replicas(source, cand, hard, load)
     out = {"devices_per_replica": per, "replicas": replicas, "blocks": {}}
     if replicas < 1:
-        return out | {"feasible": False, "why": f"needs {per} devices, {hard.devices} available"}
+        return out | {"feasible": False, "why": why or f"needs {per} devices, {hard.devices} available"}
     active = replicas                # replicas that carry requests
     if load.rate:
         n = max(1, math.ceil((load.requests or DEFAULT_RATE_REQUESTS) / replicas))
@@ -198,7 +207,9 @@ def evaluate(args) -> dict:
         out["blocks"][k] = {
             "lat": [r.latency for r in world.records], "tok": [r.tokens for r in world.records],
             "wall": s["wall_s"], "tps": s["tokens_per_s"], "acc": st.accepted, "prop": st.proposed,
-            "pos": st.positions, "pos_acc": st.positions_accepted, "util": s["utilisation"]}
+            "pos": st.positions, "pos_acc": st.positions_accepted, "util": s["utilisation"],
+            "kvp": s.get("kv_preemptions"), "kvf": s.get("kv_peak_fraction"),
+            "kvb": s.get("kv_blocked_s")}
     return out | {"feasible": True, "tp": cfg.target.tp, "active": active,
                   "c1": cfg.c1 if cfg.draft is not None else None,
                   "sim_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
@@ -219,6 +230,7 @@ def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
     ok = metric <= load.slo_ms if load.slo_ms else np.ones(len(lat), bool)
     prop, pos = sum(b["prop"] for b in blocks), sum(b["pos"] for b in blocks)
     active = part["active"]
+    sized = [b for b in blocks if b.get("kvp") is not None]   # engines with a KV capacity
     return row | dict(
         feasible=True, tp=part["tp"], c1=part["c1"], samples=len(blocks),
         requests_per_replica=len(lat) // max(1, len(blocks)), mean_latency_s=float(lat.mean()),
@@ -231,7 +243,14 @@ def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
         step_acceptance_rate=sum(b["acc"] for b in blocks) / prop if prop else None,
         # positions where some sibling draft was accepted / positions judged (width > 1 differs)
         position_acceptance_rate=sum(b["pos_acc"] for b in blocks) / pos if pos else None,
-        utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"])
+        utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"],
+        # KV cache (None: unlimited): preemptions and admission-blocked seconds per replica run
+        # (mean over seed blocks), the fullest engine's peak over every block
+        kv_preemptions=float(np.mean([b["kvp"] for b in sized])) if sized else None,
+        kv_peak_fraction=max(b["kvf"] for b in sized) if sized else None,
+        kv_blocked_s=float(np.mean([b["kvb"] for b in sized])) if sized else None,
+        # the cache filled up: requests waited for blocks or were preempted (docs/metrics.md)
+        kv_full=bool(sized) and any(b["kvp"] or b["kvb"] for b in sized))
 
 
 def _block_means(part: dict) -> dict[int, float]:
@@ -367,7 +386,7 @@ def work(source, cands: list[Candidate], hard: Hardware, load: Load) -> int:
 
     total = 0
     for c in cands:
-        per, replicas = _replicas(source, c, hard, load)
+        per, replicas, _ = _replicas(source, c, hard, load)
         if replicas < 1:
             continue
         share = (load.requests or DEFAULT_RATE_REQUESTS) if load.rate else (load.concurrency or 1)
@@ -449,6 +468,11 @@ def _check(hard: Hardware, load: Load) -> None:
         raise UserError(f"--slo-metric must be one of {', '.join(SLO_METRICS)}, got {load.slo_metric!r}")
 
 
+def out_of_kv(rows: list[dict]) -> list[dict]:
+    """Rows whose KV cache filled up: requests waited for blocks or were preempted."""
+    return [r for r in rows if r.get("kv_full")]
+
+
 def recommend(rows: list[dict], meta: dict) -> str:
     """One paragraph: what to deploy, by how much it wins, and against the fair baseline."""
     best, ref, eq = rows[0], meta["reference"], meta["equal_resources_baseline"]
@@ -483,8 +507,19 @@ def recommend(rows: list[dict], meta: dict) -> str:
         lb, sb = lr[0], sd[0]
         parts.append(f"Best step-level option {lb['label']} gives {lb['speedup']:.2f}x, best token-level "
                      f"SD {sb['label']} {sb['speedup']:.2f}x.")
+    full = out_of_kv(rows)
+    if full:
+        names = ", ".join(r["label"] for r in full[:3]) + (f" and {len(full) - 3} more" if len(full) > 3 else "")
+        who = "The best configuration itself runs" if best in full else f"{len(full)} configuration(s) run"
+        parts.append(f"{who} out of KV cache at this load (requests wait for blocks or are "
+                     f"preempted and recomputed: {names}): more memory or devices per replica, or "
+                     "fewer requests in flight.")
     if meta["skipped"]:
-        parts.append(f"{len(meta['skipped'])} candidate(s) need more devices than available.")
+        mem = sum("KV cache" in r["why"] for r in meta["skipped"])
+        if len(meta["skipped"]) > mem:
+            parts.append(f"{len(meta['skipped']) - mem} candidate(s) need more devices than available.")
+        if mem:
+            parts.append(f"{mem} candidate(s) leave no memory for a KV cache (skipped).")
     st = meta.get("statistics") or {}
     if st.get("wider_than_target"):
         parts.append(f"{len(st['wider_than_target'])} speedup interval(s) stayed wider than "

@@ -21,6 +21,11 @@ decoded token) is priced on that device and the rest (HTTP, scheduling: 13 ms mi
 roofline's 7.4 ms) kept: 16.1 ms on H100. A verifier time given by the user
 (`--verifier-seconds`) is taken as measured on the planned hardware and never rescaled.
 
+KV cache per engine, as vLLM sizes it (lrsim/sim/kvcache.kv_from_memory): 0.9
+(gpu_memory_utilization) x the memory of the engine's devices less the model's weights, in tokens
+of 2 x layers x KV heads x head dim x dtype bytes; a shared placement splits what is left after
+all three models' weights. `kv_cache = False` plans with an unlimited cache.
+
 A preset behaves like a calibrated profile: `to_config(policy, **knobs) -> Config`.
 """
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pathlib import Path
 from lrcore.errors import UserError
 
 from ..sim.config import Config, Placement
+from ..sim.kvcache import GPU_MEMORY_UTILIZATION, KVSpec, kv_from_memory
 from ..sim.latency import Scaled
 from ..sim.verifier import JUDGE_TEMPLATE_TOKENS, VerifierCost
 from ..sim.workload import Synthetic
@@ -102,6 +108,8 @@ class Preset:
     tp_efficiency: float = TP_EFFICIENCY
     device_file: str | None = None
     key: tuple = ()             # (pair key, dataset key) in table1.json
+    kv_cache: bool = True       # size each engine's KV cache from device memory (False: unlimited)
+    memory_utilisation: float = GPU_MEMORY_UTILIZATION   # vLLM's gpu_memory_utilization default
 
     @property
     def alpha1(self) -> float:
@@ -161,6 +169,15 @@ class Preset:
         here = modelspec.roofline(self.target, dev, self.target_tp, eff).per_token() - oh
         return Scaled(built.latency, at / here, oh)
 
+    def kv(self, spec: ModelSpec, devices: int) -> KVSpec | None:
+        """The KV cache of `spec`'s engine on `devices` devices of this preset's kind."""
+        if not self.kv_cache:
+            return None
+        d = self.device()
+        return kv_from_memory(d.memory_gib, devices, spec.weight_gib(1), spec.kv_bytes_per_token,
+                              self.memory_utilisation,
+                              what=f"preset {self.name}: {spec.name} on {devices}x {d.name}")
+
     def judge_seconds(self) -> float:
         """Seconds per judgement on this preset's device (see the module docstring)."""
         if self.verifier_seconds is not None:
@@ -194,9 +211,12 @@ class Preset:
                        alpha2=self.alpha2, step_mean=self.step_mean, step_sigma=self.step_sigma,
                        prompt_tokens=self.prompt_tokens, rate=rate, seed=seed, sibling_hard=hard)
         cfg = Config(policy=policy, k1=k1, depth=depth, width=width, k2=k2, devices=devices,
-                     target=Placement(self.target.hf_id or self.target.name, tgt, tdev, tp=self.target_tp),
-                     draft=Placement(self.draft.hf_id or self.draft.name, drf, ["gpu-draft"]),
-                     judge=Placement(self._judge().hf_id or JUDGE_MODEL, jdg, ["gpu-judge"]),
+                     target=Placement(self.target.hf_id or self.target.name, tgt, tdev, tp=self.target_tp,
+                                      kv=self.kv(self.target, self.target_tp)),
+                     draft=Placement(self.draft.hf_id or self.draft.name, drf, ["gpu-draft"],
+                                     kv=self.kv(self.draft, 1)),
+                     judge=Placement(self._judge().hf_id or JUDGE_MODEL, jdg, ["gpu-judge"],
+                                     kv=self.kv(self._judge(), 1)),
                      verifier=VerifierCost("constant", self.judge_seconds()), workload=wl,
                      name=f"preset:{self.name}")
         # every latency above is for device_kind itself: hardware rescaling leaves them as given
@@ -213,6 +233,9 @@ class Preset:
                 "steps": self.steps, "step_mean": self.step_mean,
                 "verifier_s": self.judge_seconds(), "sd_k2": NGRAM_SPEC_TOKENS + 1,
                 "sibling_hard": self.sibling_hard, "latency": self.latency_source(),
+                "kv_cache_tokens": None if not self.kv_cache else {
+                    "target": self.kv(self.target, self.target_tp).capacity_tokens,
+                    "draft": self.kv(self.draft, 1).capacity_tokens},
                 "paper": {"alpha1": self.paper.alpha1, "lr": self.paper.lr, "sd": self.paper.sd,
                           "lr+sd": self.paper.lr_sd}}
 

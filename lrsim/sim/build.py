@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from lrcore.errors import UserError
 
 from .config import POLICIES, Config
+from .kvcache import BLOCK_TOKENS, KVSpec
 from .latency import Scaled
 from .workload import Synthetic
 
@@ -16,9 +17,10 @@ DEFAULT_SCENARIO = "h100-paper"
 MAX_KNOB = 1024            # --k1, --depth, --width, --k2
 MAX_TREE = 1 << 16         # lr-async target positions: 1 + W + ... + W^depth
 MAX_WORKLOAD = 1_000_000   # --requests, --steps (per request)
+MAX_KV_TOKENS = 1 << 50    # --kv-cache-tokens: far above any device's memory
 
 
-@dataclass(kw_only=True)   # 19 fields: built by name only, so none can land in another's place
+@dataclass(kw_only=True)   # 20 fields: built by name only, so none can land in another's place
 class Options:
     policy: str | None = None
     alpha1: float | None = None
@@ -40,6 +42,8 @@ class Options:
     preset: str | None = None      # a paper preset instead of a scenario (lrsim/plan/presets.py)
     whatif: object | None = None   # lrsim.plan.whatif.WhatIf: verifier seconds, width acceptance,
     #                                device kind (and models for presets), applied last
+    kv_cache_tokens: int | None = None   # the target engine's KV cache in tokens (None: the
+    #                                      scenario's or preset's, unlimited if it has none)
 
 
 def _check(o: Options) -> None:
@@ -63,6 +67,12 @@ def _check(o: Options) -> None:
         raise UserError("--k1 and --depth are exclusive (lr-async: k1 = depth + 1 target steps in flight)")
     if o.seed < 0:
         raise UserError(f"--seed must be >= 0, got {o.seed}")
+    if o.kv_cache_tokens is not None:
+        if o.ideal:
+            raise UserError("--kv-cache-tokens does not apply to --ideal (the theory's free batching)")
+        if not BLOCK_TOKENS <= o.kv_cache_tokens <= MAX_KV_TOKENS:
+            raise UserError(f"--kv-cache-tokens must be in [{BLOCK_TOKENS}, {MAX_KV_TOKENS}] (at least "
+                            f"one block), got {o.kv_cache_tokens}")
 
 
 def _check_tree(cfg: Config) -> Config:
@@ -134,6 +144,8 @@ def build(o: Options) -> Config:
                         "not to the scenario's trace workload")
     if o.whatif is not None and o.preset is None:
         cfg = o.whatif.apply_config(cfg)
+    if o.kv_cache_tokens is not None:
+        cfg.target = replace(cfg.target, kv=KVSpec(o.kv_cache_tokens // BLOCK_TOKENS * BLOCK_TOKENS))
     return _check_tree(cfg.validate())
 
 

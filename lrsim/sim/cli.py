@@ -45,6 +45,7 @@ def _opts():
         accept_by_width=typer.Option(None, "--accept-by-width", help="Acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
         device_kind=typer.Option(None, "--device-kind", help="H100, H200, A100, L40S, B200, cpu-2core (presets: rebuilt there; scenarios: rescaled, except what was measured there)."),
         device_file=typer.Option(None, "--device-file", help="JSON of extra device kinds (docs/planning.md)."),
+        kv_cache_tokens=typer.Option(None, "--kv-cache-tokens", help="The target's KV cache in tokens (blocks of 16): jobs wait or are preempted when it is full (default: the scenario's; unlimited if none)."),
     )
 
 
@@ -72,7 +73,7 @@ def simulate(
     scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"], as_json: bool = O["as_json"],
     preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],
     accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
-    device_file: str = O["device_file"],
+    device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
     from .build import Options, build
@@ -84,7 +85,8 @@ def simulate(
                         depth=depth, width=width, k2=k2, alpha2=alpha2, c2=c2, ideal=ideal,
                         budget=budget, requests=requests, rate=rate, steps=steps, seed=seed,
                         scenario=scenario, equal_resources=equal_resources, preset=preset,
-                        whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file)))
+                        whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
+                        kv_cache_tokens=kv_cache_tokens))
     out = run_sim(cfg)
     if as_json:
         print(jsonout.dumps(out))
@@ -122,6 +124,12 @@ def _print_summary(s: dict) -> None:
                  ("SD mean accepted length", _fmt(s["sd"]["mean_accepted_length"]))]
     # "gpu0 99%" kept together ("gpu0=99%") so that a long list wraps between devices
     rows.append(("utilisation", " ".join(f"{k}={v:.0%}" for k, v in s["utilisation"].items())))
+    for name, k in (s.get("kv") or {}).items():
+        rows += [(f"KV cache {name}", f"peak {k['peak_fraction']:.0%} of {k['capacity_tokens']:,} tokens"),
+                 ("  preempted / queue blocked", f"{k['preemptions']} / {k['blocked_s']:.3g} {unit}")]
+    if "ar_kv_preemptions" in s:
+        rows.append(("KV cache (AR): peak / preempted", f"{s['ar_kv_peak_fraction']:.0%} / "
+                                                       f"{s['ar_kv_preemptions']}"))
     console().print(kv_table(f"lr simulate: {s['policy']} on {s['scenario']}", rows))
 
 
@@ -141,7 +149,7 @@ def sweep(
     as_json: bool = O["as_json"],
     preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],
     accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
-    device_file: str = O["device_file"],
+    device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
 ):
     """Simulate a grid of (k1 | depth, k2, width) under a budget; print a table, write JSON."""
     from .build import Options
@@ -158,7 +166,8 @@ def sweep(
     base = Options(policy=policy.value, alpha1=alpha1, c1=c1, alpha2=alpha2, c2=c2, ideal=ideal,
                    requests=requests, rate=rate, steps=steps, seed=seed, scenario=scenario,
                    equal_resources=equal_resources, preset=preset,
-                   whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file))
+                   whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
+                   kv_cache_tokens=kv_cache_tokens)
     grid = {"k1": parse_values("--k1", k1), "depth": parse_values("--depth", depth),
             "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
     res = run_sweep(base, grid, budget, jobs)

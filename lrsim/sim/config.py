@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from lrcore.errors import UserError
 
 from ..theory.formulas import geometric_sum
+from .kvcache import KVSpec
 from .latency import Ideal, LatencyModel, Scaled
 from .verifier import VerifierCost
 from .workload import Synthetic
@@ -31,6 +32,8 @@ class Placement:
     contention: float = 0.0       # fractional slowdown of this model's forward pass while another
     #                               model runs a pass on other devices of the same machine (shared
     #                               memory bandwidth); 0 on GPUs
+    kv: KVSpec | None = None      # KV-cache capacity of this model's engine; None = unlimited
+    #                               (the simulator before KV was modelled)
 
 
 @dataclass
@@ -114,8 +117,9 @@ class Config:
             ratio = tp_new / self.target.tp
             factor = (1.0 / ratio) / (self.tp_efficiency ** math.log2(ratio))
             lat = self.target.latency
+            kv = self.target.kv.widened(self.target.tp, tp_new) if self.target.kv else None
             cfg.target = replace(self.target, latency=Scaled(lat, factor, getattr(lat, "overhead_s", 0.0)),
-                                 devices=self.target.devices + extra, tp=tp_new)
+                                 devices=self.target.devices + extra, tp=tp_new, kv=kv)
             cfg.draft = cfg.judge = None
         return cfg
 

@@ -17,6 +17,11 @@ bandwidth): an engine linked to a `peer` pays `(1 + contention)` x the iteration
 iteration that starts while the peer is running one. When either engine starts or stops running,
 the other recomposes at the end of its iteration in progress, so each iteration's cost reflects
 the peer's state at its start (no link, or contention 0: nothing changes, no extra events).
+
+KV cache (`kv`, a kvcache.KVSpec; None = unlimited, the engine as it always was): at every
+boundary the running jobs' next iteration must fit the pool, else the job admitted last is
+preempted by recompute; waiting jobs are admitted only while their blocks fit; a fluid chunk
+ends at the iteration after which the cache would overflow (kvcache.py has the rules).
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from collections import deque
 
 import simpy
 
+from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
 NEVER_CAP = 1 << 62
@@ -36,10 +42,10 @@ class Job:
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
-                 "start_iter")
+                 "start_iter", "kv_base", "group")
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
-                 sd: bool = False, tag=None, emit_per_iter: float = 1.0):
+                 sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
         self.iters_left = max(1, int(iters))
         self.total = self.iters_left
         self.tokens_per_iter = tokens_per_iter
@@ -53,6 +59,8 @@ class Job:
         self.started = None
         self.finished = None
         self.tag = tag
+        self.group = group                # the request it belongs to (shares its KV prefix)
+        self.kv_base = max(ctx, prefill)  # KV context: ctx holds the prefill, or is 0 (kvcache.py)
 
 
 class Engine:
@@ -63,7 +71,7 @@ class Engine:
 
     def __init__(self, env: simpy.Environment, name: str, latency: LatencyModel, devices: list,
                  max_seqs: int = 256, sd_k2: int = 1, sd_draft: LatencyModel | None = None,
-                 context_term: bool = True, max_chunk: int = 64):
+                 context_term: bool = True, max_chunk: int = 64, kv: KVSpec | None = None):
         self.env = env
         self.name = name
         self.latency = latency
@@ -95,6 +103,8 @@ class Engine:
         self._reqs: list = []
         self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
         self.contention = 0.0             # fractional slowdown of an iteration while the peer runs
+        self.kv = KVCache(kv, name) if kv is not None else None
+        self._order: dict = {}            # KV cache only: admitted jobs in admission order
 
     @property
     def shared(self) -> bool:
@@ -108,6 +118,8 @@ class Engine:
 
     # --- API used by policies ---------------------------------------------------------------
     def submit(self, job: Job) -> Job:
+        if self.kv is not None:
+            self.kv.check_fits(job)
         self.waiting.append(job)
         self._changed()
         return job
@@ -196,6 +208,14 @@ class Engine:
             n = 1
         else:
             n = min(self._next_finish() - self.iter_no, self.max_chunk)
+            kv = self.kv
+            if kv is not None and n > 1:        # end the chunk where the cache would overflow
+                top = kv.upper(self.iter_no + n - 1)
+                if top > kv.capacity:
+                    n, last = kv.iterations_fitting(self._running(), n)
+                    kv.observe(last)
+                elif top > kv.peak:             # a new peak is possible: measure it
+                    kv.observe(kv.usage(self._running(), n - 1))
         was = self._state
         self._state = "run"
         self._boundary = False
@@ -229,8 +249,14 @@ class Engine:
         self.ctx_e += j.emit_per_iter
         if j.prefill:
             self.prefilling.append(j)
+        if self.kv is not None:
+            self._order[j] = None
+            self.kv.on_add(j)
 
     def _remove(self, j: Job):
+        if self.kv is not None:
+            del self._order[j]
+            self.kv.on_remove(j)
         self.n -= 1
         self.dec -= j.tokens_per_iter
         self.nsd -= j.sd
@@ -241,9 +267,14 @@ class Engine:
         if self.cancelled:
             for j in self.cancelled:
                 self._remove(j)
+                if self.kv is not None:   # what it computed stays cached
+                    self.kv.finished(j, self.iter_no - j.start_iter)
                 if j in self.prefilling:
                     self.prefilling.remove(j)
             self.cancelled.clear()
+        if self.kv is not None:
+            self._admit_kv()
+            return
         w = self.waiting
         while w and self.n < self.max_seqs:
             j = w.popleft()
@@ -290,6 +321,86 @@ class Engine:
             if j.cancelled:
                 continue
             self._remove(j)
+            if self.kv is not None:
+                self.kv.finished(j, j.finish_iter - j.start_iter)
             j.iters_left = 0
             j.finished = now
             j.done.succeed(j)
+
+    # --- KV cache (only with a KVSpec) ----------------------------------------------------------
+    def _running(self) -> list:
+        """(job, iterations done since admission) of the admitted jobs, in admission order."""
+        it = self.iter_no
+        return [(j, it - j.start_iter) for j in self._order]
+
+    def _admit_kv(self):
+        """vLLM V1's order: the running jobs' next iteration first (preempting the job admitted
+        last while it does not fit), then, if nothing was preempted, waiting jobs in FIFO order
+        while their blocks fit."""
+        kv = self.kv
+        now_i = self.iter_no
+        exact = None                      # the exact usage, computed only where the bound fails
+        preempted = False
+        if kv.upper(now_i) > kv.capacity:
+            running = self._running()
+            exact = kv.usage(running)
+            while exact > kv.capacity:
+                self._preempt(running.pop()[0])
+                preempted = True
+                exact = kv.usage(running)
+        w = self.waiting
+        blocked = None
+        if preempted:
+            blocked = w[0] if w else None
+        elif w and self.n < self.max_seqs:
+            usage = None                  # with the per-request sharing, once the bound fails
+            while w and self.n < self.max_seqs:
+                j = w[0]
+                if j.cancelled:
+                    w.popleft()
+                    continue
+                tokens = held(j, 0)
+                limit = kv.limit if self.n else kv.capacity
+                if usage is None and kv.upper(now_i) + tokens + kv.block > limit:
+                    usage = kv.tally(self._running())
+                if usage is not None and usage.peek(j, tokens) > limit:
+                    blocked = j
+                    break
+                w.popleft()
+                miss = kv.prefix_miss(j, j.group in kv.groups)
+                if miss:                  # its cached context was evicted: prefill it again
+                    j.prefill += miss
+                    j.ctx -= miss         # (the cost model's context after the prefill is unchanged)
+                self._add(j)
+                if usage is not None:
+                    usage.add(j, tokens)
+            exact = usage.total if usage is not None else None
+        bound = kv.upper(now_i)
+        if (kv.cached_tokens and kv.cached_tokens + bound > kv.capacity) or bound > kv.peak:
+            if exact is None:
+                exact = kv.usage(self._running())
+            kv.evict(exact)
+            kv.observe(exact)
+        kv.blocked(self.env.now, blocked)
+
+    def _preempt(self, j: Job):
+        """Preempt by recompute: free j's blocks and requeue it at the front; readmitted, it
+        prefills everything it held (context + generated tokens) in its first iteration."""
+        done = self.iter_no - j.start_iter
+        self._remove(j)
+        self.heap = [e for e in self.heap if e[2] is not j]
+        heapq.heapify(self.heap)
+        j.iters_left = j.finish_iter - self.iter_no
+        j.started = None                  # waiting again: cancel() treats it as never admitted
+        if j in self.prefilling:          # its first iteration never ran: nothing to recompute
+            self.prefilling.remove(j)
+        elif done:
+            tokens = j.kv_base + done * j.emit_per_iter
+            redo = math.ceil(tokens - 1e-9)
+            # the cost model's context after the re-prefill is what it was before the preemption
+            j.ctx = j.ctx + done * j.emit_per_iter - redo
+            j.prefill = redo
+            j.kv_base = tokens
+            self.kv.recomputed_tokens += tokens
+        self.kv.preemptions += 1
+        self.waiting.appendleft(j)

@@ -29,7 +29,7 @@ def summarise(world, wall_s: float, drained_s: float) -> dict:
     per_cycle = dict(sorted(st.per_cycle.items()))
     cycles = sum(per_cycle.values())
     engines = {e.name: e for e in (world.target, world.draft, world.judge) if e is not None}
-    return {
+    out = {
         "requests": len(recs),
         "output_tokens": tokens,
         "steps": steps,
@@ -63,6 +63,21 @@ def summarise(world, wall_s: float, drained_s: float) -> dict:
         "mean_batch": {n: (sum(b * c for b, c in e.batch_hist.items()) / sum(e.batch_hist.values()))
                        for n, e in engines.items() if e.batch_hist},
     }
+    out.update(kv_summary(engines))
+    return out
+
+
+def kv_summary(engines: dict) -> dict:
+    """KV-cache metrics (docs/metrics.md), only for engines given a capacity: nothing otherwise,
+    so runs without one summarise exactly as before. kv_preemptions and kv_blocked_s add up over
+    engines; kv_peak_fraction is the fullest engine's peak."""
+    kv = {n: e.kv.summary() for n, e in engines.items() if getattr(e, "kv", None) is not None}
+    if not kv:
+        return {}
+    return {"kv_preemptions": sum(k["preemptions"] for k in kv.values()),
+            "kv_peak_fraction": max(k["peak_fraction"] for k in kv.values()),
+            "kv_blocked_s": sum(k["blocked_s"] for k in kv.values()),
+            "kv": kv}
 
 
 def compare(policy: dict, baseline: dict, pol_lat, base_lat, open_loop: bool) -> dict:
@@ -80,4 +95,7 @@ def compare(policy: dict, baseline: dict, pol_lat, base_lat, open_loop: bool) ->
     out["latency_speedup"] = lat_speedup
     out["latency_speedup_se"] = se
     out["speedup"] = lat_speedup if open_loop else tp
+    if "kv_preemptions" in baseline:
+        out["ar_kv_preemptions"] = baseline["kv_preemptions"]
+        out["ar_kv_peak_fraction"] = baseline["kv_peak_fraction"]
     return out

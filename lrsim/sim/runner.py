@@ -25,7 +25,7 @@ def _engine(env, pool, placement, cfg: Config, with_sd: bool):
         sd_unit = cfg.sd_draft.unit if isinstance(cfg.sd_draft, Ideal) else 0.0
         return FreeEngine(env, placement.name, lat.unit, devices, sd_k2=k2, sd_unit=sd_unit)
     return Engine(env, placement.name, lat, devices, max_seqs=placement.max_seqs, sd_k2=k2,
-                  sd_draft=cfg.sd_draft, context_term=not cfg.ideal)
+                  sd_draft=cfg.sd_draft, context_term=not cfg.ideal, kv=placement.kv)
 
 
 def _link_peers(target, draft, cfg: Config) -> None:

@@ -2,7 +2,10 @@
 
     name = "..."
     [devices]               name = "kind"  (e.g. gpu0 = "H100")
-    [models.target]         devices = [...], tp = 2, max_seqs = 256, latency = {...}
+    [models.target]         devices = [...], tp = 2, max_seqs = 256, latency = {...},
+                            kv_cache_tokens = 200000 | kv_cache_gib = 40 (+ kv_bytes_per_token,
+                            unless the latency is of kind "model"), kv_block_tokens = 16:
+                            the engine's KV cache (lrsim/sim/kvcache.py); none = unlimited
     [models.draft]          same (needed by lr-* policies)
     [models.judge]          optional: an LLM judge on its own device (verifier.kind = "llm")
     [verifier]              kind = "none" | "constant" | "per_token" | "llm" | "score", seconds = 0.013
@@ -44,8 +47,9 @@ from lrcore import limits
 from lrcore.errors import UserError
 from lrcore.limits import MAX_STEPS_PER_REQUEST
 
-from .build import MAX_KNOB, MAX_WORKLOAD   # the flags' caps hold in files too
+from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_WORKLOAD   # the flags' caps hold in files too
 from .config import JUDGE_TIMINGS, POLICIES, Config, Placement
+from .kvcache import BLOCK_TOKENS, MAX_BLOCK_TOKENS, KVSpec
 from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements
 from .verifier import KINDS as VERIFIER_KINDS, VerifierCost
 from .workload import Synthetic
@@ -136,10 +140,7 @@ def _latency(doc: _Doc, tp: int):
     if kind == "model":
         from ..plan import catalog, modelspec
         try:
-            ref = doc.get("config", str, required=True)
-            if not Path(ref).is_absolute() and (doc.path.parent / ref).exists():
-                ref = str(doc.path.parent / ref)
-            spec = modelspec.load(ref, "config")
+            spec = _model_spec(doc)
             dev = catalog.get(doc.get("device", str, "H100"), flag="device")
             table = doc.get("table", str, "auto")
             if table not in ("auto", "roofline") and not Path(table).is_absolute() \
@@ -189,8 +190,54 @@ def _latency(doc: _Doc, tp: int):
     raise doc.err("kind", f"must be 'roofline', 'table', 'model' or 'ideal', got {kind!r}")
 
 
+def _model_spec(doc: _Doc):
+    """The config.json named by a latency table of kind "model" (beside the scenario, or as given)."""
+    from ..plan import modelspec
+
+    ref = doc.get("config", str, required=True)
+    if not Path(ref).is_absolute() and (doc.path.parent / ref).exists():
+        ref = str(doc.path.parent / ref)
+    return modelspec.load(ref, "config")
+
+
+def _kv(doc: _Doc, lat: _Doc) -> KVSpec | None:
+    """The model's KV cache: kv_cache_tokens, or kv_cache_gib / KV bytes per token (given, or
+    the latency's: a roofline's kv_bytes_per_token, a "model" latency's config.json)."""
+    tokens = doc.get("kv_cache_tokens", int, None, lo=1, hi=MAX_KV_TOKENS)
+    gib = doc.get("kv_cache_gib", float, None, lo=1e-9, hi=1e9)
+    block = doc.get("kv_block_tokens", int, BLOCK_TOKENS, lo=1, hi=MAX_BLOCK_TOKENS)
+    if tokens is None and gib is None:
+        for k in ("kv_block_tokens", "kv_bytes_per_token"):
+            if k in doc.t:
+                raise doc.err(k, "needs kv_cache_tokens or kv_cache_gib (the KV cache's size)")
+        return None
+    if tokens is not None and gib is not None:
+        raise doc.err("kv_cache_gib", "and kv_cache_tokens both set the KV cache: give one")
+    key = "kv_cache_tokens"
+    if gib is not None:
+        key = "kv_cache_gib"
+        per = doc.get("kv_bytes_per_token", float, None, lo=1e-6, hi=1e12)
+        if per is None and lat.t.get("kind") == "roofline" and lat.t.get("kv_bytes_per_token"):
+            per = lat.get("kv_bytes_per_token", float, lo=1e-6, hi=1e12)
+        if per is None and lat.t.get("kind") == "model":
+            try:
+                per = _model_spec(lat).kv_bytes_per_token
+            except UserError as e:
+                raise lat.err("config", str(e)) from None
+        if per is None:
+            raise doc.err("kv_cache_gib", "needs kv_bytes_per_token (2 x layers x KV heads x head "
+                                          "dim x dtype bytes) or a latency of kind 'model'")
+        tokens = int(gib * 1024 ** 3 // per)
+    elif "kv_bytes_per_token" in doc.t:
+        raise doc.err("kv_bytes_per_token", "is only used with kv_cache_gib")
+    if tokens < block:
+        raise doc.err(key, f"holds {tokens} tokens, less than one block of {block}")
+    return KVSpec(tokens // block * block, block)
+
+
 def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
-    doc.check_keys({"name", "devices", "tp", "max_seqs", "latency", "params_b", "note"})
+    doc.check_keys({"name", "devices", "tp", "max_seqs", "latency", "params_b", "note",
+                    "kv_cache_tokens", "kv_cache_gib", "kv_bytes_per_token", "kv_block_tokens"})
     devs = doc.get("devices", list, required=True)
     if not devs:
         raise doc.err("devices", "needs at least one device name")
@@ -200,8 +247,10 @@ def _placement(doc: _Doc, role: str, devices: dict) -> Placement:
         if d not in devices:
             raise doc.err("devices", f"unknown device {d!r} (declared: {', '.join(devices)})")
     tp = doc.get("tp", int, len(devs), lo=1, hi=MAX_DEVICES)
-    lat = _latency(doc.sub("latency", required=True), tp)
-    return Placement(doc.get("name", str, role), lat, list(devs), tp, doc.get("max_seqs", int, 256, lo=1, hi=MAX_WORKLOAD))
+    lat_doc = doc.sub("latency", required=True)
+    lat = _latency(lat_doc, tp)
+    return Placement(doc.get("name", str, role), lat, list(devs), tp,
+                     doc.get("max_seqs", int, 256, lo=1, hi=MAX_WORKLOAD), kv=_kv(doc, lat_doc))
 
 
 def _workload(doc: _Doc | None, seed: int):

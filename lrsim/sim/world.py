@@ -77,14 +77,16 @@ class World:
                    rounds: int | None = None, tag=None) -> Job:
         """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions."""
         if stream is None:
-            return Job(self.env, tokens, ctx, prefill, 1, False, tag)
+            return Job(self.env, tokens, ctx, prefill, 1, False, tag, group=req.rid)
         if rounds is None:
             rounds = stream.rounds_for(tokens, req.rng, self.sd)
         return Job(self.env, rounds, ctx, prefill, stream.k2, True, tag,
-                   emit_per_iter=tokens / max(rounds, 1))
+                   emit_per_iter=tokens / max(rounds, 1), group=req.rid)
 
-    def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None) -> Job:
-        return Job(self.env, tokens, ctx, prefill, 1, False, tag)
+    def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None, req=None) -> Job:
+        """A draft step; `req`: its request, whose other jobs share its KV prefix."""
+        return Job(self.env, tokens, ctx, prefill, 1, False, tag,
+                   group=None if req is None else req.rid)
 
     def cancel(self, engine: Engine, job: Job | None, kind: str) -> None:
         if job is None or job.finished is not None or job.cancelled:

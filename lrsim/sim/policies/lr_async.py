@@ -138,7 +138,7 @@ class AsyncLookahead:
             if node.position == 0 and self.d_cached == 0:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
                 prompt = self.req.prompt_tokens
-                self.world.draft.submit(self.world.draft_job(1, 0.0, prefill=prompt))
+                self.world.draft.submit(self.world.draft_job(1, 0.0, prefill=prompt, req=self.req))
                 self.d_cached = float(prompt)
             return
         node.expanded = True
@@ -153,7 +153,7 @@ class AsyncLookahead:
             c = Node(node.position + 1, node, launch_depth=node.position + 1 - root.position)
             node.children.append(c)
             c.draft_job = self.world.draft.submit(
-                self.world.draft_job(n_tok, self.ctx_tokens(node), prefill=prefill, tag=c))
+                self.world.draft_job(n_tok, self.ctx_tokens(node), prefill=prefill, tag=c, req=self.req))
             c.draft_job.done.callbacks.append(lambda _e, n=c: self.on_draft(n))
 
     def on_draft(self, node):

@@ -28,7 +28,8 @@ def run(world, req, rec):
 
     def drafts(start, count):
         for i in range(count):
-            job = world.draft.submit(world.draft_job(lens[start + i], ctx + sum(lens[pos:start + i])))
+            job = world.draft.submit(world.draft_job(lens[start + i], ctx + sum(lens[pos:start + i]),
+                                                     req=req))
             yield job.done
 
     def targets(start, count):

@@ -37,7 +37,7 @@ def run(world, req, rec):
         # 1. sequential drafting
         dl = [job_len("draft", pos + i, pos) for i in range(g)]
         for i in range(g):
-            job = world.draft.submit(world.draft_job(dl[i], ctx + sum(dl[:i]),
+            job = world.draft.submit(world.draft_job(dl[i], ctx + sum(dl[:i]), req=req,
                                                      prefill=int(ctx - d_cached) if i == 0 else 0))
             yield job.done
         # 2. g + 1 target steps in one batch (equal step costs under --ideal share one SD draw)
