@@ -35,12 +35,13 @@ def test_rendered_results_are_their_json_rendered():
     import json
 
     import bench_demo
+    import bench_kv
     import bench_theorems
 
     res = ROOT / "benchmarks" / "results"
-    for mod, name in ((bench_demo, "demo"), (bench_theorems, "theorems")):
+    for mod, name in ((bench_demo, "demo"), (bench_theorems, "theorems"), (bench_kv, "kv")):
         doc = json.loads((res / f"{name}.json").read_text())
         assert (res / f"{name}.md").read_text() == mod.render(doc), name
     quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
     assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
-            "benchmarks/results/load.md"} <= quoted
+            "benchmarks/results/load.md", "benchmarks/results/kv.md"} <= quoted
