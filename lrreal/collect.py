@@ -293,14 +293,16 @@ def record_kv_capacity(run_info: dict, engines: dict) -> None:
         run_info.pop("kv_cache_tokens", None)
 
 
-def _model_folder(flag: str, name: str, cache_dir: str | None):
-    """Resolve a model and check its folder in milliseconds, before the lock and the engines."""
+def _model_folder(flag: str, name: str, cache_dir: str | None, check: bool = True):
+    """Resolve a model and check its folder in milliseconds, before the lock and the engines
+    (check=False: its name only)."""
     from . import models
     from .engine_checks import check_model_folder
 
     try:
-        path = models.resolve(name, cache_dir)
-        check_model_folder(path)
+        path = models.resolve(name, cache_dir, prepared=check)
+        if check:
+            check_model_folder(path)
     except UserError as e:
         raise UserError(f"{flag}: {e}") from None
     return path
@@ -316,14 +318,10 @@ class Collector:
         self.cfg = spec.scheduler_config()
         draft = spec.draft if spec.mode in DRAFT_MODES else None
         for flag, name in (("--target", spec.target), ("--draft", draft)):
-            if name:
-                try:
-                    models.check_name(name)
-                except UserError as e:
-                    raise UserError(f"{flag}: {e}") from None
+            if name:      # every name first: a misspelt draft before an unprepared target
+                _model_folder(flag, name, spec.cache_dir, check=False)
         self.target_path = _model_folder("--target", spec.target, spec.cache_dir)
-        self.draft_path = (_model_folder("--draft", spec.draft, spec.cache_dir)
-                           if spec.mode in DRAFT_MODES else None)
+        self.draft_path = _model_folder("--draft", draft, spec.cache_dir) if draft else None
         self.engines: dict[str, VllmEngine] = {}
         self.pool = None
         self.verifier = None

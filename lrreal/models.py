@@ -212,10 +212,11 @@ def status(cache: Path) -> list[dict]:
     return rows
 
 
-def resolve(name_or_path: str, cache: Path | None = None) -> Path:
+def resolve(name_or_path: str, cache: Path | None = None, prepared: bool = True) -> Path:
     """A model name/alias -> its prepared HF folder; a local folder path -> itself.
 
-    A packaged model that is not prepared yet is a UserError saying to run `lr models prepare`.
+    A packaged model that is not prepared yet is a UserError saying to run `lr models prepare`
+    (prepared=False: the name alone is checked, and its future folder returned).
     The folder's contents (config.json parses, weights complete) are checked when an engine
     starts (`engine_checks.check_model_folder`), still before anything is loaded.
     """
@@ -234,19 +235,9 @@ def resolve(name_or_path: str, cache: Path | None = None) -> Path:
                         f"({', '.join(sorted(ALIASES) + sorted(REGISTRY))}; `lr models list` shows them)")
     m = lookup(name_or_path)
     path = model_dir(m, cache_dir(cache))
-    if not is_ready(path):
+    if prepared and not is_ready(path):
         raise UserError(f"model {m.name} is not prepared: run `lr models prepare {m.name}`")
     return path
-
-
-def check_name(name_or_path: str) -> None:
-    """resolve()'s checks of the name alone (a folder that is one, or a packaged model's name), so
-    that a misspelt second model is reported before a first one that is merely not prepared."""
-    p = Path(name_or_path).expanduser()
-    if not p.exists() and ("/" not in name_or_path or name_or_path in REGISTRY):
-        lookup(name_or_path)
-    elif not p.exists():
-        resolve(name_or_path)    # its one-line "no such folder" error
 
 
 def model_identity(path: Path) -> dict:

@@ -41,7 +41,7 @@ def fake_collector(tmp_path, monkeypatch):
 
     def patch(target_s: float, draft_s: float, wrong=None):
         folder = fake_model_folder(tmp_path / "model")
-        monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+        monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
         monkeypatch.setattr(collect_mod, "vllm_lock", lambda: contextlib.nullcontext())
 
         def start(self):

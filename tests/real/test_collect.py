@@ -16,7 +16,7 @@ from lrreal import models
 @pytest.fixture
 def fake_collect(tmp_path, monkeypatch):
     folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
     monkeypatch.setattr(collect_mod, "vllm_lock", lambda: _null())
     started = []
 

@@ -67,7 +67,7 @@ def test_pool_reuses_equal_engines_and_restarts_changed_ones():
 @pytest.fixture
 def fake_pool(tmp_path, monkeypatch):
     folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
     monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
     monkeypatch.setattr(corpus, "vllm_lock", lambda: _Null(), raising=False)
     made = []

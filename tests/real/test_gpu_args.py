@@ -23,7 +23,7 @@ PAPER = dict(mode="lr", dtype="bfloat16", tensor_parallel_size=2, target_devices
 @pytest.fixture
 def collector(tmp_path, monkeypatch):
     folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
 
     def make(**kw):
         return collect_mod.Collector(CollectSpec(out=str(tmp_path / "t.jsonl"), **kw))

@@ -26,7 +26,7 @@ def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch
     from lrreal import engine_pool, models
 
     folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None: folder)
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
     monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
     monkeypatch.setenv("LR_NO_IOMP", "1")
 

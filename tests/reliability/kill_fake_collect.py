@@ -48,7 +48,7 @@ def patch() -> None:
     from lrreal import grading, models
 
     folder = fake_model_folder(tempfile.mkdtemp(prefix="lr-fake-model-"))
-    models.resolve = lambda name, cache=None: folder
+    models.resolve = lambda name, cache=None, prepared=True: folder
     collect_mod.vllm_lock = lambda: _NoLock()
     token_s = float(os.environ.get("LR_FAKE_TOKEN_S", "0.004"))
     cores: list[subprocess.Popen] = []
