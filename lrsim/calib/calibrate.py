@@ -183,6 +183,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         # records' pooled acceptance, as always (acceptance.py)
         "step_acceptance": profile_step_acceptance(sa, protocol_acceptance(accept)),
         "sd": {"alpha2": sd["alpha2"], "acceptance_rate": sd["acceptance_rate"], "k2": sd["k2"],
+               "proposal_rate": sd["proposal_rate"],
                "accepted_length_hist": sd["accepted_length_hist"],
                "mean_accepted_length": sd["mean_accepted_length"]},
         "overheads": {

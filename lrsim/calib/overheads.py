@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sim.traces import prompt_cached, proposal_counts, proposal_rate
 from .fit import Points
 
 DEFAULT_PROMPT = 300     # when a record has no prompt_tokens (lrsim.sim.traces uses the same)
@@ -147,22 +148,27 @@ def verifier_latency(records: list[dict]) -> dict:
 def scheduling_gaps(records: list[dict]) -> dict:
     """Scheduling overheads of the LR loop, seconds (medians are what the profile uses):
     judge_wait   a step's both generations done -> its verifier starts (eager judging: ~0);
-    relaunch     a rejected step's decision -> the next step's target launch (the new root's
-                 target is only sent once the corrected context exists);
+    relaunch     a rejected step's commit (its verdict and generation in, and every step before
+                 it committed) -> the next step's target launch (the new root's target is only
+                 sent once the corrected context exists);
     request      the record's wall time outside its first span start .. last span end."""
     judge, relaunch, req = [], [], []
     for rec in records:
         steps = rec.get("steps") or []
+        committed = 0.0        # when the previous step was committed (steps commit in order)
         for i, s in enumerate(steps):
             v, t, d = s.get("verify"), s.get("target"), s.get("draft")
             if v and t and d and v.get("start") is not None:
                 judge.append(max(0.0, float(v["start"]) - max(float(t["end"]), float(d["end"]))))
+            # a step is committed once its verdict and (for a target step) its generation exist
+            # and its parent is committed: an eager verdict on a deep node can come in long
+            # before its parent's (counting from the verdict priced that wait as overhead)
+            for span, key in ((v, "end"), (t if s.get("source") == "target" else None, "end")):
+                if span and span.get(key) is not None:
+                    committed = max(committed, float(span[key]))
             if (s.get("source") == "target" and v and v.get("end") is not None and i + 1 < len(steps)
                     and steps[i + 1].get("target")):
-                # decided when both the verdict and the target step exist (an eager verdict
-                # can be in before the target step is)
-                decided = max(float(v["end"]), float(t["end"]) if t else 0.0)
-                gap = float(steps[i + 1]["target"]["start"]) - decided
+                gap = float(steps[i + 1]["target"]["start"]) - committed
                 if gap >= 0:
                     relaunch.append(gap)
         sp = spans(rec)
@@ -176,13 +182,16 @@ def scheduling_gaps(records: list[dict]) -> dict:
 def step_lengths(records: list[dict]) -> dict:
     """Empirical step-length histograms (tokens) by source, and the lognormal fit of all steps."""
     hist: dict[str, dict[int, int]] = {"draft": {}, "target": {}, "all": {}}
-    lens, per_req, prompts = [], [], []
+    lens, per_req, prompts, cached = [], [], [], []
     for rec in records:
         st = [s for s in rec.get("steps") or [] if s["tokens"] > 0]
         if not st:
             continue
         per_req.append(len(st))
         prompts.append(prompt_tokens(rec))
+        c = prompt_cached(rec)
+        if c is not None:
+            cached.append(c)
         for s in st:
             n = int(s["tokens"])
             lens.append(n)
@@ -195,6 +204,8 @@ def step_lengths(records: list[dict]) -> dict:
     logs = np.log(np.asarray(lens, float))
     return {"mean_tokens": float(np.mean(lens)), "lognormal_sigma": float(np.std(logs)),
             "steps_per_request": float(np.mean(per_req)), "prompt_tokens": float(np.mean(prompts)),
+            # of them in the engines' prefix caches already (a template sent before)
+            "prompt_cached_tokens": float(np.median(cached)) if cached else 0.0,
             "length_hist": {k: {str(n): c for n, c in sorted(h.items())} for k, h in hist.items() if h}}
 
 
@@ -233,7 +244,10 @@ def sd_acceptance(records: list[dict]) -> dict:
         if n:
             k2 = int(n) + 1
     passes = sum(hist)
+    counts = [c for c in map(proposal_counts, records) if c]
     return {"alpha2": geometric_alpha(hist) if passes else (accepted / drafted if drafted else None),
+            # n-gram SD proposes only on a match: the share of decode passes that verified one
+            "proposal_rate": proposal_rate(counts) if counts else None,
             "acceptance_rate": accepted / drafted if drafted else None, "k2": k2 or 1,
             "drafted": drafted, "accepted": accepted, "accepted_length_hist": hist,
             "mean_accepted_length": (1 + accepted / passes) if passes else None}

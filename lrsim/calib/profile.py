@@ -136,15 +136,21 @@ class Profile:
         a = self.doc["sd"]["alpha2"]
         return 0.0 if a is None else float(a)
 
+    def sd_hit(self) -> float:
+        """P(an SD round carries a proposal); 1 for profiles without the measurement."""
+        h = self.doc["sd"].get("proposal_rate")
+        return 1.0 if not h else float(h)
+
     def workload(self, requests: int = 1, steps: int | None = None, rate: float | None = None,
                  seed: int = 0) -> Synthetic:
         """A synthetic workload with the profile's step lengths, acceptance and prompt size."""
         s = self.doc["steps"]
         return Synthetic(n_requests=requests, steps=steps or max(1, round(s["steps_per_request"])),
-                         alpha1=self.alpha1(), alpha2=self.alpha2(),
+                         alpha1=self.alpha1(), alpha2=self.alpha2(), sd_hit=self.sd_hit(),
                          alpha_by_depth=self.alpha_by_depth(), step_mean=float(s["mean_tokens"]),
                          step_sigma=float(s["lognormal_sigma"]),
-                         prompt_tokens=int(round(s["prompt_tokens"])), rate=rate, seed=seed)
+                         prompt_tokens=int(round(s["prompt_tokens"])),
+                         prompt_cached=int(round(s.get("prompt_cached_tokens", 0.0))), rate=rate, seed=seed)
 
     # --- the simulator configuration -------------------------------------------------------
     def to_config(self, policy: str, *, k1: int | None = None, depth: int | None = None,

@@ -94,6 +94,8 @@ SCHEMA = {
                            # <= lrcore.limits.MAX_STEPS_PER_REQUEST (a simulated request's steps)
                            "steps_per_request": {"type": "number", "minimum": 1, "maximum": 100000},
                            "prompt_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
+                           # of them already in the prefix caches (lrsim/sim/traces.prompt_cached)
+                           "prompt_cached_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            "length_hist": {"type": "object"}},
         },
         "step_acceptance": {
@@ -115,6 +117,9 @@ SCHEMA = {
             "type": "object", "required": ["alpha2", "k2"], "additionalProperties": False,
             "properties": {"alpha2": _PROB, "k2": {"type": "integer", "minimum": 1, "maximum": 1024},
                            "acceptance_rate": _PROB,
+                           # share of the target's decode passes that verified a proposal
+                           # (n-gram SD proposes only on a match; absent: 1, always)
+                           "proposal_rate": _PROB,
                            "accepted_length_hist": {"type": "array", "items": _NUM},
                            "mean_accepted_length": {"type": ["number", "null"], "minimum": 0}},
         },

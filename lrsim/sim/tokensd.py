@@ -5,6 +5,12 @@ by the engine), then one target pass verifies k2 positions and emits min(X, k2 -
 X ~ Geometric(alpha2) (i.i.d. per-token acceptance). A step of n tokens needs R rounds; the
 target engine runs the step as a job of R iterations of k2 positions each.
 
+Proposals that never come: an n-gram (prompt-lookup) drafter proposes only where the last tokens
+recur in the context; a round without a match is a plain decode pass (1 position, 1 token). With
+`hit` < 1 a round carries a proposal with probability `hit` (measured: the share of the target's
+decode passes that verified one, lrsim/calib/overheads.proposal_rate); 1 = a draft model, which
+always proposes (the paper's model, Sec. 3.3). A job is priced at its rounds' mean positions.
+
 Truncation: a real engine stops at the step's end ("\\n\\n"), so the last round's surplus is
 wasted. Under `--ideal` the theory assumes an endless token stream; the surplus is then carried
 to the request's next step (`SDStream.carry`), which removes the truncation bias (renewal-reward:
@@ -56,10 +62,13 @@ class SDStream:
     alpha2: float
     carry_surplus: bool = False      # True under --ideal (see module doc)
     credit: int = 0
+    hit: float = 1.0                 # P(a round carries a proposal); see the module doc
 
     def __post_init__(self):
         self._emits: list[int] = []
         self._cs: list[int] = []
+        self._ps: list[int] = []      # prefix sums of proposing rounds (only with hit < 1)
+        self.last_positions = 0       # verified positions of the rounds the last rounds_for took
         self._p = 0           # next unused round
         self._base = 0        # tokens emitted by the used rounds (prefix sum before _p)
         self._np = None
@@ -74,6 +83,13 @@ class SDStream:
             x = np.full(CHUNK_ROUNDS, cap, dtype=np.int64)
         else:
             x = np.minimum(self._np.geometric(1.0 - self.alpha2, CHUNK_ROUNDS) - 1, cap)
+        if self.hit < 1.0:            # a round without a proposal: one plain decode position
+            prop = self._np.random(CHUNK_ROUNDS) < self.hit
+            x = np.where(prop, x, 0)
+            done = self._ps[self._p - 1] if self._p else 0
+            self._ps = [v - done for v in self._ps[self._p:]]
+            base = self._ps[-1] if self._ps else 0
+            self._ps += [base + v for v in itertools.accumulate(prop.astype(int).tolist())]
         self._emits = self._emits[self._p:] + (x + 1).tolist()
         self._cs = list(itertools.accumulate(self._emits))
         self._p, self._base = 0, 0
@@ -85,21 +101,27 @@ class SDStream:
             self.credit -= use
             need -= use
         if need <= 0:
+            self.last_positions = 0
             return 0
         while not self._cs or self._cs[-1] - self._base < need:
             self._refill(rng)
         j = bisect.bisect_left(self._cs, self._base + need, self._p)
         rounds = j - self._p + 1
         got = self._cs[j] - self._base
+        props = rounds
+        if self._ps:                  # hit < 1: only the proposing rounds verified k2 positions
+            props = self._ps[j] - (self._ps[self._p - 1] if self._p else 0)
+        self.last_positions = rounds + props * (self.k2 - 1)
         if stats is not None:
             stats.rounds += rounds
-            stats.drafted += rounds * (self.k2 - 1)
+            stats.drafted += props * (self.k2 - 1)
             stats.accepted += got - rounds
             h = stats.hist
             if len(h) <= self.k2:
                 h.extend([0] * (self.k2 + 1 - len(h)))
-            for e in self._emits[self._p:j + 1]:
-                h[e] += 1
+            for i in range(self._p, j + 1):
+                if not self._ps or self._ps[i] != (self._ps[i - 1] if i else 0):
+                    h[self._emits[i]] += 1
         self._p, self._base = j + 1, self._cs[j]
         if self.carry_surplus:
             self.credit += got - need

@@ -97,6 +97,46 @@ def _drafted(step: dict) -> bool:
     return isinstance(step.get("draft"), dict) or isinstance(step.get("verify"), dict)
 
 
+def proposal_counts(rec: dict) -> tuple[int, int] | None:
+    """(SD passes that verified a proposal, target decode passes per sequence) over the record's
+    window, both as the engine counted them (at N in flight: every request's); None without SD
+    counters or passes. Their ratio is the proposal rate of an n-gram drafter (tokensd.py)."""
+    sd = rec.get("sd") or {}
+    drafts = sd.get("num_drafts")
+    if drafts is None:
+        drafts = sum(sd.get("accepted_length_hist") or [])
+    passes = ((rec.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []
+    seqs = sum(int(p.get("decode_requests") or 0) for p in passes)
+    if not drafts or not seqs:
+        return None
+    return int(drafts), seqs
+
+
+def prompt_cached(rec: dict) -> int | None:
+    """Prompt tokens the target's prefix cache already held when the record started (its prompt
+    seen before, or a shared template; vLLM caches whole blocks): the prompt less the mean
+    prefill of the engine's first passes, up to the N prompt prefills of its block (N requests
+    in flight start together; 1 alone). None when the passes do not say."""
+    passes = ((rec.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []
+    prompt = int(rec.get("prompt_tokens") or 0)
+    n = int((rec.get("load") or {}).get("concurrency") or 1)
+    tokens = reqs = 0
+    for p in passes:
+        if not p.get("prefill_requests"):
+            break                 # a pass without prefill before all N prompts: not a start
+        tokens += int(p.get("prefill_tokens") or 0)
+        reqs += int(p["prefill_requests"])
+        if reqs >= n:
+            return max(0, prompt - round(tokens / reqs))
+    return None
+
+
+def proposal_rate(counts: list[tuple[int, int]]) -> float:
+    """Pooled proposal_counts: proposals over decode passes (1 without any counts)."""
+    seqs = sum(n for _, n in counts)
+    return min(1.0, sum(d for d, _ in counts) / seqs) if seqs else 1.0
+
+
 def _verdict(step: dict):
     if step.get("source") == "draft":
         return True
@@ -132,15 +172,17 @@ class TraceWorkload:
             sd = r.get("sd") or {}
             drafted += sd.get("drafted", 0)
             accepted += sd.get("accepted", 0)
+        counts = [c for c in map(proposal_counts, self.records) if c]
         self._pooled = {"by_depth": {d: a / p for d, (p, a) in prop.items() if p},
-                        "alpha2": accepted / drafted if drafted else 0.0}
+                        "alpha2": accepted / drafted if drafted else 0.0,
+                        "hit": proposal_rate(counts)}
 
     def requests(self) -> list[RequestSpec]:
         out = []
         for i, r in enumerate(self.records):
             steps = [s["tokens"] for s in r["steps"] if s.get("tokens", 0) > 0]
             req = RequestSpec(i, int(r.get("prompt_tokens") or DEFAULT_PROMPT_TOKENS), steps, 0.0,
-                              random.Random(self.seed * 1_000_003 + i))
+                              random.Random(self.seed * 1_000_003 + i), prompt_cached=prompt_cached(r) or 0)
             req.trace = r                        # type: ignore[attr-defined]
             req.replayed = set()                 # type: ignore[attr-defined]
             kept = [s for s in r["steps"] if s.get("tokens", 0) > 0]
@@ -200,6 +242,11 @@ class TraceWorkload:
             if v is not None:
                 return bool(v)
         return req.rng.random() < self._rate(req, depth)
+
+    def token_hit(self, req) -> float:
+        """P(an SD round carries a proposal): the record's own rate, else the file's (1: always)."""
+        own = proposal_counts(req.trace)
+        return proposal_rate([own]) if own else self._pooled["hit"]
 
     def token_alpha(self, req) -> float:
         sd = req.trace.get("sd") or {}

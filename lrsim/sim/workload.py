@@ -31,6 +31,13 @@ class RequestSpec:
     step_tokens: list[int]           # length of each reasoning step the request must emit
     arrival: float = 0.0
     rng: random.Random = field(default_factory=random.Random, repr=False)
+    # prompt tokens already in the engines' prefix caches when it arrives (a chat template or
+    # few-shot prefix that earlier requests sent): context, but not prefilled again
+    prompt_cached: int = 0
+
+    @property
+    def prompt_uncached(self) -> int:
+        return max(0, self.prompt_tokens - self.prompt_cached)
 
     @property
     def steps(self) -> int:
@@ -64,14 +71,20 @@ class Synthetic:
     step_mean: float = 40.0
     step_sigma: float = 0.5          # lognormal shape; 0 = every step exactly step_mean tokens
     prompt_tokens: int = 300
+    prompt_cached: int = 0           # of them already in the prefix caches (RequestSpec)
     rate: float | None = None        # Poisson arrivals per second; None = all arrive at t = 0
     seed: int = 0
     # P(a step that no draft can match): correlates sibling drafts (width > 1). The paper saw
     # acceptance rise only 0.63 -> 0.83 from width 1 to 8 (method.md): sibling_hard ~ 0.15
     # reproduces that; 0 = independent siblings. The marginal acceptance per draft stays alpha1.
     sibling_hard: float = 0.0
+    # P(an SD round carries a proposal): an n-gram drafter finds no match for some (tokensd.py);
+    # 1 = a draft model, which always proposes (the paper's model)
+    sd_hit: float = 1.0
 
     def __post_init__(self):
+        if not 0.0 < self.sd_hit <= 1.0:
+            raise UserError(f"workload.sd_hit must be in (0, 1], got {self.sd_hit}")
         for name in ("alpha1", "alpha2"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
@@ -106,7 +119,9 @@ class Synthetic:
         else:
             arrivals = np.zeros(self.n_requests)
         return [RequestSpec(i, self.prompt_tokens, lens[i].tolist(), float(arrivals[i]),
-                            random.Random(self.seed * 1_000_003 + i)) for i in range(self.n_requests)]
+                            random.Random(self.seed * 1_000_003 + i),
+                            prompt_cached=min(self.prompt_cached, self.prompt_tokens))
+                for i in range(self.n_requests)]
 
     def _alpha(self, depth: int) -> float:
         if self.alpha_by_depth:
@@ -134,3 +149,6 @@ class Synthetic:
 
     def token_alpha(self, req: RequestSpec) -> float:
         return self.alpha2
+
+    def token_hit(self, req: RequestSpec) -> float:
+        return self.sd_hit

@@ -71,7 +71,9 @@ class World:
         k2 = self.cfg.k2
         if k2 <= 1:
             return None
-        return SDStream(k2, self.workload.token_alpha(req), carry_surplus=self.cfg.ideal)
+        hit = getattr(self.workload, "token_hit", None)
+        return SDStream(k2, self.workload.token_alpha(req), carry_surplus=self.cfg.ideal,
+                        hit=1.0 if hit is None else hit(req))
 
     def target_job(self, req, tokens: int, ctx: float, prefill: int = 0, stream=None,
                    rounds: int | None = None, tag=None) -> Job:
@@ -80,7 +82,10 @@ class World:
             return Job(self.env, tokens, ctx, prefill, 1, False, tag, group=req.rid)
         if rounds is None:
             rounds = stream.rounds_for(tokens, req.rng, self.sd)
-        return Job(self.env, rounds, ctx, prefill, stream.k2, True, tag,
+        per_round = stream.k2
+        if stream.hit < 1.0:          # rounds without a proposal verify one position
+            per_round = stream.last_positions / max(rounds, 1)
+        return Job(self.env, rounds, ctx, prefill, per_round, True, tag,
                    emit_per_iter=tokens / max(rounds, 1), group=req.rid)
 
     def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None, req=None) -> Job:

@@ -14,7 +14,7 @@ def run(world, req, rec):
     stream = world.sd_stream(req) if world.cfg.policy == "sd" else None
     ctx = 0.0
     if req.prompt_tokens:
-        pre = target.submit(world.target_job(req, 1, 0.0, prefill=req.prompt_tokens))
+        pre = target.submit(world.target_job(req, 1, float(req.prompt_cached), prefill=req.prompt_uncached))
         yield pre.done
         rec.first_output = world.env.now
         tokens -= 1

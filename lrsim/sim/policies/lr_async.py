@@ -105,8 +105,9 @@ class AsyncLookahead:
         self.eager = timing == "eager" and cfg.verifier.kind != "none"
         self.root: Node | None = None
         self.accepted_run = 0     # drafts accepted since the last target commit
-        self.d_cached = 0.0       # committed tokens (prompt included) the drafter has processed,
-                                  # so its prefix cache holds them
+        self.d_cached = float(req.prompt_cached)  # committed tokens (prompt included) the drafter
+                                  # has processed, so its prefix cache holds them
+        self.prompt_seen = False  # the drafter has prefilled this request's prompt
         self.finished = env.event()
         cum = [float(req.prompt_tokens)]
         for n in self.lens:
@@ -116,7 +117,7 @@ class AsyncLookahead:
     # -- the algorithm ---------------------------------------------------------------------------
 
     def start(self):
-        self.restart(0, prefill=self.req.prompt_tokens)
+        self.restart(0, prefill=self.req.prompt_uncached)
 
     def restart(self, position, prefill):
         """A fresh root after `position` committed steps: the target writes the next step, the
@@ -135,11 +136,12 @@ class AsyncLookahead:
                 or node.position - root.position >= self.max_depth):
             return
         if self.can_draft is not None and not self.can_draft(self.req, node.position):
-            if node.position == 0 and self.d_cached == 0:
+            if node.position == 0 and not self.prompt_seen:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
-                prompt = self.req.prompt_tokens
-                self.world.draft.submit(self.world.draft_job(1, 0.0, prefill=prompt, req=self.req))
-                self.d_cached = float(prompt)
+                self.world.draft.submit(self.world.draft_job(1, float(self.req.prompt_cached),
+                                                             prefill=self.req.prompt_uncached, req=self.req))
+                self.prompt_seen = True
+                self.d_cached = float(self.req.prompt_tokens)
             return
         node.expanded = True
         # the drafter re-reads only what it has not processed: committed tokens it never saw

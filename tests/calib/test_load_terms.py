@@ -1,0 +1,75 @@
+"""Terms the load replay missed: prompts in the prefix cache, and the relaunch gap measured from
+the step's commit (not from an eager verdict that came in before its parent's)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from lrsim.calib import overheads as oh
+from lrsim.sim.traces import TraceWorkload, prompt_cached
+from lrsim.sim.workload import Synthetic
+
+LOAD = Path(__file__).resolve().parents[2] / "traces" / "load" / "gsm8k"
+
+
+def _rec(first_pass, prompt=109):
+    return {"prompt_tokens": prompt, "engine_stats": {"target": {"forward_passes": [first_pass]}}}
+
+
+def test_cached_prompt_from_the_first_pass():
+    alone = {"batch_size": 1, "prefill_tokens": 20, "prefill_requests": 1, "decode_requests": 0}
+    assert prompt_cached(_rec(alone)) == 89
+    assert prompt_cached(_rec({"batch_size": 1, "decode_requests": 1})) is None
+    assert prompt_cached({"prompt_tokens": 50}) is None
+
+
+def test_cached_prompt_is_context_but_not_prefill():
+    (req,) = Synthetic(prompt_tokens=100, prompt_cached=70).requests()
+    assert (req.prompt_tokens, req.prompt_cached, req.prompt_uncached) == (100, 70, 30)
+    (req,) = Synthetic(prompt_tokens=10, prompt_cached=70).requests()
+    assert req.prompt_uncached == 0
+
+
+def _step(source, target, verify, draft=None, tokens=10):
+    s = {"source": source, "tokens": tokens, "target": {"start": target[0], "end": target[1]},
+         "verify": {"start": verify[0], "end": verify[1]}}
+    if draft:
+        s["draft"] = {"start": draft[0], "end": draft[1]}
+    return s
+
+
+def test_relaunch_gap_counts_from_the_commit():
+    """Step 1 (a draft) is judged at 35.9 s; its child step 2 (a target step) got its verdict at
+    25.9 s but commits only with its parent. The next launch at 35.9 s is no 10 s overhead."""
+    steps = [_step("target", (0.0, 8.0), (8.0, 8.0)),
+             _step("draft", (8.0, 35.1), (35.1, 35.86), draft=(8.0, 20.5)),
+             _step("target", (20.5, 25.5), (25.5, 25.87), draft=(20.5, 22.0)),
+             _step("draft", (35.861, 62.7), (62.7, 62.9), draft=(35.861, 46.0))]
+    gaps = oh.scheduling_gaps([{"steps": steps, "mode": "lr"}])
+    assert gaps["relaunch"]["n"] == 2
+    assert gaps["relaunch"]["mean_s"] == pytest.approx(0.0005, abs=1e-3)
+
+
+def test_cached_prompt_of_a_block():
+    """N requests start together: the mean prefill of the first N prompt prefills."""
+    passes = [{"batch_size": 2, "prefill_tokens": 19, "prefill_requests": 2},
+              {"batch_size": 4, "prefill_tokens": 21, "prefill_requests": 2, "decode_requests": 2},
+              {"batch_size": 4, "prefill_tokens": 0, "prefill_requests": 0, "decode_requests": 4}]
+    rec = {"prompt_tokens": 79, "load": {"concurrency": 4},
+           "engine_stats": {"target": {"forward_passes": passes}}}
+    assert prompt_cached(rec) == 69
+    rec["load"]["concurrency"] = 8        # the passes never prefilled 8 prompts
+    assert prompt_cached(rec) is None
+
+
+@pytest.mark.skipif(not (LOAD / "c4" / "ar.jsonl").exists(), reason="no load corpus")
+def test_recorded_blocks_start_from_cached_prompts():
+    """The load corpus runs every configuration on the same problems with the same engines: at
+    4 in flight most blocks of AR find their prompts in the prefix cache but for the last
+    partial block (a block whose problems the engine had not seen yet prefills them whole)."""
+    recs = [json.loads(x) for x in (LOAD / "c4" / "ar.jsonl").read_text().splitlines() if x]
+    blocks = {}
+    for rec, req in zip(recs, TraceWorkload(recs).requests()):
+        blocks.setdefault(rec["run"]["flags"]["load_round"], []).append(req.prompt_uncached)
+    warm = [b for b in blocks.values() if max(b) <= 40]
+    assert len(warm) >= len(blocks) / 2
