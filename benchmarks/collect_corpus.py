@@ -53,7 +53,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from lrreal.collect import CollectSpec
-    from lrreal.corpus import BY_LABEL, CONFIGS, collect_corpus, corpus_plan, pending
+    from lrreal.corpus import CONFIGS, collect_corpus, corpus_plan, pending
 
     try:
         datasets = [(f[0], *map(int, f[1:])) for f in (x.split(":") for x in a.datasets.split(","))]
@@ -61,13 +61,7 @@ def main() -> None:
             raise ValueError
     except ValueError:
         sys.exit(f"collect_corpus: --datasets {a.datasets!r}: use name:count[:max_tokens],...")
-    configs = CONFIGS
-    if a.configs:
-        bad = [c for c in a.configs.split(",") if c not in BY_LABEL]
-        if bad:
-            sys.exit(f"collect_corpus: unknown config(s) {bad}; known: {', '.join(BY_LABEL)}")
-        configs = tuple(BY_LABEL[c] for c in a.configs.split(","))
-    jobs = corpus_plan(datasets, configs)
+    jobs = corpus_plan(datasets, chosen_configs("collect_corpus", a.configs, CONFIGS))
     out = Path(a.out)
     if a.set_aside_disturbed is not None or a.set_aside_before is not None:
         from lrreal.corpus import disturbed, set_aside
@@ -96,6 +90,18 @@ def main() -> None:
                        judge_timing="deferred")
     run_logged("collect_corpus", out,
                lambda log: collect_corpus(jobs, out, base, log=log, stop_after_s=a.stop_after))
+
+
+def chosen_configs(name: str, labels: str | None, configs: tuple) -> tuple:
+    """--configs: the configurations its comma-separated labels name, in that order, or all of
+    `configs` without it; an unknown label ends the script with one line."""
+    if not labels:
+        return configs
+    by_label = {c.label: c for c in configs}
+    bad = [c for c in labels.split(",") if c not in by_label]
+    if bad:
+        sys.exit(f"{name}: unknown config(s) {bad}; known: {', '.join(by_label)}")
+    return tuple(by_label[c] for c in labels.split(","))
 
 
 def run_logged(name: str, out: Path, collect) -> None:

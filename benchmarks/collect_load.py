@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.collect_corpus import duration, run_logged  # noqa: E402
+from benchmarks.collect_corpus import chosen_configs, duration, run_logged  # noqa: E402
 
 # ~1.5-3 min a block on one core (a round: four levels x six configurations, ~55 min); at 96 tokens
 # (traces/load-pilot-96/) no configuration beat AR even alone: too few steps to speculate on
@@ -38,7 +38,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from lrreal.collect import CollectSpec
-    from lrreal.load_corpus import BY_LABEL, CONFIGS, collect_load, load_plan, pending
+    from lrreal.load_corpus import CONFIGS, collect_load, load_plan, pending
 
     try:
         levels = tuple(int(x) for x in a.levels.split(","))
@@ -46,13 +46,7 @@ def main() -> None:
             raise ValueError
     except ValueError:
         sys.exit("collect_load: --levels, --rounds and --max-tokens take positive integers")
-    configs = CONFIGS
-    if a.configs:
-        bad = [c for c in a.configs.split(",") if c not in BY_LABEL]
-        if bad:
-            sys.exit(f"collect_load: unknown config(s) {bad}; known: {', '.join(BY_LABEL)}")
-        configs = tuple(BY_LABEL[c] for c in a.configs.split(","))
-    jobs = load_plan(levels, a.rounds, configs)
+    jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, CONFIGS))
     out = Path(a.out)
     if a.dry_run:
         for j in jobs:

@@ -45,6 +45,13 @@ class CorpusConfig:
     def phase(self) -> str:
         return "sd" if self.mode in SD_MODES else "plain"
 
+    def spec(self, base: CollectSpec, dataset: str, **fields) -> CollectSpec:
+        """`base` with this configuration's flags on `dataset`, resumable and probed; `fields`
+        set the rest (which problems, the trace file, ...)."""
+        return replace(base, mode=self.mode, depth=self.depth, width=self.width,
+                       verifier=self.verifier, temperature=self.temperature, top_p=self.top_p,
+                       dataset=dataset, resume=True, probe=True, **fields)
+
 
 CONFIGS = (
     CorpusConfig("ar", "ar"),
@@ -88,12 +95,10 @@ def corpus_plan(datasets: list[tuple], configs=CONFIGS) -> list[Job]:
 
 def spec_for(job: Job, out_dir: Path, base: CollectSpec) -> CollectSpec:
     c = job.config
-    return replace(base, mode=c.mode, depth=c.depth, width=c.width, verifier=c.verifier,
-                   temperature=c.temperature, top_p=c.top_p, dataset=job.dataset,
-                   offset=job.index, limit=1, resume=True, probe=True,
-                   max_tokens=job.max_tokens or base.max_tokens,
-                   out=str(out_dir / job.dataset / f"{c.label}.jsonl"),
-                   extra={"corpus_config": c.label})
+    return c.spec(base, job.dataset, offset=job.index, limit=1,
+                  max_tokens=job.max_tokens or base.max_tokens,
+                  out=str(out_dir / job.dataset / f"{c.label}.jsonl"),
+                  extra={"corpus_config": c.label})
 
 
 def pending(jobs: list[Job], out_dir: Path) -> list[Job]:
@@ -165,6 +170,33 @@ class CorpusEngines:
         self.pool.shutdown()
 
 
+def run_jobs(jobs: list, base: CollectSpec, out_dir: Path, run_job, log, stop_after_s: float | None,
+             name: str) -> int:
+    """The driver of both corpora (this module and lrreal/load_corpus.py): `await run_job(engines,
+    job)` for each job in turn on one CorpusEngines, under the engine lock, the signal handlers
+    and the reaper guard; no job starts once `stop_after_s` have passed. Returns the records
+    written (the sum of what run_job returns)."""
+    from . import shutdown
+    from .lock import vllm_lock
+
+    written = 0
+    t_start = time.monotonic()
+
+    async def run() -> None:
+        nonlocal written
+        shutdown.cancel_on_signal(asyncio.current_task())
+        async with CorpusEngines(base, out_dir) as engines:
+            for job in jobs:
+                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
+                    log(f"{name}: stopping after {stop_after_s:.0f} s as asked; resume later")
+                    return
+                written += await run_job(engines, job)
+
+    with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
+        asyncio.run(run())
+    return written
+
+
 def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
                    log=print, stop_after_s: float | None = None) -> int:
     """Run the pending jobs on one engine pool; returns the number of records written. Safe to
@@ -173,7 +205,6 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
 
     from . import shutdown
     from .datasets import load_problems
-    from .lock import vllm_lock
 
     out_dir = Path(out_dir)
     todo = pending(jobs, out_dir)
@@ -181,35 +212,24 @@ def collect_corpus(jobs: list[Job], out_dir: str | Path, base: CollectSpec,
         f"{len(todo)} to collect")
     if not todo:
         return 0
-    written = 0
-    t_start = time.monotonic()
 
-    async def run() -> None:
-        nonlocal written
-        shutdown.cancel_on_signal(asyncio.current_task())
-        async with CorpusEngines(base, out_dir) as engines:
-            for job in todo:
-                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
-                    log(f"corpus: stopping after {stop_after_s:.0f} s as asked; resume later")
-                    return
-                spec = spec_for(job, out_dir, base)
-                col = await engines.collector(spec)
-                prob = load_problems(job.dataset, 1, job.index)[0]
-                rec = await col.run_one(prob, 0)
-                with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
-                    w.write(rec)
-                written += 1
-                p = rec["probe"]["after"]["engines"].get("target", {})
-                log(f"{time.strftime('%H:%M:%S')} {prob.id:<16} {job.config.label:<13} "
-                    f"{rec['output_tokens']:>4} tok {rec['wall_time_s']:7.1f} s "
-                    f"{rec['tokens_per_s']:5.2f} tok/s acc {rec['step_acceptance']['accepted']}/"
-                    f"{rec['step_acceptance']['proposed']} correct {rec['correct']} "
-                    f"probe {1e3 * (p.get('decode_s') or 0):.0f} ms "
-                    f"load {rec['probe']['after'].get('loadavg', ['?'])[0]}")
+    async def run_job(engines: CorpusEngines, job: Job) -> int:
+        spec = spec_for(job, out_dir, base)
+        col = await engines.collector(spec)
+        prob = load_problems(job.dataset, 1, job.index)[0]
+        rec = await col.run_one(prob, 0)
+        with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
+            w.write(rec)
+        p = rec["probe"]["after"]["engines"].get("target", {})
+        log(f"{time.strftime('%H:%M:%S')} {prob.id:<16} {job.config.label:<13} "
+            f"{rec['output_tokens']:>4} tok {rec['wall_time_s']:7.1f} s "
+            f"{rec['tokens_per_s']:5.2f} tok/s acc {rec['step_acceptance']['accepted']}/"
+            f"{rec['step_acceptance']['proposed']} correct {rec['correct']} "
+            f"probe {1e3 * (p.get('decode_s') or 0):.0f} ms "
+            f"load {rec['probe']['after'].get('loadavg', ['?'])[0]}")
+        return 1
 
-    with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
-        asyncio.run(run())
-    return written
+    return run_jobs(todo, base, out_dir, run_job, log, stop_after_s, "corpus")
 
 
 DISTURBED_OTHER_CPU = 0.10   # other processes' CPU-seconds per second of record: more = disturbed

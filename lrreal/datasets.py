@@ -14,11 +14,11 @@
 from __future__ import annotations
 
 import csv
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lrcore import jsonin
 from lrcore.errors import UserError
 
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -82,21 +82,19 @@ def _text_lines(path: Path) -> list[str]:
     return text.split("\n")
 
 
+_JSONL_WORDING = dict(   # lrcore/jsonin.py: a line that json.loads refuses
+    not_json="{where}: not valid JSON ({msg}); one JSON object per line",
+    too_deep="{where}: JSON nested too deeply; one flat object per line",
+    too_big="{where}: a number with more than 4300 digits; numbers must be in range")
+
+
 def _read_jsonl(path: Path, required: tuple[str, ...], lines: list[int] | None = None) -> list[dict]:
     """The JSON objects of a JSONL file; `lines` (if given) receives each row's line number."""
     rows = []
     for n, line in enumerate(_text_lines(path), 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}:{n}: not valid JSON ({e.msg}); one JSON object per line") from None
-        except RecursionError:
-            raise UserError(f"{path}:{n}: JSON nested too deeply; one flat object per line") from None
-        except ValueError:   # an integer of more than 4300 digits (Python's conversion limit)
-            raise UserError(f"{path}:{n}: a number with more than 4300 digits; numbers must be "
-                            "in range") from None
+        row = jsonin.parse(line, f"{path}:{n}", **_JSONL_WORDING)
         if not isinstance(row, dict):
             raise UserError(f"{path}:{n}: expected a JSON object with {', '.join(required)}")
         for key in required:

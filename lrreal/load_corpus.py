@@ -21,15 +21,14 @@ AR binds the target to both cores (`--equal-resources`), the draft still loaded 
 """
 from __future__ import annotations
 
-import asyncio
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from lrcore.modes import SD_MODES
 
 from .collect import CollectSpec
-from .corpus import CorpusConfig, CorpusEngines
+from .corpus import CorpusConfig, CorpusEngines, run_jobs
 
 LEVELS = (1, 2, 4, 8)
 
@@ -91,11 +90,9 @@ def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "g
 
 def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec) -> CollectSpec:
     c = job.config
-    return replace(base, mode=c.mode, depth=c.depth, width=c.width, verifier=c.verifier,
-                   temperature=c.temperature, top_p=c.top_p, dataset=job.dataset,
-                   offset=job.offset, limit=job.concurrency, resume=True, probe=True,
-                   concurrency=job.concurrency, equal_resources=c.equal_resources,
-                   out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
+    return c.spec(base, job.dataset, offset=job.offset, limit=job.concurrency,
+                  concurrency=job.concurrency, equal_resources=c.equal_resources,
+                  out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
 
 
 def pending(job: LoadJob, out_dir: Path) -> list:
@@ -117,7 +114,6 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
 
     from . import shutdown
     from .load import arrival_offsets, run_in_flight
-    from .lock import vllm_lock
 
     out_dir = Path(out_dir)
     todo = [(j, left) for j in jobs if (left := pending(j, out_dir))]
@@ -126,44 +122,34 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
         f"{out_dir}; {len(todo)} job(s) to run")
     if not todo:
         return 0
-    written = 0
-    t_start = time.monotonic()
 
-    async def run() -> None:
-        shutdown.cancel_on_signal(asyncio.current_task())
-        async with CorpusEngines(base, out_dir) as engines:
-            for job, probs in todo:
-                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
-                    log(f"load corpus: stopping after {stop_after_s:.0f} s as asked; resume later")
-                    return
-                spec = spec_for(job, out_dir, base)
-                col = await engines.collector(spec)
-                engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
-                await col.probe_run()
-                t0 = time.monotonic()
-                recs = []
+    async def run_block(engines: CorpusEngines, block: tuple) -> int:
+        job, probs = block
+        spec = spec_for(job, out_dir, base)
+        col = await engines.collector(spec)
+        engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
+        await col.probe_run()
+        t0 = time.monotonic()
+        recs = []
 
-                def on_done(item, rec, error, spec=spec):
-                    nonlocal written
-                    if error is not None:
-                        raise error  # a block is a measurement: no silent gaps in it
-                    with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
-                        w.write(rec)
-                    written += 1
-                    recs.append(rec)
+        def on_done(item, rec, error):
+            if error is not None:
+                raise error  # a block is a measurement: no silent gaps in it
+            with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
+                w.write(rec)
+            recs.append(rec)
 
-                await run_in_flight([(p, 0) for p in probs], job.concurrency, None,
-                                    arrival_offsets(len(probs), None, 0),
-                                    lambda item, adm, col=col: col.run_one(*item, admission=adm),
-                                    on_done)  # level 1 too gets a load object (its TTFT)
-                wall = time.monotonic() - t0
-                toks = sum(r["output_tokens"] for r in recs)
-                acc = [sum(r["step_acceptance"][k] for r in recs) for k in ("accepted", "proposed")]
-                log(f"{time.strftime('%H:%M:%S')} c{job.concurrency} r{job.round} "
-                    f"{job.config.label:<9} {len(recs)} rec {toks:>5} tok {wall:7.1f} s "
-                    f"{toks / wall:5.2f} tok/s acc {acc[0]}/{acc[1]} "
-                    f"correct {sum(bool(r['correct']) for r in recs)}")
+        await run_in_flight([(p, 0) for p in probs], job.concurrency, None,
+                            arrival_offsets(len(probs), None, 0),
+                            lambda item, adm: col.run_one(*item, admission=adm),
+                            on_done)  # level 1 too gets a load object (its TTFT)
+        wall = time.monotonic() - t0
+        toks = sum(r["output_tokens"] for r in recs)
+        acc = [sum(r["step_acceptance"][k] for r in recs) for k in ("accepted", "proposed")]
+        log(f"{time.strftime('%H:%M:%S')} c{job.concurrency} r{job.round} "
+            f"{job.config.label:<9} {len(recs)} rec {toks:>5} tok {wall:7.1f} s "
+            f"{toks / wall:5.2f} tok/s acc {acc[0]}/{acc[1]} "
+            f"correct {sum(bool(r['correct']) for r in recs)}")
+        return len(recs)
 
-    with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
-        asyncio.run(run())
-    return written
+    return run_jobs(todo, base, out_dir, run_block, log, stop_after_s, "load corpus")

@@ -36,10 +36,10 @@ from .steps import ends_on_boundary
 async def run_accept(run: Run) -> ProblemResult:
     cfg = run.cfg
     log = StepLog(monotonic())
-    text, used = "", 0
     while True:
         key = f"s{len(log.steps)}"
-        budget = run.step_budget(used)  # > 0: the loop stops once the budget is spent
+        text = log.committed_text
+        budget = run.step_budget(log.committed_tokens)  # > 0: the loop stops once the budget is spent
         judge = (not cfg.boundary_rule
                  or ends_on_boundary(run.problem.prompt + text, cfg.step_stop))
         jobs = [Job(run.target, run.request("target", key, text, budget))]
@@ -63,10 +63,7 @@ async def run_accept(run: Run) -> ProblemResult:
             log.judged(1, ok, None if ok else "verifier")
             log.commit(source="target", text=t.text, tokens=t.tokens, depth=1, draft=d, target=t,
                        verify=log.verify_rec(verdict), node=key)
-        text, used = text + t.text, used + t.tokens
-        if t.finish == "eos":
-            return log.result("eos", monotonic())
-        if used >= cfg.max_tokens:
-            return log.result("budget", monotonic())
+        if stop := run.stop_reason(t, log.committed_tokens):
+            return log.result(stop, monotonic())
         if t.tokens <= 0:  # no progress and no EOS: never loop on an empty step
             return log.result("error", monotonic())

@@ -42,6 +42,15 @@ class Run:
         """Tokens a step request may make when `used` tokens precede it on its path."""
         return min(self.cfg.max_step_tokens, self.cfg.max_tokens - used)
 
+    def stop_reason(self, step: GenResult, used: int) -> str | None:
+        """Why the answer ends with `step`, just committed (`used`: the tokens committed in all):
+        its EOS ("eos") or the budget spent ("budget"); None: it goes on."""
+        if step.finish == "eos":
+            return "eos"
+        if used >= self.cfg.max_tokens:
+            return "budget"
+        return None
+
 
 class Job:
     """One in-flight engine request as an asyncio task, with its live progress."""

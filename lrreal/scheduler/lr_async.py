@@ -53,7 +53,6 @@ class AsyncLookahead:
       _try_decide      the root's target step and its ready children's verdicts are in: decide
       _on_decided      the first accepted child: _accept (it becomes the root); none: _reject
                        (commit the target's step, cancel the speculation, _new_root)
-      _advance         a committed step; the answer ends at its EOS or when the budget is spent
       _kill            cancel a subtree's requests and judgements
     Recording: _accept/_reject log the committed step, _kill the work lost; request and record
     helpers come last.
@@ -63,7 +62,6 @@ class AsyncLookahead:
         self.run, self.cfg = run, run.cfg
         self.events: asyncio.Queue = asyncio.Queue()
         self.log = StepLog(monotonic())
-        self.committed_text, self.committed_tokens = "", 0
         self.root: Node | None = None
         self.deciding = False
         self.finish_reason: str | None = None
@@ -105,7 +103,7 @@ class AsyncLookahead:
     def _new_root(self) -> None:
         position = len(self.log.steps)  # committed steps
         self.root = Node(key=f"s{position}", position=position, parent=None,
-                         ctx=self.committed_text, used=self.committed_tokens)
+                         ctx=self.log.committed_text, used=self.log.committed_tokens)
         self._submit_target(self.root)
         self._expand(self.root)
         if not self.root.expanded and not self.log.steps:
@@ -219,7 +217,7 @@ class AsyncLookahead:
                         node=c.key, **extra)
         c.parent = None
         self.root = c
-        if stop := self._advance(d):
+        if stop := self.run.stop_reason(d, self.log.committed_tokens):
             return stop
         for n in list(c.subtree()):  # nodes that were at the depth limit may now expand
             if n.draft is not None or n is c:
@@ -251,20 +249,9 @@ class AsyncLookahead:
         self.log.commit(source="target", text=t.text, tokens=t.tokens, depth=depth, draft=draft,
                         target=t, verify=vrec, node=root.key,
                         speculation=None if root.children else "none", **extra)
-        if stop := self._advance(t):
+        if stop := self.run.stop_reason(t, self.log.committed_tokens):
             return stop
         self._new_root()
-        return None
-
-    def _advance(self, step) -> str | None:
-        """Append a committed step; the finish reason if the answer ends with it (its EOS, or
-        the budget spent), else None."""
-        self.committed_text += step.text
-        self.committed_tokens += step.tokens
-        if step.finish == "eos":
-            return "eos"
-        if self.committed_tokens >= self.cfg.max_tokens:
-            return "budget"
         return None
 
     async def _kill(self, nodes: list[Node]) -> None:

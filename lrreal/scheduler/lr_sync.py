@@ -27,12 +27,11 @@ async def _finished(job: Job):
 async def run_lr_sync(run: Run) -> ProblemResult:
     cfg = run.cfg
     log = StepLog(monotonic())
-    text, used = "", 0
     while True:
         key = f"s{len(log.steps)}"
         # 1. Draft gamma steps sequentially.
         drafts = []
-        ctx, ctx_used = text, used
+        ctx, ctx_used = log.committed_text, log.committed_tokens
         for i in range(cfg.depth):
             if cfg.boundary_rule and not ends_on_boundary(run.problem.prompt + ctx, cfg.step_stop):
                 break
@@ -46,7 +45,7 @@ async def run_lr_sync(run: Run) -> ProblemResult:
             if d.finish == "eos":
                 break
         # 2. Target steps for every prefix, concurrently.
-        contexts, c_text, c_used = [], text, used
+        contexts, c_text, c_used = [], log.committed_text, log.committed_tokens
         for i in range(len(drafts) + 1):
             if i > 0:
                 d = drafts[i - 1]
@@ -69,11 +68,7 @@ async def run_lr_sync(run: Run) -> ProblemResult:
                 log.judged(i + 1, True)
                 log.commit(source="draft", text=d.text, tokens=d.tokens, depth=i + 1, draft=d,
                            target=targets[i], verify=log.verify_rec(v), node=f"{key}.{i}")
-                text, used = text + d.text, used + d.tokens
-                if d.finish == "eos":
-                    stop = "eos"
-                elif used >= cfg.max_tokens:
-                    stop = "budget"
+                stop = run.stop_reason(d, log.committed_tokens)
                 if stop:
                     break
                 continue
@@ -87,8 +82,7 @@ async def run_lr_sync(run: Run) -> ProblemResult:
                 t = targets[i]
                 log.commit(source="target", text=t.text, tokens=t.tokens, depth=i + 1, draft=d,
                            target=t, verify=log.verify_rec(v), node=f"{key}.t{i}")
-                text, used = text + t.text, used + t.tokens
-                stop = "eos" if t.finish == "eos" else ("budget" if used >= cfg.max_tokens else None)
+                stop = run.stop_reason(t, log.committed_tokens)
             break
         else:
             # All drafts accepted (or none proposed): commit the bonus target step t(g+1).
@@ -97,8 +91,7 @@ async def run_lr_sync(run: Run) -> ProblemResult:
                 t = targets[i]
                 log.commit(source="target", text=t.text, tokens=t.tokens, depth=0, draft=None,
                            target=t, verify=None, node=f"{key}.t{i}")
-                text, used = text + t.text, used + t.tokens
-                stop = "eos" if t.finish == "eos" else ("budget" if used >= cfg.max_tokens else None)
+                stop = run.stop_reason(t, log.committed_tokens)
             elif stop is None:
                 stop = "budget"
         if stop:

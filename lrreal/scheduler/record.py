@@ -37,6 +37,7 @@ class StepLog:
         self.reject_reasons: dict[str, int] = {}
         self.judge_counts: dict | None = None
         self.first_output: float | None = None  # when the user could first see output (TTFT)
+        self.committed_text, self.committed_tokens = "", 0   # the answer so far: the steps, joined
 
     def rel(self, t: float) -> float:
         return max(0.0, t - self.t0)
@@ -81,6 +82,8 @@ class StepLog:
         if self.first_output is None:
             self.first_output = monotonic()
         self.steps.append(step)
+        self.committed_text += text
+        self.committed_tokens += tokens
         self.pending_cancelled, self.pending_discarded = [], []
         return step
 

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lrcore import jsonin
 from lrcore.errors import UserError
 from lrcore.modes import MODE_POLICY, latency_mode
 
@@ -292,16 +293,12 @@ def load_profile(path: str | Path) -> Profile:
         raise UserError(f"{p}: not a UTF-8 text file (byte {e.start}); a profile is JSON") from None
     except OSError as e:
         raise UserError(f"{p}: cannot read profile ({e.strerror or e})") from None
-    try:
-        doc = json.loads(text, parse_constant=lambda c: _reject_constant(p, c),
-                         object_pairs_hook=lambda pairs: _unique_keys(p, pairs))
-    except json.JSONDecodeError as e:
-        raise UserError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
-    except RecursionError:
-        raise UserError(f"{p}: JSON nested too deeply to be a profile") from None
-    except ValueError:   # an integer of more than 4300 digits (Python's conversion limit)
-        raise UserError(f"{p}: a number with more than 4300 digits; numbers must be finite and "
-                        "in range") from None
+    doc = jsonin.parse(text, str(p), not_json="{where}:{line}: not JSON ({msg})",
+                       too_deep="{where}: JSON nested too deeply to be a profile",
+                       too_big="{where}: a number with more than 4300 digits; numbers must be "
+                               "finite and in range",
+                       parse_constant=lambda c: _reject_constant(p, c),
+                       object_pairs_hook=lambda pairs: _unique_keys(p, pairs))
     return Profile(validate_doc(doc, str(p)), str(p))
 
 

@@ -9,7 +9,7 @@ elsewhere); a scenario or profile is rescaled to it, except what was measured th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lrcore.errors import UserError
@@ -21,24 +21,33 @@ KNOBS = ("k1", "depth", "width", "k2", "requests", "rate", "steps", "seed")
 
 
 @dataclass(frozen=True)
-class PresetSource:
-    name: str
-    latency_file: str | None = None
-    whatif: WhatIf = NONE
-    kind: str | None = None
-    table1: str | None = None
+class _Source:
+    """What every source shares: its label, "<noun> <name>", and what it carries: the run's what-if
+    overrides and the device kind (`on_device`), keyword-only after the source's own fields."""
+    noun = "source"   # a class attribute, not a field
+    whatif: WhatIf = field(default=NONE, kw_only=True)
+    kind: str | None = field(default=None, kw_only=True)
+
+    def on_device(self, kind: str | None):
+        """The source rebuilt or rescaled on `kind` (None: as it is)."""
+        return replace(self, kind=kind) if kind else self
 
     @property
     def label(self) -> str:
-        return f"preset {self.name}"
+        return f"{self.noun} {self.name}"
+
+
+@dataclass(frozen=True)
+class PresetSource(_Source):
+    noun = "preset"
+    name: str
+    latency_file: str | None = None
+    table1: str | None = None
 
     def preset(self):
         p = presets.with_latency_file(presets.get(self.name, self.table1), self.latency_file)
         p = self.whatif.apply_preset(p)
         return p.on_device(self.kind) if self.kind else p
-
-    def on_device(self, kind: str | None) -> "PresetSource":
-        return replace(self, kind=kind) if kind else self
 
     def to_config(self, policy, **knobs):
         return self.preset().to_config(policy, **knobs)
@@ -48,17 +57,9 @@ class PresetSource:
 
 
 @dataclass(frozen=True)
-class ScenarioSource:
-    name: str
-    whatif: WhatIf = NONE
-    kind: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"scenario {self.name}"
-
-    def on_device(self, kind: str | None) -> "ScenarioSource":
-        return replace(self, kind=kind) if kind else self
+class ScenarioSource(_Source):
+    noun = "scenario"
+    name: str                  # a shipped scenario or a TOML file
 
     def to_config(self, policy, k1=None, depth=None, width=None, k2=None, requests=None, rate=None,
                   steps=None, seed=0):
@@ -74,17 +75,13 @@ class ScenarioSource:
 
 
 @dataclass(frozen=True)
-class ProfileSource:
+class ProfileSource(_Source):
+    noun = "profile"
     path: str
-    whatif: WhatIf = NONE
-    kind: str | None = None
 
     @property
-    def label(self) -> str:
-        return f"profile {self.path}"
-
-    def on_device(self, kind: str | None) -> "ProfileSource":
-        return replace(self, kind=kind) if kind else self
+    def name(self) -> str:     # the label's second word
+        return self.path
 
     def to_config(self, policy, **knobs):
         from ..calib.profile import load_profile
@@ -108,14 +105,14 @@ def resolve(preset: str | None, profile: Path | None, scenario: str | None,
     if profile is not None:
         if not Path(profile).is_file():
             raise UserError(f"--profile {profile}: no such file")
-        return ProfileSource(str(profile), whatif)
+        return ProfileSource(str(profile), whatif=whatif)
     if scenario is not None:
         from ..sim.scenario import resolve_path
 
         resolve_path(scenario)
-        return ScenarioSource(scenario, whatif)
+        return ScenarioSource(scenario, whatif=whatif)
     name = preset or "r1-gsm8k"
     p = presets.get(name, table1)
-    src = PresetSource(p.name, None if latency in (None, "auto") else latency, whatif, None, table1)
+    src = PresetSource(p.name, None if latency in (None, "auto") else latency, table1, whatif=whatif)
     src.preset()          # model files, device kind, TP checked now: one line, before any work
     return src

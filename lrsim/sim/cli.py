@@ -24,28 +24,35 @@ class Policy(str, Enum):
     lr_stage = "lr-stage"
 
 
+# The options both commands share that default to None; each one's flag is its name, dashed.
+_HELP = {
+    "alpha1": "Step acceptance probability.",
+    "c1": "Draft/target time per step (overrides the scenario's draft speed).",
+    "alpha2": "Per-token acceptance of token-level SD.",
+    "c2": "SD drafter/target time per token (0 = n-gram).",
+    "requests": "Requests (all at t=0, or Poisson with --rate).",
+    "rate": "Poisson arrival rate, requests/s (100 requests unless --requests).",
+    "steps": "Reasoning steps per request.",
+    "scenario": "TOML scenario file or shipped name (h100-paper, cpu-2core, ...).",
+    # what-if overrides on a scenario or paper preset (lrsim/plan/whatif.py)
+    "preset": "A paper setup instead of a scenario (lr plan --list-presets), e.g. qwen3-aime24.",
+    "verifier_seconds": "Seconds per judgement, as measured on the simulated devices (never rescaled).",
+    "accept_by_width": "Acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation).",
+    "device_kind": "H100, H200, A100, L40S, B200, cpu-2core (presets: rebuilt there; scenarios: rescaled, except what was measured there).",
+    "device_file": "JSON of extra device kinds (docs/planning.md).",
+    "kv_cache_tokens": "The target's KV cache in tokens (blocks of 16): jobs wait or are preempted when it is full (default: the scenario's; unlimited if none).",
+}
+
+
 def _opts():
+    opts = {name: typer.Option(None, "--" + name.replace("_", "-"), help=text) for name, text in _HELP.items()}
     return dict(
-        alpha1=typer.Option(None, "--alpha1", help="Step acceptance probability."),
-        c1=typer.Option(None, "--c1", help="Draft/target time per step (overrides the scenario's draft speed)."),
-        alpha2=typer.Option(None, "--alpha2", help="Per-token acceptance of token-level SD."),
-        c2=typer.Option(None, "--c2", help="SD drafter/target time per token (0 = n-gram)."),
-        requests=typer.Option(None, "--requests", help="Requests (all at t=0, or Poisson with --rate)."),
-        rate=typer.Option(None, "--rate", help="Poisson arrival rate, requests/s (100 requests unless --requests)."),
-        steps=typer.Option(None, "--steps", help="Reasoning steps per request."),
+        opts,
         seed=typer.Option(0, "--seed", help="Seed of the workload."),
-        scenario=typer.Option(None, "--scenario", help="TOML scenario file or shipped name (h100-paper, cpu-2core, ...)."),
         ideal=typer.Option(False, "--ideal", help="The theory's world: free batching up to M, zero verifier cost, equal steps, i.i.d. acceptance."),
         budget=typer.Option(None, "--budget", "-M", help="M: free batching up to M positions (--ideal)."),
         equal_resources=typer.Option(False, "--equal-resources", help="AR baseline gets the draft's and judge's devices as extra TP."),
         as_json=JSON,
-        # what-if overrides on a scenario or paper preset (lrsim/plan/whatif.py)
-        preset=typer.Option(None, "--preset", help="A paper setup instead of a scenario (lr plan --list-presets), e.g. qwen3-aime24."),
-        verifier_seconds=typer.Option(None, "--verifier-seconds", help="Seconds per judgement, as measured on the simulated devices (never rescaled)."),
-        accept_by_width=typer.Option(None, "--accept-by-width", help="Acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
-        device_kind=typer.Option(None, "--device-kind", help="H100, H200, A100, L40S, B200, cpu-2core (presets: rebuilt there; scenarios: rescaled, except what was measured there)."),
-        device_file=typer.Option(None, "--device-file", help="JSON of extra device kinds (docs/planning.md)."),
-        kv_cache_tokens=typer.Option(None, "--kv-cache-tokens", help="The target's KV cache in tokens (blocks of 16): jobs wait or are preempted when it is full (default: the scenario's; unlimited if none)."),
     )
 
 

@@ -52,19 +52,18 @@ class StepStats:
         self.per_cycle[emitted] = self.per_cycle.get(emitted, 0) + 1
 
 
+@dataclass(eq=False, repr=False)   # one run's world: compared by identity, not printed field by field
 class World:
-    def __init__(self, env: simpy.Environment, cfg, workload, target: Engine, draft: Engine | None,
-                 judge: Engine | None, pool):
-        self.env = env
-        self.cfg = cfg
-        self.workload = workload
-        self.target = target
-        self.draft = draft
-        self.judge = judge
-        self.pool = pool
-        self.records: list[RequestRecord] = []
-        self.stats = StepStats()
-        self.sd = SDStats()
+    env: simpy.Environment
+    cfg: object                        # config.Config
+    workload: object
+    target: Engine
+    draft: Engine | None
+    judge: Engine | None
+    pool: object                       # devices.DevicePool
+    records: list[RequestRecord] = field(default_factory=list, init=False)
+    stats: StepStats = field(default_factory=StepStats, init=False)
+    sd: SDStats = field(default_factory=SDStats, init=False)
 
     # --- helpers for policies -----------------------------------------------------------------
     def sd_stream(self, req) -> SDStream | None:
