@@ -1,0 +1,469 @@
+"""Adaptive lookahead (issue 14): running estimates, the decision rule, hysteresis, the record.
+
+Before each new speculation a scheduler asks a Controller which depth (0 = no speculation: plain
+AR, or SD alone, for that step), width and SD length k2 to run. The Controller takes the choice
+that maximises the expected committed tokens per second of the paper's closed forms
+(lrcore/theory.py) extended with the measured overheads (`expected_rate`), over a bounded
+candidate set, and moves away from its current choice only when the gain clears a margin. The
+simulator (lrsim) and the real backend (lrreal) both import this module, so the decision is the
+same code in both worlds; it imports nothing but lrcore and the standard library, and holds no
+randomness: the same observations give the same decisions.
+
+    cfg = AdaptiveConfig()
+    est = Estimator(cfg, prior=Estimates())     # neutral prior; or Estimates(...) of a profile
+    ctl = Controller(cfg)
+    d = ctl.decide(est.snapshot())              # Decision: d.depth, d.width, d.k2, d.reason
+    ...run that speculation, then feed back what happened:
+    est.observe_verdict(depth=1, accepted=True); est.observe_target_step(0.8, batch=3)
+    record["adaptive"].append(d.to_dict())      # JSON for the trace; Decision.from_dict reads it
+
+Memory is bounded: a fixed number of decayed sums per quantity (exponential forgetting, one decay
+per observation), whatever the length of the run.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from .errors import UserError
+from .theory import f_async, f_sync, geometric_sum
+
+# Two candidates whose expected rates differ by less than this relative amount tie, and the
+# cheaper one (smaller depth, then width, then k2) wins: far above float rounding (~1e-15), far
+# below anything measurable (the same tolerance as lrsim/theory/optimize.py).
+TIE_RTOL = 1e-12
+MIN_STEP_S = 1e-9           # floor of a fitted step time (s): rates divide by it
+MODES = ("async", "sync")
+
+
+# --- configuration -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AdaptiveConfig:
+    """Knobs of the estimator and the decision rule."""
+    mode: str = "async"             # the reference's asynchronous tree (App. B Thm. 2); "sync" for
+    #                                 Algorithm 1 (Thm. 1)
+    max_depth: int = 8              # deepest speculation considered (twice the reference's 4:
+    #                                 deeper only pays at acceptance > 0.9 with a nearly free draft)
+    widths: tuple[int, ...] = (1, 2)  # the paper's width ablation peaks at W = 2 (method.md)
+    k2s: tuple[int, ...] = (1,)     # SD lengths to choose from; vLLM fixes k2 at engine start, so a
+    #                                 real backend offers (1,) or its one k2, the simulator any set
+    sd_draft_ratio: float = 0.0     # c2: SD drafter time per token / target's; 0 = n-gram lookup
+    width_exponent: float = 0.28    # W siblings are worth W^0.28 independent drafts: the paper's
+    #                                 acceptance 0.63 -> 0.83 from W = 1 to 8 (1 - 0.37^(8^0.28))
+    decay: float = 0.95             # memory of ~1/(1 - decay) = 20 observations: follows a phase
+    #                                 change within a few dozen steps
+    prior_weight: float = 2.0       # the prior counts as 2 observations, permanently: keeps an
+    #                                 unseen depth at its prior and the batch slope defined
+    margin: float = 0.03            # switch only for > 3% expected gain: below the noise of ~20
+    #                                 observations, and the issue's tolerance against AR
+    explore_every: int = 50         # after this many decisions at depth 0, one depth-1 speculation
+    #                                 refreshes acceptance (AR observes none); 0 = never
+
+    def __post_init__(self):
+        def bad(name, v, want):
+            raise UserError(f"adaptive config: {name} must be {want}, got {v!r}")
+        if self.mode not in MODES:
+            bad("mode", self.mode, " or ".join(MODES))
+        if not isinstance(self.max_depth, int) or self.max_depth < 0:
+            bad("max_depth", self.max_depth, "an integer >= 0")
+        for name in ("widths", "k2s"):
+            vs = getattr(self, name)
+            if not vs or any(not isinstance(v, int) or v < 1 for v in vs):
+                bad(name, vs, "a non-empty tuple of integers >= 1")
+        for name, lo, hi in (("sd_draft_ratio", 0, math.inf), ("width_exponent", 0, 1),
+                             ("decay", 0, 1), ("margin", 0, math.inf)):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and lo <= v <= hi and math.isfinite(v)):
+                bad(name, v, f"a finite number in [{lo}, {hi}]")
+        if not (isinstance(self.prior_weight, (int, float)) and 0 < self.prior_weight < math.inf):
+            bad("prior_weight", self.prior_weight, "a finite number > 0")
+        if not isinstance(self.explore_every, int) or self.explore_every < 0:
+            bad("explore_every", self.explore_every, "an integer >= 0")
+
+
+# --- estimates ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Estimates:
+    """A snapshot of what the estimator believes, and the form of a prior (a calibrated profile's
+    numbers, or these neutral defaults). Times in seconds; only their ratios steer the decision."""
+    alpha_by_depth: tuple[float, ...] = (0.5,)  # step acceptance of one draft at depth 1, 2, ...
+    #                                 (the last holds deeper); 0.5: mid of the paper's 0.43-0.63
+    alpha2: float = 0.0             # SD per-token acceptance: SD earns nothing until measured
+    target_step_s: float = 1.0      # target step, one sequence in the batch
+    target_slope_s: float = 0.0     # extra target seconds per extra position in its batch
+    #                                 (0: the theory's free batching)
+    draft_step_s: float = 0.1       # draft step, one sequence: c1 = 0.1 (a 1.5B draft, 32B target)
+    draft_slope_s: float = 0.0      # extra draft seconds per extra sequence in its batch
+    verify_s: float = 0.013         # one verdict: the paper's 7B judge on H200 (method.md)
+    load: float = 1.0               # requests in flight
+    step_tokens: float = 40.0       # tokens per reasoning step (only scales the rate)
+
+    def __post_init__(self):
+        if not self.alpha_by_depth or any(not 0.0 <= a <= 1.0 for a in self.alpha_by_depth):
+            raise UserError(f"estimates: alpha_by_depth must be a non-empty list of probabilities, "
+                            f"got {list(self.alpha_by_depth)!r}")
+        if not 0.0 <= self.alpha2 <= 1.0:
+            raise UserError(f"estimates: alpha2 must be a probability, got {self.alpha2!r}")
+        if not (self.target_step_s > 0 and self.draft_step_s >= 0 and self.verify_s >= 0
+                and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0):
+            raise UserError("estimates: target_step_s and step_tokens must be > 0, the other "
+                            "times and slopes >= 0")
+
+    def alpha(self, depth: int) -> float:
+        """Acceptance of one draft at `depth` >= 1 (the deepest known value beyond the table)."""
+        return self.alpha_by_depth[min(depth, len(self.alpha_by_depth)) - 1]
+
+    def target_time(self, positions: float) -> float:
+        """Seconds of one target step with `positions` in the target's batch."""
+        return self.target_step_s + self.target_slope_s * (positions - 1.0)
+
+    def draft_time(self, sequences: float) -> float:
+        """Seconds of one draft step with `sequences` in the draft's batch."""
+        return self.draft_step_s + self.draft_slope_s * (sequences - 1.0)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["alpha_by_depth"] = list(self.alpha_by_depth)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Estimates":
+        return cls(**{**d, "alpha_by_depth": tuple(float(a) for a in d["alpha_by_depth"])})
+
+
+@dataclass
+class DecayedMean:
+    """A weighted mean with exponential forgetting and a permanent prior:
+
+        value = (w0 x0 + sum_i decay^(n-i) w_i x_i) / (w0 + sum_i decay^(n-i) w_i)
+
+    after n observations (x_i, w_i); x0 is the prior, worth w0 observations for ever."""
+    prior: float
+    prior_weight: float
+    decay: float
+    total: float = 0.0      # decayed sum of w_i x_i
+    weight: float = 0.0     # decayed sum of w_i
+
+    def observe(self, value: float, weight: float = 1.0) -> None:
+        self.total = self.decay * self.total + weight * value
+        self.weight = self.decay * self.weight + weight
+
+    @property
+    def value(self) -> float:
+        return (self.prior_weight * self.prior + self.total) / (self.prior_weight + self.weight)
+
+
+@dataclass
+class BatchCost:
+    """Step seconds as a line in the batch size x, T(x) = base + slope (x - 1), fitted by least
+    squares with exponential forgetting and a ridge prior worth w0 observations:
+
+        minimise  sum_i decay^(n-i) (t_i - base - slope u_i)^2
+                  + w0 (base - base0)^2 + w0 (slope - slope0)^2,      u_i = x_i - 1
+
+    Seen at batch 1 only, the slope is exactly its prior and the base a DecayedMean; seen at
+    several batch sizes, the data take over the slope. A negative fitted slope is refitted at 0
+    (a larger batch never runs faster)."""
+    base0: float
+    slope0: float
+    prior_weight: float
+    decay: float
+    sums: list[float] = field(default_factory=lambda: [0.0] * 5)   # w, u, uu, t, ut (decayed)
+
+    def observe(self, seconds: float, batch: float) -> None:
+        u = batch - 1.0
+        new = (1.0, u, u * u, seconds, u * seconds)
+        self.sums = [self.decay * s + v for s, v in zip(self.sums, new)]
+
+    def fit(self) -> tuple[float, float]:
+        w, u, uu, t, ut = self.sums
+        p = self.prior_weight
+        # the normal equations [[a, b], [b, d]] [base, slope] = [r, s]
+        a, b, d = w + p, u, uu + p
+        r, s = t + p * self.base0, ut + p * self.slope0
+        slope = (a * s - b * r) / (a * d - b * b)
+        base = (r - b * slope) / a
+        if slope < 0.0:                        # the fit with the slope held at 0
+            slope, base = 0.0, r / a
+        return max(base, MIN_STEP_S), slope
+
+
+def _measured(name: str, *values: float) -> None:
+    """A caller's bug, not a user's: a negative or non-finite measurement would poison the sums."""
+    if any(not (math.isfinite(v) and v >= 0) for v in values):
+        raise ValueError(f"{name}: measurements must be finite and >= 0, got {values}")
+
+
+class Estimator:
+    """Running estimates of step acceptance by depth, SD token acceptance, draft and target step
+    time (by batch), verifier time, load and step length, each starting from the prior and
+    forgetting old observations at `cfg.decay` per observation."""
+
+    def __init__(self, cfg: AdaptiveConfig, prior: Estimates | None = None):
+        self.cfg = cfg
+        p = prior or Estimates()
+        w, k = cfg.prior_weight, cfg.decay
+        self.alpha = [DecayedMean(p.alpha(d), w, k) for d in range(1, max(cfg.max_depth, 1) + 1)]
+        self.alpha2 = DecayedMean(p.alpha2, w, k)
+        self.target = BatchCost(p.target_step_s, p.target_slope_s, w, k)
+        self.draft = BatchCost(p.draft_step_s, p.draft_slope_s, w, k)
+        self.verify = DecayedMean(p.verify_s, w, k)
+        self.load = DecayedMean(p.load, w, k)
+        self.step_tokens = DecayedMean(p.step_tokens, w, k)
+
+    def observe_verdict(self, depth: int, accepted: bool) -> None:
+        """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
+        self.observe_acceptance(depth, 1, int(bool(accepted)))
+
+    def observe_acceptance(self, depth: int, judged: int, accepted: int) -> None:
+        """`accepted` of `judged` drafts at `depth` accepted: one observation of weight `judged`."""
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        _measured("observe_acceptance", judged, accepted, judged - accepted)
+        if judged > 0:
+            self.alpha[min(depth, len(self.alpha)) - 1].observe(accepted / judged, judged)
+
+    def observe_sd(self, accepted: int, rejected: int) -> None:
+        """SD tokens as Bernoulli trials of alpha2: `accepted` draft tokens, and `rejected`, the
+        rounds that stopped at a rejected token (drafts after that one were never trials)."""
+        _measured("observe_sd", accepted, rejected)
+        if accepted + rejected > 0:
+            self.alpha2.observe(accepted / (accepted + rejected), accepted + rejected)
+
+    def observe_target_step(self, seconds: float, batch: float = 1, k2: int = 1,
+                            tokens_per_pass: float | None = None) -> None:
+        """One target step with `batch` sequences in the target's batch. A step run with SD
+        (k2 > 1, `tokens_per_pass` tokens committed per pass, default the current estimate) is
+        stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model."""
+        _measured("observe_target_step", seconds, batch - 1, k2 - 1)
+        if k2 > 1:
+            m = tokens_per_pass or float(geometric_sum(self.alpha2.value, k2))
+            seconds = seconds * m / (1.0 + self.cfg.sd_draft_ratio * (k2 - 1))
+        self.target.observe(seconds, batch * k2)
+
+    def observe_draft_step(self, seconds: float, batch: float = 1) -> None:
+        """One draft step with `batch` sequences in the draft's batch."""
+        _measured("observe_draft_step", seconds, batch - 1)
+        self.draft.observe(seconds, batch)
+
+    def observe_verify(self, seconds: float) -> None:
+        """One verdict's latency (a level's sibling verdicts run concurrently: report one)."""
+        _measured("observe_verify", seconds)
+        self.verify.observe(seconds)
+
+    def observe_load(self, in_flight: float) -> None:
+        """Requests in flight, e.g. at each decision."""
+        _measured("observe_load", in_flight)
+        self.load.observe(in_flight)
+
+    def observe_step_tokens(self, tokens: float) -> None:
+        """Tokens of one committed step."""
+        _measured("observe_step_tokens", tokens)
+        self.step_tokens.observe(tokens)
+
+    def snapshot(self) -> Estimates:
+        """The current estimates (probabilities clipped to [0, 1] against rounding; the load is at
+        least 1, the request asking)."""
+        (tb, ts), (db, ds) = self.target.fit(), self.draft.fit()
+
+        def prob(x: float) -> float:
+            return min(max(x, 0.0), 1.0)
+        return Estimates(tuple(prob(m.value) for m in self.alpha), prob(self.alpha2.value),
+                         tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
+                         self.step_tokens.value)
+
+
+# --- the decision rule -------------------------------------------------------------------------
+
+class Choice(NamedTuple):
+    depth: int      # drafted steps ahead (0: no speculation)
+    width: int      # sibling drafts per node
+    k2: int         # SD positions per target pass (1: no SD)
+
+    def label(self) -> str:
+        return f"depth {self.depth} width {self.width} k2 {self.k2}"
+
+
+AR = Choice(0, 1, 1)
+
+
+def candidates(cfg: AdaptiveConfig) -> list[Choice]:
+    """The bounded candidate set, cheapest first (ties go to the earlier one): depth 0 with each
+    k2, then every depth 1..max_depth x width x k2."""
+    out = [Choice(0, 1, k2) for k2 in sorted(set(cfg.k2s))]
+    out += [Choice(d, w, k2) for d in range(1, cfg.max_depth + 1)
+            for w in sorted(set(cfg.widths)) for k2 in sorted(set(cfg.k2s))]
+    return out
+
+
+def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
+    """Expected committed tokens per second of one request running choice `c` while `est.load`
+    requests in flight all run it (theory.md's closed forms with measured costs).
+
+    With a_d = est.alpha(d), T_t(x) / T_d(x) the target / draft step seconds at x positions in
+    the engine's batch, T_v the verdict time, n the load, L tokens per step, c2 = sd_draft_ratio:
+
+      Token level (paper Sec. 3.3, App. B eq. 2), the target running SD with k2 positions:
+          m(k2)   = (1 - alpha2^k2) / (1 - alpha2)            tokens per target pass
+          T_sd(x) = T_t(x k2) (1 - c2 + c2 k2) / m(k2)        one target step of x sequences
+      Depth 0 (no speculation):   rate = L / T_sd(n)
+      Depth D >= 1 (step level: App. B Thm. 1 sync, Thm. 2 async):
+          A_d     = 1 - (1 - a_d)^(W^width_exponent)         a level accepts if one sibling does
+          alpha   = (A_1 A_2 ... A_D)^(1/D)                  same chance of D accepts in a row
+          P       = 1 + W + ... + W^D                        target positions of one request's tree
+          T_round = T_sd(n P) + T_v                          a target step, then its verdict
+          c1      = (1/D) sum_{d=1..D} T_d(n W^d) / T_round  drafting one level, per round
+          rate    = L f(alpha, c1, D + 1) / T_round          f = f_async (S1/S2) or f_sync
+
+    With flat costs (T_t, T_d constant), T_v = 0, W = 1, n = 1 and constant acceptance, rate over
+    the AR rate L / T_t(1) is exactly the paper's f(alpha1, c1, k1 = D + 1) at depth D >= 1, g(k2)
+    at depth 0, and f(alpha1, c1 g(k2), D + 1) g(k2) = h(k1, k2) (Sec. 3.3 eq. 1) for the hybrid,
+    c1 measured against the SD-accelerated target step as the simulator's ideal setup does.
+    """
+    return _rates(est, [c], cfg)[0][1]
+
+
+def ranked(est: Estimates, cfg: AdaptiveConfig) -> list[tuple[Choice, float]]:
+    """Every candidate with its expected rate, in candidate order."""
+    return _rates(est, candidates(cfg), cfg)
+
+
+def _rates(est: Estimates, choices: list[Choice],
+           cfg: AdaptiveConfig) -> list[tuple[Choice, float]]:
+    """expected_rate of each choice: the per-choice terms in plain floats, then one vectorised
+    call of the closed forms (one call per candidate costs ~0.3 ms in numpy overhead)."""
+    n, L = est.load, est.step_tokens
+    k2s = sorted({c.k2 for c in choices})
+    m = dict(zip(k2s, np.atleast_1d(geometric_sum(est.alpha2, np.array(k2s, dtype=float)))))
+
+    def t_sd(sequences: float, k2: int) -> float:
+        sd_cost = 1.0 + cfg.sd_draft_ratio * (k2 - 1)
+        return max(est.target_time(sequences * k2), MIN_STEP_S) * sd_cost / float(m[k2])
+
+    rates = [L / t_sd(n, c.k2) if c.depth == 0 else None for c in choices]
+    alphas, c1s, k1s, rounds = [], [], [], []
+    for c in choices:
+        if c.depth == 0:
+            continue
+        D, W = c.depth, c.width
+        levels = [1.0 - (1.0 - est.alpha(d)) ** (W ** cfg.width_exponent) for d in range(1, D + 1)]
+        positions = sum(W ** d for d in range(D + 1))
+        t_round = t_sd(n * positions, c.k2) + est.verify_s
+        t_draft = sum(max(est.draft_time(n * W ** d), 0.0) for d in range(1, D + 1)) / D
+        alphas.append(math.prod(levels) ** (1.0 / D))
+        c1s.append(t_draft / t_round)
+        k1s.append(D + 1.0)
+        rounds.append(t_round)
+    if alphas:
+        f = (f_async if cfg.mode == "async" else f_sync)(np.array(alphas), np.array(c1s),
+                                                         np.array(k1s))
+        spec = iter(L * float(fk) / t for fk, t in zip(np.atleast_1d(f), rounds))
+        rates = [r if r is not None else next(spec) for r in rates]
+    return list(zip(choices, rates))
+
+
+def best_choice(est: Estimates, cfg: AdaptiveConfig) -> tuple[Choice, float]:
+    """The argmax of expected_rate over the candidates; a tie (within TIE_RTOL) goes to the
+    cheaper candidate."""
+    return _argmax(ranked(est, cfg))
+
+
+def _argmax(rated: list[tuple[Choice, float]]) -> tuple[Choice, float]:
+    best, best_rate = rated[0]
+    for c, r in rated[1:]:
+        if r > best_rate * (1.0 + TIE_RTOL):
+            best, best_rate = c, r
+    return best, best_rate
+
+
+# --- the record and the controller -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision, as the trace records it: what was believed, what was chosen, and why."""
+    index: int                  # 0 for a controller's first decision, then 1, 2, ...
+    depth: int
+    width: int
+    k2: int
+    expected_tps: float         # expected committed tokens/s of one request under the choice
+    ar_tps: float               # the same for plain AR (depth 0, k2 1), for comparison
+    best: tuple[int, int, int]  # the argmax (depth, width, k2), which hysteresis may decline
+    best_tps: float
+    reason: str
+    estimates: Estimates
+
+    @property
+    def choice(self) -> Choice:
+        return Choice(self.depth, self.width, self.k2)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["best"] = list(self.best)
+        d["estimates"] = self.estimates.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Decision":
+        return cls(**{**d, "best": tuple(int(v) for v in d["best"]),
+                      "estimates": Estimates.from_dict(d["estimates"])})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Decision":
+        return cls.from_dict(json.loads(text))
+
+
+class Controller:
+    """The decision rule with hysteresis: keeps its current choice unless the best candidate's
+    expected rate beats the current one's by more than cfg.margin, for the same estimates; at
+    depth 0 it probes depth 1 every cfg.explore_every decisions so acceptance stays measured."""
+
+    def __init__(self, cfg: AdaptiveConfig, current: Choice | None = None):
+        self.cfg = cfg
+        self.current = current          # None: the first decision takes the argmax
+        self.decisions = 0
+        self.at_depth0 = 0              # decisions at depth 0 since the last speculation
+
+    def decide(self, est: Estimates) -> Decision:
+        rated = ranked(est, self.cfg)
+        rates = dict(rated)
+
+        def rate(c: Choice) -> float:
+            return rates[c] if c in rates else expected_rate(est, c, self.cfg)
+
+        best, best_rate = _argmax(rated)
+        cur = self.current
+        if cur is None:
+            chosen, why = best, f"first decision: the best, {best.label()}"
+        elif best == cur:
+            chosen, why = cur, f"{cur.label()} is still the best"
+        elif best_rate > rate(cur) * (1.0 + self.cfg.margin):
+            chosen, why = best, (f"switch from {cur.label()}: {best.label()} gains "
+                                 f"{best_rate / rate(cur) - 1:.1%} > margin {self.cfg.margin:.1%}")
+        else:
+            chosen, why = cur, (f"keep {cur.label()}: {best.label()} would gain only "
+                                f"{best_rate / rate(cur) - 1:.1%} <= margin {self.cfg.margin:.1%}")
+        self.current = chosen
+        run = chosen
+        if chosen.depth == 0 and self.cfg.max_depth >= 1 and self.cfg.explore_every > 0:
+            self.at_depth0 += 1
+            if self.at_depth0 > self.cfg.explore_every:
+                run = Choice(1, 1, chosen.k2)
+                why = (f"explore: depth 1 once after {self.cfg.explore_every} decisions at depth 0 "
+                       f"(keeps acceptance measured); {why}")
+                self.at_depth0 = 0
+        else:
+            self.at_depth0 = 0
+        run_rate, ar_rate = rate(run), rate(AR)
+        d = Decision(self.decisions, run.depth, run.width, run.k2, run_rate, ar_rate, tuple(best),
+                     best_rate, f"{why}; expected {run_rate / ar_rate:.3f}x AR", est)
+        self.decisions += 1
+        return d

@@ -1,0 +1,310 @@
+"""The adaptive lookahead policy (lrcore/adaptive.py, issue 14): estimator, decision rule,
+hysteresis and the Decision record, checked against the closed forms (lrcore/theory.py)."""
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+
+from lrcore.adaptive import (AR, AdaptiveConfig, BatchCost, Choice, Controller, DecayedMean,
+                             Decision, Estimates, Estimator, best_choice, candidates, expected_rate,
+                             ranked)
+from lrcore.errors import UserError
+from lrcore.theory import f_async, f_sync, geometric_sum, sd_speedup
+
+REL = 1e-12
+L = 40.0
+
+
+def flat(alpha=0.6, draft=0.1, verify=0.0, **kw) -> Estimates:
+    """The theory's world: flat batch costs, one request, a target step of 1 s."""
+    by_depth = alpha if isinstance(alpha, tuple) else (alpha,)
+    return Estimates(alpha_by_depth=by_depth, target_step_s=1.0, draft_step_s=draft,
+                     verify_s=verify, step_tokens=L, **kw)
+
+
+def brute_rate(e: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
+    """The extended closed form, written out from scratch (expected_rate's docstring)."""
+    m = float(geometric_sum(e.alpha2, c.k2))
+
+    def t_sd(x):
+        c2 = cfg.sd_draft_ratio
+        return (e.target_step_s + e.target_slope_s * (x * c.k2 - 1)) * (1 - c2 + c2 * c.k2) / m
+    if c.depth == 0:
+        return e.step_tokens / t_sd(e.load)
+    D, W = c.depth, c.width
+    a = [e.alpha_by_depth[min(d, len(e.alpha_by_depth)) - 1] for d in range(1, D + 1)]
+    acc = [1 - (1 - x) ** (W ** cfg.width_exponent) for x in a]
+    alpha = float(np.prod(acc)) ** (1 / D)
+    t_round = t_sd(e.load * sum(W ** d for d in range(D + 1))) + e.verify_s
+    c1 = np.mean([e.draft_step_s + e.draft_slope_s * (e.load * W ** d - 1)
+                  for d in range(1, D + 1)]) / t_round
+    f = f_async if cfg.mode == "async" else f_sync
+    return e.step_tokens * float(f(alpha, c1, D + 1)) / t_round
+
+
+# --- estimator -----------------------------------------------------------------------------------
+
+def test_decayed_mean_starts_at_the_prior_and_forgets_at_the_decay():
+    m = DecayedMean(prior=0.5, prior_weight=2.0, decay=0.9)
+    assert m.value == 0.5
+    m.observe(1.0)
+    assert m.value == pytest.approx((2 * 0.5 + 1.0) / (2 + 1), rel=REL)
+    m.observe(0.0)
+    assert m.value == pytest.approx((2 * 0.5 + 0.9 * 1.0) / (2 + 0.9 + 1), rel=REL)
+    # n observations of x: the data weigh S = (1 - d^n) / (1 - d), the prior 2 for ever
+    m = DecayedMean(prior=0.5, prior_weight=2.0, decay=0.9)
+    for _ in range(30):
+        m.observe(0.2)
+    s = (1 - 0.9 ** 30) / (1 - 0.9)
+    assert m.value == pytest.approx((2 * 0.5 + 0.2 * s) / (2 + s), rel=REL)
+    # a weighted observation (counts) is one observation of that weight
+    m = DecayedMean(prior=0.5, prior_weight=2.0, decay=0.9)
+    m.observe(0.75, weight=4)
+    assert m.value == pytest.approx((1.0 + 3.0) / 6.0, rel=REL)
+
+
+def test_the_estimator_starts_at_its_prior_exactly():
+    cfg = AdaptiveConfig(max_depth=4)
+    prior = Estimates(alpha_by_depth=(0.7, 0.6), alpha2=0.4, target_step_s=0.8,
+                      target_slope_s=0.01, draft_step_s=0.05, draft_slope_s=0.002, verify_s=0.02,
+                      load=3.0, step_tokens=35.0)
+    snap = Estimator(cfg, prior).snapshot()
+    # the acceptance table is extended to max_depth with its deepest value
+    assert snap == Estimates(**{**prior.to_dict(), "alpha_by_depth": (0.7, 0.6, 0.6, 0.6)})
+    assert Estimator(cfg).snapshot() == Estimates(alpha_by_depth=(0.5,) * 4)
+
+
+def test_acceptance_by_depth_decays_per_depth():
+    cfg = AdaptiveConfig(max_depth=3, decay=0.8, prior_weight=2.0)
+    est = Estimator(cfg, Estimates(alpha_by_depth=(0.6,)))
+    est.observe_verdict(1, True)
+    est.observe_verdict(1, False)
+    est.observe_verdict(2, False)
+    est.observe_acceptance(7, judged=4, accepted=3)     # deeper than max_depth: counts at 3
+    a = est.snapshot().alpha_by_depth
+    assert a[0] == pytest.approx((1.2 + 0.8 * 1.0 + 0.0) / (2 + 0.8 + 1), rel=REL)
+    assert a[1] == pytest.approx(1.2 / 3.0, rel=REL)
+    assert a[2] == pytest.approx((1.2 + 3.0) / (2 + 4), rel=REL)
+    with pytest.raises(ValueError):
+        est.observe_verdict(0, True)
+
+
+def test_sd_acceptance_counts_tokens_as_bernoulli_trials():
+    est = Estimator(AdaptiveConfig(), Estimates(alpha2=0.0))
+    est.observe_sd(accepted=30, rejected=10)
+    assert est.snapshot().alpha2 == pytest.approx((0 + 0.75 * 40) / (2 + 40), rel=REL)
+
+
+def test_batch_cost_is_the_decayed_ridge_least_squares_fit():
+    bc = BatchCost(base0=1.0, slope0=0.05, prior_weight=2.0, decay=0.9)
+    obs = [(1.1, 1), (1.3, 4), (1.2, 2), (1.9, 16), (1.25, 3)]
+    for t, x in obs:
+        bc.observe(t, x)
+    n = len(obs)
+    rows, rhs = [], []
+    for i, (t, x) in enumerate(obs):
+        w = 0.9 ** (n - 1 - i)
+        rows.append([math.sqrt(w), math.sqrt(w) * (x - 1)])
+        rhs.append(math.sqrt(w) * t)
+    rows += [[math.sqrt(2.0), 0.0], [0.0, math.sqrt(2.0)]]
+    rhs += [math.sqrt(2.0) * 1.0, math.sqrt(2.0) * 0.05]
+    (base, slope), *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
+    got = bc.fit()
+    assert got[0] == pytest.approx(base, rel=1e-10) and got[1] == pytest.approx(slope, rel=1e-10)
+
+
+def test_batch_cost_at_batch_one_keeps_the_prior_slope_and_never_slopes_down():
+    bc = BatchCost(base0=1.0, slope0=0.05, prior_weight=2.0, decay=0.9)
+    bc.observe(1.3, 1)
+    bc.observe(1.5, 1)
+    base, slope = bc.fit()
+    assert slope == pytest.approx(0.05, rel=REL)
+    ref = DecayedMean(1.0, 2.0, 0.9)
+    ref.observe(1.3)
+    ref.observe(1.5)
+    assert base == pytest.approx(ref.value, rel=REL)
+    # bigger batches observed faster than batch 1: the slope is refitted at 0
+    bc = BatchCost(base0=1.0, slope0=0.0, prior_weight=2.0, decay=0.9)
+    for t, x in [(2.0, 1), (1.0, 8), (2.0, 1), (1.0, 8)]:
+        bc.observe(t, x)
+    base, slope = bc.fit()
+    assert slope == 0.0
+    assert base == pytest.approx((2.0 * 1.0 + 2 * 0.9 ** 3 + 0.9 ** 2 + 2 * 0.9 + 1)
+                                 / (2.0 + 0.9 ** 3 + 0.9 ** 2 + 0.9 + 1), rel=REL)
+
+
+def test_an_sd_target_step_is_stored_as_its_plain_equivalent():
+    cfg = AdaptiveConfig(sd_draft_ratio=0.1, prior_weight=2.0)
+    est = Estimator(cfg, Estimates(target_step_s=1.0))
+    est.observe_target_step(0.6, batch=1, k2=3, tokens_per_pass=2.0)   # 0.6 * 2 / 1.2 at x = 3
+    assert est.target.sums == pytest.approx([1.0, 2.0, 4.0, 1.0, 2.0], rel=REL)
+
+
+# --- the decision rule against the closed forms ------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+@pytest.mark.parametrize("alpha", [0.3, 0.63, 0.9])
+@pytest.mark.parametrize("c1", [0.05, 0.1, 0.5])
+def test_in_the_theorys_world_the_rate_is_the_papers_speedup(mode, alpha, c1):
+    cfg = AdaptiveConfig(mode=mode)
+    f = f_async if mode == "async" else f_sync
+    e = flat(alpha, draft=c1, alpha2=0.7)
+    ar = expected_rate(e, AR, cfg)
+    assert ar == L
+    for depth in range(1, 9):
+        assert expected_rate(e, Choice(depth, 1, 1), cfg) / ar == \
+            pytest.approx(float(f(alpha, c1, depth + 1)), rel=REL)
+    for k2 in (2, 4, 7):
+        g = float(sd_speedup(0.7, 0.0, k2))
+        assert expected_rate(e, Choice(0, 1, k2), cfg) / ar == pytest.approx(g, rel=REL)
+        # the hybrid: h = f(c1 measured against the SD-accelerated step) g (Sec. 3.3 eq. 1)
+        assert expected_rate(e, Choice(3, 1, k2), cfg) / ar == \
+            pytest.approx(float(f(alpha, c1 * g, 4)) * g, rel=REL)
+
+
+def test_sd_drafter_cost_enters_as_the_papers_c2():
+    cfg = AdaptiveConfig(sd_draft_ratio=0.05)
+    e = flat(alpha2=0.6)
+    for k2 in (2, 5):
+        assert expected_rate(e, Choice(0, 1, k2), cfg) / L == \
+            pytest.approx(float(sd_speedup(0.6, 0.05, k2)), rel=REL)
+
+
+GRID = list(itertools.product(
+    ["async", "sync"],
+    [(0.3,), (0.6,), (0.9,), (0.9, 0.8, 0.5, 0.2)],   # acceptance by depth
+    [0.02, 0.2, 0.8],                                  # draft step (target step = 1 s)
+    [0.0, 0.1],                                        # verifier
+    [(1.0, 0.0), (4.0, 0.05)],                         # (load, target slope per position)
+))
+
+
+@pytest.mark.parametrize("mode,alpha,draft,verify,load_slope", GRID)
+def test_the_decision_is_the_brute_force_argmax(mode, alpha, draft, verify, load_slope):
+    load, slope = load_slope
+    cfg = AdaptiveConfig(mode=mode, max_depth=6, widths=(1, 2), k2s=(1, 3))
+    e = Estimates(alpha_by_depth=alpha, alpha2=0.5, target_step_s=1.0, target_slope_s=slope,
+                  draft_step_s=draft, draft_slope_s=draft * 0.1, verify_s=verify, load=load,
+                  step_tokens=L)
+    brute = {(d, w, k2): brute_rate(e, Choice(d, w, k2), cfg)
+             for d in range(7) for w in ((1,) if d == 0 else (1, 2)) for k2 in (1, 3)}
+    assert {tuple(c): r for c, r in ranked(e, cfg)} == pytest.approx(brute, rel=REL)
+    best, rate = best_choice(e, cfg)
+    top = max(brute.values())
+    assert rate == pytest.approx(top, rel=REL)
+    # ties go to the first candidate (cheapest) within the tolerance
+    first = next(c for c in candidates(cfg) if brute[tuple(c)] >= top * (1 - 1e-12))
+    assert best == first
+
+
+def test_no_speculation_when_draft_and_verifier_overheads_lose():
+    cfg = AdaptiveConfig()
+    e = flat(0.3, draft=0.5, verify=0.3)
+    best, rate = best_choice(e, cfg)
+    assert best == AR and rate == L
+    # the best speculation, exactly: depth 1 (S2, below the depth limit ceil(1.3/0.5) = 3) ...
+    t_round, c1 = 1.3, 0.5 / 1.3
+    d1 = expected_rate(e, Choice(1, 1, 1), cfg)
+    assert d1 == pytest.approx(L * (1.3 / (1 + c1 * 0.3 * 0.7)) / t_round, rel=REL)
+    # ... and from depth 2 on the drafter-bound ceiling S1 = 1 / (c1 + (1 - c1)(1 - alpha))
+    assert expected_rate(e, Choice(4, 1, 1), cfg) == \
+        pytest.approx(L / (c1 + (1 - c1) * 0.7) / t_round, rel=REL)
+    assert all(r < L for c, r in ranked(e, cfg) if c != AR)
+    # a compute-bound target (every extra position costs a step: CPU) loses even with a cheap
+    # draft and acceptance 0.5: depth 1 doubles the batch, T_round = 2 s
+    e = flat(0.5, draft=0.1, verify=0.013, target_slope_s=1.0)
+    best, rate = best_choice(e, cfg)
+    assert best == AR and rate == L
+    assert expected_rate(e, Choice(1, 1, 1), cfg) == \
+        pytest.approx(L * float(f_async(0.5, 0.1 / 2.013, 2)) / 2.013, rel=REL)
+
+
+def test_deep_speculation_when_acceptance_is_high_and_the_draft_cheap():
+    cfg = AdaptiveConfig(widths=(1,))
+    e = flat(0.9, draft=0.02)
+    best, rate = best_choice(e, cfg)
+    assert best == Choice(cfg.max_depth, 1, 1)
+    assert rate == pytest.approx(L * float(f_async(0.9, 0.02, cfg.max_depth + 1)), rel=REL)
+    # with acceptance falling with depth the best depth is interior, as the brute force says
+    e = flat((0.9, 0.85, 0.3, 0.1), draft=0.02)
+    best, _ = best_choice(e, cfg)
+    assert best == max(candidates(cfg), key=lambda c: (brute_rate(e, c, cfg), -c.depth))
+    assert 1 <= best.depth < cfg.max_depth
+
+
+# --- hysteresis, exploration, the record -----------------------------------------------------
+
+NEAR = dict(draft=0.5, verify=0.3)       # AR ~ depth 1 at acceptance ~0.42 (max_depth 1)
+
+
+def test_hysteresis_keeps_the_choice_while_estimates_oscillate_near_a_boundary():
+    lo, hi = flat(0.40, **NEAR), flat(0.45, **NEAR)
+    cfg = AdaptiveConfig(max_depth=1, widths=(1,), explore_every=0)
+    # the boundary is real: the argmax flips, by less than the 3% margin
+    assert best_choice(lo, cfg)[0] == AR and best_choice(hi, cfg)[0] == Choice(1, 1, 1)
+    r_lo = L * (1.4 / (1 + 0.5 / 1.3 * 0.4 * 0.6)) / 1.3
+    r_hi = L * (1.45 / (1 + 0.5 / 1.3 * 0.45 * 0.55)) / 1.3
+    assert expected_rate(lo, Choice(1, 1, 1), cfg) == pytest.approx(r_lo, rel=REL)
+    assert L / r_lo - 1 < 0.03 and r_hi / L - 1 < 0.03
+    seq = [lo, hi] * 10
+    flapping = Controller(AdaptiveConfig(max_depth=1, widths=(1,), explore_every=0, margin=0.0))
+    assert [flapping.decide(e).depth for e in seq] == [0, 1] * 10
+    ctl = Controller(cfg)
+    decisions = [ctl.decide(e) for e in seq]
+    assert [d.depth for d in decisions] == [0] * 20
+    assert decisions[1].best == (1, 1, 1) and decisions[1].reason.startswith("keep depth 0")
+    # a real change clears the margin and switches
+    d = ctl.decide(flat(0.6, **NEAR))
+    assert d.choice == Choice(1, 1, 1) and d.reason.startswith("switch from depth 0")
+    assert d.expected_tps == pytest.approx(L * (1.6 / (1 + 0.5 / 1.3 * 0.6 * 0.4)) / 1.3, rel=REL)
+
+
+def test_at_depth_zero_it_explores_depth_one_once_every_explore_every_decisions():
+    cfg = AdaptiveConfig(explore_every=5)
+    ctl = Controller(cfg)
+    e = flat(0.3, **NEAR)
+    depths = [ctl.decide(e).depth for _ in range(13)]
+    assert depths == [0] * 5 + [1] + [0] * 5 + [1] + [0]
+    assert ctl.current == AR
+
+
+def test_the_decision_record_round_trips_through_json():
+    ctl = Controller(AdaptiveConfig())
+    est = Estimator(AdaptiveConfig(), Estimates(alpha_by_depth=(0.7, 0.6)))
+    est.observe_verdict(1, True)
+    est.observe_target_step(0.9, batch=3)
+    d = ctl.decide(est.snapshot())
+    text = d.to_json()
+    assert Decision.from_json(text) == d
+    doc = json.loads(text)
+    assert doc["depth"] == d.depth and doc["best"] == list(d.best)
+    assert doc["estimates"]["alpha_by_depth"] == list(d.estimates.alpha_by_depth)
+    assert Decision.from_dict(doc).estimates == d.estimates
+
+
+def test_decisions_are_deterministic():
+    def run():
+        cfg = AdaptiveConfig()
+        est, ctl, out = Estimator(cfg), Controller(cfg), []
+        for i in range(60):
+            d = ctl.decide(est.snapshot())
+            out.append(d.to_json())
+            for depth in range(1, d.depth + 1):
+                est.observe_verdict(depth, accepted=(i * depth) % 3 != 0)
+            est.observe_target_step(1.0 + 0.01 * (i % 4), batch=1 + d.depth)
+            est.observe_draft_step(0.1, batch=d.width)
+        return out
+    assert run() == run()
+
+
+def test_bad_config_is_a_user_error():
+    with pytest.raises(UserError, match="mode"):
+        AdaptiveConfig(mode="fast")
+    with pytest.raises(UserError, match="widths"):
+        AdaptiveConfig(widths=())
+    with pytest.raises(UserError, match="decay"):
+        AdaptiveConfig(decay=1.5)
+    with pytest.raises(UserError, match="alpha_by_depth"):
+        Estimates(alpha_by_depth=(1.2,))
