@@ -1,12 +1,18 @@
 """The simulator's fast paths give the values of the code they replace, bit for bit: the pure-Python
-interpolation of Tabulated latencies (np.interp on scalars was a hot spot)."""
+interpolation of Tabulated latencies (np.interp on scalars was a hot spot) and the incremental
+exact KV usage of an engine (KVCache.current / at / held_total / peek against KVCache.usage and
+KVCache.tally over the running jobs)."""
 import math
 import random
 
 import numpy as np
 import pytest
 
+from lrsim.sim.build import Options, build
+from lrsim.sim.engine import Engine
+from lrsim.sim.kvcache import held
 from lrsim.sim.latency import Tabulated, _np_interp
+from lrsim.sim.runner import simulate
 
 
 def _reference_forward(t: Tabulated, decode_tokens, prefill_tokens, seqs, context):
@@ -71,3 +77,32 @@ def test_tabulated_odd_curves_keep_numpys_semantics():
     with np.errstate(all="ignore"):
         for args in ((1, 0, 1, 0.0), (9, 0, 9, 0.0), (0, 100, 1, 0.0), (0, 150, 1, 0.0)):
             assert _same(t.forward(*args), _reference_forward(t, *args))
+
+
+@pytest.mark.parametrize("policy,knobs", [("ar", {}), ("sd", {"k2": 4}),
+                                          ("lr-async", {"depth": 3, "width": 2, "k2": 3}),
+                                          ("lr-sync", {"k1": 3})])
+def test_incremental_kv_usage_is_the_exact_sum(monkeypatch, policy, knobs):
+    o = Options(policy=policy, requests=12, steps=10, kv_cache_tokens=6000, **knobs)
+    plain = simulate(build(o))
+    real = Engine._admit_kv
+    checks = []
+
+    def checked(self):
+        kv = self.kv
+        assert kv.current(self.iter_no) == kv.usage(self._running())
+        real(self)
+        running = self._running()
+        for ahead in (0, 1, 2, 3, 7, 16, 63):
+            assert kv.at(self.iter_no, ahead) == kv.usage(running, ahead)
+        usage = kv.tally(running)
+        assert kv.held_total(self.iter_no) == usage.total
+        for j in list(self.waiting)[:4]:
+            assert kv.peek(j, held(j, 0)) == usage.peek(j, held(j, 0))
+        checks.append(kv.preemptions)
+
+    monkeypatch.setattr(Engine, "_admit_kv", checked)
+    assert simulate(build(o)) == plain          # refreshing more often changes nothing
+    assert len(checks) > 40
+    if policy != "ar":
+        assert max(checks) > 0                  # the cache was full enough to preempt
