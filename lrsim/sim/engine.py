@@ -42,7 +42,7 @@ class Job:
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
-                 "start_iter", "kv_base", "group")
+                 "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok")
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
                  sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
@@ -212,10 +212,10 @@ class Engine:
             if kv is not None and n > 1:        # end the chunk where the cache would overflow
                 top = kv.upper(self.iter_no + n - 1)
                 if top > kv.capacity:
-                    n, last = kv.iterations_fitting(self._running(), n)
+                    n, last = kv.iterations_fitting(self.iter_no, n)
                     kv.observe(last)
                 elif top > kv.peak:             # a new peak is possible: measure it
-                    kv.observe(kv.usage(self._running(), n - 1))
+                    kv.observe(kv.at(self.iter_no, n - 1))   # = kv.usage(self._running(), n - 1)
         was = self._state
         self._state = "run"
         self._boundary = False
@@ -342,18 +342,18 @@ class Engine:
         exact = None                      # the exact usage, computed only where the bound fails
         preempted = False
         if kv.upper(now_i) > kv.capacity:
-            running = self._running()
-            exact = kv.usage(running)
+            exact = kv.current(now_i)             # = kv.usage(self._running())
             while exact > kv.capacity:
-                self._preempt(running.pop()[0])
+                self._preempt(next(reversed(self._order)))   # the job admitted last
                 preempted = True
-                exact = kv.usage(running)
+                exact = kv.current(now_i)
         w = self.waiting
         blocked = None
         if preempted:
             blocked = w[0] if w else None
         elif w and self.n < self.max_seqs:
-            usage = None                  # with the per-request sharing, once the bound fails
+            exact_held = False            # with the per-request sharing, once the bound fails:
+            #                               kv.held_total / kv.peek = kv.tally(self._running())'s
             while w and self.n < self.max_seqs:
                 j = w[0]
                 if j.cancelled:
@@ -361,9 +361,10 @@ class Engine:
                     continue
                 tokens = held(j, 0)
                 limit = kv.limit if self.n else kv.capacity
-                if usage is None and kv.upper(now_i) + tokens + kv.block > limit:
-                    usage = kv.tally(self._running())
-                if usage is not None and usage.peek(j, tokens) > limit:
+                if not exact_held and kv.upper(now_i) + tokens + kv.block > limit:
+                    exact_held = True
+                    kv.held_total(now_i)
+                if exact_held and kv.peek(j, tokens) > limit:
                     blocked = j
                     break
                 w.popleft()
@@ -372,13 +373,11 @@ class Engine:
                     j.prefill += miss
                     j.ctx -= miss         # (the cost model's context after the prefill is unchanged)
                 self._add(j)
-                if usage is not None:
-                    usage.add(j, tokens)
-            exact = usage.total if usage is not None else None
+            exact = kv.held_total(now_i) if exact_held else None
         bound = kv.upper(now_i)
         if (kv.cached_tokens and kv.cached_tokens + bound > kv.capacity) or bound > kv.peak:
             if exact is None:
-                exact = kv.usage(self._running())
+                exact = kv.current(now_i)         # = kv.usage(self._running())
             kv.evict(exact)
             kv.observe(exact)
         kv.blocked(self.env.now, blocked)

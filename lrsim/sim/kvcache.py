@@ -34,6 +34,7 @@ prefill (engine.Job).
 """
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -191,6 +192,11 @@ def held(job, done: int, ahead: int = 0) -> float:
 class KVCache:
     """One engine's pool and what happened to it (Engine calls it at iteration boundaries)."""
 
+    __slots__ = ("spec", "engine", "block", "capacity", "limit", "peak", "preemptions",
+                 "recomputed_tokens", "blocked_s", "blocked_jobs", "_blocked_since", "_blocked_job",
+                 "a", "e", "jobs", "shared", "groups", "cached", "cached_tokens", "evicted",
+                 "evictions", "prefix_misses", "reprefilled_tokens", "_own", "_held", "_grow", "_tok")
+
     def __init__(self, spec: KVSpec, engine: str):
         self.spec = spec
         self.engine = engine
@@ -216,16 +222,35 @@ class KVCache:
         self.evictions = 0                 # cached sequences evicted for running jobs
         self.prefix_misses = 0             # jobs that found their cached context evicted
         self.reprefilled_tokens = 0.0      # context tokens those jobs prefilled again
+        self._own = 0                      # exact usage, kept as jobs join, leave and grow
+        #                                    (current): the sum of the admitted jobs' own blocks
+        #                                    (tokens, job.kv_own) as of their last refresh
+        self._held = 0                     # the same with held()'s arithmetic (job.kv_held), the
+        #                                    one tally() and Usage use (admission)
+        self._grow: list = []              # heap (iteration, token, job): no admitted job's own
+        #                                    blocks grow before its entry's iteration
+        self._tok = 0                      # admission counter: an entry is live while its token
+        #                                    is its job's kv_tok
 
     # --- an O(1) upper bound on the blocks the admitted jobs hold (the engine's hot path) -------
     # exact usage = sum over jobs of ceil(held / block) x block, less the shared prefixes; with
     # held = kv_base + (I - start) e + k - 1 at iteration index I, it is at most
     # a + I e + jobs x block - shared, with running sums kept as jobs join and leave. Where that
-    # bound settles a question (fits, no new peak) the exact sum is not computed.
+    # bound settles a question (fits, no new peak) the exact sum is not computed; where it does
+    # not, the exact sum is kept incrementally too (current, at, held_total, peek below): each
+    # job's blocks are recomputed only when they may have grown, not every job at every boundary.
     def on_add(self, job) -> None:
+        """job was admitted at iteration job.start_iter (the engine's current one)."""
         self.a += job.kv_base - job.start_iter * job.emit_per_iter + job.tokens_per_iter - 1
         self.e += job.emit_per_iter
         self.jobs += 1
+        self._tok += 1
+        job.kv_tok = self._tok
+        job.kv_own = job.kv_held = 0
+        self._refresh(job, job.start_iter)
+        if len(self._grow) > 4 * self.jobs + 64:     # drop the entries of jobs gone
+            self._grow = [x for x in self._grow if x[2].kv_tok == x[1]]
+            heapq.heapify(self._grow)
         if job.group is not None:
             bases = self.groups.setdefault(job.group, [])
             self.shared -= self._shared(bases)
@@ -236,6 +261,9 @@ class KVCache:
         self.a -= job.kv_base - job.start_iter * job.emit_per_iter + job.tokens_per_iter - 1
         self.e -= job.emit_per_iter
         self.jobs -= 1
+        self._own -= job.kv_own
+        self._held -= job.kv_held
+        job.kv_tok = 0
         if job.group is not None:
             bases = self.groups[job.group]
             self.shared -= self._shared(bases)
@@ -244,6 +272,91 @@ class KVCache:
                 self.shared += self._shared(bases)
             else:
                 del self.groups[job.group]
+
+    # --- the exact usage, incrementally: a job's own blocks only grow while it is admitted (its
+    # KV context is fixed, `done` only rises), so each is refreshed when a heap says it may have
+    # grown, with the very expression usage() evaluates; the shared prefixes are `shared`
+    def _refresh(self, job, iteration: int) -> None:
+        """job's own blocks at `iteration`, by usage()'s arithmetic (done + ahead = done) and by
+        Usage's (held(job, done), which adds tokens_per_iter - 1 in one piece: the two can differ
+        by a rounding), and the first iteration at which they may grow next (never later than
+        they do)."""
+        b = self.block
+        done = iteration - job.start_iter
+        e = job.emit_per_iter
+        base = job.kv_base + done * e
+        own = math.ceil((base + job.tokens_per_iter - 1) / b - 1e-9) * b
+        self._own += own - job.kv_own
+        job.kv_own = own
+        hold = math.ceil((base + (job.tokens_per_iter - 1)) / b - 1e-9) * b   # held(job, done)
+        self._held += hold - job.kv_held
+        job.kv_held = hold
+        if e > 0:
+            # held grows past `low` once done > (low + 1e-9 b - kv_base - tokens_per_iter + 1) / e;
+            # 1e-3 of an iteration below that absorbs this estimate's rounding (an early refresh
+            # only recomputes the same values; a late one would be wrong)
+            low = own if own <= hold else hold
+            est = ((low / b + 1e-9) * b - job.kv_base - job.tokens_per_iter + 1) / e
+            if est < 1e15:
+                nxt = max(done + 1, math.floor(est - 1e-3) + 1)
+                heapq.heappush(self._grow, (job.start_iter + nxt, job.kv_tok, job))
+
+    def current(self, iteration: int) -> int:
+        """usage() of every admitted job at `iteration` (the engine's current iteration, which
+        never goes back), without visiting the jobs whose blocks did not grow."""
+        h = self._grow
+        while h and h[0][0] <= iteration:
+            _, tok, job = heapq.heappop(h)
+            if job.kv_tok == tok:
+                self._refresh(job, iteration)
+        return self._own - self.shared
+
+    def held_total(self, iteration: int) -> int:
+        """tally(running).total at `iteration` (the engine's current one)."""
+        self.current(iteration)
+        return self._held - self.shared
+
+    def peek(self, job, tokens: float) -> int:
+        """tally(running).peek(job, tokens) at the iteration of the last current() / held_total()
+        (jobs admitted since included): the blocks held if job, holding `tokens`, joined."""
+        b = self.block
+        total = self._held - self.shared + math.ceil(tokens / b - 1e-9) * b
+        g = job.group
+        if g is not None:
+            bases = self.groups.get(g)
+            if bases:
+                low = min(bases)
+                new = job.kv_base if job.kv_base < low else low
+                total += (len(bases) - 1) * (int(low // b) * b) - len(bases) * (int(new // b) * b)
+        return total
+
+    def at(self, iteration: int, ahead: int) -> int:
+        """usage() of every admitted job `ahead` iterations after `iteration` (the engine's
+        current one): current(iteration) plus the growth of the jobs whose heap entry falls due
+        by then (a walk of the heap that stops below any later entry), the same arithmetic."""
+        total = self.current(iteration)
+        h = self._grow
+        if ahead <= 0 or not h:
+            return total
+        t = iteration + ahead
+        b = self.block
+        ceil = math.ceil
+        size = len(h)
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            key, tok, job = h[i]
+            if key > t:
+                continue
+            if job.kv_tok == tok:
+                total += ceil((job.kv_base + (t - job.start_iter) * job.emit_per_iter
+                               + job.tokens_per_iter - 1) / b - 1e-9) * b - job.kv_own
+            i = 2 * i + 1
+            if i < size:
+                stack.append(i)
+                if i + 1 < size:
+                    stack.append(i + 1)
+        return total
 
     def _shared(self, bases: list) -> int:
         return (len(bases) - 1) * (int(min(bases) // self.block) * self.block) if len(bases) > 1 else 0
@@ -296,23 +409,23 @@ class KVCache:
             total += own - (n - 1) * (int(low // b) * b)
         return total
 
-    def iterations_fitting(self, entries, n: int) -> tuple[int, int]:
-        """The most iterations m (1..n) the batch can run before its blocks overflow the pool
-        (the first always fits: the boundary's admission/preemption made sure of it), and the
-        blocks it holds in the last of them."""
-        last = self.usage(entries, n - 1) if n > 1 else None
+    def iterations_fitting(self, iteration: int, n: int) -> tuple[int, int]:
+        """The most iterations m (1..n) the batch admitted at `iteration` (the engine's current
+        one) can run before its blocks overflow the pool (the first always fits: the boundary's
+        admission/preemption made sure of it), and the blocks it holds in the last of them."""
+        last = self.at(iteration, n - 1) if n > 1 else None
         if last is None or last <= self.capacity:
-            return n, last if last is not None else self.usage(entries)
+            return n, last if last is not None else self.at(iteration, 0)
         lo, hi = 0, n - 1          # usage(lo) fits, usage(hi) does not
         fit = None
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            u = self.usage(entries, mid)
+            u = self.at(iteration, mid)
             if u <= self.capacity:
                 lo, fit = mid, u
             else:
                 hi = mid
-        return lo + 1, fit if fit is not None else self.usage(entries, lo)
+        return lo + 1, fit if fit is not None else self.at(iteration, lo)
 
     def finished(self, job, iterations: int) -> None:
         """job left the batch (done, or cancelled) after `iterations` since its admission: the

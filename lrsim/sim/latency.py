@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,6 +136,13 @@ class Tabulated(LatencyModel):
         self._max_decode = max(b for b, _, _ in self.decode)
         pp = sorted(self.prefill)
         self._pre = (np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float))
+        # the hot path: the same curves as plain floats (numpy on scalars costs ~12 us a call),
+        # and the decode curves' values at each batch size seen (per-context cache)
+        self._fcurves = [_Curve(xs, ys) for xs, ys in self._curves]
+        self._fctxs = tuple(float(c) for c in self._ctxs)
+        self._ctx_ok = bool(np.all(np.isfinite(self._ctxs)))   # else numpy's own semantics
+        self._fpre = _Curve(*self._pre) if len(self._pre[0]) else None
+        self._by_tokens: dict = {}
 
     @staticmethod
     def _interp(x, xs, ys):
@@ -146,16 +154,83 @@ class Tabulated(LatencyModel):
         return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
 
     def _decode(self, tokens, ctx):
-        vals = [self._interp(tokens, xs, ys) for xs, ys in self._curves]
+        vals = self._by_tokens.get(tokens)
+        if vals is None:
+            if len(self._by_tokens) >= _CACHE_MAX:
+                self._by_tokens.clear()
+            vals = self._by_tokens[tokens] = tuple(c(tokens) for c in self._fcurves)
         if len(vals) == 1:
             return vals[0]
-        return float(np.interp(ctx, self._ctxs, vals))
+        if not self._ctx_ok:
+            return float(np.interp(ctx, self._ctxs, vals))
+        return _np_interp(ctx, self._fctxs, vals)
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
         n = decode_tokens + prefill_tokens
-        if prefill_tokens and n > self._max_decode and len(self._pre[0]):
-            return self.overhead_s + self._interp(n, *self._pre)
+        if prefill_tokens and n > self._max_decode and self._fpre is not None:
+            return self.overhead_s + self._fpre(n)
         return self.overhead_s + self._decode(max(n, 1), context / max(seqs, 1))
+
+
+_CACHE_MAX = 1 << 16      # batch sizes remembered per Tabulated (cleared when full)
+
+
+def _np_interp(x, xs: tuple, ys: tuple) -> float:
+    """float(np.interp(x, xs, ys)) for a scalar x and len(xs) >= 2, in plain Python with the
+    same floating-point operations (numpy/_core/src/multiarray/compiled_base.c, arr_interp):
+    clamped to ys[0] / ys[-1] outside xs, ys[j] at a knot, else slope * (x - xs[j]) + ys[j]
+    with slope = (ys[j+1] - ys[j]) / (xs[j+1] - xs[j]) on the last j with xs[j] <= x."""
+    x = float(x)
+    if x != x:
+        return x
+    j = bisect_right(xs, x) - 1
+    if j < 0:
+        return ys[0]
+    if j >= len(xs) - 1:
+        return ys[-1]
+    xj = xs[j]
+    if xj == x:
+        return ys[j]
+    slope = (ys[j + 1] - ys[j]) / (xs[j + 1] - xj)
+    r = slope * (x - xj) + ys[j]
+    if r != r:                            # numpy: if nan one way, try the other
+        r = slope * (x - xs[j + 1]) + ys[j + 1]
+        if r != r and ys[j] == ys[j + 1]:
+            r = ys[j]
+    return r
+
+
+class _Curve:
+    """Tabulated._interp(x, xs, ys) with the curve held as plain floats: the same values, bit for
+    bit (numpy is used only where Python float arithmetic would raise: a zero-width last segment
+    or non-finite measurements)."""
+
+    __slots__ = ("xs", "ys", "one", "last", "top", "slope", "exact")
+
+    def __init__(self, xs, ys):
+        self.exact = (np.asarray(xs, float), np.asarray(ys, float))
+        self.xs = tuple(float(x) for x in xs)
+        self.ys = tuple(float(y) for y in ys)
+        finite = bool(np.all(np.isfinite(xs)) and np.all(np.isfinite(ys)))
+        self.one = len(xs) == 1
+        self.last = self.xs[-1]
+        self.top = self.ys[-1]
+        if not finite or (not self.one and xs[-1] == xs[-2]):
+            self.slope = None             # numpy's semantics, through the original code
+        elif self.one:
+            self.slope = 0.0
+        else:
+            self.slope = float(max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0))
+
+    def __call__(self, x) -> float:
+        if self.slope is None:
+            return Tabulated._interp(x, *self.exact)
+        if self.one:
+            x0 = self.last
+            return self.top * (x / x0 if x0 > 0 else 1.0)
+        if x <= self.last:
+            return _np_interp(x, self.xs, self.ys)
+        return self.top + self.slope * (x - self.last)
 
 
 def load_measurements(path: str | Path) -> dict[str, Tabulated]:

@@ -1,0 +1,108 @@
+"""The simulator's fast paths give the values of the code they replace, bit for bit: the pure-Python
+interpolation of Tabulated latencies (np.interp on scalars was a hot spot) and the incremental
+exact KV usage of an engine (KVCache.current / at / held_total / peek against KVCache.usage and
+KVCache.tally over the running jobs)."""
+import math
+import random
+
+import numpy as np
+import pytest
+
+from lrsim.sim.build import Options, build
+from lrsim.sim.engine import Engine
+from lrsim.sim.kvcache import held
+from lrsim.sim.latency import Tabulated, _np_interp
+from lrsim.sim.runner import simulate
+
+
+def _reference_forward(t: Tabulated, decode_tokens, prefill_tokens, seqs, context):
+    """Tabulated.forward as it was, numpy on scalars."""
+    def interp(x, xs, ys):
+        if len(xs) == 1:
+            return float(ys[0]) * (x / xs[0] if xs[0] > 0 else 1.0)
+        if x <= xs[-1]:
+            return float(np.interp(x, xs, ys))
+        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+        return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
+
+    n = decode_tokens + prefill_tokens
+    if prefill_tokens and n > t._max_decode and len(t._pre[0]):
+        return t.overhead_s + interp(n, *t._pre)
+    vals = [interp(max(n, 1), xs, ys) for xs, ys in t._curves]
+    if len(vals) == 1:
+        return t.overhead_s + vals[0]
+    return t.overhead_s + float(np.interp(context / max(seqs, 1), t._ctxs, vals))
+
+
+def _same(a, b):
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b) or (a != a and b != b)
+
+
+def test_scalar_interp_is_numpys_bit_for_bit():
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(2, 12)
+        xs = sorted(rng.choice([rng.uniform(-50, 5000), float(rng.randint(0, 20))]) for _ in range(n))
+        ys = [rng.uniform(-1, 1) * 10 ** rng.randint(-4, 2) for _ in range(n)]
+        if rng.random() < 0.2:
+            ys[rng.randrange(n)] = ys[0]
+        fx, fy = tuple(xs), tuple(ys)
+        probes = xs + [x + d for x in xs for d in (-1e-9, 1e-9, 0.5)]
+        probes += [rng.uniform(xs[0] - 10, xs[-1] + 10) for _ in range(50)]
+        probes += [float("inf"), -float("inf"), float("nan"), rng.randint(-5, 6000)]
+        for x in probes:
+            assert _same(_np_interp(x, fx, fy), float(np.interp(x, xs, ys))), (x, xs, ys)
+
+
+def test_tabulated_forward_is_the_numpy_one_bit_for_bit():
+    rng = random.Random(7)
+    for _ in range(40):
+        ctxs = sorted(rng.sample([0, 128, 512, 1024, 2048, 4096, 8192], rng.randint(1, 4)))
+        batches = sorted(rng.sample([1, 2, 4, 8, 16, 32, 64, 128, 256], rng.randint(1, 6)))
+        dec = [(float(b), float(c), rng.uniform(0.005, 0.05) * (1 + b / 64) * (1 + c / 8192))
+               for b in batches for c in ctxs for _ in range(rng.randint(1, 2))]
+        pre = [(float(rng.randint(1, 4096)), rng.uniform(0.01, 0.5)) for _ in range(rng.randint(0, 5))]
+        t = Tabulated(dec, pre, overhead_s=rng.choice([0.0, 0.004]))
+        for _ in range(300):
+            seqs = rng.randint(1, 300)
+            d = rng.randint(0, 600)
+            p = rng.choice([0, 0, rng.randint(1, 5000)])
+            ctx = rng.uniform(0, 10000) * seqs
+            assert _same(t.forward(d, p, seqs, ctx), _reference_forward(t, d, p, seqs, ctx))
+
+
+def test_tabulated_odd_curves_keep_numpys_semantics():
+    # a zero-width last prefill segment (numpy: inf slope, no ZeroDivisionError), one point
+    t = Tabulated([(4.0, 0.0, 0.01)], [(100.0, 0.1), (100.0, 0.2)])
+    with np.errstate(all="ignore"):
+        for args in ((1, 0, 1, 0.0), (9, 0, 9, 0.0), (0, 100, 1, 0.0), (0, 150, 1, 0.0)):
+            assert _same(t.forward(*args), _reference_forward(t, *args))
+
+
+@pytest.mark.parametrize("policy,knobs", [("ar", {}), ("sd", {"k2": 4}),
+                                          ("lr-async", {"depth": 3, "width": 2, "k2": 3}),
+                                          ("lr-sync", {"k1": 3})])
+def test_incremental_kv_usage_is_the_exact_sum(monkeypatch, policy, knobs):
+    o = Options(policy=policy, requests=12, steps=10, kv_cache_tokens=6000, **knobs)
+    plain = simulate(build(o))
+    real = Engine._admit_kv
+    checks = []
+
+    def checked(self):
+        kv = self.kv
+        assert kv.current(self.iter_no) == kv.usage(self._running())
+        real(self)
+        running = self._running()
+        for ahead in (0, 1, 2, 3, 7, 16, 63):
+            assert kv.at(self.iter_no, ahead) == kv.usage(running, ahead)
+        usage = kv.tally(running)
+        assert kv.held_total(self.iter_no) == usage.total
+        for j in list(self.waiting)[:4]:
+            assert kv.peek(j, held(j, 0)) == usage.peek(j, held(j, 0))
+        checks.append(kv.preemptions)
+
+    monkeypatch.setattr(Engine, "_admit_kv", checked)
+    assert simulate(build(o)) == plain          # refreshing more often changes nothing
+    assert len(checks) > 40
+    if policy != "ar":
+        assert max(checks) > 0                  # the cache was full enough to preempt
