@@ -2,14 +2,17 @@
 open-loop workload (paper preset r1-gsm8k, 4x H100), on local worker processes.
 
     .venv/bin/python benchmarks/bench_plan.py [--points 100] [--requests 1000] [--jobs 2]
+        [--out benchmarks/results/plan.json]
 
 Prints the wall time of the sweep, the per-point simulation times, the implied serial time and
-the parallel efficiency (sum of per-point times / (wall x workers)), then the top of the ranking.
+the parallel efficiency (sum of per-point times / (wall x workers)), then the top of the ranking;
+writes them to --out (JSON) and its .md twin, which the README and docs/planning.md quote.
 Requests are short (--steps 8, ~360 tokens) so that 100 x 1,000 requests stay in minutes on 2 cores.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -36,6 +39,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--rate", type=float, default=2.0, help="requests/s over the 4-GPU fleet")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--preset", default="r1-gsm8k")
+    ap.add_argument("--out", default="benchmarks/results/plan.json")
     args = ap.parse_args(argv)
     cands = grid(args.points)
     load = planner.Load(rate=args.rate, requests=args.requests, steps=args.steps, samples=1)
@@ -51,6 +55,8 @@ def main(argv=None) -> dict:
     out = {"points": len(cands), "requests": args.requests, "wall_s": wall, "workers": args.jobs,
            "sim_s_mean": serial / len(sims), "sim_s_max": max(sims), "serial_s": serial,
            "cpu_s": sum(cpu), "parallel_efficiency": serial / (wall * args.jobs),
+           "cpu_s_mean": sum(cpu) / len(cpu), "cpu_s_max": max(cpu), "cores": os.cpu_count(),
+           "steps": args.steps, "rate": args.rate, "preset": args.preset,
            "load_average": os.getloadavg()[0]}
     print(f"sweep wall time        {wall:8.1f} s   (1-min load average at the end: {out['load_average']:.1f})")
     print(f"per point (mean / max) {out['sim_s_mean']:8.2f} s / {out['sim_s_max']:.2f} s wall, "
@@ -65,7 +71,25 @@ def main(argv=None) -> dict:
     eq = res.meta["equal_resources_baseline"]
     print(f"  equal-resources AR (TP={eq['tp']}): rank {eq['rank']}, {eq['speedup']:.2f}x")
     print(f"\n{res.meta['recommendation']}")
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, indent=1) + "\n")
+        path.with_suffix(".md").write_text(render(out))
     return out
+
+
+def render(o: dict) -> str:
+    """The results as the docs quote them."""
+    return (f"{o['points']} configurations x {o['requests']} requests ({o['steps']} steps each, "
+            f"{o['rate']:g} req/s, preset {o['preset']}) on {o['workers']} local worker processes, "
+            f"{o['cores']} cores:\n\n"
+            f"| measure | value |\n|---|---|\n"
+            f"| sweep wall time | {o['wall_s']:.1f} s (1-min load average at the end {o['load_average']:.1f}) |\n"
+            f"| CPU per point (mean / max) | {o['cpu_s_mean']:.2f} s / {o['cpu_s_max']:.2f} s |\n"
+            f"| total CPU | {o['cpu_s']:.1f} s |\n"
+            f"| wall per point (mean / max) | {o['sim_s_mean']:.2f} s / {o['sim_s_max']:.2f} s |\n"
+            f"| parallel efficiency | {o['parallel_efficiency']:.0%} |\n")
 
 
 if __name__ == "__main__":
