@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sim.traces import prompt_cached, proposal_counts, proposal_rate
+from lrcore.modes import LR_MODES
+
+from ..sim.traces import prompt_cached, proposal_counts, proposal_rate, step_drafted
 from .fit import Points
 
 DEFAULT_PROMPT = 300     # when a record has no prompt_tokens (lrsim.sim.traces uses the same)
@@ -182,7 +184,7 @@ def scheduling_gaps(records: list[dict]) -> dict:
 def step_lengths(records: list[dict]) -> dict:
     """Empirical step-length histograms (tokens) by source, and the lognormal fit of all steps."""
     hist: dict[str, dict[int, int]] = {"draft": {}, "target": {}, "all": {}}
-    lens, per_req, prompts, cached = [], [], [], []
+    lens, per_req, prompts, cached, first = [], [], [], [], []
     for rec in records:
         st = [s for s in rec.get("steps") or [] if s["tokens"] > 0]
         if not st:
@@ -192,6 +194,8 @@ def step_lengths(records: list[dict]) -> dict:
         c = prompt_cached(rec)
         if c is not None:
             cached.append(c)
+        if rec.get("mode") in LR_MODES:
+            first.append(1.0 if step_drafted(st[0]) else 0.0)
         for s in st:
             n = int(s["tokens"])
             lens.append(n)
@@ -206,6 +210,9 @@ def step_lengths(records: list[dict]) -> dict:
             "steps_per_request": float(np.mean(per_req)), "prompt_tokens": float(np.mean(prompts)),
             # of them in the engines' prefix caches already (a template sent before)
             "prompt_cached_tokens": float(np.median(cached)) if cached else 0.0,
+            # share of the LR records whose first step was drafted (the boundary rule: a chat
+            # prompt is no step boundary, so the real scheduler never drafts after it)
+            "first_step_drafted": (float(np.mean(first)) if first else None),
             "length_hist": {k: {str(n): c for n, c in sorted(h.items())} for k, h in hist.items() if h}}
 
 

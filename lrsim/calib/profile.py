@@ -151,7 +151,10 @@ class Profile:
                          alpha_by_depth=self.alpha_by_depth(), step_mean=float(s["mean_tokens"]),
                          step_sigma=float(s["lognormal_sigma"]),
                          prompt_tokens=int(round(s["prompt_tokens"])),
-                         prompt_cached=int(round(s.get("prompt_cached_tokens", 0.0))), rate=rate, seed=seed)
+                         prompt_cached=int(round(s.get("prompt_cached_tokens", 0.0))),
+                         # traces whose LR runs mostly never drafted after the prompt
+                         draft_first=(s.get("first_step_drafted") is None or s["first_step_drafted"] >= 0.5),
+                         rate=rate, seed=seed)
 
     # --- the simulator configuration -------------------------------------------------------
     def to_config(self, policy: str, *, k1: int | None = None, depth: int | None = None,

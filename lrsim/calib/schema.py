@@ -96,6 +96,7 @@ SCHEMA = {
                            "prompt_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            # of them already in the prefix caches (lrsim/sim/traces.prompt_cached)
                            "prompt_cached_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
+                           "first_step_drafted": _PROB,
                            "length_hist": {"type": "object"}},
         },
         "step_acceptance": {

@@ -92,7 +92,7 @@ def _judge_timing(rec: dict) -> str:
     return t if t in ("eager", "deferred") else DEFAULT_JUDGE_TIMING
 
 
-def _drafted(step: dict) -> bool:
+def step_drafted(step: dict) -> bool:
     """Did the real run compare a draft at this step's position?"""
     return isinstance(step.get("draft"), dict) or isinstance(step.get("verify"), dict)
 
@@ -190,7 +190,7 @@ class TraceWorkload:
             rule = ((r.get("run") or {}).get("flags") or {}).get("boundary_rule", True) is not False
             # boundary[i]: may a draft follow the context of the first i steps
             stops = _step_stops(r)
-            req.boundary = ([bool(kept) and _drafted(kept[0])]  # type: ignore[attr-defined]
+            req.boundary = ([bool(kept) and step_drafted(kept[0])]  # type: ignore[attr-defined]
                             + [str(s.get("text", "")).endswith(stops) for s in kept]
                             if rule and all("text" in s for s in kept) else None)
             req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]

@@ -81,6 +81,9 @@ class Synthetic:
     # P(an SD round carries a proposal): an n-gram drafter finds no match for some (tokensd.py);
     # 1 = a draft model, which always proposes (the paper's model)
     sd_hit: float = 1.0
+    # may a draft follow the prompt itself? The real scheduler drafts only after a step boundary,
+    # and a chat prompt is none (the traces: never); True = every context, the theory's model
+    draft_first: bool = True
 
     def __post_init__(self):
         if not 0.0 < self.sd_hit <= 1.0:
@@ -152,3 +155,8 @@ class Synthetic:
 
     def token_hit(self, req: RequestSpec) -> float:
         return self.sd_hit
+
+    def can_draft(self, req: RequestSpec, position: int) -> bool:
+        """The boundary rule (lrsim/sim/traces.py has the recorded one): every context but,
+        without draft_first, the prompt."""
+        return position > 0 or self.draft_first

@@ -73,3 +73,30 @@ def test_recorded_blocks_start_from_cached_prompts():
         blocks.setdefault(rec["run"]["flags"]["load_round"], []).append(req.prompt_uncached)
     warm = [b for b in blocks.values() if max(b) <= 40]
     assert len(warm) >= len(blocks) / 2
+
+
+def test_synthetic_boundary_rule_for_the_prompt():
+    (req,) = Synthetic().requests()
+    assert Synthetic().can_draft(req, 0) and Synthetic().can_draft(req, 3)
+    wl = Synthetic(draft_first=False)
+    assert not wl.can_draft(req, 0) and wl.can_draft(req, 1)
+
+
+@pytest.mark.skipif(not (LOAD / "c1" / "lr-d2.jsonl").exists(), reason="no load corpus")
+def test_profiles_learn_that_the_prompt_is_never_drafted_after():
+    """The real scheduler never drafts after the chat prompt; a profile's synthetic workload
+    follows it, and then speculates on one step fewer per request (under load, less wasted
+    target work). An lr-async simulation shows it in its drafted steps."""
+    from lrsim.calib.profile import Profile, validate_doc
+    from lrsim.calib.calibrate import calibrate
+    from lrsim.sim.runner import run
+
+    prof = Profile(validate_doc(calibrate([str(LOAD / "c1" / f) for f in ("ar.jsonl", "lr-d2.jsonl")],
+                                          select_placement=False)))
+    assert prof.doc["steps"]["first_step_drafted"] == 0.0
+    wl = prof.workload(requests=4, seed=3)
+    assert wl.draft_first is False
+    s_rule, _ = run(prof.to_config("lr", workload=wl, depth=2))
+    s_free, _ = run(prof.to_config("lr", workload=Synthetic(**{**wl.__dict__, "draft_first": True}), depth=2))
+    assert s_rule["output_tokens"] == s_free["output_tokens"]
+    assert s_rule["proposed_steps"] < s_free["proposed_steps"]

@@ -19,9 +19,9 @@ Judging early takes the verifier's latency off the critical path wherever it ove
 work. `judge_timing = "deferred"` (Config) judges a node's children only once it is the root.
 The code: `AsyncLookahead`, one method per step of the rules in that order; `run` is the policy.
 
-Three optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; synthetic
-workloads have none, and then every context is a step boundary, a draft is as long as the
-target's step, and the judge timing is the Config's):
+Three optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; a synthetic
+workload has only the first, where every context is a step boundary but, as calibrated, the
+prompt; then a draft is as long as the target's step, and the judge timing is the Config's):
  - `can_draft(req, position)`: the boundary rule of the real scheduler - drafting only follows a
    context (of `position` steps) that ends on a step boundary (a step cut at the token cap does
    not); the drafter then only prefills the prompt meanwhile (a 1-token request), as the real
