@@ -16,7 +16,7 @@ import numpy as np
 
 from lrcore.modes import LR_MODES
 
-from ..sim.traces import prompt_cached, proposal_counts, proposal_rate, step_drafted
+from ..sim.traces import prompt_cached, proposal_rate, step_drafted
 from .fit import Points
 
 DEFAULT_PROMPT = 300     # when a record has no prompt_tokens (lrsim.sim.traces uses the same)
@@ -165,9 +165,9 @@ def scheduling_gaps(records: list[dict]) -> dict:
             # a step is committed once its verdict and (for a target step) its generation exist
             # and its parent is committed: an eager verdict on a deep node can come in long
             # before its parent's (counting from the verdict priced that wait as overhead)
-            for span, key in ((v, "end"), (t if s.get("source") == "target" else None, "end")):
-                if span and span.get(key) is not None:
-                    committed = max(committed, float(span[key]))
+            for span in (v, t if s.get("source") == "target" else None):
+                if span and span.get("end") is not None:
+                    committed = max(committed, float(span["end"]))
             if (s.get("source") == "target" and v and v.get("end") is not None and i + 1 < len(steps)
                     and steps[i + 1].get("target")):
                 gap = float(steps[i + 1]["target"]["start"]) - committed
@@ -251,10 +251,9 @@ def sd_acceptance(records: list[dict]) -> dict:
         if n:
             k2 = int(n) + 1
     passes = sum(hist)
-    counts = [c for c in map(proposal_counts, records) if c]
     return {"alpha2": geometric_alpha(hist) if passes else (accepted / drafted if drafted else None),
             # n-gram SD proposes only on a match: the share of decode passes that verified one
-            "proposal_rate": proposal_rate(counts) if counts else None,
+            "proposal_rate": proposal_rate(records),
             "acceptance_rate": accepted / drafted if drafted else None, "k2": k2 or 1,
             "drafted": drafted, "accepted": accepted, "accepted_length_hist": hist,
             "mean_accepted_length": (1 + accepted / passes) if passes else None}

@@ -97,6 +97,10 @@ def step_drafted(step: dict) -> bool:
     return isinstance(step.get("draft"), dict) or isinstance(step.get("verify"), dict)
 
 
+def _target_passes(rec: dict) -> list[dict]:
+    return ((rec.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []
+
+
 def proposal_counts(rec: dict) -> tuple[int, int] | None:
     """(SD passes that verified a proposal, target decode passes per sequence) over the record's
     window, both as the engine counted them (at N in flight: every request's); None without SD
@@ -105,8 +109,7 @@ def proposal_counts(rec: dict) -> tuple[int, int] | None:
     drafts = sd.get("num_drafts")
     if drafts is None:
         drafts = sum(sd.get("accepted_length_hist") or [])
-    passes = ((rec.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []
-    seqs = sum(int(p.get("decode_requests") or 0) for p in passes)
+    seqs = sum(int(p.get("decode_requests") or 0) for p in _target_passes(rec))
     if not drafts or not seqs:
         return None
     return int(drafts), seqs
@@ -117,11 +120,10 @@ def prompt_cached(rec: dict) -> int | None:
     seen before, or a shared template; vLLM caches whole blocks): the prompt less the mean
     prefill of the engine's first passes, up to the N prompt prefills of its block (N requests
     in flight start together; 1 alone). None when the passes do not say."""
-    passes = ((rec.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []
     prompt = int(rec.get("prompt_tokens") or 0)
     n = int((rec.get("load") or {}).get("concurrency") or 1)
     tokens = reqs = 0
-    for p in passes:
+    for p in _target_passes(rec):
         if not p.get("prefill_requests"):
             break                 # a pass without prefill before all N prompts: not a start
         tokens += int(p.get("prefill_tokens") or 0)
@@ -131,10 +133,11 @@ def prompt_cached(rec: dict) -> int | None:
     return None
 
 
-def proposal_rate(counts: list[tuple[int, int]]) -> float:
-    """Pooled proposal_counts: proposals over decode passes (1 without any counts)."""
+def proposal_rate(records: list[dict]) -> float | None:
+    """proposal_counts pooled over records: proposals over decode passes (None: nothing counted)."""
+    counts = [c for c in map(proposal_counts, records) if c]
     seqs = sum(n for _, n in counts)
-    return min(1.0, sum(d for d, _ in counts) / seqs) if seqs else 1.0
+    return min(1.0, sum(d for d, _ in counts) / seqs) if seqs else None
 
 
 def _verdict(step: dict):
@@ -172,10 +175,9 @@ class TraceWorkload:
             sd = r.get("sd") or {}
             drafted += sd.get("drafted", 0)
             accepted += sd.get("accepted", 0)
-        counts = [c for c in map(proposal_counts, self.records) if c]
         self._pooled = {"by_depth": {d: a / p for d, (p, a) in prop.items() if p},
                         "alpha2": accepted / drafted if drafted else 0.0,
-                        "hit": proposal_rate(counts)}
+                        "hit": proposal_rate(self.records) or 1.0}
 
     def requests(self) -> list[RequestSpec]:
         out = []
@@ -245,8 +247,7 @@ class TraceWorkload:
 
     def token_hit(self, req) -> float:
         """P(an SD round carries a proposal): the record's own rate, else the file's (1: always)."""
-        own = proposal_counts(req.trace)
-        return proposal_rate([own]) if own else self._pooled["hit"]
+        return proposal_rate([req.trace]) or self._pooled["hit"]
 
     def token_alpha(self, req) -> float:
         sd = req.trace.get("sd") or {}

@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from lrsim.sim.tokensd import SDStats, SDStream
-from lrsim.sim.traces import proposal_counts, proposal_rate
+from types import SimpleNamespace
+
+from lrsim.sim.traces import TraceWorkload, proposal_counts, proposal_rate
 from lrsim.sim.workload import Synthetic
 from lrcore.errors import UserError
 
@@ -61,8 +63,11 @@ def test_proposal_counts_of_a_record():
     rec["sd"]["accepted_length_hist"] = [50, 20, 14]
     assert proposal_counts(rec) == (84, 129)
     assert proposal_counts({"sd": {"num_drafts": 3}}) is None
-    assert proposal_rate([(84, 129), (16, 71)]) == 0.5
-    assert proposal_rate([]) == 1.0
+    two = [{"sd": {"num_drafts": d}, "engine_stats": {"target": {"forward_passes": [{"decode_requests": n}]}}}
+           for d, n in ((84, 129), (16, 71))]
+    assert proposal_rate(two) == 0.5
+    assert proposal_rate([]) is None
+    assert TraceWorkload([{"steps": [{"tokens": 3}]}]).token_hit(SimpleNamespace(trace={})) == 1.0
 
 
 def _records(path):
