@@ -117,6 +117,9 @@ def _semantic_errors(rec: dict):
     def interval(obj, where):
         if obj is not None and obj["end"] < obj["start"] - TIME_TOLERANCE_S:
             yield where, f"end {obj['end']} is before start {obj['start']}"
+        if obj is not None and obj.get("cached_tokens", 0) > obj.get("prompt_tokens", math.inf):
+            yield f"{where}.cached_tokens", (f"{obj['cached_tokens']} > prompt_tokens "
+                                             f"{obj['prompt_tokens']} (the cache holds part of the prompt)")
 
     steps = rec["steps"]
     for i, s in enumerate(steps):

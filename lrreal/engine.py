@@ -60,6 +60,9 @@ class GenResult:
     finish: str          # "stop" (hit a stop string), "eos", "length" (max_tokens)
     start: float
     end: float
+    prompt_tokens: int | None = None    # the request's prompt (context) as the engine tokenised it
+    cached_tokens: int | None = None    # of which the prefix cache held (vLLM num_cached_tokens):
+                                        # the prefill it really ran is the difference
 
 
 class Engine(Protocol):
@@ -456,8 +459,11 @@ class VllmEngine:
             finish = "eos"
         else:
             finish = "stop"
+        cached = getattr(final, "num_cached_tokens", None)
         return GenResult(text=c.text, tokens=len(c.token_ids), finish=finish,
-                         start=progress.start, end=end)
+                         start=progress.start, end=end,
+                         prompt_tokens=len(final.prompt_token_ids) if final.prompt_token_ids is not None else None,
+                         cached_tokens=int(cached) if isinstance(cached, int) else None)
 
     async def probe(self, salt: int, prompt_tokens: int = PROBE_PROMPT_TOKENS,
                     decode_tokens: int = PROBE_DECODE_TOKENS) -> dict:

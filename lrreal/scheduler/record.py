@@ -45,7 +45,10 @@ class StepLog:
     def span(self, r: GenResult | None) -> dict | None:
         if r is None:
             return None
-        return {"start": self.rel(r.start), "end": self.rel(r.end), "tokens": r.tokens}
+        out = {"start": self.rel(r.start), "end": self.rel(r.end), "tokens": r.tokens}
+        if r.prompt_tokens is not None and r.cached_tokens is not None:
+            out |= {"prompt_tokens": r.prompt_tokens, "cached_tokens": r.cached_tokens}
+        return out
 
     def verify_rec(self, verdict) -> dict | None:
         """A Verdict (lrreal.verifiers.base) as the trace's verify object."""
@@ -58,8 +61,7 @@ class StepLog:
 
     def discarded(self, kind: str, r: GenResult, depth: int) -> None:
         """Finished work never used (e.g. a draft in a subtree that lost)."""
-        self.pending_discarded.append({"kind": kind, "start": self.rel(r.start),
-                                       "end": self.rel(r.end), "tokens": r.tokens, "depth": depth})
+        self.pending_discarded.append({"kind": kind, **self.span(r), "depth": depth})
 
     def judged(self, depth: int, accepted: bool, reason: str | None = None) -> None:
         """One step position decided with draft(s) proposed (accepted if any was accepted)."""

@@ -285,3 +285,12 @@ def test_two_requests_in_flight_share_the_real_engines(real, tmp_path, mode):
     assert max(a["admitted_s"], b["admitted_s"]) < min(a["latency_s"], b["latency_s"])
     sizes = [p["batch_size"] for r in recs for p in r["engine_stats"]["target"]["forward_passes"]]
     assert max(sizes) == 2
+    # every generation says its prompt and the prefix cache's share of it (vLLM num_cached_tokens):
+    # the two samples share the problem's prompt, so the engine found it cached at least once
+    spans = [sp for r in recs for s in r["steps"] for sp in (s["draft"], s["target"])
+             if sp is not None and "prompt_tokens" in sp]
+    assert spans and all(0 <= sp["cached_tokens"] <= sp["prompt_tokens"] for sp in spans)
+    assert all("prompt_tokens" in r["steps"][0]["target"] for r in recs if r["steps"][0]["target"])
+    assert any(sp["cached_tokens"] > 0 for sp in spans)
+    if mode == "lr":      # every step of lr is a request of its own, with its own prompt
+        assert all("prompt_tokens" in s["target"] for r in recs for s in r["steps"] if s["target"])

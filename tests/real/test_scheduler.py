@@ -226,6 +226,19 @@ def test_steplog_relative_times_never_negative():
     assert log.rel(99.0) == 0.0 and log.rel(101.5) == 1.5
 
 
+def test_steplog_spans_carry_the_prefix_cache_hit_when_the_engine_says_it():
+    from lrreal.engine import GenResult
+
+    log = StepLog(t0=100.0)
+    seen = GenResult("x", 3, "stop", 101.0, 102.0, prompt_tokens=120, cached_tokens=96)
+    assert log.span(seen) == {"start": 1.0, "end": 2.0, "tokens": 3, "prompt_tokens": 120,
+                              "cached_tokens": 96}
+    assert log.span(GenResult("x", 3, "stop", 101.0, 102.0)) == {"start": 1.0, "end": 2.0, "tokens": 3}
+    log.discarded("draft", seen, depth=2)
+    assert log.pending_discarded == [{"kind": "draft", "start": 1.0, "end": 2.0, "tokens": 3,
+                                      "prompt_tokens": 120, "cached_tokens": 96, "depth": 2}]
+
+
 @pytest.mark.parametrize("case", range(24))
 def test_randomized_trees_always_yield_the_target_text(case):
     """Random wrong steps, speeds, depth, width, budgets: the committed text is always the

@@ -61,6 +61,14 @@ def test_schema_file_is_a_valid_draft_2020_12_schema():
     Draft202012Validator.check_schema(json.loads(traces.SCHEMA_PATH.read_text()))
 
 
+def test_spans_may_say_their_prompt_and_prefix_cache_hit():
+    rec = make_record()
+    rec["steps"][0]["target"] |= {"prompt_tokens": 120, "cached_tokens": 96}
+    rec["steps"][1]["cancelled"][0] |= {"prompt_tokens": 140, "cached_tokens": 128}
+    validate_record(rec)          # optional and additive: older records without them stay valid
+    validate_record(make_record())
+
+
 def test_sd_record_with_histogram_validates():
     rec = make_record(mode="sd")
     rec["sd"] = {"drafted": 16, "accepted": 5, "accepted_length_hist": [1, 1, 2, 0, 0]}
@@ -95,6 +103,10 @@ def test_sd_record_with_histogram_validates():
     (lambda r: r["step_acceptance"].update(accepted=3), "step_acceptance.accepted"),
     (lambda r: r["step_acceptance"].update(proposed=3), "step_acceptance.by_depth"),
     (lambda r: r.update(wall_time_s=float("nan")), "wall_time_s"),
+    (lambda r: r["steps"][0]["target"].update(prompt_tokens=-1, cached_tokens=0),
+     "steps[0].target.prompt_tokens"),
+    (lambda r: r["steps"][0]["target"].update(prompt_tokens=64, cached_tokens=96),
+     "steps[0].target.cached_tokens"),
 ])
 def test_schema_violations_name_the_field(mutate, field):
     rec = make_record()
