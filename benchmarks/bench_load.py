@@ -11,8 +11,9 @@ block = N problems run together, a closed loop of N). Per level N and configurat
                start to last request end); speedup = tokens/s over ar's on the same blocks (the
                target on its own core) and over ar-er's (AR on both cores: equal resources);
                TTFT and TPOT medians (load.ttft_s / load.tpot_s).
-  replayed     a profile calibrated on the c1 and c2 records of every configuration but ar-er
-               (another binding) replays every block: its N records simulated together
+  replayed     a profile calibrated on the c1 and c2 records of every configuration (ar-er's,
+               another binding, only give the equal-resources TP efficiency: lrsim/calib/
+               equal.py) replays every block but ar-er's: its N records simulated together
                (their recorded steps, lengths and verdicts; N requests in flight on the
                simulated engines, which batch them with the calibrated batch-latency curve), the
                profile scaled to the machine speed probed before the block.
@@ -49,13 +50,15 @@ from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E40
 from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled  # noqa: E402
 
 CALIB_LEVELS = (1, 2)
-CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")
+CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")   # replayed
+# and ar-er, whose AR on both cores against ar's gives the baseline's measured TP efficiency
+PROFILE_CONFIGS = (*CALIB_CONFIGS, "ar-er")
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 # `lr plan` prices one verifier's acceptance per profile: one profile per verifier, each calibrated
 # on 1-2 in flight, and the plan's label of each measured configuration
 PLAN_PROFILES = {
-    "exact": (("ar", "sd", "lr-d2"), {"sd": "sd k2=7", "lr-d2": "lr depth=2"}),
-    "emb": (("ar", "sd", "lr-d2-emb", "lr+sd-d2-emb"),
+    "exact": (("ar", "ar-er", "sd", "lr-d2"), {"sd": "sd k2=7", "lr-d2": "lr depth=2"}),
+    "emb": (("ar", "ar-er", "sd", "lr-d2-emb", "lr+sd-d2-emb"),
             {"lr-d2-emb": "lr depth=2", "lr+sd-d2-emb": "lr+sd depth=2 k2=7"}),
 }
 PLAN_ARGS = ("--depth", "2", "--k2", "7", "--placement", "dedicated",
@@ -165,7 +168,7 @@ def measure(load_root: Path, corpus: dict) -> tuple[list[str], dict]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
     flight); returns the calibration files too."""
     paths = calib_paths(load_root)
-    prof = Profile(validate_doc(calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False)))
+    prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
     return paths, {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}
 
 
@@ -250,6 +253,8 @@ def main() -> None:
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
         planned = {n: plan_at(profiles, n) for n in sorted(corpus)}
         searched = search(profiles, max(corpus))
+        tp_eff = {name: json.loads(Path(path).read_text())["placement"].get("equal_resources")
+                  for name, path in profiles.items()}
     configs = sorted({c for t in measured.values() for c in t} - {"ar"})
     be = {c: {"measured_vs_ar": break_even(measured, "speedup_vs_ar", c),
               "measured_vs_ar-er": break_even(measured, "speedup_vs_ar-er", c),
@@ -263,7 +268,8 @@ def main() -> None:
             for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
     out = {"levels": {str(n): t for n, t in measured.items()},
            "planned": {str(n): t for n, t in planned.items()},
-           "break_even": be, "calibrated_on": {"levels": list(CALIB_LEVELS), "configs": list(CALIB_CONFIGS)},
+           "break_even": be, "calibrated_on": {"levels": list(CALIB_LEVELS), "configs": list(PROFILE_CONFIGS)},
+           "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
@@ -308,6 +314,12 @@ def render(out: dict) -> str:
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "
               f"(target {out['target']['speedup_rel_error']:.0%}); calibrated on levels "
               f"{', '.join(map(str, out['calibrated_on']['levels']))} only."]
+    eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
+    if eff:
+        lines += ["", f"Equal-resources TP efficiency measured on levels 1-2 (lrsim/calib/equal.py): "
+                  f"AR on both cores {eff['speedup']:.2f}x AR on one over {eff['pairs']} problem pairs, "
+                  f"tp_efficiency {eff['tp_efficiency']:.2f} (the simulator's default: 0.90); the plan's "
+                  f"ar-er uses it."]
     return "\n".join(lines) + "\n"
 
 

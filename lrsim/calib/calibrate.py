@@ -11,7 +11,9 @@ simulator uses the same model for ar, sd, lr, lr+sd and lr-sync, so a configurat
 never measured is predicted from the physics, not from a fit of its own. Traces without
 forward-pass statistics fall back to generation spans with reconstructed concurrency (fit.py).
 Acceptance (by depth), step lengths, SD acceptance and the verifier are fitted separately; the
-engines' KV-cache capacity is read or computed from the runs' settings (kv.py).
+engines' KV-cache capacity is read or computed from the runs' settings (kv.py). AR records of
+the equal-resources binding (the target on every core) give the baseline's measured TP
+efficiency (equal.py) and nothing else.
 Records of the acceptance protocol (mode "accept") feed the latency fit and are the preferred
 source of alpha1 (with its 95% interval: lrcore/acceptance.py, acceptance.py); they carry no LR schedule, so the
 scheduling overheads and the replay leave them out.
@@ -29,6 +31,7 @@ from lrcore.modes import ACCEPT_MODE, LR_MODES
 
 from . import overheads as oh
 from .acceptance import acceptance_warnings, profile_step_acceptance
+from .equal import is_equal_resources, measured
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
 from .kv import engine_kv
 from .schema import PROFILE_VERSION
@@ -121,6 +124,12 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         raise UserError(f"{', '.join(map(str, paths))}: no trace record with steps"
                         + (" among the selected problems" if problems is not None else "")
                         + (" in the selected configurations" if configs is not None else ""))
+    # AR bound to every core (the equal-resources baseline) ran on other cores than the rest:
+    # measured against AR on the split binding (equal.py), kept out of every other fit
+    er = [r for r in records if is_equal_resources(r)]
+    equal = measured(records) if er else None
+    if len(er) < len(records):
+        records = [r for r in records if not is_equal_resources(r)]
     by_mode: dict[str, list[dict]] = {}
     for r in records:
         by_mode.setdefault(r["mode"], []).append(r)
@@ -210,6 +219,8 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
         doc["kv_cache"] = kv
     doc["source"]["configs"] = _configs(records)
     doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept) + kv_warnings
+    if equal is not None:
+        doc["placement"]["equal_resources"] = equal
     if select_placement and lr and "draft" in latency:
         choose_placement(doc, lr)
     return doc

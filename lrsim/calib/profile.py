@@ -58,6 +58,12 @@ class Profile:
     def shared(self) -> bool:
         return bool(self.doc["placement"]["shared"])
 
+    @property
+    def tp_efficiency(self) -> float | None:
+        """The equal-resources baseline's TP efficiency measured on these traces (equal.py)."""
+        eq = self.doc["placement"].get("equal_resources")
+        return float(eq["tp_efficiency"]) if eq else None
+
     def has(self, role: str) -> bool:
         return role in self.doc["latency"]
 
@@ -202,6 +208,8 @@ class Profile:
                      verifier=self.verifier_cost(per_step_overhead),
                      workload=workload if workload is not None else self.workload(requests, steps, rate, seed),
                      equal_resources=equal_resources, name=self.doc.get("name", "profile"))
+        if self.tp_efficiency is not None:   # measured (equal.py), else the Config default
+            cfg.tp_efficiency = self.tp_efficiency
         return cfg.validate()
 
     def summary(self) -> dict:

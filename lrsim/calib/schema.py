@@ -147,7 +147,15 @@ SCHEMA = {
                                "depth": {"type": "integer", "minimum": 1, "maximum": 1024},
                                "width": {"type": "integer", "minimum": 1, "maximum": 1024},
                                "judge_timing": {"enum": ["eager", "deferred"]}}},
-                           "selected_by": {"type": "object"}},
+                           "selected_by": {"type": "object"},
+                           # AR on every core against AR on the target's (lrsim/calib/equal.py)
+                           "equal_resources": {
+                               "type": "object", "required": ["tp_efficiency"],
+                               "properties": {"tp_efficiency": {**_NUM, "minimum": 0.01, "maximum": 1.0},
+                                              "speedup": _NUM, "core_ratio": _NUM,
+                                              "pairs": {"type": "integer", "minimum": 1},
+                                              "by_concurrency": {"type": "object",
+                                                                 "additionalProperties": _NUM}}}},
         },
     },
 }

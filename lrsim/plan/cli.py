@@ -33,7 +33,7 @@ def plan_cmd(
     alpha2: float = typer.Option(None, "--alpha2", help="What-if: n-gram acceptance per drafted token."),
     verifier_seconds: float = typer.Option(None, "--verifier-seconds", help="What-if: seconds per judgement, as measured on the planned devices (never rescaled)."),
     accept_by_width: str = typer.Option(None, "--accept-by-width", help="What-if: acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
-    tp_efficiency: float = typer.Option(None, "--tp-efficiency", help="Equal-resources baseline: bandwidth kept per doubling of TP (default 0.9; lower = TP scales worse)."),
+    tp_efficiency: float = typer.Option(None, "--tp-efficiency", help="Equal-resources baseline: bandwidth kept per doubling of TP (default: the profile's measurement when its traces include --equal-resources AR, else 0.9; lower = TP scales worse)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
     budget: int = typer.Option(None, "--budget", "-M", help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
     concurrency: int = typer.Option(None, "--concurrency", min=1, max=MAX_WORKLOAD, help="Requests in flight (closed batch; default 1)."),

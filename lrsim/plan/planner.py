@@ -168,6 +168,17 @@ def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int
     return hw.rescale(cfg, hard.kind)
 
 
+def _tp_efficiency(source, hard, load) -> dict:
+    """The equal-resources baseline's TP efficiency and where it came from: the flag, the
+    profile's measurement (lrsim/calib/equal.py) or the model's default."""
+    if hard.tp_efficiency is not None:
+        return {"value": hard.tp_efficiency, "source": "--tp-efficiency"}
+    measured = getattr(source, "measured_tp_efficiency", None)
+    # a preset rebuilds its wider target with its own efficiency (presets.py target_latency)
+    value = source.preset().tp_efficiency if hasattr(source, "preset") else source.to_config("ar").tp_efficiency
+    return {"value": value, "source": "measured" if measured is not None else "default"}
+
+
 def _replicas(source, cand, hard, load) -> tuple[int, int, str | None]:
     """(devices per replica, replicas, why it cannot run). A speculative candidate whose models'
     weights leave no room for a KV cache (e.g. three models shared on small GPUs) is skipped;
@@ -306,7 +317,8 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
                                                           or r["speedup_rel_halfwidth"] > load.ci_target)]
     meta = {"source": source.label, "objective": objective, "load": asdict(load),
             "load_text": load.describe(),
-            "hardware": {"devices": hard.devices, "kind": hard.kind},
+            "hardware": {"devices": hard.devices, "kind": hard.kind,
+                         "tp_efficiency": _tp_efficiency(source, hard, load)},
             "reference": ref, "equal_resources_baseline": eq, "best": ok[0],
             "skipped": [r for r in rows if not r["feasible"]],
             "statistics": {"confidence": load.confidence, "ci_target": load.ci_target,

@@ -83,6 +83,13 @@ class ProfileSource(_Source):
     def name(self) -> str:     # the label's second word
         return self.path
 
+    @property
+    def measured_tp_efficiency(self) -> float | None:
+        """The equal-resources TP efficiency the profile's traces measured (None: not measured)."""
+        from ..calib.profile import load_profile
+
+        return load_profile(self.path).tp_efficiency
+
     def to_config(self, policy, **knobs):
         from ..calib.profile import load_profile
 

@@ -143,7 +143,8 @@ def test_cli_json_keys(run_lr):
                 "speedup_vs_equal", "tokens_per_s", "goodput_tokens_per_s", "slo_attainment",
                 "latency_s", "ms_per_token", "devices_per_replica", "replicas", "role"):
         assert key in res["candidates"][0], key
-    assert res["hardware"] == {"devices": 4, "kind": "H100"}
+    assert res["hardware"] == {"devices": 4, "kind": "H100",
+                               "tp_efficiency": {"value": 0.9, "source": "default"}}
     assert res["best"]["rank"] == 1 and res["recommendation"].startswith("On 4x H100")
 
 
