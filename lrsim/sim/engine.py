@@ -30,7 +30,9 @@ import math
 from collections import deque
 
 import simpy
+from simpy.events import NORMAL
 
+from .kernel import Wake
 from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
@@ -99,6 +101,10 @@ class Engine:
         self._shared = None               # known once every model is placed (first kick)
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
+        self._end = None                  # the chunk end's entry when env can cancel it (kernel.py)
+        self._timer = getattr(env, "timer", None)
+        self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
+        self._kick_cbs = (self._kick,)
         self._boundary = False            # an early chunk end is already scheduled
         self._reqs: list = []
         self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
@@ -141,7 +147,8 @@ class Engine:
         st = self._state
         if st == "idle":
             self._state = "kick"      # start at this instant, after all same-time submits
-            self.env.timeout(0).callbacks.append(self._kick)
+            env = self.env            # = env.timeout(0) with self._kick as its callback
+            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
 
@@ -168,8 +175,19 @@ class Engine:
             self._schedule_end(start + k * t_iter - self.env.now, k)
 
     def _schedule_end(self, delay: float, k: int):
-        gen = self._gen
-        self.env.timeout(max(0.0, delay)).callbacks.append(lambda _e: self._chunk_end(gen, k))
+        """= env.timeout(max(0.0, delay)) calling _chunk_end(gen, k); the chunk end it replaces
+        (if any) is cancelled where the environment can (kernel.Environment), else it fires
+        stale and is ignored."""
+        w = Wake(self._end_cbs, self._gen, k)
+        if not delay > 0.0:           # = max(0.0, delay)
+            delay = 0.0
+        if self._timer is not None:
+            if self._end is not None:
+                self.env.cancel(self._end)
+            self._end = self._timer(delay, w)
+        else:
+            env = self.env
+            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
@@ -225,6 +243,12 @@ class Engine:
         self._schedule_end(n * t_iter, n)
         if was != "run" and self.peer is not None:
             self._notify_peer()
+
+    def _on_end(self, w: Wake):
+        if w.gen != self._gen:
+            return
+        self._end = None
+        self._chunk_end(w.gen, w.k)
 
     def _chunk_end(self, gen: int, k: int):
         if gen != self._gen:
