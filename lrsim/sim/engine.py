@@ -135,7 +135,7 @@ class Engine:
             job.cancelled = True
             if job.started is not None:       # admitted: leaves at the next iteration boundary
                 start, t_iter = self._chunk
-                running = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+                running = math.ceil((self.env._now - start) / t_iter - 1e-9) if t_iter > 0 else 0
                 job.iters_left = max(0, job.finish_iter - self.iter_no - running)
                 self.cancelled.append(job)
                 self._changed()
@@ -168,14 +168,15 @@ class Engine:
         """End the chunk in progress at the end of its current iteration (never preempted; at
         the chunk's first instant, k = 0: restart it at once)."""
         start, t_iter = self._chunk
-        k = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+        now = self.env._now
+        k = math.ceil((now - start) / t_iter - 1e-9) if t_iter > 0 else 0
         if k < self._n_chunk:
             self._boundary = True
             self._gen += 1
-            self._schedule_end(start + k * t_iter - self.env.now, k)
+            self._schedule_end(start + k * t_iter - now, k)
 
     def _schedule_end(self, delay: float, k: int):
-        """= env.timeout(max(0.0, delay)) calling _chunk_end(gen, k); the chunk end it replaces
+        """= env.timeout(max(0.0, delay)) calling _on_end; the chunk end it replaces
         (if any) is cancelled where the environment can (kernel.Environment), else it fires
         stale and is ignored."""
         w = Wake(self._end_cbs, self._gen, k)
@@ -197,7 +198,8 @@ class Engine:
             if was == "run" and self.peer is not None:
                 self._notify_peer()
             return
-        if self.shared:   # time-sharing: hold every device of the pool, one iteration at a time
+        # time-sharing: hold every device of the pool, one iteration at a time
+        if self._shared or (self._shared is None and self.shared):
             was = self._state
             self._state = "wait-device"
             if was == "run" and self.peer is not None:
@@ -222,10 +224,13 @@ class Engine:
 
     def _start_chunk(self):
         t_iter = self._iteration_cost()
-        if self.shared or self.prefilling:
+        if self._shared or self.prefilling:
             n = 1
         else:
-            n = min(self._next_finish() - self.iter_no, self.max_chunk)
+            h = self.heap
+            n = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - self.iter_no
+            if n > self.max_chunk:
+                n = self.max_chunk
             kv = self.kv
             if kv is not None and n > 1:        # end the chunk where the cache would overflow
                 top = kv.upper(self.iter_no + n - 1)
@@ -237,7 +242,7 @@ class Engine:
         was = self._state
         self._state = "run"
         self._boundary = False
-        self._chunk = (self.env.now, t_iter)
+        self._chunk = (self.env._now, t_iter)
         self._n_chunk = n
         self._gen += 1
         self._schedule_end(n * t_iter, n)
@@ -245,23 +250,20 @@ class Engine:
             self._notify_peer()
 
     def _on_end(self, w: Wake):
+        """The chunk ends (k iterations run; the chunk of generation gen, else it is stale)."""
         if w.gen != self._gen:
             return
         self._end = None
-        self._chunk_end(w.gen, w.k)
-
-    def _chunk_end(self, gen: int, k: int):
-        if gen != self._gen:
-            return
         if self._reqs:
             self._release()
+        k = w.k
         if k:
             self._advance(k, k * self._chunk[1])
         self._kick()
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _add(self, j: Job):
-        j.started = self.env.now
+        j.started = self.env._now
         j.finish_iter = self.iter_no + j.iters_left
         j.start_iter = self.iter_no
         self._seq += 1
@@ -288,6 +290,8 @@ class Engine:
         self.ctx_e -= j.emit_per_iter
 
     def _admit(self):
+        if not self.waiting and not self.cancelled and self.kv is None:
+            return
         if self.cancelled:
             for j in self.cancelled:
                 self._remove(j)
@@ -326,21 +330,24 @@ class Engine:
         return t
 
     def _advance(self, k: int, spent: float):
-        now = self.env.now
+        now = self.env._now
         self.busy_s += spent
         self.last_end = now
         self.iterations += k
-        self.batch_hist[self.n] = self.batch_hist.get(self.n, 0) + k
+        hist = self.batch_hist
+        n = self.n
+        hist[n] = hist.get(n, 0) + k
         for d in self.devices:
             d.busy_s += spent
-        self.iter_no += k
-        for j in self.prefilling:
-            self.ctx_a += j.prefill
-            j.ctx += j.prefill          # so that _remove takes it out again
-            j.prefill = 0
-        self.prefilling.clear()
+        self.iter_no = it = self.iter_no + k
+        if self.prefilling:
+            for j in self.prefilling:
+                self.ctx_a += j.prefill
+                j.ctx += j.prefill          # so that _remove takes it out again
+                j.prefill = 0
+            self.prefilling.clear()
         h = self.heap
-        while h and h[0][0] <= self.iter_no:
+        while h and h[0][0] <= it:
             j = heapq.heappop(h)[2]
             if j.cancelled:
                 continue
