@@ -105,6 +105,8 @@ class Engine:
         self._timer = getattr(env, "timer", None)
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
+        self._granted_cbs = (self._granted,)
+        self._ungranted = 0               # device requests not yet granted (shared placement)
         self._boundary = False            # an early chunk end is already scheduled
         self._reqs: list = []
         self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
@@ -205,9 +207,19 @@ class Engine:
             if was == "run" and self.peer is not None:
                 self._notify_peer()
             self._reqs = [d.resource.request() for d in self.devices]
-            self.env.all_of(self._reqs).callbacks.append(self._granted)
+            # = env.all_of(self._reqs) calling _granted: the same event, scheduled when the last
+            # request is processed, as a bare Wake (no Condition object, no ConditionValue)
+            self._ungranted = len(self._reqs)
+            for r in self._reqs:
+                r.callbacks.append(self._device_granted)
         else:
             self._start_chunk()
+
+    def _device_granted(self, _e):
+        self._ungranted -= 1
+        if not self._ungranted:
+            env = self.env
+            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._granted_cbs)))
 
     def _granted(self, _e):
         self._admit()
