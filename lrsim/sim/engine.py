@@ -30,7 +30,9 @@ import math
 from collections import deque
 
 import simpy
+from simpy.events import NORMAL
 
+from .kernel import Wake
 from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
@@ -99,6 +101,12 @@ class Engine:
         self._shared = None               # known once every model is placed (first kick)
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
+        self._end = None                  # the chunk end's entry when env can cancel it (kernel.py)
+        self._timer = getattr(env, "timer", None)
+        self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
+        self._kick_cbs = (self._kick,)
+        self._granted_cbs = (self._granted,)
+        self._ungranted = 0               # device requests not yet granted (shared placement)
         self._boundary = False            # an early chunk end is already scheduled
         self._reqs: list = []
         self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
@@ -129,7 +137,7 @@ class Engine:
             job.cancelled = True
             if job.started is not None:       # admitted: leaves at the next iteration boundary
                 start, t_iter = self._chunk
-                running = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+                running = math.ceil((self.env._now - start) / t_iter - 1e-9) if t_iter > 0 else 0
                 job.iters_left = max(0, job.finish_iter - self.iter_no - running)
                 self.cancelled.append(job)
                 self._changed()
@@ -141,7 +149,8 @@ class Engine:
         st = self._state
         if st == "idle":
             self._state = "kick"      # start at this instant, after all same-time submits
-            self.env.timeout(0).callbacks.append(self._kick)
+            env = self.env            # = env.timeout(0) with self._kick as its callback
+            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
 
@@ -161,15 +170,27 @@ class Engine:
         """End the chunk in progress at the end of its current iteration (never preempted; at
         the chunk's first instant, k = 0: restart it at once)."""
         start, t_iter = self._chunk
-        k = math.ceil((self.env.now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+        now = self.env._now
+        k = math.ceil((now - start) / t_iter - 1e-9) if t_iter > 0 else 0
         if k < self._n_chunk:
             self._boundary = True
             self._gen += 1
-            self._schedule_end(start + k * t_iter - self.env.now, k)
+            self._schedule_end(start + k * t_iter - now, k)
 
     def _schedule_end(self, delay: float, k: int):
-        gen = self._gen
-        self.env.timeout(max(0.0, delay)).callbacks.append(lambda _e: self._chunk_end(gen, k))
+        """= env.timeout(max(0.0, delay)) calling _on_end; the chunk end it replaces
+        (if any) is cancelled where the environment can (kernel.Environment), else it fires
+        stale and is ignored."""
+        w = Wake(self._end_cbs, self._gen, k)
+        if not delay > 0.0:           # = max(0.0, delay)
+            delay = 0.0
+        if self._timer is not None:
+            if self._end is not None:
+                self.env.cancel(self._end)
+            self._end = self._timer(delay, w)
+        else:
+            env = self.env
+            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
@@ -179,15 +200,26 @@ class Engine:
             if was == "run" and self.peer is not None:
                 self._notify_peer()
             return
-        if self.shared:   # time-sharing: hold every device of the pool, one iteration at a time
+        # time-sharing: hold every device of the pool, one iteration at a time
+        if self._shared or (self._shared is None and self.shared):
             was = self._state
             self._state = "wait-device"
             if was == "run" and self.peer is not None:
                 self._notify_peer()
             self._reqs = [d.resource.request() for d in self.devices]
-            self.env.all_of(self._reqs).callbacks.append(self._granted)
+            # = env.all_of(self._reqs) calling _granted: the same event, scheduled when the last
+            # request is processed, as a bare Wake (no Condition object, no ConditionValue)
+            self._ungranted = len(self._reqs)
+            for r in self._reqs:
+                r.callbacks.append(self._device_granted)
         else:
             self._start_chunk()
+
+    def _device_granted(self, _e):
+        self._ungranted -= 1
+        if not self._ungranted:
+            env = self.env
+            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._granted_cbs)))
 
     def _granted(self, _e):
         self._admit()
@@ -204,10 +236,13 @@ class Engine:
 
     def _start_chunk(self):
         t_iter = self._iteration_cost()
-        if self.shared or self.prefilling:
+        if self._shared or self.prefilling:
             n = 1
         else:
-            n = min(self._next_finish() - self.iter_no, self.max_chunk)
+            h = self.heap
+            n = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - self.iter_no
+            if n > self.max_chunk:
+                n = self.max_chunk
             kv = self.kv
             if kv is not None and n > 1:        # end the chunk where the cache would overflow
                 top = kv.upper(self.iter_no + n - 1)
@@ -219,25 +254,28 @@ class Engine:
         was = self._state
         self._state = "run"
         self._boundary = False
-        self._chunk = (self.env.now, t_iter)
+        self._chunk = (self.env._now, t_iter)
         self._n_chunk = n
         self._gen += 1
         self._schedule_end(n * t_iter, n)
         if was != "run" and self.peer is not None:
             self._notify_peer()
 
-    def _chunk_end(self, gen: int, k: int):
-        if gen != self._gen:
+    def _on_end(self, w: Wake):
+        """The chunk ends (k iterations run; the chunk of generation gen, else it is stale)."""
+        if w.gen != self._gen:
             return
+        self._end = None
         if self._reqs:
             self._release()
+        k = w.k
         if k:
             self._advance(k, k * self._chunk[1])
         self._kick()
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _add(self, j: Job):
-        j.started = self.env.now
+        j.started = self.env._now
         j.finish_iter = self.iter_no + j.iters_left
         j.start_iter = self.iter_no
         self._seq += 1
@@ -264,6 +302,8 @@ class Engine:
         self.ctx_e -= j.emit_per_iter
 
     def _admit(self):
+        if not self.waiting and not self.cancelled and self.kv is None:
+            return
         if self.cancelled:
             for j in self.cancelled:
                 self._remove(j)
@@ -302,21 +342,24 @@ class Engine:
         return t
 
     def _advance(self, k: int, spent: float):
-        now = self.env.now
+        now = self.env._now
         self.busy_s += spent
         self.last_end = now
         self.iterations += k
-        self.batch_hist[self.n] = self.batch_hist.get(self.n, 0) + k
+        hist = self.batch_hist
+        n = self.n
+        hist[n] = hist.get(n, 0) + k
         for d in self.devices:
             d.busy_s += spent
-        self.iter_no += k
-        for j in self.prefilling:
-            self.ctx_a += j.prefill
-            j.ctx += j.prefill          # so that _remove takes it out again
-            j.prefill = 0
-        self.prefilling.clear()
+        self.iter_no = it = self.iter_no + k
+        if self.prefilling:
+            for j in self.prefilling:
+                self.ctx_a += j.prefill
+                j.ctx += j.prefill          # so that _remove takes it out again
+                j.prefill = 0
+            self.prefilling.clear()
         h = self.heap
-        while h and h[0][0] <= self.iter_no:
+        while h and h[0][0] <= it:
             j = heapq.heappop(h)[2]
             if j.cancelled:
                 continue

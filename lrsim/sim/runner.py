@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import math
 
-import simpy
-
 from .config import Config
 from .devices import DevicePool
 from .engine import Engine
 from .free_engine import FreeEngine
+from .kernel import Environment
 from .latency import Ideal
 from .metrics import compare, summarise
 from .policies import POLICIES
@@ -46,7 +45,7 @@ def run(cfg: Config) -> tuple[dict, World]:
 
     cfg = cfg.validate().effective()
     check_simulation(cfg)   # before the workload is built (memory, time)
-    env = simpy.Environment()
+    env = Environment()   # simpy's, with cancellable engine timers (kernel.py)
     pool = DevicePool(env, cfg.devices)
     uses_sd = cfg.k2 > 1 and cfg.policy != "ar"
     target = _engine(env, pool, cfg.target, cfg, uses_sd)
