@@ -14,13 +14,14 @@ request observes feeds its Estimator:
     accepted tokens and rejected rounds it drew
   - each finished draft: seconds and the draft engine's batch; each verdict's seconds
   - the requests in flight at each decision.
-One Estimator and Controller per request, starting from the neutral prior (`Estimates()`: told
+One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
 nothing about this workload), so a request follows its own phase changes. The decision logic is
 lrcore/adaptive.py's, imported, not copied.
 
 The Config bounds the choice (`adaptive_config`): depths 0..cfg.depth, widths 1..cfg.width, k2
-fixed at cfg.k2 (vLLM fixes it at engine start; and with k2 = 1 on offer, SD's acceptance, whose
-prior is 0, would never be measured). cfg.adaptive, an AdaptiveConfig, replaces all of that.
+1 or cfg.k2 (SD off, or at the engine's one k2: vLLM fixes it at engine start); with SD on offer
+the prior's SD acceptance is 0.5 (`neutral_prior`), as lrcore's 0 would never run SD and so never
+measure it. cfg.adaptive, an AdaptiveConfig, replaces the bounds.
 
 Every decision is counted in the world's DecisionLog (metrics: summary["adaptive"]): by depth,
 width, k2 and request, switches and explorations, and in full (Decision.to_dict: estimates,
