@@ -154,6 +154,11 @@ class DecayedMean:
         self.total = self.decay * self.total + weight * value
         self.weight = self.decay * self.weight + weight
 
+    def forget(self) -> None:
+        """One decay without an observation (another depth's verdict ticked the clock)."""
+        self.total *= self.decay
+        self.weight *= self.decay
+
     @property
     def value(self) -> float:
         return (self.prior_weight * self.prior + self.total) / (self.prior_weight + self.weight)
@@ -227,7 +232,11 @@ class Estimator:
             raise ValueError(f"depth must be >= 1, got {depth}")
         _measured("observe_acceptance", judged, accepted, judged - accepted)
         if judged > 0:
-            self.alpha[min(depth, len(self.alpha)) - 1].observe(accepted / judged, judged)
+            mine = self.alpha[min(depth, len(self.alpha)) - 1]
+            for m in self.alpha:    # one clock for every depth: a depth no longer judged forgets
+                if m is not mine:   # its old verdicts and returns to its prior (the depth above)
+                    m.forget()
+            mine.observe(accepted / judged, judged)
 
     def observe_sd(self, accepted: int, rejected: int) -> None:
         """SD tokens as Bernoulli trials of alpha2: `accepted` draft tokens, and `rejected`, the
@@ -274,9 +283,27 @@ class Estimator:
 
         def prob(x: float) -> float:
             return min(max(x, 0.0), 1.0)
-        return Estimates(tuple(prob(m.value) for m in self.alpha), prob(self.alpha2.value),
+        return Estimates(self._alphas(prob), prob(self.alpha2.value),
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
                          self.step_tokens.value)
+
+
+    def _alphas(self, prob) -> tuple[float, ...]:
+        """Acceptance by depth. The prior of depth d >= 2 follows the estimate of depth d - 1
+        (times the prior's own ratio between them): a depth seldom judged - the async tree judges
+        most drafts at the depth they were launched at, and a rejection at depth 1 kills the
+        deeper ones unjudged - is believed to be like the depth above it, not the fixed prior.
+        (With a fixed 0.5 at depths 2-4, a depth-1 acceptance of 0 still priced a depth-4 tree
+        at a geometric-mean acceptance of 0.27, and it never stopped speculating.) Before any
+        observation every depth is exactly its prior."""
+        out: list[float] = []
+        for d, m in enumerate(self.alpha):
+            prior = m.prior
+            above = self.alpha[d - 1].prior if d else 0.0
+            if d and above > 0:
+                prior = m.prior * (out[-1] / above)
+            out.append(prob((m.prior_weight * prior + m.total) / (m.prior_weight + m.weight)))
+        return tuple(out)
 
 
 # --- the decision rule -------------------------------------------------------------------------

@@ -26,6 +26,15 @@ MODE_POLICY = {
 # judges the pair, the target's step is kept. A measurement of alpha1, never simulated.
 ACCEPT_MODE = "accept"
 
+# Adaptive lookahead (issue 14; lrcore/adaptive.py decides depth, width and k2 before each
+# speculation) -> the static mode whose engines, SD setting and measured latency it runs with.
+# The simulator runs them (policy "lr-adaptive"); the real backend does not yet, so they are kept
+# out of MODE_POLICY and MODES (`lr collect --mode` refuses them) until its scheduler does.
+ADAPTIVE_MODES = {"lr-adaptive": "lr", "lr+sd-adaptive": "lr+sd"}
+# every mode the simulator runs (lr plan --modes, profiles): the real ones and the adaptive ones
+SIM_MODE_POLICY = {**MODE_POLICY,
+                   **{m: ("lr-adaptive", MODE_POLICY[base][1]) for m, base in ADAPTIVE_MODES.items()}}
+
 MODES = (*MODE_POLICY, ACCEPT_MODE)                                  # every real mode
 SD_MODES = tuple(m for m, (_, sd) in MODE_POLICY.items() if sd)     # the target runs n-gram SD
 LR_MODES = tuple(m for m, (p, _) in MODE_POLICY.items() if p.startswith("lr"))  # draft + verifier

@@ -21,8 +21,11 @@ def positions_per_step(cfg) -> int:
     pol = getattr(cfg, "policy", "ar")
     if pol in ("lr-sync", "lr-stage"):
         return max(1, int(cfg.k1))
-    if pol == "lr-async":
+    if pol in ("lr-async", "lr-adaptive"):     # lr-adaptive: the largest tree it may choose
         w, d = max(1, int(cfg.width)), max(0, int(cfg.depth))
+        own = getattr(cfg, "adaptive", None) if pol == "lr-adaptive" else None
+        if own is not None:                      # its own bounds (policies/lr_adaptive.py)
+            w, d = max(own.widths), own.max_depth
         return d + 1 if w == 1 else (w ** (d + 1) - 1) // (w - 1)
     return 1
 

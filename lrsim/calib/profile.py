@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lrcore import jsonin
 from lrcore.errors import UserError
-from lrcore.modes import MODE_POLICY, latency_mode
+from lrcore.modes import ADAPTIVE_MODES, SIM_MODE_POLICY, latency_mode
 
 from ..sim.config import POLICIES, Config, Placement
 from ..sim.kvcache import KVSpec
@@ -173,13 +173,13 @@ class Profile:
         take the values the traces were recorded with (placement.defaults; a profile without a
         judge timing was calibrated from deferred runs). `shared` overrides
         the measured placement (True: draft and target time-share one device)."""
-        mode = policy if policy in MODE_POLICY else None
+        mode = policy if policy in SIM_MODE_POLICY else None
         if mode is not None:
-            sim_policy, uses_sd = MODE_POLICY[mode]
+            sim_policy, uses_sd = SIM_MODE_POLICY[mode]
         elif policy in POLICIES:
             sim_policy, uses_sd = policy, policy == "sd"
         else:
-            raise UserError(f"policy must be one of {', '.join(sorted(set(POLICIES) | set(MODE_POLICY)))}, "
+            raise UserError(f"policy must be one of {', '.join(sorted(set(POLICIES) | set(SIM_MODE_POLICY)))}, "
                             f"got {policy!r}")
         defaults = self.doc["placement"].get("defaults", {})
         depth = depth or int(defaults.get("depth", 4))
@@ -191,7 +191,7 @@ class Profile:
         share = self.shared if shared is None else shared
         kind = self.doc["placement"].get("device_kind", "device")
         seqs = {"max_seqs": max_seqs} if max_seqs else {}
-        lat_mode = mode or latency_mode(sim_policy)
+        lat_mode = ADAPTIVE_MODES.get(mode, mode) or latency_mode(sim_policy)   # adaptive: its static mode's
         needs_draft = sim_policy.startswith("lr")
         target = Placement("target", self.latency("target", lat_mode), ["dev0"],
                            contention=self.contention("target", lat_mode), kv=self.kv("target"), **seqs)

@@ -46,7 +46,7 @@ def plan_cmd(
     seed: int = typer.Option(0, "--seed", min=0, help="Workload seed."),
     slo_ms: float = typer.Option(None, "--slo-ms", help="Latency SLO in ms (per output token, or per request with --slo-metric latency)."),
     slo_metric: str = typer.Option("tpot", "--slo-metric", help="tpot (ms per output token, end to end) | latency (ms per request)."),
-    modes: str = typer.Option("sd,lr,lr+sd", "--modes", help="Candidate modes: sd, lr, lr+sd, lr-sync, lr-sync+sd (AR baselines always included)."),
+    modes: str = typer.Option("sd,lr,lr+sd", "--modes", help="Candidate modes: sd, lr, lr+sd, lr-sync, lr-sync+sd, lr-adaptive, lr+sd-adaptive (AR baselines always included; adaptive: one candidate choosing within the largest --depth and --width)."),
     depth: str = typer.Option("1-4", "--depth", help="lr / lr+sd depths, e.g. '1-6'."),
     k1: str = typer.Option("2-5", "--k1", help="lr-sync k1 values."),
     k2: str = typer.Option("3,5,9", "--k2", help="SD positions per verify pass (drafted + 1) for SD modes."),

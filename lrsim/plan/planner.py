@@ -28,7 +28,7 @@ from functools import partial
 import numpy as np
 
 from lrcore.errors import UserError
-from lrcore.modes import MODE_POLICY
+from lrcore.modes import ADAPTIVE_MODES, SIM_MODE_POLICY
 
 from ..sim.kvcache import KVNoRoomError
 from ..sim.sweep import parallel_dim
@@ -36,9 +36,10 @@ from . import hardware as hw
 from . import stats
 from .parallel import map_points
 
-# plan mode -> simulator policy: every real mode the simulator runs (lrcore/modes.py), plus
-# lr-sync with n-gram SD on the target, which the planner can price but `lr collect` does not run
-MODES = {**{m: policy for m, (policy, _) in MODE_POLICY.items()}, "lr-sync+sd": "lr-sync"}
+# plan mode -> simulator policy: every mode the simulator runs (lrcore/modes.py: the real ones and
+# the adaptive ones), plus lr-sync with n-gram SD on the target, which the planner can price but
+# `lr collect` does not run
+MODES = {**{m: policy for m, (policy, _) in SIM_MODE_POLICY.items()}, "lr-sync+sd": "lr-sync"}
 OBJECTIVES = ("speedup", "goodput", "throughput")
 SLO_METRICS = ("tpot", "latency")
 DEFAULT_RATE_REQUESTS = 64       # requests simulated per plan under --rate (whole fleet)
@@ -67,6 +68,8 @@ class Candidate:
         knobs = []
         if self.mode in ("lr", "lr+sd"):
             knobs.append(f"depth={self.depth}" + (f" width={self.width}" if self.width > 1 else ""))
+        if self.mode in ADAPTIVE_MODES:       # bounds: it chooses within them
+            knobs.append(f"depth<={self.depth}" + (f" width<={self.width}" if self.width > 1 else ""))
         if self.mode.startswith("lr-sync"):
             knobs.append(f"k1={self.k1}")
         if self.k2 > 1:
@@ -122,13 +125,13 @@ def candidates(modes: list[str], depths: list[int], k1s: list[int], k2s: list[in
         if p not in hw.PLACEMENTS:
             raise UserError(f"--placement: unknown placement {p!r} (choose from {', '.join(hw.PLACEMENTS)})")
     sd_k2s = [k for k in k2s if k >= 2]
-    if any(m.endswith("sd") for m in modes) and not sd_k2s:
+    if any(_uses_sd(m) for m in modes) and not sd_k2s:
         raise UserError("--k2: SD modes need at least one k2 >= 2 (k2 = drafted tokens + 1)")
     out = [Candidate("ar", role="reference")]
     out += [Candidate("ar", placement="equal-resources", role="equal-resources")]
     out += [Candidate("sd", k2=k, placement="equal-resources", role="equal-resources") for k in sd_k2s]
     for m in modes:
-        k2_list = sd_k2s if m.endswith("sd") else [1]
+        k2_list = sd_k2s if _uses_sd(m) else [1]
         if m == "ar":
             continue
         if m == "sd":
@@ -138,6 +141,9 @@ def candidates(modes: list[str], depths: list[int], k1s: list[int], k2s: list[in
             for k2 in k2_list:
                 if m.startswith("lr-sync"):
                     out += [Candidate(m, k1=k, depth=max(1, k - 1), k2=k2, placement=place) for k in k1s]
+                elif m in ADAPTIVE_MODES:     # one candidate: it chooses depth and width itself
+                    d = max(depths)
+                    out.append(Candidate(m, k1=d + 1, depth=d, width=max(widths), k2=k2, placement=place))
                 else:
                     out += [Candidate(m, k1=d + 1, depth=d, width=w, k2=k2, placement=place)
                             for d in depths for w in widths]
@@ -146,6 +152,11 @@ def candidates(modes: list[str], depths: list[int], k1s: list[int], k2s: list[in
             raise UserError(f"--budget must be >= 1, got {budget}")
         out = [c for c in out if c.role or c.parallel <= budget]
     return list(dict.fromkeys(out))
+
+
+def _uses_sd(mode: str) -> bool:
+    """The mode runs n-gram SD on the target (sd, lr+sd, lr-sync+sd, lr+sd-adaptive)."""
+    return mode.endswith("sd") or SIM_MODE_POLICY.get(mode, ("", False))[1]
 
 
 def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int = 1):

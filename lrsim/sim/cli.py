@@ -22,6 +22,7 @@ class Policy(str, Enum):
     lr_sync = "lr-sync"
     lr_async = "lr-async"
     lr_stage = "lr-stage"
+    lr_adaptive = "lr-adaptive"
 
 
 # The options both commands share that default to None; each one's flag is its name, dashed.
@@ -69,11 +70,11 @@ O = _opts()
 
 
 def simulate(
-    policy: Policy = typer.Option(None, "--policy", help="ar | sd | lr-sync | lr-async | lr-stage."),
+    policy: Policy = typer.Option(None, "--policy", help="ar | sd | lr-sync | lr-async | lr-stage | lr-adaptive (depth, width, k2 chosen online within --depth, --width, --k2)."),
     alpha1: float = O["alpha1"], c1: float = O["c1"],
     k1: int = typer.Option(None, "--k1", help="Target steps in parallel (drafts + 1)."),
-    depth: int = typer.Option(None, "--depth", help="lr-async: drafts ahead of the committed step."),
-    width: int = typer.Option(None, "--width", help="lr-async: sibling drafts per node."),
+    depth: int = typer.Option(None, "--depth", help="lr-async: drafts ahead of the committed step (lr-adaptive: the most)."),
+    width: int = typer.Option(None, "--width", help="lr-async: sibling drafts per node (lr-adaptive: the most)."),
     k2: int = typer.Option(None, "--k2", help="Token-level SD positions per verify pass (drafted + 1)."),
     alpha2: float = O["alpha2"], c2: float = O["c2"], ideal: bool = O["ideal"], budget: float = O["budget"],
     requests: int = O["requests"], rate: float = O["rate"], steps: int = O["steps"], seed: int = O["seed"],
@@ -129,6 +130,10 @@ def _print_summary(s: dict) -> None:
     if s["sd"]:
         rows += [("SD token acceptance", _fmt(s["sd"]["acceptance_rate"])),
                  ("SD mean accepted length", _fmt(s["sd"]["mean_accepted_length"]))]
+    a = s.get("adaptive")
+    if a:
+        rows.append(("adaptive decisions by depth", f"{a['decisions']}: " + " ".join(
+            f"d{k}={v}" for k, v in a["by_depth"].items()) + f" ({a['switches']} switches)"))
     # "gpu0 99%" kept together ("gpu0=99%") so that a long list wraps between devices
     rows.append(("utilisation", " ".join(f"{k}={v:.0%}" for k, v in s["utilisation"].items())))
     for name, k in (s.get("kv") or {}).items():

@@ -18,7 +18,7 @@ from .verifier import VerifierCost
 from .workload import Synthetic
 
 IDEAL_STEP_TOKENS = 32        # equal steps under --ideal; long enough for k2 <= 32 SD rounds
-POLICIES = ("ar", "sd", "lr-sync", "lr-async", "lr-stage")
+POLICIES = ("ar", "sd", "lr-sync", "lr-async", "lr-stage", "lr-adaptive")
 JUDGE_TIMINGS = ("eager", "deferred")
 
 
@@ -58,6 +58,9 @@ class Config:
     equal_resources: bool = False  # AR/SD baseline gets the draft's and judge's devices as TP
     tp_efficiency: float = 0.9     # per doubling of TP (all-reduce cost); used by equal resources
     stage_c1: float | None = None  # lr-stage threshold ratio; None = from the latency models
+    # lr-adaptive: the decision rule's knobs (lrcore.adaptive.AdaptiveConfig); None = its defaults
+    # bounded by this config: depths 0..depth, widths 1..width, k2 1 or k2 (policies/lr_adaptive.py)
+    adaptive: object | None = None
     name: str = "flags"
     source: str = ""               # the scenario file this came from (named in errors)
     # role ("target", "draft", "judge", "sd_draft", "verifier") -> device kind its latency was

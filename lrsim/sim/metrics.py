@@ -64,6 +64,8 @@ def summarise(world, wall_s: float, drained_s: float) -> dict:
                        for n, e in engines.items() if e.batch_hist},
     }
     out.update(kv_summary(engines))
+    if world.decisions is not None:      # lr-adaptive only: other policies summarise as before
+        out["adaptive"] = world.decisions.summary()
     return out
 
 

@@ -62,7 +62,7 @@ def check_knobs(grid: dict) -> None:
 def parallel_dim(policy: str, k1: int, depth: int, width: int, k2: int) -> int:
     if policy in ("lr-sync", "lr-stage"):
         return k1 * k2
-    if policy == "lr-async":
+    if policy in ("lr-async", "lr-adaptive"):   # lr-adaptive: its largest tree
         return sum(width ** i for i in range(depth + 1)) * k2
     return k2
 

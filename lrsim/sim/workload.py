@@ -84,6 +84,10 @@ class Synthetic:
     # may a draft follow the prompt itself? The real scheduler drafts only after a step boundary,
     # and a chat prompt is none (the traces: never); True = every context, the theory's model
     draft_first: bool = True
+    # a phase change (issue 14): from step `phase_at` x steps of every request on, the step
+    # acceptance is `phase_alpha1` instead of alpha1 / alpha_by_depth; None = one phase
+    phase_alpha1: float | None = None
+    phase_at: float = 0.5
 
     def __post_init__(self):
         if not 0.0 < self.sd_hit <= 1.0:
@@ -92,6 +96,11 @@ class Synthetic:
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise UserError(f"workload.{name} must be in [0, 1], got {v}")
+        if self.phase_alpha1 is not None and not 0.0 <= self.phase_alpha1 <= 1.0:
+            raise UserError(f"workload.phase_alpha1 must be in [0, 1], got {self.phase_alpha1}")
+        if not 0.0 <= self.phase_at <= 1.0:
+            raise UserError(f"workload.phase_at must be in [0, 1] (a fraction of the steps), "
+                            f"got {self.phase_at}")
         for v in self.alpha_by_depth or []:
             if not 0.0 <= v <= 1.0:
                 raise UserError(f"workload.alpha_by_depth values must be in [0, 1], got {v}")
@@ -103,7 +112,8 @@ class Synthetic:
             raise UserError(f"workload.rate must be > 0, got {self.rate}")
         if not 0.0 <= self.sibling_hard < 1.0:
             raise UserError(f"workload.sibling_hard must be in [0, 1), got {self.sibling_hard}")
-        top = max([self.alpha1] + list(self.alpha_by_depth or []))
+        top = max([self.alpha1] + list(self.alpha_by_depth or [])
+                  + ([self.phase_alpha1] if self.phase_alpha1 is not None else []))
         if top > 1.0 - self.sibling_hard + 1e-12:
             raise UserError(f"workload.sibling_hard = {self.sibling_hard} leaves at most "
                             f"{1 - self.sibling_hard:.3f} acceptance, but alpha is {top}")
@@ -126,13 +136,15 @@ class Synthetic:
                             prompt_cached=min(self.prompt_cached, self.prompt_tokens))
                 for i in range(self.n_requests)]
 
-    def _alpha(self, depth: int) -> float:
+    def _alpha(self, depth: int, position: int = 0) -> float:
+        if self.phase_alpha1 is not None and position >= self.phase_at * self.steps:
+            return self.phase_alpha1
         if self.alpha_by_depth:
             return self.alpha_by_depth[min(depth, len(self.alpha_by_depth)) - 1]
         return self.alpha1
 
     def step_accept(self, req: RequestSpec, position: int, depth: int) -> bool:
-        return req.rng.random() < self._alpha(depth)
+        return req.rng.random() < self._alpha(depth, position)
 
     def judge_siblings(self, req: RequestSpec, position: int, depths: list[int]) -> int | None:
         """Sibling drafts of one position: with probability sibling_hard none can match; else
@@ -140,13 +152,13 @@ class Synthetic:
         h = self.sibling_hard
         if h == 0.0:
             for i, d in enumerate(depths):
-                if req.rng.random() < self._alpha(d):
+                if req.rng.random() < self._alpha(d, position):
                     return i
             return None
         if req.rng.random() < h:
             return None
         for i, d in enumerate(depths):
-            if req.rng.random() < self._alpha(d) / (1.0 - h):
+            if req.rng.random() < self._alpha(d, position) / (1.0 - h):
                 return i
         return None
 

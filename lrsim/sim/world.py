@@ -64,10 +64,12 @@ class World:
     records: list[RequestRecord] = field(default_factory=list, init=False)
     stats: StepStats = field(default_factory=StepStats, init=False)
     sd: SDStats = field(default_factory=SDStats, init=False)
+    decisions: object | None = field(default=None, init=False)   # lr-adaptive: its DecisionLog
 
     # --- helpers for policies -----------------------------------------------------------------
-    def sd_stream(self, req) -> SDStream | None:
-        k2 = self.cfg.k2
+    def sd_stream(self, req, k2: int | None = None) -> SDStream | None:
+        """Token-level SD rounds of `req` at k2 positions per pass (default: the Config's)."""
+        k2 = self.cfg.k2 if k2 is None else k2
         if k2 <= 1:
             return None
         hit = getattr(self.workload, "token_hit", None)

@@ -8,7 +8,7 @@ from lrsim.sim import scenario
 from lrsim.sim.config import Config
 from lrsim.sim.runner import run, simulate
 
-POLICIES = ["ar", "sd", "lr-sync", "lr-async", "lr-stage"]
+POLICIES = ["ar", "sd", "lr-sync", "lr-async", "lr-stage", "lr-adaptive"]
 
 
 def _cfg(policy, requests=12, rate=None, name="h100-paper", steps=25, **kw):

@@ -76,7 +76,7 @@ def test_the_estimator_starts_at_its_prior_exactly():
     assert Estimator(cfg).snapshot() == Estimates(alpha_by_depth=(0.5,) * 4)
 
 
-def test_acceptance_by_depth_decays_per_depth():
+def test_acceptance_by_depth_decays_on_one_clock():
     cfg = AdaptiveConfig(max_depth=3, decay=0.8, prior_weight=2.0)
     est = Estimator(cfg, Estimates(alpha_by_depth=(0.6,)))
     est.observe_verdict(1, True)
@@ -84,11 +84,26 @@ def test_acceptance_by_depth_decays_per_depth():
     est.observe_verdict(2, False)
     est.observe_acceptance(7, judged=4, accepted=3)     # deeper than max_depth: counts at 3
     a = est.snapshot().alpha_by_depth
-    assert a[0] == pytest.approx((1.2 + 0.8 * 1.0 + 0.0) / (2 + 0.8 + 1), rel=REL)
-    assert a[1] == pytest.approx(1.2 / 3.0, rel=REL)
-    assert a[2] == pytest.approx((1.2 + 3.0) / (2 + 4), rel=REL)
+    # one decay per verdict for every depth: depth 1 saw 1, 0, then forgot twice (depths 2, 3)
+    assert a[0] == pytest.approx((1.2 + 0.8 ** 3) / (2 + 0.8 ** 3 + 0.8 ** 2), rel=REL)
+    # a deeper depth's prior is the estimate of the depth above it (the prior's ratio: 1 here)
+    assert a[1] == pytest.approx((2 * a[0] + 0.0) / (2 + 0.8), rel=REL)
+    assert a[2] == pytest.approx((2 * a[1] + 3.0) / (2 + 4), rel=REL)
     with pytest.raises(ValueError):
         est.observe_verdict(0, True)
+
+
+def test_an_unjudged_depth_follows_the_depth_above_it():
+    # depth 1 never accepted, deeper depths never judged (a rejection kills them): all near 0,
+    # so no tree looks worth running; the prior's shape (falling with depth) is kept
+    cfg = AdaptiveConfig(max_depth=4, explore_every=0)
+    est = Estimator(cfg, Estimates(alpha_by_depth=(0.6, 0.3)))
+    for _ in range(60):
+        est.observe_verdict(1, False)
+    a = est.snapshot().alpha_by_depth
+    assert a[0] < 0.06 and a[1] == pytest.approx(a[0] * 0.5, rel=REL) and a[3] == pytest.approx(a[1])
+    snap = est.snapshot()        # a deep tree no longer looks better than depth 1
+    assert expected_rate(snap, Choice(4, 1, 1), cfg) <= expected_rate(snap, Choice(1, 1, 1), cfg) * 1.001
 
 
 def test_sd_acceptance_counts_tokens_as_bernoulli_trials():

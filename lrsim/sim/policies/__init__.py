@@ -1,6 +1,6 @@
 """Decoding policies: each is a SimPy generator `run(world, req, rec)` that drives one request
 from its arrival to its last committed step."""
-from . import ar, lr_async, lr_stage, lr_sync
+from . import ar, lr_adaptive, lr_async, lr_stage, lr_sync
 
 POLICIES = {
     "ar": ar.run,          # target alone
@@ -8,5 +8,6 @@ POLICIES = {
     "lr-sync": lr_sync.run,
     "lr-async": lr_async.run,
     "lr-stage": lr_stage.run,
+    "lr-adaptive": lr_adaptive.run,   # lr-async with depth, width, k2 chosen before each speculation
 }
 NAMES = tuple(POLICIES)

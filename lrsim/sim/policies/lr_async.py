@@ -73,7 +73,8 @@ def run(world, req, rec):
 
 class AsyncLookahead:
     """One request under asynchronous LR; the methods, in the order of the rules above:
-      start/restart  a root after the committed steps: ask the target for the next step, expand
+      start/restart  a root after the committed steps: choose the speculation's shape (static:
+                     the Config's), ask the target for the next step, expand
       expand         draft `width` children below a node within `depth` levels of the root
       on_draft       a draft is done: ask the target for the step after it, expand it, judge it
       on_target      a target step is done: judge its children; the root's: resolve
@@ -125,6 +126,7 @@ class AsyncLookahead:
         node = Node(position)
         self.root = node
         if position < self.n_steps:
+            self.choose(position)
             self.submit_target(node, prefill)
             self.expand(node)
 
@@ -258,6 +260,7 @@ class AsyncLookahead:
     def new_root(self, node):
         node.parent = None
         self.root = node
+        self.choose(node.position)
         # nodes that stopped at the old depth limit may draft again (walk the live subtree)
         stack = [node]
         while stack:
@@ -281,6 +284,11 @@ class AsyncLookahead:
         self.finished.succeed()
 
     # -- bookkeeping -----------------------------------------------------------------------------
+
+    def choose(self, position):
+        """Before new speculation below a root at `position`: the depth and width (self.max_depth,
+        self.width) and SD stream (self.stream) to run it with. Static: the Config's, always
+        (lr_adaptive.py asks lrcore.adaptive instead)."""
 
     def first_accepted(self, pos, ready):
         """Index of the first sibling the verifier accepts (in sibling order), or None."""

@@ -1,0 +1,194 @@
+"""Adaptive lookahead (issue 14): asynchronous LR whose depth, width and SD length are chosen
+before each new speculation by lrcore.adaptive's Controller, from what the run has observed.
+
+The tree is lr_async.py's, unchanged: `AsyncLookahead.choose`, called whenever a new root is set
+(before any speculation below it), asks the Controller here instead of keeping the Config's
+shape. Depth 0 runs the root's target step alone (plain AR, or SD alone, for that step);
+speculation already in flight keeps running, only new drafts follow the new shape. What the
+request observes feeds its Estimator:
+  - the verdict of the first ready draft of each decided position, at its launch depth (the first
+    sibling: the marginal acceptance, not lowered by siblings rejected before it)
+  - each finished target step: seconds (submission to finish: the wait for the engine's next
+    iteration boundary or a batch slot is part of what speculation costs), the sequences in the target's batch
+    when it finishes (itself included), its k2 and tokens per pass, its tokens; for SD the
+    accepted tokens and rejected rounds it drew
+  - each finished draft: seconds and the draft engine's batch; each verdict's seconds
+  - the requests in flight at each decision.
+One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
+nothing about this workload), so a request follows its own phase changes. The decision logic is
+lrcore/adaptive.py's, imported, not copied.
+
+The Config bounds the choice (`adaptive_config`): depths 0..cfg.depth, widths 1..cfg.width, k2
+1 or cfg.k2 (SD off, or at the engine's one k2: vLLM fixes it at engine start); with SD on offer
+the prior's SD acceptance is 0.5 (`neutral_prior`), as lrcore's 0 would never run SD and so never
+measure it. cfg.adaptive, an AdaptiveConfig, replaces the bounds.
+
+Every decision is counted in the world's DecisionLog (metrics: summary["adaptive"]): by depth,
+width, k2 and request, switches and explorations, and in full (Decision.to_dict: estimates,
+choice, expected rates, reason) the first and last LOG_HALF decisions that changed a request's
+choice.
+"""
+from __future__ import annotations
+
+from collections import Counter, deque
+
+from lrcore.adaptive import AdaptiveConfig, Controller, Decision, Estimates, Estimator
+
+from .lr_async import AsyncLookahead
+
+LOG_HALF = 10       # decisions kept in full: the first and the last 10 that changed a choice
+
+
+def run(world, req, rec):
+    """The policy (registry: "lr-adaptive")."""
+    lr = AdaptiveLookahead(world, req, rec)
+    lr.start()
+    yield lr.finished
+
+
+def adaptive_config(cfg) -> AdaptiveConfig:
+    """cfg.adaptive, or the defaults bounded by the Config (module docstring)."""
+    if cfg.adaptive is not None:
+        return cfg.adaptive
+    c2 = 0.0                                  # n-gram SD drafts for free
+    if cfg.sd_draft is not None and cfg.k2 > 1:
+        c2 = cfg.sd_draft.per_token() / cfg.target.latency.per_token()
+    return AdaptiveConfig(mode="async", max_depth=cfg.depth, widths=tuple(range(1, cfg.width + 1)),
+                          k2s=tuple(sorted({1, cfg.k2})), sd_draft_ratio=c2)
+
+
+def neutral_prior(acfg: AdaptiveConfig) -> Estimates:
+    """lrcore's neutral prior; with SD on offer (some k2 > 1) its acceptance starts at 0.5, like
+    the step acceptance's, not at 0: at 0 a choice between k2 = 1 and SD never runs SD, so it
+    never measures it."""
+    return Estimates(alpha2=0.5) if max(acfg.k2s) > 1 else Estimates()
+
+
+class AdaptiveLookahead(AsyncLookahead):
+    """lr-async whose `choose` asks the Controller; the overrides below only observe."""
+
+    def __init__(self, world, req, rec):
+        super().__init__(world, req, rec)
+        self.acfg = adaptive_config(world.cfg)
+        self.est = Estimator(self.acfg, prior=neutral_prior(self.acfg))
+        self.ctl = Controller(self.acfg)
+        self.streams = {self.stream.k2: self.stream} if self.stream is not None else {}
+        if world.decisions is None:
+            world.decisions = DecisionLog()
+
+    # -- the decision ----------------------------------------------------------------------------
+
+    def choose(self, position):
+        if position >= self.n_steps:
+            return
+        self.est.observe_load(sum(r.finish is None for r in self.world.records))
+        d = self.ctl.decide(self.est.snapshot())
+        self.max_depth, self.width = d.depth, d.width
+        self.stream = self.sd_stream(d.k2)
+        self.world.decisions.add(self.req.rid, position, d)
+
+    # -- observations ----------------------------------------------------------------------------
+
+    def count_judged(self, ready, win):
+        super().count_judged(ready, win)
+        if ready:
+            self.est.observe_verdict(ready[0].launch_depth, win == 0)
+
+    def on_draft(self, node):
+        if node.alive:
+            job = node.draft_job
+            self.est.observe_draft_step(job.finished - job.submitted, batch_of(self.world.draft))
+        super().on_draft(node)
+
+    def submit_target(self, node, prefill):
+        stream, before = self.stream, sd_counts(self.world.sd, self.stream)
+        super().submit_target(node, prefill)
+        job = node.target_job
+        if job is None or job.done.triggered:
+            return
+        k2 = stream.k2 if stream is not None else 1
+        sd = None
+        if stream is not None:                # what this step drew: accepted tokens, rejected rounds
+            after = sd_counts(self.world.sd, stream)
+            sd = (after[0] - before[0], after[1] - before[1])
+        # observed before on_target acts on the finished step (a decision may follow at once)
+        job.done.callbacks.insert(0, lambda _e: self.observe_target(job, k2, sd))
+
+    def observe_target(self, job, k2, sd):
+        tokens = job.total * job.emit_per_iter if k2 > 1 else job.total
+        self.est.observe_target_step(job.finished - job.submitted, batch_of(self.world.target), k2,
+                                     tokens_per_pass=job.emit_per_iter if k2 > 1 else None)
+        self.est.observe_step_tokens(tokens)
+        if sd is not None:
+            self.est.observe_sd(*sd)
+
+    def judge(self, node):
+        new = node.verdict_event is None
+        ev = super().judge(node)
+        if new:
+            t0 = self.env.now
+            ev.callbacks.append(lambda _e: self.est.observe_verify(self.env.now - t0))
+        return ev
+
+    def sd_stream(self, k2):
+        """This request's SD stream at k2 positions per pass (None: no SD), made once per k2."""
+        if k2 <= 1:
+            return None
+        if k2 not in self.streams:
+            self.streams[k2] = self.world.sd_stream(self.req, k2)
+        return self.streams[k2]
+
+
+def batch_of(engine) -> int:
+    """Sequences in `engine`'s batch as a step of it finishes, that step included (the engine has
+    just removed it); 1 on the theory's free engine (--ideal), where the batch costs nothing."""
+    return getattr(engine, "n", 0) + 1
+
+
+def sd_counts(stats, stream) -> tuple[int, int]:
+    """(accepted tokens, rounds that stopped at a rejected token) SD has drawn so far at stream's
+    k2: a round that emits k2 tokens accepted every draft; rounds without a proposal are none."""
+    if stream is None:
+        return 0, 0
+    h, k2 = stats.hist, stream.k2
+    full = h[k2] if len(h) > k2 else 0
+    return stats.accepted, sum(h[1:]) - full
+
+
+class DecisionLog:
+    """What lr-adaptive decided in one run (all requests), bounded whatever the run's length."""
+
+    def __init__(self):
+        self.decisions = self.switches = self.explorations = 0
+        self.by_depth, self.by_width, self.by_k2 = Counter(), Counter(), Counter()
+        self.by_request: dict[int, Counter] = {}    # request -> decisions by depth
+        self.last: dict[int, tuple] = {}            # request -> its last choice
+        self.first_changes: list[dict] = []
+        self.last_changes: deque[dict] = deque(maxlen=LOG_HALF)
+
+    def add(self, rid: int, position: int, d: Decision) -> None:
+        self.decisions += 1
+        self.by_depth[d.depth] += 1
+        self.by_width[d.width] += 1
+        self.by_k2[d.k2] += 1
+        self.by_request.setdefault(rid, Counter())[d.depth] += 1
+        self.explorations += d.reason.startswith("explore")
+        prev = self.last.get(rid)
+        self.last[rid] = d.choice
+        if prev == d.choice:
+            return
+        self.switches += prev is not None
+        entry = {"request": rid, "position": position, **d.to_dict()}
+        if len(self.first_changes) < LOG_HALF:
+            self.first_changes.append(entry)
+        else:
+            self.last_changes.append(entry)
+
+    def summary(self) -> dict:
+        def counts(c: Counter) -> dict:
+            return {str(k): v for k, v in sorted(c.items())}
+        return {"decisions": self.decisions, "switches": self.switches,
+                "explorations": self.explorations, "by_depth": counts(self.by_depth),
+                "by_width": counts(self.by_width), "by_k2": counts(self.by_k2),
+                "by_request": {str(r): counts(c) for r, c in sorted(self.by_request.items())},
+                "log": self.first_changes + list(self.last_changes), "log_half": LOG_HALF}

@@ -1,0 +1,122 @@
+"""Issue 14's simulator targets for lr-adaptive as seeded scenarios on the paper's hardware
+(preset r1-gsm8k: R1-Distill 32B/1.5B, 4x H100, 13 ms judge): golden summaries committed under
+tests/golden/sim/adaptive-*.json and diffed, and each target checked on a small seeded instance.
+Adaptive starts from the neutral prior: it is never told the acceptance rate.
+
+  (a) paper preset: adaptive reaches >= 97% of the best static configuration of lr plan's grid
+  (b) acceptance 0.7, then 0.3 from mid-request: adaptive beats every static configuration
+  (c) concurrency 1..32: adaptive never falls below AR's tokens/s by more than 3%
+
+Regenerate the summaries after an intended change with
+    LRSIM_UPDATE_GOLDEN=1 pytest tests/sim/test_adaptive_golden.py
+and review the diff (git diff tests/golden/sim) before committing it. benchmarks/bench_adaptive.py
+measures the same targets on more seeds and all 14 presets.
+"""
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lrsim.plan import presets
+from lrsim.sim.runner import run, simulate
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "sim"
+PRESET = "r1-gsm8k"
+K2S = (3, 5, 9)                     # lr plan's default --k2 grid
+DEPTHS = (1, 2, 3, 4)               # ... and --depth
+# lr plan's default grid (modes sd, lr, lr+sd; width 1; dedicated placement) and AR
+STATIC = ([("ar", {})] + [("sd", {"k2": k}) for k in K2S]
+          + [("lr-async", {"depth": d}) for d in DEPTHS]
+          + [("lr-async", {"depth": d, "k2": k}) for d in DEPTHS for k in K2S])
+ADAPTIVE = {"lr-adaptive": ("lr-adaptive", {"depth": 4}),
+            "lr+sd-adaptive": ("lr-adaptive", {"depth": 4, "k2": 9})}   # the paper's n-gram SD
+
+
+def _round(x):       # as tests/sim/test_sim_golden.py: 9 significant digits
+    if isinstance(x, float):
+        return float(f"{x:.9g}")
+    if isinstance(x, dict):
+        return {k: _round(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_round(v) for v in x]
+    return x
+
+
+def config(policy, knobs, seed, requests=1, steps=None, phase=False):
+    cfg = presets.get(PRESET).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
+    if phase:
+        cfg.workload = replace(cfg.workload, alpha1=0.7, phase_alpha1=0.3, phase_at=0.5)
+    return cfg
+
+
+def mean_latency(policy, knobs, seed, **kw) -> float:
+    s, world = run(config(policy, knobs, seed, **kw))
+    return float(np.mean([r.latency for r in world.records]))
+
+
+def speedups(configs, seeds, **kw) -> dict:
+    """lr plan's speedup: mean over paired seeds of AR's mean latency / the configuration's."""
+    ar = [mean_latency("ar", {}, s, **kw) for s in seeds]
+    return {label: float(np.mean([a / mean_latency(p, k, s, **kw) for a, s in zip(ar, seeds)]))
+            for label, (p, k) in configs.items()}
+
+
+def label(policy, knobs):
+    return policy + "".join(f" {k}={v}" for k, v in knobs.items())
+
+
+STATIC_CONFIGS = {label(p, k): (p, k) for p, k in STATIC}
+
+CASES = {   # golden summaries: simulate() (the policy and AR), seed 11
+    "adaptive-preset": (ADAPTIVE["lr+sd-adaptive"], dict(requests=1)),
+    "adaptive-phase": (ADAPTIVE["lr-adaptive"], dict(requests=1, steps=120, phase=True)),
+    "adaptive-load": (ADAPTIVE["lr-adaptive"], dict(requests=16, steps=20)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_summary(name):
+    (policy, knobs), kw = CASES[name]
+    got = _round(simulate(config(policy, knobs, 11, **kw)))
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("LRSIM_UPDATE_GOLDEN"):
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(path.read_text())
+    assert got["adaptive"]["decisions"] >= got["steps"] - got["steps_from_draft"]
+
+
+@pytest.mark.xfail(strict=True, reason="target not met yet (issue 14, open): 1.959 vs the best "
+                   "static lr+sd depth=4 k2=5 at 2.093 (93.6%); lr-adaptive 1.615 vs lr depth=4 "
+                   "1.676 (96.4%). The closed form sees depths >= 3 as a plateau (< 3%, the "
+                   "hysteresis margin) where the run gains 2-8% deeper, and a 36-step answer is "
+                   "short to learn in from the neutral prior")
+def test_a_preset_reaches_97_percent_of_the_best_static():
+    seeds = range(8)
+    static = speedups(STATIC_CONFIGS, seeds)
+    mine = speedups(ADAPTIVE, seeds)
+    best = max(static.values())
+    assert max(mine.values()) >= 0.97 * best, (mine, max(static, key=static.get), best)
+
+
+@pytest.mark.xfail(strict=True, reason="target not met (issue 14, open): lr+sd-adaptive 1.647 vs "
+                   "lr+sd depth=4 k2=3 1.736; lr-adaptive 1.356 vs lr depth=4 1.375. On the "
+                   "paper's hardware the asynchronous tree is cheap, so static depth 4 is near "
+                   "the best in both phases (0.7 and 0.3): there is little for adapting to win")
+def test_b_phase_change_beats_every_static():
+    seeds, kw = range(3), dict(steps=160, phase=True)
+    static = speedups(STATIC_CONFIGS, seeds, **kw)
+    mine = speedups(ADAPTIVE, seeds, **kw)
+    best = max(static, key=static.get)
+    assert mine["lr+sd-adaptive"] > static[best], (mine, best, static[best])
+    no_sd = max(v for k, v in static.items() if "k2" not in k)
+    assert mine["lr-adaptive"] > no_sd, (mine, no_sd)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4, 16, 32])
+def test_c_never_below_ar_under_load(concurrency):
+    for name, (policy, knobs) in ADAPTIVE.items():
+        s = simulate(config(policy, knobs, 3, requests=concurrency, steps=20))
+        assert s["throughput_speedup"] >= 0.97, (name, concurrency, s["throughput_speedup"])

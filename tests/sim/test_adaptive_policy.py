@@ -1,0 +1,165 @@
+"""The lr-adaptive simulator policy (issue 14): it runs lrcore.adaptive's decisions on the lr-async
+tree, records them, and the mode vocabulary, planner and workload carry it."""
+import json
+
+import pytest
+
+from lrcore import adaptive
+from lrcore.errors import UserError
+from lrcore.modes import ADAPTIVE_MODES, MODES, SIM_MODE_POLICY
+from lrsim.sim import scenario
+from lrsim.sim.config import Config
+from lrsim.sim.policies import lr_adaptive
+from lrsim.sim.runner import run, simulate
+from lrsim.sim.workload import Synthetic
+
+
+def _cfg(requests=1, steps=60, **kw):
+    cfg = scenario.load("h100-paper", seed=5)
+    cfg.policy = "lr-adaptive"
+    for k, v in kw.items():
+        setattr(cfg, k, v)
+    cfg.workload.n_requests = requests
+    cfg.workload.steps = steps
+    return cfg
+
+
+def test_decisions_are_counted_and_logged_within_bounds():
+    s, world = run(_cfg(requests=3, steps=80, depth=3, width=2))
+    a = s["adaptive"]
+    assert a["decisions"] == sum(a["by_depth"].values()) == sum(a["by_width"].values()) \
+        == sum(a["by_k2"].values())
+    assert a["decisions"] == sum(sum(c.values()) for c in a["by_request"].values())
+    assert set(a["by_request"]) == {"0", "1", "2"}
+    assert all(0 <= int(d) <= 3 for d in a["by_depth"]) and set(a["by_width"]) <= {"1", "2"}
+    assert a["by_k2"] == {"1": a["decisions"]}
+    assert 3 <= len(a["log"]) <= 2 * lr_adaptive.LOG_HALF     # every request's first decision
+    for e in a["log"]:                                          # the trace's Decision record
+        d = adaptive.Decision.from_dict({k: v for k, v in e.items() if k not in ("request", "position")})
+        assert d.reason and d.estimates.load >= 1
+    json.dumps(s, allow_nan=False)
+
+
+def test_the_log_stays_bounded_on_a_long_run():
+    log = lr_adaptive.DecisionLog()
+    ctl = adaptive.Controller(adaptive.AdaptiveConfig(max_depth=2, margin=0.0, explore_every=0))
+    for i in range(500):        # alternate the estimates: a switch at every decision
+        est = (adaptive.Estimates(alpha_by_depth=(0.9,), draft_step_s=0.01) if i % 2 else
+               adaptive.Estimates(alpha_by_depth=(0.0,), verify_s=0.5))
+        log.add(0, i, ctl.decide(est))
+    s = log.summary()
+    assert s["decisions"] == 500 and s["switches"] == 499
+    assert len(s["log"]) == 2 * lr_adaptive.LOG_HALF
+    assert s["log"][-1]["position"] == 499 and s["log"][0]["position"] == 0
+
+
+def test_conservation_and_determinism():
+    cfg = _cfg(requests=6, steps=30)
+    s1, world = run(cfg)
+    for rec, req in zip(world.records, cfg.workload.requests()):
+        assert len(rec.steps) == req.steps and rec.tokens == req.output_tokens
+    assert s1["steps_from_draft"] == s1["accepted_steps"]
+    s2, _ = run(_cfg(requests=6, steps=30))
+    assert s1 == s2
+
+
+@pytest.mark.xfail(strict=True, reason="known limitation (issue 14, open): it keeps speculating "
+                   "at 0.95x AR. The prior's permanent weight (2 of ~22) keeps the believed "
+                   "acceptance >= 0.045, and AR's step is priced at the speculative steps' measured "
+                   "cost (the tree's steps run at batch 2-5 with the drafts' prefill; the batch "
+                   "slope is not identified without steps at batch 1), so the model sees a ~1% "
+                   "gain where the run loses 5%")
+def test_it_learns_to_stop_speculating_when_drafts_are_never_accepted():
+    # the paper's hardware (a 13 ms verdict per step), acceptance 0: from the neutral prior (0.5)
+    # it speculates, learns that nothing is accepted, and stops (the theory's free world, with no
+    # verifier cost, would have nothing to stop for: speculation is free there)
+    from lrsim.plan import presets
+    cfg = presets.get("r1-gsm8k").to_config("lr-adaptive", steps=200, seed=1)
+    cfg.workload.alpha1 = 0.0
+    s = simulate(cfg)
+    assert s["adaptive"]["by_depth"]["0"] > 0.8 * s["adaptive"]["decisions"]
+    assert s["speedup"] >= 0.97
+
+
+def test_it_speculates_deep_when_drafts_are_always_accepted():
+    cfg = Config.ideal_setup("lr-adaptive", alpha1=0.95, c1=0.05, depth=4, steps=400)
+    s = simulate(cfg)
+    assert s["adaptive"]["by_depth"].get("4", 0) > 0.8 * s["adaptive"]["decisions"]
+    static = simulate(Config.ideal_setup("lr-async", alpha1=0.95, c1=0.05, depth=4, steps=400))
+    assert s["speedup"] >= 0.97 * static["speedup"]
+
+
+def test_config_bounds_and_override():
+    cfg = _cfg(depth=3, width=2, k2=5)
+    a = lr_adaptive.adaptive_config(cfg)
+    assert (a.max_depth, a.widths, a.k2s, a.mode) == (3, (1, 2), (1, 5), "async")
+    assert lr_adaptive.neutral_prior(a).alpha2 == 0.5
+    own = adaptive.AdaptiveConfig(max_depth=1, widths=(1,), k2s=(1,), explore_every=0)
+    cfg.adaptive = own
+    s, _ = run(cfg)
+    assert set(s["adaptive"]["by_depth"]) <= {"0", "1"} and s["adaptive"]["by_k2"].keys() == {"1"}
+
+
+def test_sd_with_adaptive_depth_runs_every_step_with_sd():
+    s, _ = run(_cfg(steps=40, k2=5))
+    assert s["sd"] is not None and s["sd"]["drafted"] > 0
+    assert s["adaptive"]["by_k2"] == {"5": s["adaptive"]["decisions"]}
+
+
+def test_other_policies_have_no_adaptive_summary():
+    cfg = _cfg(steps=10)
+    cfg.policy = "lr-async"
+    s, _ = run(cfg)
+    assert "adaptive" not in s
+
+
+def test_adaptive_modes_are_simulator_modes_the_real_backend_refuses():
+    for m, base in ADAPTIVE_MODES.items():
+        assert m not in MODES                     # lr collect --mode: not yet
+        assert SIM_MODE_POLICY[m] == ("lr-adaptive", SIM_MODE_POLICY[base][1])
+    from lrreal.scheduler.config import SchedulerConfig
+    with pytest.raises(UserError, match="--mode 'lr-adaptive': use one of"):
+        SchedulerConfig(mode="lr-adaptive")
+
+
+def test_planner_prices_adaptive_as_one_candidate_per_k2():
+    from lrsim.plan import planner
+    cands = planner.candidates(["lr-adaptive", "lr+sd-adaptive"], [1, 2, 3], [2], [1, 9], [1, 2],
+                               ["dedicated"], None)
+    mine = [c for c in cands if c.mode in ADAPTIVE_MODES]
+    assert [(c.mode, c.depth, c.width, c.k2) for c in mine] == [
+        ("lr-adaptive", 3, 2, 1), ("lr+sd-adaptive", 3, 2, 9)]
+    assert mine[0].label == "lr-adaptive depth<=3 width<=2" and mine[0].policy == "lr-adaptive"
+
+
+def test_phase_change_workload():
+    wl = Synthetic(steps=100, alpha1=1.0, phase_alpha1=0.0, phase_at=0.3)
+    req = wl.requests()[0]
+    assert all(wl.step_accept(req, p, 1) for p in range(30))
+    assert not any(wl.step_accept(req, p, 1) for p in range(30, 100))
+    with pytest.raises(UserError, match="phase_alpha1"):
+        Synthetic(phase_alpha1=1.5)
+    with pytest.raises(UserError, match="phase_at"):
+        Synthetic(phase_alpha1=0.3, phase_at=2.0)
+    # one phase (the default) draws exactly as before
+    a, b = Synthetic(alpha1=0.6, seed=3), Synthetic(alpha1=0.6, seed=3, phase_at=0.1)
+    ra, rb = a.requests()[0], b.requests()[0]
+    assert [a.step_accept(ra, p, 1) for p in range(50)] == [b.step_accept(rb, p, 1) for p in range(50)]
+
+
+def test_phase_change_in_a_scenario_file(tmp_path):
+    text = (scenario.resolve_path("h100-paper")).read_text()
+    assert "\n[workload]\n" in text
+    p = tmp_path / "phase.toml"
+    p.write_text(text.replace("\n[workload]\n", "\n[workload]\nphase_alpha1 = 0.3\nphase_at = 0.25\n", 1))
+    wl = scenario.load(str(p)).workload
+    assert (wl.phase_alpha1, wl.phase_at) == (0.3, 0.25)
+
+
+def test_cli_simulate_lr_adaptive(run_lr):
+    code, out, _ = run_lr("simulate", "--policy", "lr-adaptive", "--steps", "30", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["policy"] == "lr-adaptive" and d["adaptive"]["decisions"] >= 1
+    code, out, _ = run_lr("simulate", "--policy", "lr-adaptive", "--steps", "30")
+    assert code == 0 and "adaptive decisions by depth" in out
