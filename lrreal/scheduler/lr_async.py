@@ -277,7 +277,14 @@ class AsyncLookahead:
         await asyncio.gather(*(j.cancel() for _, j, _ in jobs))
         now = monotonic()
         for kind, job, depth in jobs:
-            self.log.cancelled(kind, job.progress, depth, now)
+            task = job.task
+            if not task.cancelled() and task.exception() is None:
+                # it finished between the check above and the cancel (the engine never aborted
+                # it): finished work never used, like the discarded ones above
+                job.result = job.result or task.result()
+                self.log.discarded(kind, job.result, depth)
+            else:
+                self.log.cancelled(kind, job.progress, depth, now)
 
     # -- requests and records --------------------------------------------------------------------
 
