@@ -29,7 +29,6 @@ Writes --out (JSON) and its .md twin (tables).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -38,6 +37,8 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.write import write_results  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -277,10 +278,7 @@ def main(argv=None) -> dict:
            "elapsed_s": time.perf_counter() - t0, "cores": os.cpu_count(),
            "targets": {"a_min_ratio": TARGET_A, "c_min_vs_ar": TARGET_C}}
     if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out, indent=1) + "\n")
-        path.with_suffix(".md").write_text(render(out))
+        write_results(args.out, out, render)
     return out
 
 

@@ -38,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.write import write_results  # noqa: E402
+
 from lrcore.errors import UserError  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.physical import config_label  # noqa: E402
@@ -284,9 +286,7 @@ def main() -> None:
         result["cross_dataset"] = cross_dataset(corpus, sets[0], sets[1])
     result["seconds"] = round(time.perf_counter() - t0, 1)
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps(result, indent=1) + "\n")
-        Path(a.out).with_suffix(".md").write_text(markdown(result))
+        write_results(a.out, result, markdown)
     if a.json:
         print(json.dumps(result))
         return

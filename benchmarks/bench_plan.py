@@ -12,13 +12,14 @@ Requests are short (--steps 8, ~360 tokens) so that 100 x 1,000 requests stay in
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.write import write_results  # noqa: E402
 
 from lrsim.plan import planner  # noqa: E402
 from lrsim.plan.sources import PresetSource  # noqa: E402
@@ -72,10 +73,7 @@ def main(argv=None) -> dict:
     print(f"  equal-resources AR (TP={eq['tp']}): rank {eq['rank']}, {eq['speedup']:.2f}x")
     print(f"\n{res.meta['recommendation']}")
     if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out, indent=1) + "\n")
-        path.with_suffix(".md").write_text(render(out))
+        write_results(args.out, out, render)
     return out
 
 
