@@ -22,6 +22,7 @@ import pytest
 
 from lrsim.plan import presets
 from lrsim.sim.runner import run, simulate
+from test_sim_golden import _round  # noqa: E402  the golden files' 9 significant digits
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "sim"
 PRESET = "r1-gsm8k"
@@ -35,14 +36,6 @@ ADAPTIVE = {"lr-adaptive": ("lr-adaptive", {"depth": 4}),
             "lr+sd-adaptive": ("lr-adaptive", {"depth": 4, "k2": 9})}   # the paper's n-gram SD
 
 
-def _round(x):       # as tests/sim/test_sim_golden.py: 9 significant digits
-    if isinstance(x, float):
-        return float(f"{x:.9g}")
-    if isinstance(x, dict):
-        return {k: _round(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_round(v) for v in x]
-    return x
 
 
 def config(policy, knobs, seed, requests=1, steps=None, phase=False):
