@@ -6,7 +6,9 @@ speculating deeper (cancelled work at depth d) is approximated by the same conte
 prefill of a span (prefix caching keeps everything an engine has seen): the prompt for the first
 step; for a target step after a draft context, the previous step (the draft's text, which the
 target has not read); for a draft after a committed target step, that step; AR continues one
-request, so its later steps have none.
+request, so its later steps have none. A span that records its engine's prompt_tokens and
+cached_tokens (vLLM's num_cached_tokens) uses those instead: its context and uncached prefill as
+counted, which also sees evictions and template hits the rule above cannot.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from lrcore.modes import LR_MODES
 
-from ..sim.traces import prompt_cached, proposal_rate, step_drafted
+from ..sim.traces import prompt_cached, proposal_rate, span_cache, step_drafted
 from .fit import Points
 
 DEFAULT_PROMPT = 300     # when a record has no prompt_tokens (lrsim.sim.traces uses the same)
@@ -60,7 +62,9 @@ def spans(rec: dict) -> list[Span]:
                 pre = int(prev["tokens"])                   # the draft step it has not read
             else:
                 pre = int(prev["tokens"]) if prev.get("source") == "target" else 0
-            out.append(Span(eng, float(sp["start"]), float(sp["end"]), int(sp.get("tokens") or 0), ctx, pre))
+            measured = span_cache(sp)      # the engine's own count, where recorded: exact
+            c_ctx, c_pre = (ctx, pre) if measured is None else (measured[0], measured[0] - measured[1])
+            out.append(Span(eng, float(sp["start"]), float(sp["end"]), int(sp.get("tokens") or 0), c_ctx, c_pre))
         for c in s.get("cancelled") or []:
             out.append(Span(c["kind"], float(c["start"]), float(c["end"]), int(c.get("tokens") or 0),
                             ctx, int(prev["tokens"]) if prev else pt))

@@ -115,11 +115,25 @@ def proposal_counts(rec: dict) -> tuple[int, int] | None:
     return int(drafts), seqs
 
 
+def span_cache(span: dict | None) -> tuple[int, int] | None:
+    """(prompt tokens, of them prefix-cache hits) of one generation as its engine counted them
+    (vLLM's num_cached_tokens, recorded per span since schema v1's optional fields); None when the
+    span does not carry them (older records, cancelled work)."""
+    if not isinstance(span, dict) or span.get("prompt_tokens") is None or span.get("cached_tokens") is None:
+        return None
+    return int(span["prompt_tokens"]), int(span["cached_tokens"])
+
+
 def prompt_cached(rec: dict) -> int | None:
     """Prompt tokens the target's prefix cache already held when the record started (its prompt
-    seen before, or a shared template; vLLM caches whole blocks): the prompt less the mean
-    prefill of the engine's first passes, up to the N prompt prefills of its block (N requests
-    in flight start together; 1 alone). None when the passes do not say."""
+    seen before, or a shared template; vLLM caches whole blocks). Measured where the first step's
+    target span records it; otherwise inferred: the prompt less the mean prefill of the engine's
+    first passes, up to the N prompt prefills of its block (N requests in flight start together;
+    1 alone). None when neither says."""
+    steps = rec.get("steps") or []
+    first = span_cache(steps[0].get("target")) if steps else None
+    if first is not None:
+        return first[1]
     prompt = int(rec.get("prompt_tokens") or 0)
     n = int((rec.get("load") or {}).get("concurrency") or 1)
     tokens = reqs = 0

@@ -62,6 +62,34 @@ def test_cached_prompt_of_a_block():
     assert prompt_cached(rec) is None
 
 
+def test_cached_prompt_measured_by_the_engine_wins():
+    """A first target span with vLLM's own count (num_cached_tokens) is exact: no inference from
+    the passes, which here would say 89."""
+    alone = {"batch_size": 1, "prefill_tokens": 20, "prefill_requests": 1, "decode_requests": 0}
+    rec = _rec(alone) | {"steps": [{"tokens": 5, "target": {"start": 0, "end": 1, "tokens": 5,
+                                                             "prompt_tokens": 112, "cached_tokens": 96}}]}
+    assert prompt_cached(rec) == 96
+    del rec["steps"][0]["target"]["cached_tokens"]      # older records: inferred as before
+    assert prompt_cached(rec) == 89
+
+
+def test_spans_take_context_and_prefill_from_the_engine_counts():
+    """The rule of overheads.spans says a target step after a draft prefills that draft step (10
+    tokens); the engine counted a 130-token prompt of which 112 were cached: 18 prefilled (the
+    chat template's turn markers, a block boundary). Spans without the counts keep the rule."""
+    steps = [_step("target", (0.0, 1.0), (1.0, 1.0)),
+             _step("draft", (1.0, 2.0), (2.0, 2.1), draft=(1.0, 1.5)),
+             _step("target", (2.1, 3.0), (3.0, 3.1), draft=(2.1, 2.5))]
+    rec = {"mode": "lr", "prompt_tokens": 100, "steps": steps}
+    ruled = {(s.engine, s.start): (s.ctx, s.prefill) for s in oh.spans(rec)}
+    assert ruled[("target", 2.1)] == (120, 10)
+    steps[2]["target"] |= {"prompt_tokens": 130, "cached_tokens": 112}
+    counted = {(s.engine, s.start): (s.ctx, s.prefill) for s in oh.spans(rec)}
+    assert counted[("target", 2.1)] == (130, 18)
+    assert {k: v for k, v in counted.items() if k != ("target", 2.1)} == \
+        {k: v for k, v in ruled.items() if k != ("target", 2.1)}
+
+
 @pytest.mark.skipif(not (LOAD / "c4" / "ar.jsonl").exists(), reason="no load corpus")
 def test_recorded_blocks_start_from_cached_prompts():
     """The load corpus runs every configuration on the same problems with the same engines: at
