@@ -40,7 +40,11 @@ NEVER_CAP = 1 << 62
 
 
 class Job:
-    """A request to an engine: `iters` iterations, each decoding `tokens_per_iter` positions."""
+    """A request to an engine: `iters` iterations, each decoding `tokens_per_iter` positions.
+
+    `done` succeeds (value None: the job as its value made a job <-> event reference cycle for
+    every job) when the last iteration ends; a cancelled job's never fires, and its callbacks are
+    dropped at the cancel."""
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
@@ -135,6 +139,9 @@ class Engine:
     def cancel(self, job: Job) -> None:
         if job.finished is None and not job.cancelled:
             job.cancelled = True
+            # its done event never fires: drop the callbacks, which often reach the job itself
+            # (a closure over it) and would leave a cycle for the cyclic GC
+            job.done.callbacks.clear()
             if job.started is not None:       # admitted: leaves at the next iteration boundary
                 start, t_iter = self._chunk
                 running = math.ceil((self.env._now - start) / t_iter - 1e-9) if t_iter > 0 else 0
@@ -368,7 +375,7 @@ class Engine:
                 self.kv.finished(j, j.finish_iter - j.start_iter)
             j.iters_left = 0
             j.finished = now
-            j.done.succeed(j)
+            j.done.succeed()
 
     # --- KV cache (only with a KVSpec) ----------------------------------------------------------
     def _running(self) -> list:

@@ -53,12 +53,13 @@ class FreeEngine:
         job.iters_left = 0
         job.finished = self.env.now
         self._idle_check()
-        job.done.succeed(job)
+        job.done.succeed()
 
     def cancel(self, job: Job) -> None:
         if job.finished is not None or job.cancelled:
             return
         job.cancelled = True
+        job.done.callbacks.clear()        # it never fires (Engine.cancel)
         done = int((self.env.now - job.started) / self._per_iter(job) + 1e-9)
         job.iters_left = max(0, job.total - done)
         self.iterations += done

@@ -46,6 +46,9 @@ class Node:
       draft_job, target_job, parent, children, alive, expanded
     Simulator only: draft_done / target_done (the real Node reads them off its jobs' results) and
     verdict_event, the SimPy event of its draft's judgement (the real Node's verdict_task).
+    A node killed, or a root replaced, drops its links (parent, children, jobs; its jobs keep it
+    as their tag): the tree then holds no reference cycle and is freed by reference counting,
+    not by the cyclic GC (tests/sim/test_sim_gc.py).
     """
     __slots__ = ("position", "parent", "children", "draft_job", "target_job", "draft_done",
                  "target_done", "launch_depth", "alive", "expanded", "verdict_event")
@@ -234,6 +237,8 @@ class AsyncLookahead:
             self.accept(root, winner)
         else:
             self.reject(root)
+        root.children = []                # the old root is done: drop its links (retire)
+        root.draft_job = root.target_job = None
         if len(self.rec.steps) >= self.n_steps:
             self.finish()
             return
@@ -246,7 +251,6 @@ class AsyncLookahead:
         self.world.commit(self.rec, "draft", self.lens[pos])
         self.d_cached = self.cum[pos + 1]  # the drafter wrote the step it committed
         self.accepted_run += 1
-        root.children = [winner]
         self.new_root(winner)
 
     def reject(self, root):
@@ -270,12 +274,17 @@ class AsyncLookahead:
             stack.extend(n.children)
 
     def kill(self, node):
-        """Cancel node's jobs and its subtree's."""
+        """Cancel node's jobs and its subtree's, and drop the links of the dead subtree (retire:
+        a dead node's callbacks only read `alive`), so that it is freed when the last reference
+        goes, not by the cyclic GC."""
         node.alive = False
         self.world.cancel(self.world.draft, node.draft_job, "draft")
         self.world.cancel(self.world.target, node.target_job, "target")
         for c in node.children:
             self.kill(c)
+        node.parent = None
+        node.children = []
+        node.draft_job = node.target_job = None
 
     def finish(self):
         if self.accepted_run:
