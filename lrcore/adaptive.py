@@ -4,7 +4,9 @@ Before each new speculation a scheduler asks a Controller which depth (0 = no sp
 AR, or SD alone, for that step), width and SD length k2 to run. The Controller takes the choice
 that maximises the expected committed tokens per second of the paper's closed forms
 (lrcore/theory.py) extended with the measured overheads (`expected_rate`), over a bounded
-candidate set, and moves away from its current choice only when the gain clears a margin. The
+candidate set - or the deepest depth on that choice's plateau (`preferred`) - and moves away
+from its current choice only when the gain clears a margin, or a smaller gain has lasted `dwell`
+decisions. The
 simulator (lrsim) and the real backend (lrreal) both import this module, so the decision is the
 same code in both worlds; it imports nothing but lrcore and the standard library, and holds no
 randomness: the same observations give the same decisions.
@@ -57,10 +59,26 @@ class AdaptiveConfig:
     #                                 acceptance 0.63 -> 0.83 from W = 1 to 8 (1 - 0.37^(8^0.28))
     decay: float = 0.95             # memory of ~1/(1 - decay) = 20 observations: follows a phase
     #                                 change within a few dozen steps
-    prior_weight: float = 2.0       # the prior counts as 2 observations, permanently: keeps an
-    #                                 unseen depth at its prior and the batch slope defined
-    margin: float = 0.03            # switch only for > 3% expected gain: below the noise of ~20
-    #                                 observations, and the issue's tolerance against AR
+    prior_weight: float = 2.0       # the prior counts as 2 observations (the batch costs' ridge
+    #                                 prior for ever: it keeps the slope defined)
+    prior_ages: bool = True         # the means' prior ages like an observation (decays with them),
+    #                                 so ~60 observations on the data alone decide: a permanent
+    #                                 prior held acceptance 0 at a believed >= 0.045, above the
+    #                                 break-even, for ever. An unseen depth stays at its prior
+    #                                 (prior and data decay together: their ratio is kept)
+    depth_pool_weight: float = 8.0  # a depth >= 2 is believed like the depth above it, worth 8 of
+    #                                 its own verdicts for ever (Estimator._alphas)
+    margin: float = 0.03            # switch at once for > 3% expected gain
+    min_gain: float = 0.005         # ... or for > 0.5% once the same better choice has been the
+    dwell: int = 5                  # target of `dwell` decisions in a row: estimates that oscillate
+    #                                 near a boundary never switch, a lasting gain below the margin
+    #                                 is not left on the table for ever (margin alone kept the
+    #                                 prior's first pick, k2 9, where k2 5 gained 2%)
+    depth_rtol: float = 0.01        # plateau: the deepest depth (same width, k2) within 1% of the
+    #                                 best is the target. Past the depth limit ceil(1/c1) the closed
+    #                                 form is flat in depth (Thm. 2, S1: equal step times); with
+    #                                 step lengths that vary, a deeper tree keeps the target busy
+    #                                 through a long step, which the formula cannot see
     explore_every: int = 50         # after this many decisions at depth 0, one depth-1 speculation
     #                                 refreshes acceptance (AR observes none); 0 = never
 
@@ -76,12 +94,17 @@ class AdaptiveConfig:
             if not vs or any(not isinstance(v, int) or v < 1 for v in vs):
                 bad(name, vs, "a non-empty tuple of integers >= 1")
         for name, lo, hi in (("sd_draft_ratio", 0, math.inf), ("width_exponent", 0, 1),
-                             ("decay", 0, 1), ("margin", 0, math.inf)):
+                             ("decay", 0, 1), ("margin", 0, math.inf), ("min_gain", 0, math.inf),
+                             ("depth_rtol", 0, 1)):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and lo <= v <= hi and math.isfinite(v)):
                 bad(name, v, f"a finite number in [{lo}, {hi}]")
-        if not (isinstance(self.prior_weight, (int, float)) and 0 < self.prior_weight < math.inf):
-            bad("prior_weight", self.prior_weight, "a finite number > 0")
+        for name in ("prior_weight", "depth_pool_weight"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 < v < math.inf):
+                bad(name, v, "a finite number > 0")
+        if not isinstance(self.dwell, int) or self.dwell < 1:
+            bad("dwell", self.dwell, "an integer >= 1")
         if not isinstance(self.explore_every, int) or self.explore_every < 0:
             bad("explore_every", self.explore_every, "an integer >= 0")
 
@@ -139,29 +162,49 @@ class Estimates:
 
 @dataclass
 class DecayedMean:
-    """A weighted mean with exponential forgetting and a permanent prior:
+    """A weighted mean with exponential forgetting and a prior:
 
-        value = (w0 x0 + sum_i decay^(n-i) w_i x_i) / (w0 + sum_i decay^(n-i) w_i)
+        value = (p_n x0 + sum_i decay^(n-i) w_i x_i) / (p_n + sum_i decay^(n-i) w_i)
 
-    after n observations (x_i, w_i); x0 is the prior, worth w0 observations for ever."""
+    after n observations (x_i, w_i) or forgets; x0 is the prior, worth p_n observations: w0 for
+    ever (p_n = w0), or, if `ages`, w0 observations made before the first (p_n = w0 decay^n): the
+    data alone decide in the end, and a mean that is only forgotten keeps its value."""
     prior: float
     prior_weight: float
     decay: float
+    ages: bool = False
     total: float = 0.0      # decayed sum of w_i x_i
     weight: float = 0.0     # decayed sum of w_i
+    prior_mass: float = -1.0  # p_n (-1: not set yet, prior_weight)
+
+    def __post_init__(self):
+        if self.prior_mass < 0:
+            self.prior_mass = float(self.prior_weight)
 
     def observe(self, value: float, weight: float = 1.0) -> None:
-        self.total = self.decay * self.total + weight * value
-        self.weight = self.decay * self.weight + weight
+        self.forget()
+        self.total += weight * value
+        self.weight += weight
 
     def forget(self) -> None:
         """One decay without an observation (another depth's verdict ticked the clock)."""
         self.total *= self.decay
         self.weight *= self.decay
+        if self.ages:
+            self.prior_mass *= self.decay
+            mass = self.prior_mass + self.weight
+            if 0 < mass < 1e-200:       # ~9000 decays with nothing new: rescale before underflow
+                self.prior_mass, self.total, self.weight = (
+                    self.prior_mass / mass, self.total / mass, self.weight / mass)
+
+    def blend(self, prior: float) -> float:
+        """The mean with `prior` in place of x0 (the estimator's chained prior by depth)."""
+        mass = self.prior_mass + self.weight
+        return (self.prior_mass * prior + self.total) / mass if mass > 0 else prior
 
     @property
     def value(self) -> float:
-        return (self.prior_weight * self.prior + self.total) / (self.prior_weight + self.weight)
+        return self.blend(self.prior)
 
 
 @dataclass
@@ -213,14 +256,16 @@ class Estimator:
     def __init__(self, cfg: AdaptiveConfig, prior: Estimates | None = None):
         self.cfg = cfg
         p = prior or Estimates()
-        w, k = cfg.prior_weight, cfg.decay
-        self.alpha = [DecayedMean(p.alpha(d), w, k) for d in range(1, max(cfg.max_depth, 1) + 1)]
-        self.alpha2 = DecayedMean(p.alpha2, w, k)
+        w, k, ages = cfg.prior_weight, cfg.decay, cfg.prior_ages
+        # depths >= 2: only their decayed sums are used (their prior is the chain, _alphas)
+        self.alpha = [DecayedMean(p.alpha(d), w, k, ages and d == 1)
+                      for d in range(1, max(cfg.max_depth, 1) + 1)]
+        self.alpha2 = DecayedMean(p.alpha2, w, k, ages)
         self.target = BatchCost(p.target_step_s, p.target_slope_s, w, k)
         self.draft = BatchCost(p.draft_step_s, p.draft_slope_s, w, k)
-        self.verify = DecayedMean(p.verify_s, w, k)
-        self.load = DecayedMean(p.load, w, k)
-        self.step_tokens = DecayedMean(p.step_tokens, w, k)
+        self.verify = DecayedMean(p.verify_s, w, k, ages)
+        self.load = DecayedMean(p.load, w, k, ages)
+        self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
         """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
@@ -246,20 +291,32 @@ class Estimator:
             self.alpha2.observe(accepted / (accepted + rejected), accepted + rejected)
 
     def observe_target_step(self, seconds: float, batch: float = 1, k2: int = 1,
-                            tokens_per_pass: float | None = None) -> None:
+                            tokens_per_pass: float | None = None,
+                            tokens: float | None = None) -> None:
         """One target step with `batch` sequences in the target's batch. A step run with SD
         (k2 > 1, `tokens_per_pass` tokens committed per pass, default the current estimate) is
-        stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model."""
+        stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model.
+        `tokens`, the step's length, scales the seconds to a step of the mean length (the current
+        step_tokens estimate): steps vary in length far more than a batch changes their time."""
         _measured("observe_target_step", seconds, batch - 1, k2 - 1)
+        seconds = self._per_mean_step(seconds, tokens)
         if k2 > 1:
             m = tokens_per_pass or float(geometric_sum(self.alpha2.value, k2))
             seconds = seconds * m / (1.0 + self.cfg.sd_draft_ratio * (k2 - 1))
         self.target.observe(seconds, batch * k2)
 
-    def observe_draft_step(self, seconds: float, batch: float = 1) -> None:
-        """One draft step with `batch` sequences in the draft's batch."""
+    def observe_draft_step(self, seconds: float, batch: float = 1,
+                           tokens: float | None = None) -> None:
+        """One draft step with `batch` sequences in the draft's batch (`tokens`: as for
+        observe_target_step)."""
         _measured("observe_draft_step", seconds, batch - 1)
-        self.draft.observe(seconds, batch)
+        self.draft.observe(self._per_mean_step(seconds, tokens), batch)
+
+    def _per_mean_step(self, seconds: float, tokens: float | None) -> float:
+        if tokens is None:
+            return seconds
+        _measured("tokens", tokens)
+        return seconds * self.step_tokens.value / tokens if tokens > 0 else seconds
 
     def observe_verify(self, seconds: float) -> None:
         """One verdict's latency (a level's sibling verdicts run concurrently: report one)."""
@@ -289,20 +346,25 @@ class Estimator:
 
 
     def _alphas(self, prob) -> tuple[float, ...]:
-        """Acceptance by depth. The prior of depth d >= 2 follows the estimate of depth d - 1
-        (times the prior's own ratio between them): a depth seldom judged - the async tree judges
-        most drafts at the depth they were launched at, and a rejection at depth 1 kills the
-        deeper ones unjudged - is believed to be like the depth above it, not the fixed prior.
-        (With a fixed 0.5 at depths 2-4, a depth-1 acceptance of 0 still priced a depth-4 tree
-        at a geometric-mean acceptance of 0.27, and it never stopped speculating.) Before any
-        observation every depth is exactly its prior."""
+        """Acceptance by depth. Depth 1 is its own mean (its prior ages with cfg.prior_ages). The
+        prior of depth d >= 2 is the estimate of depth d - 1 (times the prior's own ratio between
+        them), worth cfg.depth_pool_weight observations for ever: a depth seldom judged - the
+        async tree judges most drafts at the depth they were launched at, and a rejection at
+        depth 1 kills the deeper ones unjudged - is believed to be like the depth above it, not
+        the fixed prior. (With a fixed 0.5 at depths 2-4, a depth-1 acceptance of 0 still priced
+        a depth-4 tree at a geometric-mean acceptance of 0.27, and it never stopped
+        speculating; with the chain worth only 2 observations, depths 2-4, each with ~5 of the
+        ~20 verdicts in memory, swung by 0.2 on noise, and the choice with them between depth 2
+        and 4.) Before any observation every depth is exactly its prior."""
         out: list[float] = []
+        pool = self.cfg.depth_pool_weight
         for d, m in enumerate(self.alpha):
-            prior = m.prior
             above = self.alpha[d - 1].prior if d else 0.0
-            if d and above > 0:
-                prior = m.prior * (out[-1] / above)
-            out.append(prob((m.prior_weight * prior + m.total) / (m.prior_weight + m.weight)))
+            if not d:
+                out.append(prob(m.value))
+                continue
+            prior = m.prior * (out[-1] / above) if above > 0 else m.prior
+            out.append(prob((pool * prior + m.total) / (pool + m.weight)))
         return tuple(out)
 
 
@@ -409,6 +471,27 @@ def _argmax(rated: list[tuple[Choice, float]]) -> tuple[Choice, float]:
     return best, best_rate
 
 
+def on_plateau(c: Choice, rate: float, best: Choice, best_rate: float,
+               cfg: AdaptiveConfig) -> bool:
+    """`c` (expected `rate`) is the best, or as deep or deeper with the best's width and k2 and
+    within cfg.depth_rtol of its rate: the plateau rule (AdaptiveConfig.depth_rtol). Depth 0 has
+    no plateau: when not speculating is best, only not speculating is on it."""
+    if c == best:
+        return True
+    return (best.depth > 0 and c.width == best.width and c.k2 == best.k2
+            and c.depth > best.depth and rate >= best_rate * (1.0 - cfg.depth_rtol))
+
+
+def preferred(rated: list[tuple[Choice, float]], cfg: AdaptiveConfig) -> tuple[Choice, float]:
+    """The choice the Controller moves to: the deepest candidate on the argmax's plateau."""
+    best, best_rate = _argmax(rated)
+    pick, pick_rate = best, best_rate
+    for c, r in rated:
+        if c.depth > pick.depth and on_plateau(c, r, best, best_rate, cfg):
+            pick, pick_rate = c, r
+    return pick, pick_rate
+
+
 # --- the record and the controller -------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -449,15 +532,21 @@ class Decision:
 
 
 class Controller:
-    """The decision rule with hysteresis: keeps its current choice unless the best candidate's
-    expected rate beats the current one's by more than cfg.margin, for the same estimates; at
-    depth 0 it probes depth 1 every cfg.explore_every decisions so acceptance stays measured."""
+    """The decision rule with hysteresis. Its current choice stands while it is on the plateau of
+    the argmax (`on_plateau`: the argmax, or deeper within cfg.depth_rtol). Otherwise it moves to
+    the deepest choice on that plateau (`preferred`) when the argmax's expected rate beats the
+    current one's, for the same estimates, by more than cfg.margin (at once), or by more than
+    cfg.min_gain with the same target for cfg.dwell decisions in a row (estimates oscillating
+    near a boundary change the target before that: no flapping). At depth 0 it probes depth 1
+    every cfg.explore_every decisions so acceptance stays measured."""
 
     def __init__(self, cfg: AdaptiveConfig, current: Choice | None = None):
         self.cfg = cfg
-        self.current = current          # None: the first decision takes the argmax
+        self.current = current          # None: the first decision takes the target
         self.decisions = 0
         self.at_depth0 = 0              # decisions at depth 0 since the last speculation
+        self.pending: Choice | None = None  # a better target that has not cleared the margin
+        self.streak = 0                 # ... and for how many decisions in a row
 
     def decide(self, est: Estimates) -> Decision:
         rated = ranked(est, self.cfg)
@@ -467,17 +556,32 @@ class Controller:
             return rates[c] if c in rates else expected_rate(est, c, self.cfg)
 
         best, best_rate = _argmax(rated)
+        target, _ = preferred(rated, self.cfg)
+        aim = target.label() if target == best else f"{target.label()} (plateau of {best.label()})"
         cur = self.current
-        if cur is None:
-            chosen, why = best, f"first decision: the best, {best.label()}"
-        elif best == cur:
-            chosen, why = cur, f"{cur.label()} is still the best"
-        elif best_rate > rate(cur) * (1.0 + self.cfg.margin):
-            chosen, why = best, (f"switch from {cur.label()}: {best.label()} gains "
-                                 f"{best_rate / rate(cur) - 1:.1%} > margin {self.cfg.margin:.1%}")
+        stays = cur is not None and on_plateau(cur, rate(cur), best, best_rate, self.cfg)
+        gain = best_rate / rate(cur) - 1.0 if cur is not None else 0.0
+        if cur is not None and not stays and self.cfg.min_gain < gain <= self.cfg.margin:
+            self.streak = self.streak + 1 if target == self.pending else 1
+            self.pending = target
         else:
-            chosen, why = cur, (f"keep {cur.label()}: {best.label()} would gain only "
-                                f"{best_rate / rate(cur) - 1:.1%} <= margin {self.cfg.margin:.1%}")
+            self.pending, self.streak = None, 0
+        if cur is None:
+            chosen, why = target, f"first decision: the best, {aim}"
+        elif stays:
+            chosen, why = cur, (f"{cur.label()} is still the best" if cur == best else
+                                f"{cur.label()} is on the plateau of the best, {best.label()}")
+        elif gain > self.cfg.margin:
+            chosen, why = target, (f"switch from {cur.label()}: {aim} gains {gain:.1%} > margin "
+                                   f"{self.cfg.margin:.1%}")
+        elif self.streak >= self.cfg.dwell:
+            chosen, why = target, (f"switch from {cur.label()}: {aim} gains {gain:.1%} > "
+                                   f"{self.cfg.min_gain:.1%} for {self.streak} decisions in a row")
+            self.pending, self.streak = None, 0
+        else:
+            held = f", {self.streak} of {self.cfg.dwell} in a row" if self.streak else ""
+            chosen, why = cur, (f"keep {cur.label()}: {aim} would gain only {gain:.1%} <= margin "
+                                f"{self.cfg.margin:.1%}{held}")
         self.current = chosen
         run = chosen
         if chosen.depth == 0 and self.cfg.max_depth >= 1 and self.cfg.explore_every > 0:

@@ -59,7 +59,8 @@ class Config:
     tp_efficiency: float = 0.9     # per doubling of TP (all-reduce cost); used by equal resources
     stage_c1: float | None = None  # lr-stage threshold ratio; None = from the latency models
     # lr-adaptive: the decision rule's knobs (lrcore.adaptive.AdaptiveConfig); None = its defaults
-    # bounded by this config: depths 0..depth, widths 1..width, k2 1 or k2 (policies/lr_adaptive.py)
+    # bounded by this config: depths 0..depth, widths 1..width, k2 1, k2 or 3, 5 below it
+    # (policies/lr_adaptive.py)
     adaptive: object | None = None
     name: str = "flags"
     source: str = ""               # the scenario file this came from (named in errors)

@@ -9,7 +9,7 @@ import pytest
 
 from lrcore.adaptive import (AR, AdaptiveConfig, BatchCost, Choice, Controller, DecayedMean,
                              Decision, Estimates, Estimator, best_choice, candidates, expected_rate,
-                             ranked)
+                             preferred, ranked)
 from lrcore.errors import UserError
 from lrcore.theory import f_async, f_sync, geometric_sum, sd_speedup
 
@@ -65,6 +65,48 @@ def test_decayed_mean_starts_at_the_prior_and_forgets_at_the_decay():
     assert m.value == pytest.approx((1.0 + 3.0) / 6.0, rel=REL)
 
 
+def test_an_aging_prior_decays_with_the_data_and_forgetting_keeps_the_value():
+    m = DecayedMean(prior=0.5, prior_weight=2.0, decay=0.9, ages=True)
+    assert m.value == 0.5
+    for _ in range(30):
+        m.observe(0.2)
+    s = (1 - 0.9 ** 30) / (1 - 0.9)
+    p = 2.0 * 0.9 ** 30
+    assert m.value == pytest.approx((p * 0.5 + 0.2 * s) / (p + s), rel=REL)
+    # after ~60 observations the data alone decide: acceptance 0 is believed ~0, not >= 0.045
+    z = DecayedMean(prior=0.5, prior_weight=2.0, decay=0.95, ages=True)
+    for _ in range(100):
+        z.observe(0.0)
+    assert z.value == pytest.approx(2 * 0.95 ** 100 * 0.5 / (2 * 0.95 ** 100 + 20 * (1 - 0.95 ** 100)),
+                                    rel=REL)
+    assert z.value < 1e-3
+    # forgetting without observations keeps the value (prior and data decay alike), through the
+    # rescaling that stops the sums underflowing
+    v = m.value
+    for _ in range(20000):
+        m.forget()
+    assert m.value == pytest.approx(v, rel=1e-9) and math.isfinite(m.prior_mass)
+    n = DecayedMean(prior=0.3, prior_weight=2.0, decay=0.9, ages=True)
+    for _ in range(20000):
+        n.forget()
+    assert n.value == pytest.approx(0.3, rel=REL)
+
+
+def test_acceptance_zero_falls_below_the_break_even_only_with_an_aging_prior():
+    # the paper's hardware in seconds: a 0.82 s target step, 0.21 s draft step, 16 ms verdict
+    costs = dict(target_step_s=0.82, target_slope_s=0.004, draft_step_s=0.21, verify_s=0.016,
+                 step_tokens=45.0)
+    for ages, speculates in ((False, True), (True, False)):
+        cfg = AdaptiveConfig(max_depth=4, widths=(1,), prior_ages=ages)
+        est = Estimator(cfg, Estimates(**costs))
+        for _ in range(60):
+            est.observe_verdict(1, False)
+        snap = est.snapshot()
+        w = 2 * 0.95 ** 60 if ages else 2.0
+        assert snap.alpha(1) == pytest.approx(w * 0.5 / (w + 20 * (1 - 0.95 ** 60)), rel=REL)
+        assert (best_choice(snap, cfg)[0] != AR) == speculates, (ages, snap.alpha(1))
+
+
 def test_the_estimator_starts_at_its_prior_exactly():
     cfg = AdaptiveConfig(max_depth=4)
     prior = Estimates(alpha_by_depth=(0.7, 0.6), alpha2=0.4, target_step_s=0.8,
@@ -77,7 +119,8 @@ def test_the_estimator_starts_at_its_prior_exactly():
 
 
 def test_acceptance_by_depth_decays_on_one_clock():
-    cfg = AdaptiveConfig(max_depth=3, decay=0.8, prior_weight=2.0)
+    cfg = AdaptiveConfig(max_depth=3, decay=0.8, prior_weight=2.0, prior_ages=False,
+                         depth_pool_weight=2.0)
     est = Estimator(cfg, Estimates(alpha_by_depth=(0.6,)))
     est.observe_verdict(1, True)
     est.observe_verdict(1, False)
@@ -106,10 +149,35 @@ def test_an_unjudged_depth_follows_the_depth_above_it():
     assert expected_rate(snap, Choice(4, 1, 1), cfg) <= expected_rate(snap, Choice(1, 1, 1), cfg) * 1.001
 
 
+def test_a_deeper_depth_is_pooled_with_the_depth_above_for_depth_pool_weight_verdicts():
+    cfg = AdaptiveConfig(max_depth=3, decay=0.9, depth_pool_weight=8.0)
+    est = Estimator(cfg, Estimates(alpha_by_depth=(0.5,)))
+    verdicts = [(1, True), (2, False), (1, True), (3, True), (2, False), (1, False), (2, True)]
+    for depth, ok in verdicts:
+        est.observe_verdict(depth, ok)
+    n = len(verdicts)
+
+    def sums(depth):        # decayed weight and total of one depth's own verdicts
+        w = [0.9 ** (n - 1 - i) for i, (d, _) in enumerate(verdicts) if d == depth]
+        t = [0.9 ** (n - 1 - i) for i, (d, ok) in enumerate(verdicts) if d == depth and ok]
+        return sum(w), sum(t)
+    a = est.snapshot().alpha_by_depth
+    w1, t1 = sums(1)
+    p1 = 2.0 * 0.9 ** n                          # depth 1: its own prior, aged n clock ticks
+    assert a[0] == pytest.approx((p1 * 0.5 + t1) / (p1 + w1), rel=REL)
+    w2, t2 = sums(2)
+    assert a[1] == pytest.approx((8 * a[0] + t2) / (8 + w2), rel=REL)
+    w3, t3 = sums(3)
+    assert a[2] == pytest.approx((8 * a[1] + t3) / (8 + w3), rel=REL)
+
+
 def test_sd_acceptance_counts_tokens_as_bernoulli_trials():
-    est = Estimator(AdaptiveConfig(), Estimates(alpha2=0.0))
+    est = Estimator(AdaptiveConfig(prior_ages=False), Estimates(alpha2=0.0))
     est.observe_sd(accepted=30, rejected=10)
     assert est.snapshot().alpha2 == pytest.approx((0 + 0.75 * 40) / (2 + 40), rel=REL)
+    est = Estimator(AdaptiveConfig(), Estimates(alpha2=0.0))     # the default: the prior ages
+    est.observe_sd(accepted=30, rejected=10)
+    assert est.snapshot().alpha2 == pytest.approx((0 + 0.75 * 40) / (2 * 0.95 + 40), rel=REL)
 
 
 def test_batch_cost_is_the_decayed_ridge_least_squares_fit():
@@ -276,6 +344,51 @@ def test_hysteresis_keeps_the_choice_while_estimates_oscillate_near_a_boundary()
     assert d.expected_tps == pytest.approx(L * (1.6 / (1 + 0.5 / 1.3 * 0.6 * 0.4)) / 1.3, rel=REL)
 
 
+def test_a_lasting_gain_below_the_margin_switches_after_dwell_decisions():
+    lo, hi = flat(0.40, **NEAR), flat(0.45, **NEAR)
+    cfg = AdaptiveConfig(max_depth=1, widths=(1,), explore_every=0)
+    assert (cfg.margin, cfg.min_gain, cfg.dwell) == (0.03, 0.005, 5)
+    gain = (1.45 / (1 + 0.5 / 1.3 * 0.45 * 0.55)) / 1.3 - 1          # depth 1 over AR at hi
+    assert cfg.min_gain < gain < cfg.margin
+    ctl = Controller(cfg)
+    decisions = [ctl.decide(e) for e in [lo] + [hi] * 6]
+    assert [d.depth for d in decisions] == [0, 0, 0, 0, 0, 1, 1]
+    assert decisions[4].reason.startswith("keep depth 0") and "4 of 5 in a row" in decisions[4].reason
+    assert decisions[5].reason.startswith("switch from depth 0") and "5 decisions in a row" in \
+        decisions[5].reason
+    assert decisions[5].expected_tps / decisions[5].ar_tps - 1 == pytest.approx(gain, rel=1e-9)
+    # an interruption restarts the count; a gain below min_gain never switches
+    ctl = Controller(cfg)
+    assert [ctl.decide(e).depth for e in [lo] + [hi] * 4 + [lo] + [hi] * 4] == [0] * 10
+    ctl = Controller(AdaptiveConfig(max_depth=1, widths=(1,), explore_every=0, min_gain=0.02))
+    assert [ctl.decide(e).depth for e in [lo] + [hi] * 30] == [0] * 31
+
+
+def test_the_target_is_the_deepest_depth_on_the_plateau_of_the_best():
+    # c1 = 0.26: past the depth limit ceil(1/0.26) = 4 (depth >= 3) the async closed form is
+    # flat (S1); a small batch slope makes each deeper level ~0.4% dearer
+    cfg = AdaptiveConfig(max_depth=8, widths=(1,), k2s=(1, 3))
+    e = flat(0.6, draft=0.26, target_slope_s=0.004)
+    rated = ranked(e, cfg)
+    best, best_rate = best_choice(e, cfg)
+    assert best == Choice(3, 1, 1)
+    s1 = float(f_async(0.6, 0.26 / 1.012, 4))
+    assert best_rate == pytest.approx(L * s1 / 1.012, rel=REL)
+    pick, pick_rate = preferred(rated, cfg)
+    want = max(d for d in range(1, 9)
+               if brute_rate(e, Choice(d, 1, 1), cfg) >= best_rate * (1 - cfg.depth_rtol))
+    assert 3 < want < 8 and pick == Choice(want, 1, 1)
+    assert pick_rate == pytest.approx(brute_rate(e, pick, cfg), rel=REL)
+    # the controller runs it; depth_rtol 0 is the plain argmax
+    assert Controller(cfg).decide(e).choice == pick
+    assert preferred(rated, AdaptiveConfig(max_depth=8, widths=(1,), depth_rtol=0.0))[0] == best
+    # a steep batch cost leaves no plateau; when not speculating is best, it stays the target
+    e = flat(0.6, draft=0.26, target_slope_s=0.05)
+    assert preferred(ranked(e, cfg), cfg)[0] == best_choice(e, cfg)[0]
+    e = flat(0.3, draft=0.5, verify=0.3)
+    assert best_choice(e, cfg)[0] == AR and preferred(ranked(e, cfg), cfg)[0] == AR
+
+
 def test_at_depth_zero_it_explores_depth_one_once_every_explore_every_decisions():
     cfg = AdaptiveConfig(explore_every=5)
     ctl = Controller(cfg)
@@ -321,5 +434,11 @@ def test_bad_config_is_a_user_error():
         AdaptiveConfig(widths=())
     with pytest.raises(UserError, match="decay"):
         AdaptiveConfig(decay=1.5)
+    with pytest.raises(UserError, match="depth_pool_weight"):
+        AdaptiveConfig(depth_pool_weight=0)
+    with pytest.raises(UserError, match="dwell"):
+        AdaptiveConfig(dwell=0)
+    with pytest.raises(UserError, match="depth_rtol"):
+        AdaptiveConfig(depth_rtol=-0.1)
     with pytest.raises(UserError, match="alpha_by_depth"):
         Estimates(alpha_by_depth=(1.2,))

@@ -19,7 +19,7 @@ nothing about this workload), so a request follows its own phase changes. The de
 lrcore/adaptive.py's, imported, not copied.
 
 The Config bounds the choice (`adaptive_config`): depths 0..cfg.depth, widths 1..cfg.width, k2
-1 or cfg.k2 (SD off, or at the engine's one k2: vLLM fixes it at engine start); with SD on offer
+1, cfg.k2 or a shorter length of lr plan's grid (3, 5) below it (`sd_lengths`); with SD on offer
 the prior's SD acceptance is 0.5 (`neutral_prior`), as lrcore's 0 would never run SD and so never
 measure it. cfg.adaptive, an AdaptiveConfig, replaces the bounds.
 
@@ -54,7 +54,20 @@ def adaptive_config(cfg) -> AdaptiveConfig:
     if cfg.sd_draft is not None and cfg.k2 > 1:
         c2 = cfg.sd_draft.per_token() / cfg.target.latency.per_token()
     return AdaptiveConfig(mode="async", max_depth=cfg.depth, widths=tuple(range(1, cfg.width + 1)),
-                          k2s=tuple(sorted({1, cfg.k2})), sd_draft_ratio=c2)
+                          k2s=sd_lengths(cfg.k2), sd_draft_ratio=c2)
+
+
+SHORTER_K2S = (3, 5)    # lr plan's default --k2 grid below the paper's 9
+
+
+def sd_lengths(k2: int) -> tuple[int, ...]:
+    """The SD lengths lr-adaptive chooses from with the Config's k2: 1 (no SD), k2, and the grid's
+    shorter lengths below it. The simulator switches k2 per step (each a stream of its own); vLLM
+    fixes it at engine start, so a real backend offers (1,) or its one k2. Offered only k2 = 9,
+    the paper's n-gram SD, it could not run lr plan's best static lr+sd, k2 5 or 3 on every paper
+    preset (at SD acceptance 0.28 the 6th-9th positions are accepted with probability <= 0.002,
+    and they cost target batch)."""
+    return tuple(sorted({1, k2} | {k for k in SHORTER_K2S if k < k2}))
 
 
 def neutral_prior(acfg: AdaptiveConfig) -> Estimates:
@@ -97,7 +110,8 @@ class AdaptiveLookahead(AsyncLookahead):
     def on_draft(self, node):
         if node.alive:
             job = node.draft_job
-            self.est.observe_draft_step(job.finished - job.submitted, batch_of(self.world.draft))
+            self.est.observe_draft_step(job.finished - job.submitted, batch_of(self.world.draft),
+                                        tokens=job.total)
         super().on_draft(node)
 
     def submit_target(self, node, prefill):
@@ -117,7 +131,8 @@ class AdaptiveLookahead(AsyncLookahead):
     def observe_target(self, job, k2, sd):
         tokens = job.total * job.emit_per_iter if k2 > 1 else job.total
         self.est.observe_target_step(job.finished - job.submitted, batch_of(self.world.target), k2,
-                                     tokens_per_pass=job.emit_per_iter if k2 > 1 else None)
+                                     tokens_per_pass=job.emit_per_iter if k2 > 1 else None,
+                                     tokens=tokens)
         self.est.observe_step_tokens(tokens)
         if sd is not None:
             self.est.observe_sd(*sd)
