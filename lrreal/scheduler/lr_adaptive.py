@@ -2,18 +2,26 @@
 new speculation by lrcore.adaptive's Controller, from what the run has measured (issue 14).
 
 The tree is lr_async.py's, unchanged: `_choose`, called whenever a new root is set (before any
-speculation below it), asks the Controller instead of keeping the config's shape. Depth 0 runs
-the root's target step alone: a plain AR step (for lr+sd-adaptive: an SD step, the target engine
-runs n-gram SD on every request); speculation already in flight keeps running, only new drafts
-follow the new shape. The decision logic is lrcore/adaptive.py's, imported, not copied: the
-simulator's lr-adaptive policy (lrsim/sim/policies/lr_adaptive.py) runs the same code and is fed
-the same kinds of observation:
+speculation below it), asks the Controller instead of keeping the config's shape; speculation
+already in flight keeps running, only new drafts follow the new shape. Depth 0 means the target
+writes that step alone, as plain AR (for lr+sd-adaptive: SD alone, the target engine runs n-gram
+SD on every request): `ARStream`, one target request for the rest of the answer, cut into steps
+at the stop strings as it streams (ar mode's segmentation). At each cut the step is committed and
+the next position decided; while the choice stays 0 the same request writes on, so a run of
+depth-0 steps pays one request as AR does, not one per step; a choice of depth >= 1 (or a
+Controller's exploration) cancels it (what it wrote past the cut is recorded as cancelled work)
+and the tree grows from the committed text.
+
+The decision logic is lrcore/adaptive.py's, imported, not copied: the simulator's lr-adaptive
+policy (lrsim/sim/policies/lr_adaptive.py) runs the same code and is fed the same kinds of
+observation:
   - the verdict of the first ready draft of each decided position, at its launch depth (the first
     sibling: the marginal acceptance); drafts not ready in time are not verdicts (the closed
     forms price a slow draft through c1)
-  - each finished target step: seconds (request start to finish: queueing in the engine is part
-    of the cost), the requests in flight on the target engine as it finishes (itself included),
-    its tokens; with SD, the engine's k2 and the SD counters' accepted tokens and rejected rounds
+  - each finished target step (a tree's step request, or a stream's cut): seconds (from its
+    request's start, or the previous cut, to its end: queueing in the engine is part of the
+    cost), the requests in flight on the target engine as it ends (itself included), its tokens;
+    with SD, the engine's k2 and the SD counters' accepted tokens and rejected rounds
   - each finished draft: seconds and the draft engine's requests in flight
   - the duration of the verdict that decided each position
   - the problems in flight in this process at each decision (the load).
@@ -36,10 +44,11 @@ from dataclasses import asdict
 
 from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
 
-from ..engine import sd_summary
-from .base import Run
+from ..engine import GenResult, Progress, monotonic, sd_summary
+from .base import Job, Run
 from .lr_async import AsyncLookahead
 from .record import ProblemResult
+from .steps import StreamSegmenter
 from .tree import Node
 
 # Requests in flight per engine (by id) and problems in flight, in this process: what the
@@ -83,7 +92,8 @@ def adaptive_config(cfg, k2: int) -> AdaptiveConfig:
 
 
 class AdaptiveLookahead(AsyncLookahead):
-    """lr_async's tree whose `_choose` asks the Controller; the overrides below only observe."""
+    """lr_async's tree whose `_choose` asks the Controller, whose root at depth 0 is written by
+    an ARStream, and whose event handlers feed the Estimator."""
 
     def __init__(self, run: Run):
         run.target, run.draft = CountedEngine(run.target), CountedEngine(run.draft)
@@ -95,6 +105,7 @@ class AdaptiveLookahead(AsyncLookahead):
         self.ctl = Controller(self.acfg)
         self.decisions: list[dict] = []
         self.sd_mark = self._sd_mark()
+        self.stream: ARStream | None = None    # the target writing on alone, at depth 0
 
     async def run_problem(self) -> ProblemResult:
         global _problems
@@ -103,6 +114,8 @@ class AdaptiveLookahead(AsyncLookahead):
             res = await super().run_problem()
         finally:
             _problems -= 1
+            if self.stream is not None:        # an error ended the run mid-stream
+                await self.stream.job.cancel()
         res.extra["adaptive"] = self.record()
         return res
 
@@ -114,11 +127,81 @@ class AdaptiveLookahead(AsyncLookahead):
         self.depth, self.width = d.depth, d.width
         self.decisions.append({"position": position, **d.to_dict()})
 
+    # -- depth 0: the target writes on alone, one request for as long as the choice stays 0 -----
+
+    def _submit_target(self, v: Node) -> None:
+        """The root at depth 0 is written by the AR stream (started, or kept running); any other
+        target step stops the stream first."""
+        if v is self.root and self.depth == 0 and v.position == len(self.log.steps):
+            if self.stream is None:
+                self._start_stream()
+            return
+        if self.stream is not None:
+            self._stop_stream()
+        super()._submit_target(v)
+
+    def _start_stream(self) -> None:
+        """One target request for the rest of the answer (as ar mode makes), cut into steps at
+        the stop strings as its text arrives; each cut posts a "stream" event."""
+        budget = self.cfg.max_tokens - self.log.committed_tokens
+        req = self.run.request("target", f"{self.root.key}.ar", self.log.committed_text, budget,
+                               step=False)
+        stream = ARStream(self.cfg.step_stop)
+        stream.job = Job(self.run.target, req, self._post("stream", stream))
+        stream.job.progress.on_update = lambda p: stream.on_update(p, self.events)
+        self.stream = stream
+
+    def _stop_stream(self) -> None:
+        """Cancel the stream (the choice left depth 0); what it wrote past its last committed
+        step is recorded as cancelled target work."""
+        stream, self.stream = self.stream, None
+        stream.job.task.cancel()
+        now = monotonic()
+        kept = stream.seg.cuts[:stream.taken]
+        lost = Progress(start=kept[-1]["end"] if kept else stream.seg.start,
+                        tokens=max(0, stream.job.progress.tokens - sum(c["tokens"] for c in kept)),
+                        end=now)
+        self.log.cancelled("target", lost, 0, now)
+
+    async def _on_other(self, kind: str, node, payload) -> str | None:
+        if kind != "stream":
+            return await super()._on_other(kind, node, payload)
+        if node is not self.stream:                 # a stopped stream's late event
+            return None
+        return await self._on_stream(node)
+
+    async def _on_stream(self, stream: "ARStream") -> str | None:
+        """Commit the steps the stream has cut since the last event; after each, decide the next
+        position (_new_root): depth 0 keeps the stream, anything else stops it and grows a tree.
+        Returns the finish reason once the stream's last step is committed."""
+        res = stream.job.result
+        if res is not None and not stream.ended:   # its text after the last stop string: a step
+            stream.seg.finish(res.text, res.tokens, res.end)
+            stream.ended = True
+        cuts = stream.seg.cuts
+        while stream.taken < len(cuts) and stream is self.stream:
+            cut = cuts[stream.taken]
+            stream.taken += 1
+            last = res is not None and stream.taken == len(cuts)
+            step = GenResult(text=cut["text"], tokens=cut["tokens"],
+                             finish=res.finish if last else "", start=cut["start"], end=cut["end"])
+            # batch: the requests on the target as the step ends, the stream's own included
+            self._observe_target(step, in_flight(self.run.target) + (res is not None))
+            self.log.commit(source="target", text=step.text, tokens=step.tokens, depth=0,
+                            draft=None, target=step, verify=None, node=self.root.key,
+                            speculation="none")
+            if stop := self.run.stop_reason(step, self.log.committed_tokens):
+                return stop
+            if last:                                  # the request ended short of EOS: budget
+                return "budget"
+            self._new_root()
+        return None
+
     # -- observations ----------------------------------------------------------------------------
 
     def _on_target(self, v: Node) -> None:
-        if v.alive and v.target is not None:
-            self._observe_target(v.target)
+        if v.alive and v.target is not None:    # it has left the engine: + 1 for itself
+            self._observe_target(v.target, in_flight(self.run.target) + 1)
         super()._on_target(v)
 
     def _on_draft(self, c: Node) -> None:
@@ -134,10 +217,9 @@ class AdaptiveLookahead(AsyncLookahead):
             self.est.observe_verify(max(0.0, verdict.duration_s))
         return await super()._on_decided(root, judged)
 
-    def _observe_target(self, t) -> None:
+    def _observe_target(self, t: GenResult, batch: int) -> None:
         """One finished target step: its seconds at its batch, its tokens, SD's counters."""
-        self.est.observe_target_step(max(0.0, t.end - t.start), in_flight(self.run.target) + 1,
-                                     self.k2)
+        self.est.observe_target_step(max(0.0, t.end - t.start), max(1, batch), self.k2)
         self.est.observe_step_tokens(t.tokens)
         if self.k2 > 1:
             self._observe_sd()
@@ -165,6 +247,24 @@ class AdaptiveLookahead(AsyncLookahead):
         return {"config": {**asdict(self.acfg), "widths": list(self.acfg.widths),
                            "k2s": list(self.acfg.k2s)},
                 "prior": self.prior.to_dict(), "decisions": self.decisions}
+
+
+class ARStream:
+    """The target alone on the rest of the answer (depth 0 for several steps in a row): one
+    request, its text cut into steps at the stop strings as it streams (StreamSegmenter, as ar
+    mode cuts), so a run of depth-0 steps pays one request, not one per step."""
+
+    def __init__(self, stops):
+        self.seg = StreamSegmenter(start=monotonic(), stops=stops)
+        self.job: Job | None = None
+        self.taken = 0                  # cuts committed
+        self.ended = False              # the request is done and its last cut made
+
+    def on_update(self, progress: Progress, events) -> None:
+        n = len(self.seg.cuts)
+        self.seg.on_update(progress, monotonic())
+        if len(self.seg.cuts) > n:
+            events.put_nowait(("stream", self, None))
 
 
 async def run_lr_adaptive(run: Run) -> ProblemResult:

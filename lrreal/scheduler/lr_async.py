@@ -91,6 +91,8 @@ class AsyncLookahead:
                         self._try_decide()
                 elif kind == "decide":
                     self.finish_reason = await self._on_decided(node, payload)
+                else:
+                    self.finish_reason = await self._on_other(kind, node, payload)
         finally:
             if self.root is not None:
                 await self._kill([self.root])
@@ -297,6 +299,11 @@ class AsyncLookahead:
                 self.log.discarded(kind, job.result, depth)
             else:
                 self.log.cancelled(kind, job.progress, depth, now)
+
+    async def _on_other(self, kind: str, node, payload) -> str | None:
+        """An event of a subclass's own kind (lr_adaptive.py: its AR stream); returns the finish
+        reason if the answer ends with it."""
+        raise ValueError(f"unknown scheduler event {kind!r}")
 
     def _choose(self, position: int) -> None:
         """Before new speculation below a root at `position`: the depth and width (self.depth,
