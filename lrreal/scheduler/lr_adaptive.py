@@ -40,6 +40,7 @@ position it was made at.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
@@ -78,6 +79,11 @@ class CountedEngine:
 def in_flight(engine) -> int:
     """Requests running on `engine` (a CountedEngine or the engine it wraps)."""
     return _busy.get(id(getattr(engine, "engine", engine)), 0)
+
+
+def plain(obj):
+    """`obj` as JSON has it (tuples become lists), as the trace's validator expects."""
+    return json.loads(json.dumps(obj, allow_nan=False))
 
 
 def engine_k2(engine) -> int:
@@ -125,7 +131,7 @@ class AdaptiveLookahead(AsyncLookahead):
         self.est.observe_load(_problems)
         d = self.ctl.decide(self.est.snapshot())
         self.depth, self.width = d.depth, d.width
-        self.decisions.append({"position": position, **d.to_dict()})
+        self.decisions.append(plain({"position": position, **d.to_dict()}))
 
     # -- depth 0: the target writes on alone, one request for as long as the choice stays 0 -----
 
@@ -244,9 +250,8 @@ class AdaptiveLookahead(AsyncLookahead):
 
     def record(self) -> dict:
         """The trace record's `adaptive` object."""
-        return {"config": {**asdict(self.acfg), "widths": list(self.acfg.widths),
-                           "k2s": list(self.acfg.k2s)},
-                "prior": self.prior.to_dict(), "decisions": self.decisions}
+        return {"config": plain(asdict(self.acfg)), "prior": plain(self.prior.to_dict()),
+                "decisions": self.decisions}
 
 
 class ARStream:
