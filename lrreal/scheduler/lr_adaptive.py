@@ -41,7 +41,7 @@ position it was made at.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
 
@@ -108,6 +108,8 @@ class AdaptiveLookahead(AsyncLookahead):
         self.acfg = adaptive_config(self.cfg, self.k2)
         self.prior = Estimates()
         self.est = Estimator(self.acfg, prior=self.prior)
+        self.scaled = False                     # the prior's times are at this run's scale
+        self.loads: list[float] = []            # load observed before that (replayed into it)
         self.ctl = Controller(self.acfg)
         self.decisions: list[dict] = []
         self.sd_mark = self._sd_mark()
@@ -129,6 +131,8 @@ class AdaptiveLookahead(AsyncLookahead):
 
     def _choose(self, position: int) -> None:
         self.est.observe_load(_problems)
+        if not self.scaled:
+            self.loads.append(_problems)
         d = self.ctl.decide(self.est.snapshot())
         self.depth, self.width = d.depth, d.width
         self.decisions.append(plain({"position": position, **d.to_dict()}))
@@ -205,6 +209,24 @@ class AdaptiveLookahead(AsyncLookahead):
 
     # -- observations ----------------------------------------------------------------------------
 
+    def _scale_prior(self, measured_s: float, prior_s: float) -> None:
+        """At the first timed step: the neutral prior's times (target step 1 s, draft 0.1 s,
+        verdict 0.013 s: ratios, on an arbitrary scale) rescaled so the measured kind of step
+        takes what was measured. The prior weighs as observations for ever, so at its own scale
+        it would pull a CPU's 20 s steps (or a fake engine's 20 ms ones) towards 1 s and hide
+        how the batch slows them; its ratios, which steer the decision, are kept."""
+        if self.scaled or measured_s <= 0 or prior_s <= 0:
+            return
+        self.scaled = True
+        k, p = measured_s / prior_s, self.prior
+        self.prior = replace(p, target_step_s=p.target_step_s * k, target_slope_s=p.target_slope_s * k,
+                             draft_step_s=p.draft_step_s * k, draft_slope_s=p.draft_slope_s * k,
+                             verify_s=p.verify_s * k)
+        self.est = Estimator(self.acfg, prior=self.prior)   # nothing timed was observed yet
+        for n in self.loads:
+            self.est.observe_load(n)
+        self.loads = []
+
     def _on_target(self, v: Node) -> None:
         if v.alive and v.target is not None:    # it has left the engine: + 1 for itself
             self._observe_target(v.target, in_flight(self.run.target) + 1)
@@ -213,6 +235,7 @@ class AdaptiveLookahead(AsyncLookahead):
     def _on_draft(self, c: Node) -> None:
         if c.alive and c.draft is not None:
             d = c.draft
+            self._scale_prior(d.end - d.start, self.prior.draft_step_s)
             self.est.observe_draft_step(max(0.0, d.end - d.start), in_flight(self.run.draft) + 1)
         super()._on_draft(c)
 
@@ -225,6 +248,7 @@ class AdaptiveLookahead(AsyncLookahead):
 
     def _observe_target(self, t: GenResult, batch: int) -> None:
         """One finished target step: its seconds at its batch, its tokens, SD's counters."""
+        self._scale_prior(t.end - t.start, self.prior.target_step_s)
         self.est.observe_target_step(max(0.0, t.end - t.start), max(1, batch), self.k2)
         self.est.observe_step_tokens(t.tokens)
         if self.k2 > 1:

@@ -64,7 +64,14 @@ def test_exact_acceptance_reproduces_the_target_text_and_records_every_decision(
     rec = record(res, mode)
     ad = rec["adaptive"]
     assert ad["config"]["max_depth"] == 3 and ad["config"]["k2s"] == [1]   # fake: no SD in engine
-    assert Estimates.from_dict(ad["prior"]) == Estimates()
+    # the neutral prior at this run's time scale: its ratios kept, its target step the first one
+    prior, neutral = Estimates.from_dict(ad["prior"]), Estimates()
+    assert prior.target_step_s < neutral.target_step_s
+    assert prior.draft_step_s / prior.target_step_s == pytest.approx(
+        neutral.draft_step_s / neutral.target_step_s)
+    assert prior.verify_s / prior.target_step_s == pytest.approx(
+        neutral.verify_s / neutral.target_step_s)
+    assert prior.alpha_by_depth == neutral.alpha_by_depth and prior.step_tokens == neutral.step_tokens
     decisions = ad["decisions"]
     assert decisions and [d["index"] for d in decisions] == list(range(len(decisions)))
     assert decisions[0]["position"] == 0
@@ -162,11 +169,12 @@ def test_leaving_depth_zero_cancels_the_stream_and_records_it(monkeypatch):
 
 class CrowdedEngine(FakeEngine):
     """A fake engine whose tokens slow down with the requests it runs at once (a CPU engine's
-    batch is not free): per_token_s is the time alone, times the requests in flight."""
+    batch is far from free): per_token_s is the time alone times the square of the requests in
+    flight."""
 
     @property
     def per_token_s(self) -> float:
-        return self._alone * max(1, self.active)
+        return self._alone * max(1, self.active) ** 2
 
     @per_token_s.setter
     def per_token_s(self, seconds: float) -> None:
