@@ -26,7 +26,8 @@ observation:
   - the duration of the verdict that decided each position
   - the problems in flight in this process at each decision (the load).
 One Estimator and Controller per problem, starting from the neutral prior (lrcore's Estimates():
-told nothing about this workload; a calibrated profile as prior is not wired to the CLI yet).
+told nothing about this workload; a calibrated profile as prior is not wired to the CLI yet),
+whose times are rescaled to the run's first timed step (`_scale_prior`).
 
 Bounds (`adaptive_config`): depths 0..--depth, widths 1..--width, and k2 fixed: 1 for
 lr-adaptive; for lr+sd-adaptive the engine's one k2 = --num-speculative-tokens + 1, because vLLM
