@@ -1,6 +1,6 @@
 """End to end on the real vLLM CPU engines: `lr collect --mode lr-adaptive` with a small budget
 writes a valid record whose every decision is recorded (two engine starts and a 32-token answer:
-3.5 minutes measured while other jobs loaded the 2 cores, less on a quiet machine)."""
+about 3 minutes measured while other jobs loaded the 2 cores, less on a quiet machine)."""
 from __future__ import annotations
 
 import pytest

@@ -247,3 +247,37 @@ def test_collect_writes_adaptive_records(fast_collect):
     assert all(r["adaptive"]["decisions"] and r["run"]["flags"]["mode"] == r["mode"] for r in recs)
     rows = {r["mode"]: r for r in collect_mod.summarize(recs)}
     assert set(rows) == set(ADAPTIVE_MODES)
+
+
+class NgramFake(FakeEngine):
+    """A fake target with n-gram SD counters (vLLM's shape): every request adds two verification
+    passes of 3 drafted tokens, one accepting all 3, one accepting 1."""
+    num_spec_tokens = 3
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sd = {"num_drafts": 0, "drafted": 0, "accepted": 0, "per_pos": [0, 0, 0]}
+
+    async def generate(self, req, progress=None):
+        res = await super().generate(req, progress)
+        self.sd["num_drafts"] += 2
+        self.sd["drafted"] += 6
+        self.sd["accepted"] += 4
+        self.sd["per_pos"] = [p + n for p, n in zip(self.sd["per_pos"], (2, 1, 1))]
+        return res
+
+    def stats_mark(self):
+        return len(self.requests), {k: (list(v) if isinstance(v, list) else v)
+                                    for k, v in self.sd.items()}
+
+
+def test_lr_sd_adaptive_offers_the_engine_k2_and_measures_sd_acceptance():
+    target = NgramFake("target", SCRIPT, per_token_s=0.002)
+    draft = FakeEngine("draft", SCRIPT, per_token_s=0.0005)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr+sd-adaptive", depth=2, max_tokens=500),
+                           target, draft)
+    assert res.text == FULL
+    assert lr.acfg.k2s == (4,) and all(d["k2"] == 4 for d in lr.decisions)
+    # 4 accepted tokens and 1 rejected round per request: alpha2 rises from the prior's 0 to 0.8
+    assert 0.5 < lr.est.snapshot().alpha2 <= 0.8
+    assert record(res, "lr+sd-adaptive")["adaptive"]["config"]["k2s"] == [4]
