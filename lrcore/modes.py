@@ -20,6 +20,10 @@ MODE_POLICY = {
     "lr": ("lr-async", False),
     "lr+sd": ("lr-async", True),
     "lr-sync": ("lr-sync", False),
+    # adaptive lookahead (issue 14): the lr-async tree, its depth and width chosen before each
+    # speculation by lrcore/adaptive.py (real: lrreal/scheduler/lr_adaptive.py)
+    "lr-adaptive": ("lr-adaptive", False),
+    "lr+sd-adaptive": ("lr-adaptive", True),
 }
 
 # The acceptance protocol (lrreal/scheduler/accept.py): both models write every step, the verifier
@@ -28,12 +32,10 @@ ACCEPT_MODE = "accept"
 
 # Adaptive lookahead (issue 14; lrcore/adaptive.py decides depth, width and k2 before each
 # speculation) -> the static mode whose engines, SD setting and measured latency it runs with.
-# The simulator runs them (policy "lr-adaptive"); the real backend does not yet, so they are kept
-# out of MODE_POLICY and MODES (`lr collect --mode` refuses them) until its scheduler does.
 ADAPTIVE_MODES = {"lr-adaptive": "lr", "lr+sd-adaptive": "lr+sd"}
-# every mode the simulator runs (lr plan --modes, profiles): the real ones and the adaptive ones
-SIM_MODE_POLICY = {**MODE_POLICY,
-                   **{m: ("lr-adaptive", MODE_POLICY[base][1]) for m, base in ADAPTIVE_MODES.items()}}
+# every mode the simulator runs (lr plan --modes, profiles): since the real backend runs the
+# adaptive modes too, the same table as the real one (the name kept for its readers)
+SIM_MODE_POLICY = MODE_POLICY
 
 MODES = (*MODE_POLICY, ACCEPT_MODE)                                  # every real mode
 SD_MODES = tuple(m for m, (_, sd) in MODE_POLICY.items() if sd)     # the target runs n-gram SD
@@ -43,6 +45,7 @@ DRAFT_MODES = (*LR_MODES, ACCEPT_MODE)                              # need the d
 
 def latency_mode(policy: str) -> str:
     """The mode whose measured latency a simulator policy given by its own name runs with: the
-    first mode that maps to it (ar, sd, lr-sync; lr-async -> lr), and "lr" for a policy no real
-    mode runs (lr-stage)."""
-    return next((m for m, (p, _) in MODE_POLICY.items() if p == policy), "lr")
+    first mode that maps to it (ar, sd, lr-sync; lr-async -> lr; lr-adaptive -> its static
+    mode, lr), and "lr" for a policy no real mode runs (lr-stage)."""
+    mode = next((m for m, (p, _) in MODE_POLICY.items() if p == policy), "lr")
+    return ADAPTIVE_MODES.get(mode, mode)

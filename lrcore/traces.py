@@ -150,6 +150,7 @@ def _semantic_errors(rec: dict):
         if sums != [acc["proposed"], acc["accepted"]]:
             yield "step_acceptance.by_depth", (f"sums {sums} differ from [proposed, accepted] "
                                                f"{[acc['proposed'], acc['accepted']]}")
+    yield from _adaptive_errors(rec)
     sd = rec["sd"]
     if sd is not None:
         if sd["accepted"] > sd["drafted"]:
@@ -158,6 +159,35 @@ def _semantic_errors(rec: dict):
         if hist and sum(k * n for k, n in enumerate(hist)) != sd["accepted"]:
             yield "sd.accepted_length_hist", ("sum(k * hist[k]) must equal sd.accepted "
                                               "(hist[k] = verification passes accepting k tokens)")
+
+
+def _adaptive_errors(rec: dict):
+    """The `adaptive` object (modes lr-adaptive, lr+sd-adaptive): decisions numbered 0, 1, ...
+    at non-decreasing root positions inside the answer, each choice within the config's bounds."""
+    from .modes import ADAPTIVE_MODES
+
+    ad = rec.get("adaptive")
+    if ad is None:
+        return
+    if rec["mode"] not in ADAPTIVE_MODES:
+        yield "adaptive", (f"only records of {', '.join(ADAPTIVE_MODES)} carry adaptive decisions; "
+                           f"this one is mode {rec['mode']}")
+        return
+    cfg, n_steps, last = ad["config"], len(rec["steps"]), 0
+    for i, d in enumerate(ad["decisions"]):
+        at = f"adaptive.decisions[{i}]"
+        if d["index"] != i:
+            yield f"{at}.index", f"is {d['index']}, expected {i} (decisions are listed in order)"
+        if d["position"] < last:
+            yield f"{at}.position", f"{d['position']} is before the previous decision's {last}"
+        if d["position"] > n_steps:
+            yield f"{at}.position", f"{d['position']} is past the answer's {n_steps} steps"
+        last = d["position"]
+        if d["depth"] > cfg["max_depth"]:
+            yield f"{at}.depth", f"{d['depth']} is over config.max_depth {cfg['max_depth']}"
+        for key, allowed in (("width", cfg["widths"]), ("k2", cfg["k2s"])):
+            if d[key] not in allowed:
+                yield f"{at}.{key}", f"{d[key]} is not one of config.{key}s {allowed}"
 
 
 def validate_record(rec: Any, where: str | None = None) -> dict:

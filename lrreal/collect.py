@@ -270,7 +270,7 @@ def chat_prompt(tokenizer, messages: list[dict]) -> str:
 
 def build_record(spec: CollectSpec, run_info: dict, prob, sample: int, res, grade,
                  engine_stats: dict, sd: dict | None, prompt_tokens: int) -> dict:
-    return {
+    rec = {
         "schema_version": 1, "run": run_info, "mode": spec.mode, "problem_id": prob.id,
         "sample": sample, "dataset": prob.dataset, "wall_time_s": res.wall_time_s,
         "output_tokens": res.output_tokens, "correct": grade.correct,
@@ -280,6 +280,9 @@ def build_record(spec: CollectSpec, run_info: dict, prob, sample: int, res, grad
         "finish_reason": res.finish_reason, "error": None,
         "tokens_per_s": res.output_tokens / res.wall_time_s if res.wall_time_s > 0 else 0.0,
     }
+    if res.extra.get("adaptive") is not None:  # lr-adaptive / lr+sd-adaptive: every decision
+        rec["adaptive"] = res.extra["adaptive"]
+    return rec
 
 
 def record_kv_capacity(run_info: dict, engines: dict) -> None:

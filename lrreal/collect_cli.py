@@ -1,5 +1,6 @@
-"""`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync on real vLLM engines, or
-measure step acceptance with the acceptance protocol (accept)."""
+"""`lr collect`: run a data set through ar / sd / lr / lr+sd / lr-sync / lr-adaptive /
+lr+sd-adaptive on real vLLM engines, or measure step acceptance with the acceptance protocol
+(accept)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -11,13 +12,13 @@ from lrcore.cliopts import JSON
 
 
 def collect_cmd(
-    mode: str = typer.Option("lr", "--mode", help="ar | sd | lr | lr+sd | lr-sync | accept (step acceptance: both models write each step, the verifier judges it, the target's is kept)"),
+    mode: str = typer.Option("lr", "--mode", help="ar | sd | lr | lr+sd | lr-sync | lr-adaptive | lr+sd-adaptive (depth and width chosen before each speculation, up to --depth and --width; 0 = the target alone) | accept (step acceptance: both models write each step, the verifier judges it, the target's is kept)"),
     dataset: str = typer.Option("gsm8k", "--dataset", help="gsm8k | aime2025 | gpqa | humaneval | PATH.jsonl"),
     limit: Optional[int] = typer.Option(2, "--limit", min=1, help="Number of problems."),
     offset: int = typer.Option(0, "--offset", min=0, help="Skip this many problems first."),
     samples: int = typer.Option(1, "--samples", min=1, max=100_000, help="Samples per problem."),
-    depth: int = typer.Option(4, "--depth", min=1, max=64, help="LR tree depth (lr-sync: drafted steps per cycle)."),
-    width: int = typer.Option(1, "--width", min=1, max=16, help="Child drafts per tree node (>1 needs sampling)."),
+    depth: int = typer.Option(4, "--depth", min=1, max=64, help="LR tree depth (lr-sync: drafted steps per cycle; adaptive modes: the deepest they may choose)."),
+    width: int = typer.Option(1, "--width", min=1, max=16, help="Child drafts per tree node (>1 needs sampling; adaptive modes: the widest they may choose)."),
     verifier: str = typer.Option("exact", "--verifier", help="exact | embedding[:T] | random[:P] | judge | judge-logprob[:T] | score[:T] (the target scores the drafted step 0-9, accept >= T, default 7)"),
     judge_url: Optional[str] = typer.Option(None, "--judge-url", help="OpenAI-compatible judge server (lr judge serve)."),
     judge_timeout: float = typer.Option(30.0, "--judge-timeout", min=0.01, max=3600.0, help="Seconds per judge attempt (the whole reply)."),

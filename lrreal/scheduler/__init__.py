@@ -1,4 +1,5 @@
-"""The Lookahead Reasoning scheduler: modes ar, sd, lr, lr+sd, lr-sync over async engines, and
+"""The Lookahead Reasoning scheduler: modes ar, sd, lr, lr+sd, lr-sync, lr-adaptive and
+lr+sd-adaptive (lr_adaptive.py: depth and width chosen online) over async engines, and
 accept (the step-acceptance protocol: target and draft write each step, the target's is kept).
 The mode lists (which need a draft engine, which run n-gram SD) are lrcore/modes.py's.
 
@@ -9,6 +10,8 @@ for tests); `verifier` has `async verify(target_step, draft_step) -> Verdict`. I
 the target engine itself must have been built with an n-gram speculative_config.
 """
 from __future__ import annotations
+
+from lrcore.modes import ADAPTIVE_MODES
 
 from .base import Problem, Run
 from .config import SchedulerConfig
@@ -29,6 +32,9 @@ async def run_problem(cfg: SchedulerConfig, problem: Problem, target, draft=None
     if cfg.mode in ("lr", "lr+sd"):
         from .lr_async import run_lr
         return await run_lr(run)
+    if cfg.mode in ADAPTIVE_MODES:
+        from .lr_adaptive import run_lr_adaptive
+        return await run_lr_adaptive(run)
     if cfg.mode == "accept":
         from .accept import run_accept
         return await run_accept(run)

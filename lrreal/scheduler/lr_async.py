@@ -45,10 +45,13 @@ class AsyncLookahead:
     """One problem under asynchronous LR (the rules: module docstring). `run_problem` takes the
     engines' and the judge's completions off a queue; the methods below it follow the algorithm:
       _new_root        a root after the committed text: ask the target for the next step, expand
+      _choose          before new speculation below a root: its depth and width (static: the
+                       config's; lr_adaptive.py decides them)
       _expand          a node within `depth` of the root drafts `width` children
       _on_draft        a draft is done: judge it (eager), ask the target for the step after it,
                        expand it
-      _judge_children  a target step is done: judge its children's drafts (eager)
+      _on_target       a target step is done: _judge_children (its children's drafts, eager);
+                       the root's: _try_decide
       _judge           one verdict: a child's draft against its parent's target step
       _try_decide      the root's target step and its ready children's verdicts are in: decide
       _on_decided      the first accepted child: _accept (it becomes the root); none: _reject
@@ -66,6 +69,9 @@ class AsyncLookahead:
         self.deciding = False
         self.finish_reason: str | None = None
         self.judgements_started = self.judgements_used = 0
+        # the tree's shape for new speculation: the config's, always (lr_adaptive.py's `_choose`
+        # sets them before each new speculation)
+        self.depth, self.width = self.cfg.depth, self.cfg.width
 
     # -- main loop -------------------------------------------------------------------------------
 
@@ -79,14 +85,14 @@ class AsyncLookahead:
                 if kind == "draft":
                     self._on_draft(node)
                 elif kind == "target":
-                    self._judge_children(node)
-                    if node is self.root and node.alive:
-                        self._try_decide()
+                    self._on_target(node)
                 elif kind == "judged":
                     if node.alive and node.parent is self.root:
                         self._try_decide()
                 elif kind == "decide":
                     self.finish_reason = await self._on_decided(node, payload)
+                else:
+                    self.finish_reason = await self._on_other(kind, node, payload)
         finally:
             if self.root is not None:
                 await self._kill([self.root])
@@ -104,6 +110,7 @@ class AsyncLookahead:
         position = len(self.log.steps)  # committed steps
         self.root = Node(key=f"s{position}", position=position, parent=None,
                          ctx=self.log.committed_text, used=self.log.committed_tokens)
+        self._choose(position)
         self._submit_target(self.root)
         self._expand(self.root)
         if not self.root.expanded and not self.log.steps:
@@ -115,7 +122,7 @@ class AsyncLookahead:
             return
         if v is not self.root and v.draft is None:
             return
-        if v.position - self.root.position >= self.cfg.depth:
+        if v.position - self.root.position >= self.depth:
             return
         if self.cfg.boundary_rule and not ends_on_boundary(self.run.problem.prompt + v.ctx,
                                                           self.cfg.step_stop):
@@ -124,7 +131,7 @@ class AsyncLookahead:
         if budget <= 0:
             return
         v.expanded = True
-        for i in range(self.cfg.width):
+        for i in range(self.width):
             c = Node(key=f"{v.key}.{i}", position=v.position + 1, parent=v,
                      launch_depth=v.position + 1 - self.root.position)
             req = self.run.request("draft", c.key, v.ctx, budget)
@@ -151,6 +158,12 @@ class AsyncLookahead:
             return
         self._submit_target(c)
         self._expand(c)
+
+    def _on_target(self, v: Node) -> None:
+        """v's target step is done: judge its ready children; the root's: decide if it can."""
+        self._judge_children(v)
+        if v is self.root and v.alive:
+            self._try_decide()
 
     def _judge_children(self, v: Node) -> None:
         """Eager timing: judge each child of v whose draft is done, now that v's target step is."""
@@ -219,6 +232,7 @@ class AsyncLookahead:
         self.root = c
         if stop := self.run.stop_reason(d, self.log.committed_tokens):
             return stop
+        self._choose(c.position)
         for n in list(c.subtree()):  # nodes that were at the depth limit may now expand
             if n.draft is not None or n is c:
                 self._expand(n)
@@ -285,6 +299,16 @@ class AsyncLookahead:
                 self.log.discarded(kind, job.result, depth)
             else:
                 self.log.cancelled(kind, job.progress, depth, now)
+
+    async def _on_other(self, kind: str, node, payload) -> str | None:
+        """An event of a subclass's own kind (lr_adaptive.py: its AR stream); returns the finish
+        reason if the answer ends with it."""
+        raise ValueError(f"unknown scheduler event {kind!r}")
+
+    def _choose(self, position: int) -> None:
+        """Before new speculation below a root at `position`: the depth and width (self.depth,
+        self.width) to run it with. Static: the config's, always (lr_adaptive.py asks
+        lrcore.adaptive's Controller instead)."""
 
     # -- requests and records --------------------------------------------------------------------
 

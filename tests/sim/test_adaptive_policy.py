@@ -120,13 +120,12 @@ def test_other_policies_have_no_adaptive_summary():
     assert "adaptive" not in s
 
 
-def test_adaptive_modes_are_simulator_modes_the_real_backend_refuses():
+def test_adaptive_modes_are_simulator_and_real_modes():
     for m, base in ADAPTIVE_MODES.items():
-        assert m not in MODES                     # lr collect --mode: not yet
+        assert m in MODES                         # lr collect --mode lr-adaptive runs them too
         assert SIM_MODE_POLICY[m] == ("lr-adaptive", SIM_MODE_POLICY[base][1])
     from lrreal.scheduler.config import SchedulerConfig
-    with pytest.raises(UserError, match="--mode 'lr-adaptive': use one of"):
-        SchedulerConfig(mode="lr-adaptive")
+    assert SchedulerConfig(mode="lr-adaptive").mode == "lr-adaptive"
 
 
 def test_planner_prices_adaptive_as_one_candidate_per_k2():

@@ -1,0 +1,283 @@
+"""lr-adaptive / lr+sd-adaptive on the deterministic fake engine: the Controller's choice steers
+the lr-async tree (depth 0 = the target alone), the Estimator is fed, every decision is
+recorded and schema-valid, and the text is the target's own under exact matching."""
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine, tokenize
+from lrcore.adaptive import AdaptiveConfig, Decision, Estimates
+from lrcore.modes import ADAPTIVE_MODES, DRAFT_MODES, LR_MODES, MODES, SD_MODES
+from lrreal.scheduler import Problem, SchedulerConfig, run_problem
+from lrreal.scheduler import lr_adaptive
+from lrreal.scheduler.base import Run
+from lrreal.scheduler.lr_adaptive import AdaptiveLookahead
+
+SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]
+PROMPT = "Question: what is six times seven?\n" + MARKER
+FULL = "\n\n".join(SCRIPT)
+FULL_TOKENS = len(tokenize(FULL)) + 1  # + EOS
+LONG = [f"Step {i}: add {i} to the running total." for i in range(40)] + ["Done: \\boxed{780}."]
+
+
+def engines(script=SCRIPT, wrong=lambda step, seed: False, draft_tok=0.0005, target_tok=0.002):
+    return (FakeEngine("target", script, per_token_s=target_tok),
+            FakeEngine("draft", script, per_token_s=draft_tok, wrong=wrong))
+
+
+def run_adaptive(cfg, target, draft, verifier=None) -> tuple:
+    """(result, the scheduler) of one problem, so a test can look at its Estimator."""
+    lr = AdaptiveLookahead(Run(cfg, Problem("p1", 0, PROMPT), target, draft,
+                               verifier or ExactVerifier()))
+    return asyncio.run(lr.run_problem()), lr
+
+
+def record(res, mode: str) -> dict:
+    """The result as a trace record (what lr collect's build_record writes), validated."""
+    from lrcore.traces import validate_record
+
+    rec = {"schema_version": 1, "run": {"flags": {}, "models": {}, "vllm_version": None,
+                                        "hardware": {}, "seeds": {}},
+           "mode": mode, "problem_id": "p1", "sample": 0, "wall_time_s": res.wall_time_s,
+           "output_tokens": res.output_tokens, "correct": None, "steps": res.steps,
+           "engine_stats": {}, "sd": None, "step_acceptance": res.step_acceptance,
+           "adaptive": res.extra["adaptive"]}
+    return validate_record(rec)
+
+
+def test_adaptive_modes_are_real_lr_modes():
+    for m in ADAPTIVE_MODES:
+        assert m in MODES and m in LR_MODES and m in DRAFT_MODES
+        SchedulerConfig(mode=m)               # accepted, not "use one of ..."
+    assert "lr+sd-adaptive" in SD_MODES and "lr-adaptive" not in SD_MODES
+
+
+@pytest.mark.parametrize("mode", list(ADAPTIVE_MODES))
+def test_exact_acceptance_reproduces_the_target_text_and_records_every_decision(mode):
+    target, draft = engines()
+    res = asyncio.run(run_problem(SchedulerConfig(mode=mode, depth=3, max_tokens=500), Problem(
+        "p1", 0, PROMPT), target, draft, ExactVerifier()))
+    assert res.text == FULL and res.finish_reason == "eos" and res.output_tokens == FULL_TOKENS
+    rec = record(res, mode)
+    ad = rec["adaptive"]
+    assert ad["config"]["max_depth"] == 3 and ad["config"]["k2s"] == [1]   # fake: no SD in engine
+    # the neutral prior at this run's time scale: its ratios kept, its target step the first one
+    prior, neutral = Estimates.from_dict(ad["prior"]), Estimates()
+    assert prior.target_step_s < neutral.target_step_s
+    assert prior.draft_step_s / prior.target_step_s == pytest.approx(
+        neutral.draft_step_s / neutral.target_step_s)
+    assert prior.verify_s / prior.target_step_s == pytest.approx(
+        neutral.verify_s / neutral.target_step_s)
+    assert prior.alpha_by_depth == neutral.alpha_by_depth and prior.step_tokens == neutral.step_tokens
+    decisions = ad["decisions"]
+    assert decisions and [d["index"] for d in decisions] == list(range(len(decisions)))
+    assert decisions[0]["position"] == 0
+    for d in decisions:
+        entry = {k: v for k, v in d.items() if k != "position"}
+        assert Decision.from_dict(entry).to_dict() == entry               # replayable
+        assert 0 <= d["depth"] <= 3 and d["width"] == 1 and d["reason"]
+    # every draft agreed: speculation ran and committed drafts
+    assert any(s["source"] == "draft" for s in res.steps)
+
+
+def test_the_estimator_is_fed_what_the_run_measured():
+    target, draft = engines(target_tok=0.002, draft_tok=0.0005)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=500),
+                           target, draft)
+    est = lr.est.snapshot()
+    prior = Estimates()
+    # every judged draft was accepted: depth-1 acceptance rose above the neutral 0.5
+    assert res.step_acceptance["proposed"] > 0
+    assert est.alpha(1) > prior.alpha(1)
+    # fake steps take milliseconds (~8 tokens x 2 ms): the estimates left the prior's 1 s / 0.1 s
+    assert 0 < est.target_step_s < prior.target_step_s and 0 < est.draft_step_s < prior.draft_step_s
+    assert est.step_tokens != prior.step_tokens and est.load == 1.0
+    assert est.verify_s < prior.verify_s                  # exact matching: ~0 s
+    # the decisions saw the estimates as they were then: the first the prior, the last not
+    first, last = lr.decisions[0]["estimates"], lr.decisions[-1]["estimates"]
+    assert set(first.pop("alpha_by_depth")) == {0.5}
+    assert first == {k: v for k, v in prior.to_dict().items() if k != "alpha_by_depth"}
+    assert last["target_step_s"] != prior.target_step_s
+
+
+def depth_zero_only(monkeypatch):
+    monkeypatch.setattr(lr_adaptive, "adaptive_config",
+                        lambda cfg, k2: AdaptiveConfig(max_depth=0, widths=(1,), k2s=(k2,)))
+
+
+def test_depth_zero_is_plain_ar(monkeypatch):
+    """A controller bounded to depth 0 never drafts: the target writes the answer in one request,
+    as ar mode does, cut into the same steps; a decision is still made (and recorded) per step."""
+    depth_zero_only(monkeypatch)
+    target, draft = engines()
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=3, max_tokens=500),
+                           target, draft)
+    assert res.text == FULL and res.output_tokens == FULL_TOKENS and res.finish_reason == "eos"
+    assert [s["text"] for s in res.steps] == [s + "\n\n" for s in SCRIPT[:-1]] + [SCRIPT[-1]]
+    assert all(s["source"] == "target" and s["verify"] is None and s["draft"] is None
+               and s.get("speculation") == "none" and not s["cancelled"] for s in res.steps)
+    assert res.step_acceptance["proposed"] == 0
+    assert len(target.requests) == 1 and target.requests[0].stop == ()      # one request
+    # the draft engine only prefilled the prompt during the first step (lr_async's rule)
+    assert all("/prefill/" in r.request_id for r in draft.requests)
+    decisions = record(res, "lr-adaptive")["adaptive"]["decisions"]
+    assert [d["position"] for d in decisions] == list(range(len(res.steps)))
+    assert all(d["depth"] == 0 for d in decisions)
+    assert lr.est.snapshot().target_step_s < Estimates().target_step_s     # the cuts were timed
+
+
+@pytest.mark.parametrize("budget", [1, 7, 23, 40])
+def test_depth_zero_truncates_the_budget_exactly(monkeypatch, budget):
+    depth_zero_only(monkeypatch)
+    target, draft = engines()
+    res, _ = run_adaptive(SchedulerConfig(mode="lr-adaptive", max_tokens=budget), target, draft)
+    assert res.output_tokens == budget and res.finish_reason == "budget"
+    assert FULL.startswith(res.text)
+    record(res, "lr-adaptive")
+
+
+def test_leaving_depth_zero_cancels_the_stream_and_records_it(monkeypatch):
+    """Depth 0, then 2 from the third step on: the stream is cancelled after two steps, what it
+    wrote past them is recorded as cancelled, and the tree takes over with the same text."""
+    class Script:
+        def __init__(self, cfg):
+            self.cfg, self.n = cfg, 0
+
+        def decide(self, est):
+            from lrcore.adaptive import Decision
+
+            depth = 0 if self.n < 2 else 2
+            self.n += 1
+            return Decision(index=self.n - 1, depth=depth, width=1, k2=1, expected_tps=1.0,
+                            ar_tps=1.0, best=(depth, 1, 1), best_tps=1.0, reason="scripted",
+                            estimates=est)
+
+    monkeypatch.setattr(lr_adaptive, "Controller", Script)
+    target, draft = engines()
+    res, _ = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=500),
+                          target, draft)
+    assert res.text == FULL and res.output_tokens == FULL_TOKENS
+    assert target.requests[0].stop == () and target.requests[0].request_id in target.aborted
+    assert [s.get("speculation") for s in res.steps[:2]] == ["none", "none"]
+    assert any(c["kind"] == "target" for c in res.steps[2]["cancelled"])
+    assert any(s["source"] == "draft" for s in res.steps[2:])
+    record(res, "lr-adaptive")
+
+
+class CrowdedEngine(FakeEngine):
+    """A fake engine whose tokens slow down with the requests it runs at once (a CPU engine's
+    batch is far from free): per_token_s is the time alone times the square of the requests in
+    flight."""
+
+    @property
+    def per_token_s(self) -> float:
+        return self._alone * max(1, self.active) ** 2
+
+    @per_token_s.setter
+    def per_token_s(self, seconds: float) -> None:
+        self._alone = seconds
+
+
+def test_it_stops_speculating_when_every_draft_is_wrong_and_batching_costs():
+    """Acceptance 0 and a target that slows down with its batch (this machine, where static LR
+    loses): the Controller learns to stop speculating, and steps are the target's alone."""
+    target = CrowdedEngine("target", LONG, per_token_s=0.002)
+    draft = FakeEngine("draft", LONG, per_token_s=0.001, wrong=lambda step, seed: True)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=4, max_tokens=2000),
+                           target, draft)
+    assert res.text == "\n\n".join(LONG) and res.step_acceptance["accepted"] == 0
+    depths = [d["depth"] for d in lr.decisions]
+    assert depths[0] > 0 and 0 in depths            # the neutral prior speculates, then it stops
+    alone = [s for s in res.steps[1:] if s.get("speculation") == "none"]
+    assert len(alone) >= 10                         # steps the target wrote with no draft at all
+    record(res, "lr-adaptive")
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_randomized_adaptive_runs_always_yield_the_target_text(case):
+    rng = random.Random(1000 + case)
+    wrong_steps = {i for i in range(len(SCRIPT)) if rng.random() < 0.5}
+    wrong = lambda step, seed: step in wrong_steps  # noqa: E731
+    target, draft = engines(wrong=wrong, target_tok=rng.choice([0.0005, 0.002]),
+                            draft_tok=rng.choice([0.0002, 0.001, 0.003]))
+    budget = rng.choice([5, 17, 33, 500])
+    cfg = SchedulerConfig(mode=rng.choice(list(ADAPTIVE_MODES)), depth=rng.randint(1, 4),
+                          width=rng.randint(1, 2), max_tokens=budget,
+                          max_step_tokens=rng.choice([4, 100]), boundary_rule=rng.random() < 0.7,
+                          temperature=rng.choice([0.0, 0.7]), seed=case)
+    res, _ = run_adaptive(cfg, target, draft)
+    assert FULL.startswith(res.text)
+    assert res.output_tokens == min(budget, FULL_TOKENS)
+    record(res, cfg.mode)
+    assert target.active == 0 and draft.active == 0
+    assert lr_adaptive.in_flight(target) == 0 and lr_adaptive.in_flight(draft) == 0
+
+
+def test_load_and_batch_sizes_count_problems_in_flight():
+    """Two problems at once on the same engines: the estimator sees load 2 and batches > 1."""
+    target, draft = engines(target_tok=0.002, draft_tok=0.0005)
+    cfg = SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=500)
+
+    async def both():
+        lrs = [AdaptiveLookahead(Run(cfg, Problem(f"p{i}", 0, PROMPT), target, draft,
+                                     ExactVerifier())) for i in range(2)]
+        return lrs, await asyncio.gather(*(lr.run_problem() for lr in lrs))
+
+    lrs, results = asyncio.run(both())
+    assert all(r.text == FULL for r in results)
+    assert max(d["estimates"]["load"] for lr in lrs for d in lr.decisions) > 1.0
+    assert any(lr.est.target.sums[1] > 0 for lr in lrs)   # some target step ran beside another
+    assert lr_adaptive._problems == 0
+
+
+def test_collect_writes_adaptive_records(fast_collect):
+    from lrcore.traces import read_traces
+    from lrreal import collect as collect_mod
+
+    for mode in ADAPTIVE_MODES:
+        s = collect_mod.collect(collect_mod.CollectSpec(mode=mode, dataset="gsm8k", limit=2,
+                                                        depth=2, max_tokens=200,
+                                                        out=str(fast_collect), resume=True))
+        assert (s.written, s.failed) == (2, [])
+    recs = read_traces(fast_collect)
+    assert sorted({r["mode"] for r in recs}) == sorted(ADAPTIVE_MODES)
+    assert all(r["adaptive"]["decisions"] and r["run"]["flags"]["mode"] == r["mode"] for r in recs)
+    rows = {r["mode"]: r for r in collect_mod.summarize(recs)}
+    assert set(rows) == set(ADAPTIVE_MODES)
+
+
+class NgramFake(FakeEngine):
+    """A fake target with n-gram SD counters (vLLM's shape): every request adds two verification
+    passes of 3 drafted tokens, one accepting all 3, one accepting 1."""
+    num_spec_tokens = 3
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sd = {"num_drafts": 0, "drafted": 0, "accepted": 0, "per_pos": [0, 0, 0]}
+
+    async def generate(self, req, progress=None):
+        res = await super().generate(req, progress)
+        self.sd["num_drafts"] += 2
+        self.sd["drafted"] += 6
+        self.sd["accepted"] += 4
+        self.sd["per_pos"] = [p + n for p, n in zip(self.sd["per_pos"], (2, 1, 1))]
+        return res
+
+    def stats_mark(self):
+        return len(self.requests), {k: (list(v) if isinstance(v, list) else v)
+                                    for k, v in self.sd.items()}
+
+
+def test_lr_sd_adaptive_offers_the_engine_k2_and_measures_sd_acceptance():
+    target = NgramFake("target", SCRIPT, per_token_s=0.002)
+    draft = FakeEngine("draft", SCRIPT, per_token_s=0.0005)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr+sd-adaptive", depth=2, max_tokens=500),
+                           target, draft)
+    assert res.text == FULL
+    assert lr.acfg.k2s == (4,) and all(d["k2"] == 4 for d in lr.decisions)
+    # 4 accepted tokens and 1 rejected round per request: alpha2 rises from the prior's 0 to 0.8
+    assert 0.5 < lr.est.snapshot().alpha2 <= 0.8
+    assert record(res, "lr+sd-adaptive")["adaptive"]["config"]["k2s"] == [4]
