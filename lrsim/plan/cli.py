@@ -21,7 +21,7 @@ def plan_cmd(
     preset: str = typer.Option(None, "--preset", help="A paper setup, PAIR-DATA: pairs r1, qwen3; data gsm8k, aime24, amc23, humaneval, lcb, gpqa, mtbench (default r1-gsm8k; --list-presets)."),
     profile: Path = typer.Option(None, "--profile", help="A calibrated profile (lr calibrate -o ...)."),
     scenario: str = typer.Option(None, "--scenario", help="A simulator scenario (TOML file or shipped name)."),
-    latency: str = typer.Option("auto", "--latency", help="Presets: auto (measured H100 table where it applies, else roofline) | roofline | PATH to a GPU latency table."),
+    latency: str = typer.Option("auto", "--latency", help="Presets: auto (the shipped table measured on the device kind, H100 or H200, where it applies, else roofline) | roofline | PATH to a GPU latency table."),
     devices: int = typer.Option(None, "--devices", min=1, max=MAX_DEVICES, help="Devices available (default: one dedicated LR replica's, 4 for the presets)."),
     device_kind: str = typer.Option(None, "--device-kind", help="H100, H200, A100, L40S, B200, cpu-2core or one from --device-file (presets: rebuilt there; others: rescaled by bandwidth, except what was measured there)."),
     device_file: str = typer.Option(None, "--device-file", help="JSON of extra device kinds {NAME: {memory_gib, hbm_tb_s, bf16_tflops, link_gb_s}} (docs/planning.md)."),

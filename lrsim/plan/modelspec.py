@@ -2,8 +2,9 @@
 
     spec = load("path/to/config.json" | "path/to/hf-folder" | "qwen3-32b")   # shipped names:
                                                     # lrsim/data/models/*.json (the paper's models)
-    lat  = latency(spec, device, tp=2)              # measured H100 table where it applies,
-                                                    # else the roofline of catalog.Device
+    lat  = latency(spec, device, tp=2)              # the shipped table measured on this device
+                                                    # (H100, H200) where it has this model at
+                                                    # this TP, else the roofline of catalog.Device
 
 Fields read (dense decoder-only transformers: Llama, Qwen2/2.5/3, Mistral, ...):
 num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads, head_dim (default
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -36,8 +38,11 @@ TP_EFFICIENCY = 0.9             # bandwidth kept per doubling of TP: shards that
 #                                 attention glue: the measured TP=2 step is 0.59x TP=1, not 0.5x,
 #                                 docs/gpu-latency-profile.md). The all-reduce itself is priced
 #                                 separately from the device's link (catalog.Device.allreduce_s).
-MEASURED_DEVICE = "H100"        # the device the shipped latency table was measured on
-MEASURED_FILE = "h100_paper_models.json"
+# The shipped latency tables (lrsim/data/latency/, benchmarks/gpu_latency_profile.py), by the
+# catalogue device they were measured on (each file's "device" field names it).
+MEASURED_TABLES = {"H100": "h100_paper_models.json", "H200": "h200_paper_models.json"}
+LEGACY_TABLE_DEVICE = "H100"    # a table whose "device" names no catalogue kind: the planner
+#                                 took every table as measured on an H100 before H200's existed
 
 
 @dataclass(frozen=True)
@@ -212,12 +217,28 @@ def _table_doc(path: str) -> dict:
         raise UserError(f"{path}: not a GPU latency table ({e!r}); see docs/gpu-latency-profile.md") from None
 
 
-def shipped_table() -> str | None:
+def shipped_table(device: str = "H100") -> str | None:
+    """The shipped latency table measured on catalogue device `device` (None: none shipped)."""
+    name = MEASURED_TABLES.get(device)
+    if name is None:
+        return None
     try:
-        p = resources.files("lrsim") / "data" / "latency" / MEASURED_FILE
+        p = resources.files("lrsim") / "data" / "latency" / name
         return str(p) if p.is_file() else None
     except (ModuleNotFoundError, FileNotFoundError):
         return None
+
+
+def table_device(path: str) -> str:
+    """The catalogue kind a latency table was measured on: the one its "device" field names as a
+    word ("NVIDIA H100 80GB HBM3" -> H100, "NVIDIA H200" -> H200; torch's device name), else
+    LEGACY_TABLE_DEVICE."""
+    from .catalog import CATALOGUE
+
+    dev = str(_table_doc(path).get("device", ""))
+    named = [k for k in CATALOGUE if re.search(rf"(?<![A-Za-z0-9]){re.escape(k)}(?![A-Za-z0-9])", dev,
+                                               re.I)]
+    return named[0] if len(named) == 1 else LEGACY_TABLE_DEVICE
 
 
 def table_key(spec: ModelSpec, tp: int, path: str) -> str | None:
@@ -263,18 +284,26 @@ def measured(spec: ModelSpec, tp: int, path: str, overhead_ms: float = ENGINE_OV
 @dataclass(frozen=True)
 class Built:
     latency: LatencyModel
-    source: str                 # "measured H100 table (file:key)" | "roofline (DEVICE)"
+    source: str                 # "measured H100 table (file)" | "roofline (DEVICE)"
 
 
 def latency(spec: ModelSpec, device: Device, tp: int = 1, table: str | None = "auto",
             tp_efficiency: float = TP_EFFICIENCY) -> Built:
-    """The measured table where it applies (the table's device, this model at this TP), the
-    device roofline elsewhere. table: "auto" = the shipped H100 table, None/"roofline" = never."""
-    path = shipped_table() if table == "auto" else (None if table in (None, "roofline") else table)
-    if path is not None and device.name == MEASURED_DEVICE:
+    """The measured table where it applies (measured on this device, with this model at this TP),
+    the device roofline elsewhere. table: "auto" = the shipped table measured on this device
+    (MEASURED_TABLES: H100, H200), a path = that table (on the device its "device" field names,
+    table_device), None/"roofline" = never."""
+    if table == "auto":
+        path, on = shipped_table(device.name), device.name
+    elif table in (None, "roofline"):
+        path, on = None, None
+    else:
+        path = table
+        on = table_device(path)
+    if path is not None and device.name == on:
         t = measured(spec, tp, path)
         if t is not None:
-            return Built(t, f"measured {MEASURED_DEVICE} table ({Path(path).name})")
+            return Built(t, f"measured {on} table ({Path(path).name})")
     return Built(roofline(spec, device, tp, tp_efficiency), f"roofline ({device.name})")
 
 

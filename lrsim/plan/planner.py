@@ -340,6 +340,8 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
                                      "Student-t interval (scipy.stats.t)"},
             "elapsed_s": time.perf_counter() - t0,
             "backend": f"ray ({ray_address})" if ray_address else "local processes"}
+    if hasattr(source, "latency_source"):     # presets: the measured table or roofline used
+        meta["latency"] = source.latency_source()
     if hasattr(source, "whatif") and source.whatif.describe():
         meta["overrides"] = source.whatif.describe()
     meta["recommendation"] = recommend(ok, meta)

@@ -11,8 +11,8 @@ lrsim/data/models/), the device (catalog.py: datasheets), the paper's judge late
 acceptance, and the n-gram per-token acceptance implied by Table 1's SD speedups (the paper
 publishes none: `implied_alpha2`).
 
-Latency per model: the measured H100 table (lrsim/data/latency/, docs/gpu-latency-profile.md)
-where it applies - the device is an H100 and the table has this model at this TP - plus its
+Latency per model: the shipped table measured on the preset's device (lrsim/data/latency/:
+H100 and H200, docs/gpu-latency-profile.md) where it has this model at this TP, plus its
 modelled all-reduce and our engine overhead; the device roofline (modelspec.roofline) elsewhere.
 
 The judge: 0.013 s per judgement, measured on H200 (method.md). It is used as given on H200; on
@@ -101,8 +101,8 @@ class Preset:
     judge: ModelSpec | None = None
     device_kind: str = "H100"
     target_tp: int = 2
-    latency_file: str | None = None   # None: the shipped measured table where it applies;
-    #                                   "roofline": never; else a table path
+    latency_file: str | None = None   # None: the shipped table measured on device_kind where it
+    #                                   applies; "roofline": never; else a table path
     sibling_hard: float = SIBLING_HARD
     verifier_seconds: float | None = None   # None: the paper's judge, priced for device_kind
     tp_efficiency: float = TP_EFFICIENCY

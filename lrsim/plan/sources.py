@@ -52,6 +52,10 @@ class PresetSource(_Source):
     def to_config(self, policy, **knobs):
         return self.preset().to_config(policy, **knobs)
 
+    def latency_source(self) -> str:
+        """Where the preset's latencies come on its device kind (Preset.latency_source)."""
+        return self.preset().latency_source()
+
     def target_latency(self, tp: int, tp_efficiency: float | None = None):
         return self.preset().target_latency(tp, tp_efficiency)
 

@@ -24,8 +24,9 @@ latency tables:
     {kind = "ideal", unit_ms = 1}
     {kind = "model", config = "qwen3-32b" | "path/config.json", device = "H200", tp = 2}
                             a Hugging Face config.json on a catalogue device (lrsim/plan/
-                            modelspec.py, catalog.py): the measured H100 table where it has this
-                            model at this TP, the device roofline elsewhere
+                            modelspec.py, catalog.py): the shipped table measured on that device
+                            (H100, H200) where it has this model at this TP, the device
+                            roofline elsewhere
     [verifier] measured_on = "H200"      the device kind `seconds` was measured on (--device-kind
                                          leaves it as given when planning on that kind)
     [workload] accept_by_width = [[1, 0.63], [8, 0.83]]   per-position acceptance by tree width
