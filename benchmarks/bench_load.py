@@ -62,7 +62,7 @@ PLAN_PROFILES = {
             {"lr-d2-emb": "lr depth=2", "lr+sd-d2-emb": "lr+sd depth=2 k2=7"}),
 }
 PLAN_ARGS = ("--depth", "2", "--k2", "7", "--placement", "dedicated",
-             "--samples", "8", "--ci-target", "0", "--jobs", "1", "--json")
+             "--samples", "32", "--ci-target", "0", "--jobs", "1", "--json")
 # The measured ar and sd ran on the target's core alone, N requests on it. `lr plan` on the
 # profile's two devices would run them as two replicas of N/2 (its reference AR too): priced so,
 # sd at 2 in flight looked like sd alone (planned 1.06x, measured 0.88x). So ar and sd are planned

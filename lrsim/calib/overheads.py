@@ -188,12 +188,13 @@ def scheduling_gaps(records: list[dict]) -> dict:
 def step_lengths(records: list[dict]) -> dict:
     """Empirical step-length histograms (tokens) by source, and the lognormal fit of all steps."""
     hist: dict[str, dict[int, int]] = {"draft": {}, "target": {}, "all": {}}
-    lens, per_req, prompts, cached, first = [], [], [], [], []
+    lens, per_req, prompts, cached, first, budgets = [], [], [], [], [], []
     for rec in records:
         st = [s for s in rec.get("steps") or [] if s["tokens"] > 0]
         if not st:
             continue
         per_req.append(len(st))
+        budgets.append(output_budget(rec))
         prompts.append(prompt_tokens(rec))
         c = prompt_cached(rec)
         if c is not None:
@@ -217,7 +218,26 @@ def step_lengths(records: list[dict]) -> dict:
             # share of the LR records whose first step was drafted (the boundary rule: a chat
             # prompt is no step boundary, so the real scheduler never drafts after it)
             "first_step_drafted": (float(np.mean(first)) if first else None),
+            # the output budget (lr collect --max-tokens) where most records ran into it: the
+            # length of a request is then the budget, not a number of steps (workload.py)
+            **_budget(budgets),
             "length_hist": {k: {str(n): c for n, c in sorted(h.items())} for k, h in hist.items() if h}}
+
+
+def output_budget(rec: dict) -> int | None:
+    """The record's output budget (run.flags.max_tokens) if the record stopped on it, else None."""
+    cap = ((rec.get("run") or {}).get("flags") or {}).get("max_tokens")
+    if rec.get("finish_reason") != "budget" or not isinstance(cap, int) or cap < 1:
+        return None
+    return cap
+
+
+def _budget(budgets: list[int | None]) -> dict:
+    """budget_tokens (the median budget of the records that hit one) when more than half did."""
+    hit = [b for b in budgets if b is not None]
+    if not budgets or 2 * len(hit) <= len(budgets):
+        return {}
+    return {"budget_tokens": int(np.median(hit)), "budget_share": len(hit) / len(budgets)}
 
 
 def step_acceptance(records: list[dict]) -> dict:

@@ -152,7 +152,10 @@ class Profile:
                  seed: int = 0) -> Synthetic:
         """A synthetic workload with the profile's step lengths, acceptance and prompt size."""
         s = self.doc["steps"]
+        # runs that stopped on an output budget: requests as long as the budget (unless --steps)
+        budget = s.get("budget_tokens") if steps is None else None
         return Synthetic(n_requests=requests, steps=steps or max(1, round(s["steps_per_request"])),
+                         max_tokens=budget,
                          alpha1=self.alpha1(), alpha2=self.alpha2(), sd_hit=self.sd_hit(),
                          alpha_by_depth=self.alpha_by_depth(), step_mean=float(s["mean_tokens"]),
                          step_sigma=float(s["lognormal_sigma"]),

@@ -97,6 +97,10 @@ SCHEMA = {
                            # of them already in the prefix caches (lrsim/sim/traces.prompt_cached)
                            "prompt_cached_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            "first_step_drafted": _PROB,
+                           # the output budget most records stopped on (overheads.step_lengths);
+                           # <= lrcore.limits.MAX_RECORD_TOKENS (a record's output)
+                           "budget_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000},
+                           "budget_share": _PROB,
                            "length_hist": {"type": "object"}},
         },
         "step_acceptance": {

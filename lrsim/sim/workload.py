@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from lrcore.errors import UserError
+from lrcore.limits import MAX_STEPS_PER_REQUEST
 
 STEP_TOKEN_CAP = 100     # the reference cuts a step at 100 tokens (method.md)
 
@@ -88,6 +89,10 @@ class Synthetic:
     # acceptance is `phase_alpha1` instead of alpha1 / alpha_by_depth; None = one phase
     phase_alpha1: float | None = None
     phase_at: float = 0.5
+    # an output budget (tokens; `lr collect --max-tokens`): each request draws steps until it
+    # reaches it and its last step is cut to fit, as a real run that stops on the budget does;
+    # `steps` is then ignored. None = `steps` steps (their total varies with their lengths)
+    max_tokens: int | None = None
 
     def __post_init__(self):
         if not 0.0 < self.sd_hit <= 1.0:
@@ -106,6 +111,8 @@ class Synthetic:
                 raise UserError(f"workload.alpha_by_depth values must be in [0, 1], got {v}")
         if self.n_requests < 1 or self.steps < 1:
             raise UserError("workload: requests and steps must be >= 1")
+        if self.max_tokens is not None and not 1 <= self.max_tokens <= MAX_STEPS_PER_REQUEST:
+            raise UserError(f"workload.max_tokens must be in [1, {MAX_STEPS_PER_REQUEST}], got {self.max_tokens}")
         if self.step_mean < 1:
             raise UserError(f"workload.step_mean must be >= 1, got {self.step_mean}")
         if self.rate is not None and self.rate <= 0:
@@ -120,7 +127,9 @@ class Synthetic:
 
     def requests(self) -> list[RequestSpec]:
         g = np.random.default_rng([self.seed, 0x5EED])
-        if self.step_sigma > 0:
+        if self.max_tokens is not None:
+            lens = [self._budgeted(g) for _ in range(self.n_requests)]
+        elif self.step_sigma > 0:
             mu = math.log(self.step_mean) - self.step_sigma ** 2 / 2
             lens = np.clip(np.rint(g.lognormal(mu, self.step_sigma, (self.n_requests, self.steps))),
                            1, STEP_TOKEN_CAP).astype(int)
@@ -131,10 +140,27 @@ class Synthetic:
             arrivals -= arrivals[0]
         else:
             arrivals = np.zeros(self.n_requests)
-        return [RequestSpec(i, self.prompt_tokens, lens[i].tolist(), float(arrivals[i]),
+        return [RequestSpec(i, self.prompt_tokens, list(map(int, lens[i])), float(arrivals[i]),
                             random.Random(self.seed * 1_000_003 + i),
                             prompt_cached=min(self.prompt_cached, self.prompt_tokens))
                 for i in range(self.n_requests)]
+
+    def _budgeted(self, g: np.random.Generator) -> list[int]:
+        """One request's step lengths up to the output budget, the last one cut to fit."""
+        out, left = [], self.max_tokens
+        chunk = max(1, math.ceil(self.max_tokens / self.step_mean)) + 1
+        while left > 0:
+            if self.step_sigma > 0:
+                mu = math.log(self.step_mean) - self.step_sigma ** 2 / 2
+                draws = np.clip(np.rint(g.lognormal(mu, self.step_sigma, chunk)), 1, STEP_TOKEN_CAP).astype(int)
+            else:
+                draws = np.full(chunk, int(round(self.step_mean)))
+            for n in draws.tolist():
+                out.append(min(n, left))
+                left -= out[-1]
+                if left == 0:
+                    break
+        return out
 
     def _alpha(self, depth: int, position: int = 0) -> float:
         if self.phase_alpha1 is not None and position >= self.phase_at * self.steps:

@@ -128,3 +128,47 @@ def test_profiles_learn_that_the_prompt_is_never_drafted_after():
     s_free, _ = run(prof.to_config("lr", workload=Synthetic(**{**wl.__dict__, "draft_first": True}), depth=2))
     assert s_rule["output_tokens"] == s_free["output_tokens"]
     assert s_rule["proposed_steps"] < s_free["proposed_steps"]
+
+
+def test_synthetic_requests_fill_an_output_budget():
+    """A run that stops on --max-tokens emits exactly the budget: the synthetic request draws
+    steps until it reaches it and cuts the last one (the load corpus: 192 tokens, ~4.5 steps)."""
+    w = Synthetic(n_requests=20, max_tokens=192, step_mean=41, step_sigma=0.6, seed=3)
+    reqs = w.requests()
+    assert all(r.output_tokens == 192 for r in reqs)
+    assert all(1 <= n <= 100 for r in reqs for n in r.step_tokens)
+    assert reqs[0].step_tokens == Synthetic(n_requests=20, max_tokens=192, step_mean=41,
+                                            step_sigma=0.6, seed=3).requests()[0].step_tokens
+    assert len({tuple(r.step_tokens) for r in reqs}) > 10           # lengths still vary
+    (eq,) = Synthetic(max_tokens=100, step_mean=40, step_sigma=0).requests()
+    assert eq.step_tokens == [40, 40, 20]
+    with pytest.raises(Exception, match="max_tokens"):
+        Synthetic(max_tokens=0)
+
+
+def _budget_rec(finish, cap=192, tokens=(120, 72)):
+    return {"mode": "ar", "finish_reason": finish, "run": {"flags": {"max_tokens": cap}},
+            "prompt_tokens": 100, "steps": [{"tokens": n, "source": "target"} for n in tokens]}
+
+
+def test_profiles_learn_the_output_budget_most_records_stopped_on():
+    hit = oh.step_lengths([_budget_rec("budget"), _budget_rec("budget"), _budget_rec("stop")])
+    assert (hit["budget_tokens"], hit["budget_share"]) == (192, pytest.approx(2 / 3))
+    half = oh.step_lengths([_budget_rec("budget"), _budget_rec("stop")])
+    assert "budget_tokens" not in half                 # not most: lengths are the steps' own
+    assert "budget_tokens" not in oh.step_lengths([_budget_rec("budget", cap=None)])
+
+
+@pytest.mark.skipif(not (LOAD / "c1" / "ar.jsonl").exists(), reason="no load corpus")
+def test_planned_requests_are_as_long_as_the_recorded_ones():
+    """Calibrated on the load corpus (every record stopped on 192 tokens), the profile's workload
+    is 192 tokens a request, not steps_per_request x mean step (~164: requests 15% short made the
+    plan's AR 9% faster than the replay's at 8 in flight); --steps still means steps."""
+    from lrsim.calib.calibrate import calibrate
+    from lrsim.calib.profile import Profile, validate_doc
+
+    paths = [str(LOAD / "c1" / f"{c}.jsonl") for c in ("ar", "lr-d2")]
+    prof = Profile(validate_doc(calibrate(paths, configs={"ar", "lr-d2"}, select_placement=False)))
+    assert prof.doc["steps"]["budget_tokens"] == 192
+    assert {r.output_tokens for r in prof.workload(requests=4).requests()} == {192}
+    assert all(r.steps == 3 for r in prof.workload(requests=2, steps=3).requests())

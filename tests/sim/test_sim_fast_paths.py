@@ -18,12 +18,14 @@ from lrsim.sim.runner import simulate
 def _reference_forward(t: Tabulated, decode_tokens, prefill_tokens, seqs, context):
     """Tabulated.forward as it was, numpy on scalars."""
     def interp(x, xs, ys):
-        if len(xs) == 1:
-            return float(ys[0]) * (x / xs[0] if xs[0] > 0 else 1.0)
-        if x <= xs[-1]:
-            return float(np.interp(x, xs, ys))
-        slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-        return float(ys[-1] + max(slope, 0.0) * (x - xs[-1]))
+        # written apart from latency.py's: proportional through one point; past the last point
+        # the last segment's slope goes on (never downwards)
+        xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+        if xs.size == 1:
+            return float(ys[0] * (x / xs[0])) if xs[0] > 0 else float(ys[0])
+        if x > xs[-1]:
+            return float(ys[-1] + (x - xs[-1]) * max(0.0, (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])))
+        return float(np.interp(x, xs, ys))
 
     n = decode_tokens + prefill_tokens
     if prefill_tokens and n > t._max_decode and len(t._pre[0]):
