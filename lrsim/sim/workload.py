@@ -129,12 +129,8 @@ class Synthetic:
         g = np.random.default_rng([self.seed, 0x5EED])
         if self.max_tokens is not None:
             lens = [self._budgeted(g) for _ in range(self.n_requests)]
-        elif self.step_sigma > 0:
-            mu = math.log(self.step_mean) - self.step_sigma ** 2 / 2
-            lens = np.clip(np.rint(g.lognormal(mu, self.step_sigma, (self.n_requests, self.steps))),
-                           1, STEP_TOKEN_CAP).astype(int)
         else:
-            lens = np.full((self.n_requests, self.steps), int(round(self.step_mean)))
+            lens = self._lengths(g, (self.n_requests, self.steps))
         if self.rate:
             arrivals = np.cumsum(g.exponential(1.0 / self.rate, self.n_requests))
             arrivals -= arrivals[0]
@@ -145,17 +141,19 @@ class Synthetic:
                             prompt_cached=min(self.prompt_cached, self.prompt_tokens))
                 for i in range(self.n_requests)]
 
+    def _lengths(self, g: np.random.Generator, shape) -> np.ndarray:
+        """Step lengths: lognormal with mean step_mean (sigma 0: all equal), 1..STEP_TOKEN_CAP."""
+        if self.step_sigma > 0:
+            mu = math.log(self.step_mean) - self.step_sigma ** 2 / 2
+            return np.clip(np.rint(g.lognormal(mu, self.step_sigma, shape)), 1, STEP_TOKEN_CAP).astype(int)
+        return np.full(shape, int(round(self.step_mean)))
+
     def _budgeted(self, g: np.random.Generator) -> list[int]:
         """One request's step lengths up to the output budget, the last one cut to fit."""
         out, left = [], self.max_tokens
         chunk = max(1, math.ceil(self.max_tokens / self.step_mean)) + 1
         while left > 0:
-            if self.step_sigma > 0:
-                mu = math.log(self.step_mean) - self.step_sigma ** 2 / 2
-                draws = np.clip(np.rint(g.lognormal(mu, self.step_sigma, chunk)), 1, STEP_TOKEN_CAP).astype(int)
-            else:
-                draws = np.full(chunk, int(round(self.step_mean)))
-            for n in draws.tolist():
+            for n in self._lengths(g, chunk).tolist():
                 out.append(min(n, left))
                 left -= out[-1]
                 if left == 0:
