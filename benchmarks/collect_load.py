@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/collect_load.py                   # everything still missing
     .venv/bin/python benchmarks/collect_load.py --stop-after 50m  # a session's share, then stop
     .venv/bin/python benchmarks/collect_load.py --dry-run         # the plan and what is left
+    .venv/bin/python benchmarks/collect_load.py --set adaptive    # lr-adaptive vs ar and lr-d2
 
 lrreal/load_corpus.py's configurations (ar on the target's core, ar on both cores, sd, lr depth 2
 with exact matching and with the embedding verifier, lr+sd depth 2 with the embedding verifier)
@@ -28,9 +29,13 @@ MAX_TOKENS = 192
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="traces/load")
+    ap.add_argument("--set", choices=("load", "adaptive"), default="load",
+                    help="load: the load corpus (traces/load); adaptive: lr-adaptive beside ar and "
+                         "lr-d2 at 1-4 in flight (traces/load-adaptive, benchmarks/bench_adaptive_real.py)")
+    ap.add_argument("--out", default=None, help="default traces/load or traces/load-adaptive (--set)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--levels", default="1,2,4,8", help="requests in flight, comma-separated")
+    ap.add_argument("--levels", default=None,
+                    help="requests in flight, comma-separated (default 1,2,4,8; --set adaptive: 1,2,4)")
     ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
     ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     ap.add_argument("--stop-after", type=duration, default=None, help="stop starting blocks after this long")
@@ -38,19 +43,24 @@ def main() -> None:
     a = ap.parse_args()
 
     from lrreal.collect import CollectSpec
-    from lrreal.load_corpus import CONFIGS, collect_load, load_plan, pending
+    from lrreal.load_corpus import ADAPTIVE_CONFIGS, CONFIGS, collect_load, load_plan, pending
 
+    adaptive = a.set == "adaptive"
+    configs = ADAPTIVE_CONFIGS if adaptive else CONFIGS
+    a.out = a.out or ("traces/load-adaptive" if adaptive else "traces/load")
+    a.levels = a.levels or ("1,2,4" if adaptive else "1,2,4,8")
     try:
         levels = tuple(int(x) for x in a.levels.split(","))
         if not levels or min(levels) < 1 or a.rounds < 1 or a.max_tokens < 1:
             raise ValueError
     except ValueError:
         sys.exit("collect_load: --levels, --rounds and --max-tokens take positive integers")
-    jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, CONFIGS))
+    jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, configs))
     out = Path(a.out)
     if a.dry_run:
+        seen: dict = {}
         for j in jobs:
-            left = len(pending(j, out))
+            left = len(pending(j, out, seen))
             print(f"{'todo' if left else 'done'} c{j.concurrency} r{j.round} {j.config.label} "
                   f"({j.concurrency - left}/{j.concurrency})")
         return

@@ -53,7 +53,14 @@ CONFIGS = (
     LoadConfig("lr-d2-emb", "lr", depth=2, verifier="embedding:0.9"),
     LoadConfig("lr+sd-d2-emb", "lr+sd", depth=2, verifier="embedding:0.9"),
 )
-BY_LABEL = {c.label: c for c in CONFIGS}
+# adaptive lookahead (issue 14) beside AR and the static LR it replaces, in a corpus of its own
+# (benchmarks/collect_load.py --set adaptive: traces/load-adaptive/, 1-4 in flight)
+ADAPTIVE_CONFIGS = (
+    LoadConfig("ar", "ar"),
+    LoadConfig("lr-d2", "lr", depth=2),
+    LoadConfig("lr-adaptive-d2", "lr-adaptive", depth=2),
+)
+BY_LABEL = {c.label: c for c in CONFIGS + ADAPTIVE_CONFIGS}
 
 
 @dataclass(frozen=True)
@@ -95,14 +102,19 @@ def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec) -> CollectSpec:
                   out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
 
 
-def pending(job: LoadJob, out_dir: Path) -> list:
-    """The job's problems whose record is not yet in its trace file."""
+def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
+    """The job's problems whose record is not yet in its trace file. `seen` caches each file's
+    recorded (problem, sample) keys across the jobs of one plan: validating a file's records
+    is seconds, and a plan names each file once per round."""
     from lrcore.traces import read_traces
 
     from .datasets import load_problems
 
     path = job.path(out_dir)
-    done = {(r["problem_id"], r["sample"]) for r in read_traces(path)} if path.exists() else set()
+    seen = {} if seen is None else seen
+    if path not in seen:
+        seen[path] = {(r["problem_id"], r["sample"]) for r in read_traces(path)} if path.exists() else set()
+    done = seen[path]
     return [p for p in load_problems(job.dataset, job.concurrency, job.offset) if (p.id, 0) not in done]
 
 
@@ -116,7 +128,8 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
     from .load import arrival_offsets, run_in_flight
 
     out_dir = Path(out_dir)
-    todo = [(j, left) for j in jobs if (left := pending(j, out_dir))]
+    seen: dict = {}
+    todo = [(j, left) for j in jobs if (left := pending(j, out_dir, seen))]
     total = sum(j.concurrency for j in jobs)
     log(f"load corpus: {total - sum(len(x) for _, x in todo)} of {total} records already in "
         f"{out_dir}; {len(todo)} job(s) to run")
