@@ -90,7 +90,8 @@ class FakeEngine:
                 progress.update(text, n)
             end = monotonic()
             progress.end = end
-            return GenResult(text=text, tokens=n, finish=finish, start=progress.start, end=end)
+            return GenResult(text=text, tokens=n, finish=finish, start=progress.start, end=end,
+                             first=progress.first)
         except asyncio.CancelledError:
             self.aborted.append(req.request_id)
             progress.end = monotonic()

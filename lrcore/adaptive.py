@@ -126,6 +126,10 @@ class Estimates:
     verify_s: float = 0.013         # one verdict: the paper's 7B judge on H200 (method.md)
     load: float = 1.0               # requests in flight
     step_tokens: float = 40.0       # tokens per reasoning step (only scales the rate)
+    launch_s: float = 0.0           # extra seconds a speculative target step pays as a request of
+    #                                 its own (queue, the context's prefill) before its first token,
+    #                                 which a step of depth 0, written by a request already
+    #                                 running, does not; 0 = the theory's (and the simulator's)
 
     def __post_init__(self):
         if not self.alpha_by_depth or any(not 0.0 <= a <= 1.0 for a in self.alpha_by_depth):
@@ -134,7 +138,8 @@ class Estimates:
         if not 0.0 <= self.alpha2 <= 1.0:
             raise UserError(f"estimates: alpha2 must be a probability, got {self.alpha2!r}")
         if not (self.target_step_s > 0 and self.draft_step_s >= 0 and self.verify_s >= 0
-                and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0):
+                and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0
+                and self.launch_s >= 0):
             raise UserError("estimates: target_step_s and step_tokens must be > 0, the other "
                             "times and slopes >= 0")
 
@@ -266,6 +271,7 @@ class Estimator:
         self.verify = DecayedMean(p.verify_s, w, k, ages)
         self.load = DecayedMean(p.load, w, k, ages)
         self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
+        self.launch = DecayedMean(p.launch_s, w, k, ages)
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
         """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
@@ -292,13 +298,21 @@ class Estimator:
 
     def observe_target_step(self, seconds: float, batch: float = 1, k2: int = 1,
                             tokens_per_pass: float | None = None,
-                            tokens: float | None = None) -> None:
+                            tokens: float | None = None, launch_s: float | None = None) -> None:
         """One target step with `batch` sequences in the target's batch. A step run with SD
         (k2 > 1, `tokens_per_pass` tokens committed per pass, default the current estimate) is
         stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model.
         `tokens`, the step's length, scales the seconds to a step of the mean length (the current
-        step_tokens estimate): steps vary in length far more than a batch changes their time."""
+        step_tokens estimate): steps vary in length far more than a batch changes their time.
+        `launch_s`: of the seconds, those before its first token beyond one token's time (a
+        request of its own: queue, prefill); learned apart (Estimates.launch_s), the rest is the
+        step's cost in the batch. None: a step of a request already running (depth 0)."""
         _measured("observe_target_step", seconds, batch - 1, k2 - 1)
+        if launch_s is not None:
+            _measured("launch_s", launch_s)
+            launch_s = min(launch_s, seconds)
+            self.launch.observe(launch_s)
+            seconds -= launch_s
         seconds = self._per_mean_step(seconds, tokens)
         if k2 > 1:
             m = tokens_per_pass or float(geometric_sum(self.alpha2.value, k2))
@@ -342,7 +356,7 @@ class Estimator:
             return min(max(x, 0.0), 1.0)
         return Estimates(self._alphas(prob), prob(self.alpha2.value),
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
-                         self.step_tokens.value)
+                         self.step_tokens.value, max(self.launch.value, 0.0))
 
 
     def _alphas(self, prob) -> tuple[float, ...]:
@@ -396,7 +410,7 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     requests in flight all run it (theory.md's closed forms with measured costs).
 
     With a_d = est.alpha(d), T_t(x) / T_d(x) the target / draft step seconds at x positions in
-    the engine's batch, T_v the verdict time, n the load, L tokens per step, c2 = sd_draft_ratio:
+    the engine's batch, T_v the verdict time, T_l the launch a speculative target step pays, n the load, L tokens per step, c2 = sd_draft_ratio:
 
       Token level (paper Sec. 3.3, App. B eq. 2), the target running SD with k2 positions:
           m(k2)   = (1 - alpha2^k2) / (1 - alpha2)            tokens per target pass
@@ -406,11 +420,12 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
           A_d     = 1 - (1 - a_d)^(W^width_exponent)         a level accepts if one sibling does
           alpha   = (A_1 A_2 ... A_D)^(1/D)                  same chance of D accepts in a row
           P       = 1 + W + ... + W^D                        target positions of one request's tree
-          T_round = T_sd(n P) + T_v                          a target step, then its verdict
+          T_round = T_sd(n P) + T_l + T_v                    a target step (a request of its own:
+                                                             its launch T_l), then its verdict
           c1      = (1/D) sum_{d=1..D} T_d(n W^d) / T_round  drafting one level, per round
           rate    = L f(alpha, c1, D + 1) / T_round          f = f_async (S1/S2) or f_sync
 
-    With flat costs (T_t, T_d constant), T_v = 0, W = 1, n = 1 and constant acceptance, rate over
+    With flat costs (T_t, T_d constant), T_v = T_l = 0, W = 1, n = 1 and constant acceptance, rate over
     the AR rate L / T_t(1) is exactly the paper's f(alpha1, c1, k1 = D + 1) at depth D >= 1, g(k2)
     at depth 0, and f(alpha1, c1 g(k2), D + 1) g(k2) = h(k1, k2) (Sec. 3.3 eq. 1) for the hybrid,
     c1 measured against the SD-accelerated target step as the simulator's ideal setup does.
@@ -443,7 +458,7 @@ def _rates(est: Estimates, choices: list[Choice],
         D, W = c.depth, c.width
         levels = [1.0 - (1.0 - est.alpha(d)) ** (W ** cfg.width_exponent) for d in range(1, D + 1)]
         positions = sum(W ** d for d in range(D + 1))
-        t_round = t_sd(n * positions, c.k2) + est.verify_s
+        t_round = t_sd(n * positions, c.k2) + est.launch_s + est.verify_s
         t_draft = sum(max(est.draft_time(n * W ** d), 0.0) for d in range(1, D + 1)) / D
         alphas.append(math.prod(levels) ** (1.0 / D))
         c1s.append(t_draft / t_round)

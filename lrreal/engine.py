@@ -45,9 +45,12 @@ class Progress:
     tokens: int = 0
     text: str = ""
     end: float | None = None
+    first: float | None = None      # when its first token arrived (monotonic)
     on_update: object = None        # optional callable(progress), e.g. AR step timestamps
 
     def update(self, text: str, tokens: int) -> None:
+        if self.first is None and tokens > 0:
+            self.first = monotonic()
         self.text, self.tokens = text, tokens
         if self.on_update is not None:
             self.on_update(self)
@@ -63,6 +66,7 @@ class GenResult:
     prompt_tokens: int | None = None    # the request's prompt (context) as the engine tokenised it
     cached_tokens: int | None = None    # of which the prefix cache held (vLLM num_cached_tokens):
                                         # the prefill it really ran is the difference
+    first: float | None = None          # when its first token arrived (monotonic; None: unknown)
 
 
 class Engine(Protocol):
@@ -461,7 +465,7 @@ class VllmEngine:
             finish = "stop"
         cached = getattr(final, "num_cached_tokens", None)
         return GenResult(text=c.text, tokens=len(c.token_ids), finish=finish,
-                         start=progress.start, end=end,
+                         start=progress.start, end=end, first=progress.first,
                          prompt_tokens=len(final.prompt_token_ids) if final.prompt_token_ids is not None else None,
                          cached_tokens=int(cached) if isinstance(cached, int) else None)
 

@@ -25,9 +25,14 @@ observation:
   - each finished draft: seconds and the draft engine's requests in flight
   - the duration of the verdict that decided each position
   - the problems in flight in this process at each decision (the load).
-One Estimator and Controller per problem, starting from the neutral prior (lrcore's Estimates():
-told nothing about this workload; a calibrated profile as prior is not wired to the CLI yet),
-whose times are rescaled to the run's first timed step (`_scale_prior`).
+One Estimator per run, shared by every problem on the same engines (`RunEstimates`: a serving
+process learns across its requests, and a 192-token answer has about five steps, too few to learn
+anything alone); one Controller per problem (its hysteresis follows its own choices). The
+Estimator starts from the neutral prior (lrcore's Estimates(): told nothing about this workload;
+a calibrated profile as prior is not wired to the CLI yet), whose times are rescaled to the run's
+first timed step (`_scale_prior`). The simulator's policy keeps one Estimator per request: its
+requests run thousands of tokens (the paper presets), and its phase-change target is a change
+inside one request.
 
 Bounds (`adaptive_config`): depths 0..--depth, widths 1..--width, and k2 fixed: 1 for
 lr-adaptive; for lr+sd-adaptive the engine's one k2 = --num-speculative-tokens + 1, because vLLM
@@ -57,6 +62,29 @@ from .tree import Node
 # Estimator is told about batch sizes and load. Shared by every problem on the same engines.
 _busy: dict[int, int] = {}
 _problems = 0
+
+
+class RunEstimates:
+    """The Estimator the problems on one pair of engines share, with its prior (rescaled once, at
+    the run's first timed step) and how many problems have started on it."""
+
+    def __init__(self, acfg: AdaptiveConfig):
+        self.acfg = acfg
+        self.prior = Estimates()
+        self.est = Estimator(acfg, prior=self.prior)
+        self.scaled = False                     # the prior's times are at this run's scale
+        self.loads: list[float] = []            # load observed before that (replayed into it)
+        self.problems = 0                       # problems that started on it
+
+
+def run_estimates(target, draft, acfg: AdaptiveConfig) -> RunEstimates:
+    """The RunEstimates of this pair of engines and bounds, kept on the target engine (it lives as
+    long as they may be used together)."""
+    runs = getattr(target, "_adaptive_runs", None)
+    if runs is None:
+        runs = {}
+        target._adaptive_runs = runs
+    return runs.setdefault((id(draft), acfg), RunEstimates(acfg))
 
 
 class CountedEngine:
@@ -92,6 +120,15 @@ def engine_k2(engine) -> int:
     return 1 + int(getattr(engine, "num_spec_tokens", 0) or 0)
 
 
+def launch_s(t: GenResult) -> float | None:
+    """Seconds a request waited for its first token beyond one token's time (queue, prefill):
+    first - start - (end - first) / (tokens - 1); None where the engine did not say when."""
+    if t.first is None or t.tokens < 1:
+        return None
+    per_token = (t.end - t.first) / (t.tokens - 1) if t.tokens > 1 else 0.0
+    return max(0.0, t.first - t.start - per_token)
+
+
 def adaptive_config(cfg, k2: int) -> AdaptiveConfig:
     """The Controller's bounds from the scheduler config (module docstring)."""
     return AdaptiveConfig(mode="async", max_depth=cfg.depth, widths=tuple(range(1, cfg.width + 1)),
@@ -103,14 +140,14 @@ class AdaptiveLookahead(AsyncLookahead):
     an ARStream, and whose event handlers feed the Estimator."""
 
     def __init__(self, run: Run):
+        engines = (run.target, run.draft)
         run.target, run.draft = CountedEngine(run.target), CountedEngine(run.draft)
         super().__init__(run)
         self.k2 = engine_k2(run.target) if self.cfg.mode == "lr+sd-adaptive" else 1
         self.acfg = adaptive_config(self.cfg, self.k2)
-        self.prior = Estimates()
-        self.est = Estimator(self.acfg, prior=self.prior)
-        self.scaled = False                     # the prior's times are at this run's scale
-        self.loads: list[float] = []            # load observed before that (replayed into it)
+        self.shared = run_estimates(*engines, self.acfg)
+        self.learned_from = self.shared.problems     # problems before this one on the estimator
+        self.shared.problems += 1
         self.ctl = Controller(self.acfg)
         self.decisions: list[dict] = []
         self.sd_mark = self._sd_mark()
@@ -130,10 +167,18 @@ class AdaptiveLookahead(AsyncLookahead):
 
     # -- the decision ----------------------------------------------------------------------------
 
+    @property
+    def est(self) -> Estimator:
+        return self.shared.est
+
+    @property
+    def prior(self) -> Estimates:
+        return self.shared.prior
+
     def _choose(self, position: int) -> None:
         self.est.observe_load(_problems)
-        if not self.scaled:
-            self.loads.append(_problems)
+        if not self.shared.scaled:
+            self.shared.loads.append(_problems)
         d = self.ctl.decide(self.est.snapshot())
         self.depth, self.width = d.depth, d.width
         self.decisions.append(plain({"position": position, **d.to_dict()}))
@@ -216,28 +261,30 @@ class AdaptiveLookahead(AsyncLookahead):
         takes what was measured. The prior weighs as observations for ever, so at its own scale
         it would pull a CPU's 20 s steps (or a fake engine's 20 ms ones) towards 1 s and hide
         how the batch slows them; its ratios, which steer the decision, are kept."""
-        if self.scaled or measured_s <= 0 or prior_s <= 0:
+        sh = self.shared
+        if sh.scaled or measured_s <= 0 or prior_s <= 0:
             return
-        self.scaled = True
-        k, p = measured_s / prior_s, self.prior
-        self.prior = replace(p, target_step_s=p.target_step_s * k, target_slope_s=p.target_slope_s * k,
-                             draft_step_s=p.draft_step_s * k, draft_slope_s=p.draft_slope_s * k,
-                             verify_s=p.verify_s * k)
-        self.est = Estimator(self.acfg, prior=self.prior)   # nothing timed was observed yet
-        for n in self.loads:
-            self.est.observe_load(n)
-        self.loads = []
+        sh.scaled = True
+        k, p = measured_s / prior_s, sh.prior
+        sh.prior = replace(p, target_step_s=p.target_step_s * k, target_slope_s=p.target_slope_s * k,
+                           draft_step_s=p.draft_step_s * k, draft_slope_s=p.draft_slope_s * k,
+                           verify_s=p.verify_s * k)
+        sh.est = Estimator(self.acfg, prior=sh.prior)   # nothing timed was observed yet
+        for n in sh.loads:
+            sh.est.observe_load(n)
+        sh.loads = []
 
     def _on_target(self, v: Node) -> None:
         if v.alive and v.target is not None:    # it has left the engine: + 1 for itself
-            self._observe_target(v.target, in_flight(self.run.target) + 1)
+            self._observe_target(v.target, in_flight(self.run.target) + 1, launched=True)
         super()._on_target(v)
 
     def _on_draft(self, c: Node) -> None:
         if c.alive and c.draft is not None:
             d = c.draft
             self._scale_prior(d.end - d.start, self.prior.draft_step_s)
-            self.est.observe_draft_step(max(0.0, d.end - d.start), in_flight(self.run.draft) + 1)
+            self.est.observe_draft_step(max(0.0, d.end - d.start), in_flight(self.run.draft) + 1,
+                                        tokens=d.tokens)
         super()._on_draft(c)
 
     async def _on_decided(self, root: Node, judged: list) -> str | None:
@@ -247,10 +294,13 @@ class AdaptiveLookahead(AsyncLookahead):
             self.est.observe_verify(max(0.0, verdict.duration_s))
         return await super()._on_decided(root, judged)
 
-    def _observe_target(self, t: GenResult, batch: int) -> None:
-        """One finished target step: its seconds at its batch, its tokens, SD's counters."""
+    def _observe_target(self, t: GenResult, batch: int, launched: bool = False) -> None:
+        """One finished target step: its seconds at its batch (scaled to a step of the mean length:
+        steps run 9-100 tokens, far more spread than a batch adds), its tokens, SD's counters; a
+        step that was a request of its own (`launched`: a tree's), its launch too (`launch_s`)."""
         self._scale_prior(t.end - t.start, self.prior.target_step_s)
-        self.est.observe_target_step(max(0.0, t.end - t.start), max(1, batch), self.k2)
+        self.est.observe_target_step(max(0.0, t.end - t.start), max(1, batch), self.k2,
+                                     tokens=t.tokens, launch_s=launch_s(t) if launched else None)
         self.est.observe_step_tokens(t.tokens)
         if self.k2 > 1:
             self._observe_sd()
@@ -276,7 +326,7 @@ class AdaptiveLookahead(AsyncLookahead):
     def record(self) -> dict:
         """The trace record's `adaptive` object."""
         return {"config": plain(asdict(self.acfg)), "prior": plain(self.prior.to_dict()),
-                "decisions": self.decisions}
+                "learned_from": self.learned_from, "decisions": self.decisions}
 
 
 class ARStream:

@@ -281,3 +281,82 @@ def test_lr_sd_adaptive_offers_the_engine_k2_and_measures_sd_acceptance():
     # 4 accepted tokens and 1 rejected round per request: alpha2 rises from the prior's 0 to 0.8
     assert 0.5 < lr.est.snapshot().alpha2 <= 0.8
     assert record(res, "lr+sd-adaptive")["adaptive"]["config"]["k2s"] == [4]
+
+
+def test_problems_on_the_same_engines_share_what_they_learned():
+    """One Estimator per pair of engines (RunEstimates): short answers (7 steps) cannot learn
+    alone, so a problem starts from what the ones before it measured on the same engines. Every
+    draft wrong and a batch that costs: the first problem speculates before it learns, the next
+    ones do not; a problem on other engines starts afresh."""
+    def crowded():
+        return (CrowdedEngine("target", SCRIPT, per_token_s=0.002),
+                FakeEngine("draft", SCRIPT, per_token_s=0.001, wrong=lambda step, seed: True))
+
+    cfg = SchedulerConfig(mode="lr-adaptive", depth=4, max_tokens=2000)
+    target, draft = crowded()
+    runs = [run_adaptive(cfg, target, draft) for _ in range(3)]
+    (first, lr1), rest = runs[0], runs[1:]
+    assert lr1.decisions[0]["depth"] > 0                  # the neutral prior speculates
+    for k, (res, lr) in enumerate(rest, start=1):
+        assert lr.est is lr1.est and lr.learned_from == k
+        assert record(res, "lr-adaptive")["adaptive"]["learned_from"] == k
+        assert res.text == FULL
+        start = lr.decisions[0]["estimates"]              # what the ones before measured
+        assert start["alpha_by_depth"][0] < 0.8 * Estimates().alpha(1)
+        assert lr.decisions[0]["depth"] == 0
+    assert sum(d["depth"] > 0 for _, lr in rest for d in lr.decisions) < sum(
+        d["depth"] > 0 for d in lr1.decisions)
+    _, fresh = run_adaptive(cfg, *crowded())
+    assert fresh.learned_from == 0 and fresh.est is not lr1.est and fresh.decisions[0]["depth"] > 0
+
+
+def test_a_tree_step_reports_its_launch_and_a_stream_step_none():
+    """launch_s: the seconds before a request's first token beyond one token's time."""
+    from lrreal.engine import GenResult
+    from lrreal.scheduler.lr_adaptive import launch_s
+
+    assert launch_s(GenResult("x", 5, "stop", start=10.0, end=12.0, first=11.2)) == pytest.approx(1.0)
+    assert launch_s(GenResult("x", 1, "stop", start=10.0, end=10.5, first=10.5)) == pytest.approx(0.5)
+    assert launch_s(GenResult("x", 5, "stop", start=10.0, end=12.0)) is None
+
+
+def test_it_stops_speculating_when_each_speculative_step_pays_a_prefill():
+    """Half the drafts right and batching free, but every tree step is a new request that waits
+    for its prefill (the CPU engine's case: a context's last partial block and the launch): the
+    Estimator learns the launch from the tree's steps (not from the stream's), and the run stops
+    speculating."""
+    target = FakeEngine("target", LONG, per_token_s=0.002)
+    target.prefill_s = 0.12                           # ~ one 8-token step's decode, per request
+    draft = FakeEngine("draft", LONG, per_token_s=0.001, wrong=lambda step, seed: step % 2 == 0)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=2000), target, draft)
+    assert res.text == "\n\n".join(LONG)
+    last = lr.decisions[-1]["estimates"]
+    assert last["launch_s"] > 0.05
+    depths = [d["depth"] for d in lr.decisions]
+    assert depths[0] > 0 and depths[-10:].count(0) >= 8
+    record(res, "lr-adaptive")
+
+
+def test_step_times_reach_the_estimator_with_their_lengths(monkeypatch):
+    """Steps run from a few tokens to a hundred: their seconds go to the Estimator with their
+    token counts (scaled to a step of the mean length), as the simulator's policy reports them;
+    without, the batch slope was fitted to step-length noise (0 on this machine)."""
+    from lrcore.adaptive import Estimator
+
+    seen = {"target": [], "draft": []}
+    t0, d0 = Estimator.observe_target_step, Estimator.observe_draft_step
+
+    def target(self, seconds, batch=1, k2=1, tokens_per_pass=None, tokens=None, launch_s=None):
+        seen["target"].append(tokens)
+        return t0(self, seconds, batch, k2, tokens_per_pass, tokens, launch_s)
+
+    def draft(self, seconds, batch=1, tokens=None):
+        seen["draft"].append(tokens)
+        return d0(self, seconds, batch, tokens)
+
+    monkeypatch.setattr(Estimator, "observe_target_step", target)
+    monkeypatch.setattr(Estimator, "observe_draft_step", draft)
+    res, _ = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=2000), *engines(LONG))
+    assert seen["target"] and seen["draft"]
+    assert all(isinstance(n, int) and n > 0 for n in seen["target"] + seen["draft"])
+    assert len(set(seen["target"])) > 1

@@ -37,7 +37,7 @@ def brute_rate(e: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     a = [e.alpha_by_depth[min(d, len(e.alpha_by_depth)) - 1] for d in range(1, D + 1)]
     acc = [1 - (1 - x) ** (W ** cfg.width_exponent) for x in a]
     alpha = float(np.prod(acc)) ** (1 / D)
-    t_round = t_sd(e.load * sum(W ** d for d in range(D + 1))) + e.verify_s
+    t_round = t_sd(e.load * sum(W ** d for d in range(D + 1))) + e.launch_s + e.verify_s
     c1 = np.mean([e.draft_step_s + e.draft_slope_s * (e.load * W ** d - 1)
                   for d in range(1, D + 1)]) / t_round
     f = f_async if cfg.mode == "async" else f_sync
@@ -223,6 +223,39 @@ def test_an_sd_target_step_is_stored_as_its_plain_equivalent():
     est = Estimator(cfg, Estimates(target_step_s=1.0))
     est.observe_target_step(0.6, batch=1, k2=3, tokens_per_pass=2.0)   # 0.6 * 2 / 1.2 at x = 3
     assert est.target.sums == pytest.approx([1.0, 2.0, 4.0, 1.0, 2.0], rel=REL)
+
+
+def test_a_launched_target_step_learns_its_launch_apart_from_its_batch_cost():
+    """A tree's target step is a request of its own: the seconds before its first token (queue,
+    prefill) are its launch, learned apart; the rest is the step's cost, as a step of depth 0
+    (written by a request already running, launch_s None) would pay it."""
+    cfg = AdaptiveConfig(prior_weight=2.0, prior_ages=False)
+    est = Estimator(cfg, Estimates(target_step_s=1.0))
+    est.observe_target_step(1.5, batch=1, launch_s=0.5)
+    assert est.launch.value == pytest.approx((2 * 0.0 + 0.5) / 3, rel=REL)
+    assert est.target.sums == pytest.approx([1.0, 0.0, 0.0, 1.0, 0.0], rel=REL)
+    est.observe_target_step(1.0, batch=1)                       # depth 0: no launch observed
+    assert est.launch.weight == 1.0                             # ... nor forgotten
+    assert est.snapshot().launch_s == pytest.approx(est.launch.value, rel=REL)
+    with pytest.raises(ValueError):
+        est.observe_target_step(1.0, launch_s=-0.1)
+
+
+def test_the_launch_is_paid_by_every_speculative_round_not_by_depth_zero():
+    """This machine's case (traces/load-adaptive-v1): acceptance ~0.2, batching nearly free, a
+    draft on its own core. Without the launch every depth beats AR; a launch of half a step per
+    round (a fresh request's prefill) makes AR the best, as the real runs measured."""
+    cfg = AdaptiveConfig()
+    e = flat(0.2, draft=0.35, verify=0.005)
+    assert best_choice(e, cfg)[0] != AR
+    launched = Estimates(**{**e.to_dict(), "alpha_by_depth": e.alpha_by_depth, "launch_s": 0.5})
+    assert expected_rate(launched, AR, cfg) == L             # depth 0 pays none
+    t_round = 1.0 + 0.5 + 0.005
+    assert expected_rate(launched, Choice(1, 1, 1), cfg) == pytest.approx(
+        L * float(f_async(0.2, 0.35 / t_round, 2)) / t_round, rel=REL)
+    for c in candidates(cfg):
+        assert expected_rate(launched, c, cfg) == pytest.approx(brute_rate(launched, c, cfg), rel=REL)
+    assert best_choice(launched, cfg)[0] == AR
 
 
 # --- the decision rule against the closed forms ------------------------------------------------
