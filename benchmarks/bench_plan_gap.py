@@ -3,6 +3,7 @@ speed (no per-block probe scaling), runs each configuration's recorded blocks (r
 synthetic workload the plan draws (`Profile.workload`), and both are set beside the real runs.
 
     .venv/bin/python benchmarks/bench_plan_gap.py [--load traces/load] [--levels 1,8] [--seeds 30]
+    .venv/bin/python benchmarks/bench_plan_gap.py --histogram   # SD drawn from the histograms
 
 Per level N and configuration (the profile of benchmarks/bench_load.py: calibrated on 1-2 in
 flight, one per verifier):
@@ -12,15 +13,17 @@ flight, one per verifier):
   acceptance   drafted steps accepted / judged
   SD           for n-gram SD: tokens emitted per target pass at 1 in flight (real: output tokens /
                the record's target forward passes; simulated: output tokens / the target's
-               iterations; with LR they include the speculative steps' passes) and the per-token acceptance each side uses (the replay: the record's
-               accepted / drafted; the synthetic: the profile's maximum-likelihood geometric
-               alpha2, lrsim/calib/overheads.geometric_alpha)
-Writes benchmarks/results/plan_gap.{json,md}.
+               iterations; with LR they include the speculative steps' passes), and per pass
+               that verified a proposal the draft tokens accepted and the share accepting none
+               (real: the records' accepted-length histograms; simulated: what the SD model drew,
+               lrsim/sim/tokensd.py: Geometric(alpha2), the maximum-likelihood alpha2 of the
+               record's histogram for the replay, of the profile's for the synthetic; with
+               `--histogram`, the histograms themselves, tokensd.AcceptedLengths)
+Writes benchmarks/results/plan_gap.{json,md} (--histogram: plan_gap_histogram.{json,md}).
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,6 +49,16 @@ def _sim(cfg) -> tuple[dict, list]:
     return s, world.records
 
 
+def _proposals(hists) -> dict | None:
+    """Accepted draft tokens per proposal and the share accepting none, from histograms of
+    accepted tokens per proposing pass ({accepted: passes})."""
+    n = acc = zero = 0
+    for h in hists:
+        for k, c in h.items():
+            n, acc, zero = n + c, acc + k * c, zero + (c if k == 0 else 0)
+    return {"accepted_per_proposal": acc / n, "zero_share": zero / n} if n else None
+
+
 def _side(runs: list[tuple[dict, list]], level: int) -> dict:
     lat = [r.latency for _, recs in runs for r in recs]
     tok = sum(r.tokens for _, recs in runs for r in recs)
@@ -57,6 +70,9 @@ def _side(runs: list[tuple[dict, list]], level: int) -> dict:
            "step_acceptance": sum(s["accepted_steps"] for s, _ in runs) / prop if prop else None}
     if level == 1 and any(s.get("sd") for s, _ in runs):   # alone: every pass is this request's
         out["sd_tokens_per_pass"] = tok / iters if iters else None
+    if any(s.get("sd") for s, _ in runs):     # the summary counts passes by tokens emitted
+        out["sd_proposals"] = _proposals({int(k) - 1: v for k, v in s["sd"]["accepted_length_hist"].items()}
+                                         for s, _ in runs if s.get("sd"))
     return out
 
 
@@ -70,36 +86,36 @@ def _real(recs: list[dict], level: int) -> dict:
     if recs[0].get("sd") and level == 1:       # alone, a record's passes are its own
         passes = sum(len(r["engine_stats"]["target"]["forward_passes"]) for r in recs)
         out["sd_tokens_per_pass"] = tok / passes
+    if recs[0].get("sd"):
+        out["sd_proposals"] = _proposals(dict(enumerate(r["sd"].get("accepted_length_hist") or []))
+                                         for r in recs)
     return out
 
 
-def case(prof: Profile, recs: list[dict], level: int, seeds: int) -> dict:
+def case(prof: Profile, recs: list[dict], level: int, seeds: int, histogram: bool = False) -> dict:
     replay = []
     for b in blocks(recs).values():
-        wl = ReplayWorkload(b, source=f"c{level}")
+        wl = ReplayWorkload(b, source=f"c{level}", sd_lengths=histogram)
         replay.append(_sim(prof.to_config(b[0]["mode"], workload=wl, **_knobs(b[0], prof))))
-    synth = [_sim(prof.to_config(recs[0]["mode"], requests=level, seed=k, **_knobs(recs[0], prof)))
-             for k in range(seeds)]
-    row = {"real": _real(recs, level), "replayed": _side(replay, level), "synthetic": _side(synth, level)}
-    if recs[0].get("sd"):
-        sd = [r["sd"] for r in recs if r["sd"].get("drafted")]
-        row["sd_alpha2"] = {"replayed": statistics.mean(s["accepted"] / s["drafted"] for s in sd),
-                            "synthetic": prof.alpha2()}
-    return row
+    synth = []
+    for k in range(seeds):
+        wl = prof.workload(requests=level, seed=k, sd_lengths=histogram)
+        synth.append(_sim(prof.to_config(recs[0]["mode"], workload=wl, **_knobs(recs[0], prof))))
+    return {"real": _real(recs, level), "replayed": _side(replay, level), "synthetic": _side(synth, level)}
 
 
-def bench(load_root: Path, levels: tuple[int, ...], seeds: int) -> dict:
+def bench(load_root: Path, levels: tuple[int, ...], seeds: int, histogram: bool = False) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     corpus = load_corpus(load_root)
     paths = calib_paths(load_root)
     profs = {name: Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
              for name, (cfgs, _) in PLAN_PROFILES.items()}
-    out = {"levels": {}, "seeds": seeds, "records": sum(len(r) for lv in corpus.values() for r in lv.values())}
+    out = {"levels": {}, "seeds": seeds, "sd_model": "histogram" if histogram else "geometric", "records": sum(len(r) for lv in corpus.values() for r in lv.values())}
     for n in levels:
         rows = out["levels"][str(n)] = {}
         for cfg, pname in CASES:
             if cfg in corpus.get(n, {}):
-                rows[f"{cfg} [{pname}]"] = case(profs[pname], corpus[n][cfg], n, seeds)
+                rows[f"{cfg} [{pname}]"] = case(profs[pname], corpus[n][cfg], n, seeds, histogram)
     return out | {"elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 
 
@@ -107,23 +123,34 @@ def _f(x, fmt=".3f"):
     return "-" if x is None else format(x, fmt)
 
 
+def _sdp(r: dict, key: str, fmt: str) -> str:
+    return " / ".join(_f((r[side].get("sd_proposals") or {}).get(key), fmt)
+                      for side in ("real", "replayed", "synthetic"))
+
+
 def render(doc: dict) -> str:
+    model = ("the recorded accepted-length histograms (`--histogram`)" if doc.get("sd_model") == "histogram"
+             else "Geometric(alpha2), the maximum-likelihood alpha2 of each record's accepted-length "
+                  "histogram (of the profile's for the synthetic)")
     lines = [f"Plan (synthetic workload) vs replay vs real, at the profile's reference speed "
-             f"({doc['records']} load-corpus records; synthetic: {doc['seeds']} seed blocks).", "",
+             f"({doc['records']} load-corpus records; synthetic: {doc['seeds']} seed blocks). "
+             f"SD's accepted draft tokens per proposal drawn from {model}.", "",
              "| in flight | config [profile] | s/token real / replayed / synthetic | tokens/req real / synth "
-             "| step acceptance real / synth | SD tokens/pass real / replayed / synth | SD alpha2 replayed / synth |",
-             "|---|---|---|---|---|---|---|"]
+             "| step acceptance real / synth | SD tokens/pass real / replayed / synth "
+             "| SD accepted per proposal real / replayed / synth | SD proposals accepting none |",
+             "|---|---|---|---|---|---|---|---|"]
     for n, rows in doc["levels"].items():
         for name, r in rows.items():
             re_, rp, sy = r["real"], r["replayed"], r["synthetic"]
+            has_sd = "sd_proposals" in re_
             sd = (f"{_f(re_.get('sd_tokens_per_pass'), '.2f')} / {_f(rp.get('sd_tokens_per_pass'), '.2f')} / "
-                  f"{_f(sy.get('sd_tokens_per_pass'), '.2f')}") if "sd_alpha2" in r else "-"
-            a2 = (f"{r['sd_alpha2']['replayed']:.2f} / {r['sd_alpha2']['synthetic']:.2f}"
-                  if "sd_alpha2" in r else "-")
+                  f"{_f(sy.get('sd_tokens_per_pass'), '.2f')}") if has_sd else "-"
+            per = _sdp(r, "accepted_per_proposal", ".2f") if has_sd else "-"
+            zero = _sdp(r, "zero_share", ".2f") if has_sd else "-"
             lines.append(f"| {n} | {name} | {_f(re_['s_per_token'])} / {_f(rp['s_per_token'])} / "
                          f"{_f(sy['s_per_token'])} | {re_['tokens_per_request']:.0f} / "
                          f"{sy['tokens_per_request']:.0f} | {_f(re_['step_acceptance'], '.2f')} / "
-                         f"{_f(sy['step_acceptance'], '.2f')} | {sd} | {a2} |")
+                         f"{_f(sy['step_acceptance'], '.2f')} | {sd} | {per} | {zero} |")
     lines += ["", "Real s/token is at the machine speed of each block; replayed and synthetic at the "
               "profile's reference speed: compare the simulated columns with each other, and each "
               "with real through its ratio to the same level's ar row.", ""]
@@ -135,16 +162,21 @@ def main() -> None:
     ap.add_argument("--load", default=str(ROOT / "traces" / "load"))
     ap.add_argument("--levels", default="1,8")
     ap.add_argument("--seeds", type=int, default=30)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "plan_gap.json"))
+    ap.add_argument("--histogram", action="store_true",
+                    help="SD draws the recorded accepted-length histograms, not Geometric(alpha2)")
+    ap.add_argument("--out", default=None,
+                    help="default benchmarks/results/plan_gap.json (--histogram: plan_gap_histogram.json)")
     a = ap.parse_args()
+    out = a.out or str(ROOT / "benchmarks" / "results" / ("plan_gap_histogram.json" if a.histogram
+                                                          else "plan_gap.json"))
     try:
         levels = tuple(int(x) for x in a.levels.split(","))
         if not levels or min(levels) < 1 or a.seeds < 1:
             raise ValueError
     except ValueError:
         sys.exit("bench_plan_gap: --levels and --seeds take positive integers")
-    doc = bench(Path(a.load), levels, a.seeds)
-    write_results(a.out, doc, render)
+    doc = bench(Path(a.load), levels, a.seeds, a.histogram)
+    write_results(out, doc, render)
     print(render(doc))
 
 

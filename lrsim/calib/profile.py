@@ -143,20 +143,29 @@ class Profile:
         a = self.doc["sd"]["alpha2"]
         return 0.0 if a is None else float(a)
 
+    def sd_lengths(self) -> tuple[int, ...] | None:
+        """The measured accepted-length histogram of SD's proposals (None: none recorded), which
+        the workload draws from instead of Geometric(alpha2) (lrsim/sim/tokensd.py)."""
+        h = self.doc["sd"].get("accepted_length_hist") or []
+        return tuple(int(c) for c in h) if len(h) > 1 and sum(h) > 0 else None
+
     def sd_hit(self) -> float:
         """P(an SD round carries a proposal); 1 for profiles without the measurement."""
         h = self.doc["sd"].get("proposal_rate")
         return 1.0 if not h else float(h)
 
     def workload(self, requests: int = 1, steps: int | None = None, rate: float | None = None,
-                 seed: int = 0) -> Synthetic:
-        """A synthetic workload with the profile's step lengths, acceptance and prompt size."""
+                 seed: int = 0, sd_lengths: bool = False) -> Synthetic:
+        """A synthetic workload with the profile's step lengths, acceptance and prompt size;
+        `sd_lengths`: SD draws the profile's accepted-length histogram instead of Geometric(alpha2)
+        (opt-in: it did not move the plan, benchmarks/results/plan_gap_histogram.md)."""
         s = self.doc["steps"]
         # runs that stopped on an output budget: requests as long as the budget (unless --steps)
         budget = s.get("budget_tokens") if steps is None else None
         return Synthetic(n_requests=requests, steps=steps or max(1, round(s["steps_per_request"])),
                          max_tokens=budget,
                          alpha1=self.alpha1(), alpha2=self.alpha2(), sd_hit=self.sd_hit(),
+                         accepted_length_hist=self.sd_lengths() if sd_lengths else None,
                          alpha_by_depth=self.alpha_by_depth(), step_mean=float(s["mean_tokens"]),
                          step_sigma=float(s["lognormal_sigma"]),
                          prompt_tokens=int(round(s["prompt_tokens"])),

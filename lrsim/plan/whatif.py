@@ -130,6 +130,8 @@ class WhatIf:
             if not isinstance(wl, Synthetic):
                 raise UserError("--alpha1/--alpha2/--accept-by-width apply to synthetic workloads, not "
                                 "to a trace workload (its verdicts are recorded)")
+            if self.alpha2 is not None:   # the what-if acceptance replaces the measured lengths
+                wants["accepted_length_hist"] = None
             if "sibling_hard" not in wants and cfg.width > 1:
                 wants["sibling_hard"] = min(wl.sibling_hard, 1.0 - wants.get("alpha1", wl.alpha1))
             cfg.workload = replace(wl, **wants)

@@ -138,6 +138,8 @@ def build(o: Options) -> Config:
                                      ("steps", o.steps), ("rate", o.rate)) if v is not None}
         if o.seed:
             changes["seed"] = o.seed
+        if o.alpha2 is not None:        # the what-if acceptance replaces the measured lengths
+            changes["accepted_length_hist"] = None
         cfg.workload = replace(wl, **changes)
     elif any(v is not None for v in (o.alpha1, o.alpha2, o.steps, o.requests, o.rate)):
         raise UserError("--alpha1/--alpha2/--steps/--requests/--rate apply to synthetic workloads, "

@@ -53,7 +53,9 @@ def summarise(world, wall_s: float, drained_s: float) -> dict:
         "sd": None if not sd.rounds else {
             "drafted": sd.drafted, "accepted": sd.accepted,
             "acceptance_rate": sd.accepted / sd.drafted if sd.drafted else None,
-            "mean_accepted_length": sum(k * v for k, v in sd.emitted_hist.items()) / sd.rounds,
+            # per pass that verified a proposal (docs/metrics.md), as the traces count it
+            "mean_accepted_length": (sum(k * v for k, v in sd.emitted_hist.items())
+                                     / max(1, sum(sd.emitted_hist.values()))),
             "accepted_length_hist": {str(k): v for k, v in sorted(sd.emitted_hist.items())},
         },
         "drained_s": drained_s,

@@ -278,10 +278,15 @@ def _workload(doc: _Doc | None, seed: int):
         raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
     doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
                     "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "accept_by_width",
-                    "phase_alpha1", "phase_at", "note"})
+                    "phase_alpha1", "phase_at", "accepted_length_hist", "note"})
     abd = doc.get("alpha_by_depth", list, None)
     if abd is not None and not all(_number(a) and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
+    alh = doc.get("accepted_length_hist", list, None)
+    if alh is not None and not (len(alh) > 1 and all(isinstance(c, int) and not isinstance(c, bool)
+                                                      and c >= 0 for c in alh) and sum(alh) > 0):
+        raise doc.err("accepted_length_hist", "must count SD passes by accepted draft tokens "
+                                              "0..gamma: [n0, n1, ...] (non-negative integers, some > 0)")
     alpha1 = doc.get("alpha1", float, 0.6, lo=0.0, hi=1.0)
     hard = doc.get("sibling_hard", float, 0.0, lo=0.0, hi=0.999)
     abw = doc.get("accept_by_width", list, None)
@@ -310,7 +315,8 @@ def _workload(doc: _Doc | None, seed: int):
         prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0, hi=10_000_000), rate=doc.get("rate", float, None, lo=1e-9),
         seed=doc.get("seed", int, seed, lo=0, hi=2**63 - 1), sibling_hard=hard,
         phase_alpha1=doc.get("phase_alpha1", float, None, lo=0.0, hi=1.0),
-        phase_at=doc.get("phase_at", float, 0.5, lo=0.0, hi=1.0))
+        phase_at=doc.get("phase_at", float, 0.5, lo=0.0, hi=1.0),
+        accepted_length_hist=None if alh is None else tuple(alh))
 
 
 def resolve_path(name: str) -> Path:

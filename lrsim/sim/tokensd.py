@@ -15,6 +15,14 @@ Truncation: a real engine stops at the step's end ("\\n\\n"), so the last round'
 wasted. Under `--ideal` the theory assumes an endless token stream; the surplus is then carried
 to the request's next step (`SDStream.carry`), which removes the truncation bias (renewal-reward:
 tokens per round average exactly (1 - alpha2^k2) / (1 - alpha2)).
+
+Measured accepted lengths (opt-in): an n-gram drafter's accepted lengths are not geometric (most
+proposals accept nothing, a few accept every drafted token). `AcceptedLengths` draws X from a
+recorded `sd.accepted_length_hist` instead of Geometric(alpha2): a scenario's or Synthetic's
+`accepted_length_hist`, `TraceWorkload(sd_lengths=True)`, `Profile.workload(sd_lengths=True)`.
+It is not the default: on the load corpus it made the replay's SD faster and further from the
+real runs than the maximum-likelihood geometric alpha2, and left the plan where it was
+(benchmarks/results/plan_gap_histogram.md against plan_gap.md).
 """
 from __future__ import annotations
 
@@ -42,6 +50,45 @@ class SDStats:
         return {e: c for e, c in enumerate(self.hist) if c}
 
 
+@dataclass(frozen=True)
+class AcceptedLengths:
+    """The empirical distribution of X, the draft tokens one proposing pass accepts, from a
+    recorded histogram (hist[k] = passes that accepted exactly k of gamma = len(hist) - 1).
+
+    At cap <= gamma a pass accepts min(X, cap). Past gamma (a what-if longer than recorded) the
+    top survives with the last measured conditional rate q = P(X >= gamma) / P(X >= gamma - 1),
+    the geometric tail the histogram cannot show."""
+    survival: tuple[float, ...]      # survival[j - 1] = P(X >= j), j = 1..gamma
+
+    @classmethod
+    def from_hist(cls, hist) -> "AcceptedLengths | None":
+        """None without passes (or without a drafted position): nothing measured."""
+        n = sum(hist or ())
+        if n <= 0 or len(hist) < 2:
+            return None
+        tail = list(itertools.accumulate(reversed(hist)))[::-1]     # tail[j] = passes with X >= j
+        return cls(tuple(t / n for t in tail[1:]))
+
+    def surv(self, cap: int) -> list[float]:
+        """P(X >= j) for j = 1..cap."""
+        s = list(self.survival[:cap])
+        if cap > len(s):
+            prev = self.survival[-2] if len(self.survival) > 1 else 1.0
+            q = self.survival[-1] / prev if prev > 0 else 0.0
+            while len(s) < cap:
+                s.append(s[-1] * q)
+        return s
+
+    def mean(self, cap: int) -> float:
+        """E[min(X, cap)]: accepted tokens per proposing pass (E = sum of the survival)."""
+        return float(sum(self.surv(cap)))
+
+    def draw(self, g: np.random.Generator, n: int, cap: int) -> np.ndarray:
+        """n draws of min(X, cap) by inversion: X = #{j : U < P(X >= j)}."""
+        asc = np.asarray(self.surv(cap)[::-1])
+        return len(asc) - np.searchsorted(asc, g.random(n), side="right")
+
+
 def accepted_run(alpha: float, cap: int, rng: random.Random) -> int:
     """min(X, cap) for X ~ Geometric(alpha) on {0, 1, ...}: P(X >= j) = alpha^j (scalar reference)."""
     if alpha <= 0.0 or cap <= 0:
@@ -63,6 +110,7 @@ class SDStream:
     carry_surplus: bool = False      # True under --ideal (see module doc)
     credit: int = 0
     hit: float = 1.0                 # P(a round carries a proposal); see the module doc
+    lengths: AcceptedLengths | None = None   # measured accepted lengths; None = Geometric(alpha2)
 
     def __post_init__(self):
         self._emits: list[int] = []
@@ -77,7 +125,9 @@ class SDStream:
         if self._np is None:
             self._np = np.random.default_rng(rng.getrandbits(63))
         cap = self.k2 - 1
-        if self.alpha2 <= 0.0:
+        if self.lengths is not None:
+            x = self.lengths.draw(self._np, CHUNK_ROUNDS, cap)
+        elif self.alpha2 <= 0.0:
             x = np.zeros(CHUNK_ROUNDS, dtype=np.int64)
         elif self.alpha2 >= 1.0:
             x = np.full(CHUNK_ROUNDS, cap, dtype=np.int64)

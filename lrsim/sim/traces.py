@@ -39,6 +39,7 @@ from pathlib import Path
 
 from lrcore.errors import UserError
 
+from .tokensd import AcceptedLengths
 from .workload import RequestSpec
 
 DEFAULT_PROMPT_TOKENS = 300
@@ -167,6 +168,10 @@ class TraceWorkload:
     source: str = "trace"
     rate: float | None = None
     seed: int = 0
+    # draw SD's accepted lengths from each record's histogram (tokensd.AcceptedLengths) instead of
+    # Geometric(token_alpha): opt-in, the replay's SD speedup moved further from the measured one
+    # with it (benchmarks/results/plan_gap_histogram.md against plan_gap.md)
+    sd_lengths: bool = False
     _pooled: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -180,6 +185,7 @@ class TraceWorkload:
 
     def __post_init__(self):
         prop: dict[int, list[int]] = {}
+        hist: dict[int, int] = {}
         drafted = accepted = 0
         for r in self.records:
             for d, (pp, aa) in ((r.get("step_acceptance") or {}).get("by_depth") or {}).items():
@@ -189,8 +195,11 @@ class TraceWorkload:
             sd = r.get("sd") or {}
             drafted += sd.get("drafted", 0)
             accepted += sd.get("accepted", 0)
+            for k, c in enumerate(sd.get("accepted_length_hist") or []):
+                hist[k] = hist.get(k, 0) + c
         self._pooled = {"by_depth": {d: a / p for d, (p, a) in prop.items() if p},
                         "alpha2": accepted / drafted if drafted else 0.0,
+                        "lengths": AcceptedLengths.from_hist([hist.get(k, 0) for k in range(len(hist))]),
                         "hit": proposal_rate(self.records) or 1.0}
 
     def requests(self) -> list[RequestSpec]:
@@ -268,3 +277,12 @@ class TraceWorkload:
         if sd.get("drafted"):
             return sd["accepted"] / sd["drafted"]
         return self._pooled["alpha2"]
+
+    def token_lengths(self, req) -> AcceptedLengths | None:
+        """With sd_lengths, SD's accepted lengths per proposing pass: the record's own histogram,
+        else the file's (tokensd.AcceptedLengths); None (Geometric(token_alpha)) without, or where
+        none was recorded."""
+        if not self.sd_lengths:
+            return None
+        own = AcceptedLengths.from_hist((req.trace.get("sd") or {}).get("accepted_length_hist"))
+        return own or self._pooled["lengths"]

@@ -22,6 +22,8 @@ import numpy as np
 from lrcore.errors import UserError
 from lrcore.limits import MAX_STEPS_PER_REQUEST
 
+from .tokensd import AcceptedLengths
+
 STEP_TOKEN_CAP = 100     # the reference cuts a step at 100 tokens (method.md)
 
 
@@ -93,8 +95,18 @@ class Synthetic:
     # reaches it and its last step is cut to fit, as a real run that stops on the budget does;
     # `steps` is then ignored. None = `steps` steps (their total varies with their lengths)
     max_tokens: int | None = None
+    # SD's accepted draft tokens per proposing pass, as measured (hist[k] = passes that accepted
+    # k): an n-gram drafter is all-or-nothing, which no Geometric(alpha2) reproduces (tokensd.py);
+    # None = Geometric(alpha2), the paper's model
+    accepted_length_hist: tuple[int, ...] | None = None
 
     def __post_init__(self):
+        if self.accepted_length_hist is not None:
+            h = self.accepted_length_hist
+            if len(h) < 2 or any(c < 0 for c in h) or sum(h) <= 0:
+                raise UserError("workload.accepted_length_hist must count passes by accepted "
+                                f"tokens 0..gamma (gamma >= 1, some passes), got {list(h)}")
+            self._lengths_model = AcceptedLengths.from_hist(h)
         if not 0.0 < self.sd_hit <= 1.0:
             raise UserError(f"workload.sd_hit must be in (0, 1], got {self.sd_hit}")
         for name in ("alpha1", "alpha2"):
@@ -188,6 +200,9 @@ class Synthetic:
 
     def token_alpha(self, req: RequestSpec) -> float:
         return self.alpha2
+
+    def token_lengths(self, req: RequestSpec) -> AcceptedLengths | None:
+        return getattr(self, "_lengths_model", None)
 
     def token_hit(self, req: RequestSpec) -> float:
         return self.sd_hit

@@ -73,8 +73,10 @@ class World:
         if k2 <= 1:
             return None
         hit = getattr(self.workload, "token_hit", None)
+        lengths = getattr(self.workload, "token_lengths", None)
         return SDStream(k2, self.workload.token_alpha(req), carry_surplus=self.cfg.ideal,
-                        hit=1.0 if hit is None else hit(req))
+                        hit=1.0 if hit is None else hit(req),
+                        lengths=None if lengths is None else lengths(req))
 
     def target_job(self, req, tokens: int, ctx: float, prefill: int = 0, stream=None,
                    rounds: int | None = None, tag=None) -> Job:
