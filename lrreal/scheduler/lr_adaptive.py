@@ -84,7 +84,10 @@ def run_estimates(target, draft, acfg: AdaptiveConfig) -> RunEstimates:
     if runs is None:
         runs = {}
         target._adaptive_runs = runs
-    return runs.setdefault((id(draft), acfg), RunEstimates(acfg))
+    key = (id(draft), acfg)
+    if key not in runs:                 # built once: an Estimator is not free to make per problem
+        runs[key] = RunEstimates(acfg)
+    return runs[key]
 
 
 class CountedEngine:
