@@ -39,6 +39,9 @@ def main() -> None:
     ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
     ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     ap.add_argument("--stop-after", type=duration, default=None, help="stop starting blocks after this long")
+    ap.add_argument("--neutral-prior", action="store_true",
+                    help="--set adaptive: start lr-adaptive from the neutral prior, not the "
+                         "estimates of the corpus's last lr-adaptive record")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
 
@@ -64,7 +67,11 @@ def main() -> None:
             print(f"{'todo' if left else 'done'} c{j.concurrency} r{j.round} {j.config.label} "
                   f"({j.concurrency - left}/{j.concurrency})")
         return
-    base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1")
+    # --set adaptive: lr-adaptive starts from the estimates its last record ended with
+    # (lrreal/scheduler/adaptive_prior.py), as a serving process would keep them
+    prior = None if not adaptive or a.neutral_prior else str(out)
+    base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1",
+                       adaptive_prior=prior)
     run_logged("collect_load", out,
                lambda log: collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after))
 

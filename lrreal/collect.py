@@ -14,7 +14,7 @@ import math
 import os
 import re
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from lrcore.errors import UserError
@@ -84,6 +84,8 @@ class CollectSpec:
     concurrency: int = 1                  # requests in flight on the same engines (lrreal/load.py)
     request_rate: float | None = None     # requests/s, seeded Poisson arrivals (None: closed loop)
     equal_resources: bool = False         # ar/sd: the target gets the draft's cores too
+    adaptive_prior: str | None = None     # lr-adaptive: estimates file, trace file or corpus
+                                          # directory its Estimator starts from (adaptive_prior.py)
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> "CollectSpec":
@@ -93,6 +95,12 @@ class CollectSpec:
         if self.mode not in MODES:
             raise UserError(f"--mode {self.mode!r}: use one of {', '.join(MODES)}")
         self.scheduler_config()
+        if self.adaptive_prior is not None:
+            if self.mode not in ("lr-adaptive", "lr+sd-adaptive"):
+                raise UserError(f"--adaptive-prior applies to lr-adaptive and lr+sd-adaptive, "
+                                f"not --mode {self.mode}")
+            if not os.path.exists(self.adaptive_prior):
+                raise UserError(f"--adaptive-prior {self.adaptive_prior}: no such file or directory")
         check_dtype(self.dtype)
         if not (math.isfinite(self.temperature) and math.isfinite(self.judge_timeout_s)):
             raise UserError("--temperature and --judge-timeout must be finite numbers")
@@ -345,6 +353,20 @@ class Collector:
             from .sandbox import describe as sandbox_limits
 
             self.run_info["sandbox"] = sandbox_limits()
+        if spec.adaptive_prior is not None:
+            self.cfg = self._with_prior(spec)
+
+    def _with_prior(self, spec: CollectSpec):
+        """The scheduler config with --adaptive-prior resolved for this run's bounds and models
+        (lrreal/scheduler/adaptive_prior.py)."""
+        from .scheduler.adaptive_prior import load_prior
+        from .scheduler.lr_adaptive import adaptive_config
+
+        k2 = spec.num_speculative_tokens + 1 if spec.mode == "lr+sd-adaptive" else 1
+        models = {role: m.get("name") for role, m in self.run_info["models"].items()}
+        prior, source = load_prior(spec.adaptive_prior, adaptive_config(self.cfg, k2), models)
+        return replace(self.cfg, adaptive_prior=prior.to_dict() if prior else None,
+                       adaptive_prior_from=source)
 
     def make_verifier(self):
         if self.spec.mode not in DRAFT_MODES:

@@ -58,6 +58,7 @@ def collect_cmd(
     concurrency: int = typer.Option(1, "--concurrency", min=1, max=256, help="Requests in flight on the same engines (closed loop; with --request-rate: the cap)."),
     request_rate: Optional[float] = typer.Option(None, "--request-rate", "--rate", min=0.0001, max=1e6, help="Requests/s, seeded Poisson arrivals (vLLM bench's name; default: all at once)."),
     equal_resources: bool = typer.Option(False, "--equal-resources", help="ar/sd: give the target the cores lr gives target and draft (the equal-resources baseline)."),
+    adaptive_prior: Optional[str] = typer.Option(None, "--adaptive-prior", help="lr-adaptive: start the estimates from a JSON file of them, the last lr-adaptive record of a trace file, or of the newest file in a trace directory (none there: neutral)."),
     as_json: bool = JSON,
 ):
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
@@ -89,7 +90,7 @@ def collect_cmd(
                        draft_gpu_memory_utilization=draft_gpu_memory_utilization,
                        target_devices=target_devices, draft_devices=draft_devices,
                        concurrency=concurrency, request_rate=request_rate,
-                       equal_resources=equal_resources)
+                       equal_resources=equal_resources, adaptive_prior=adaptive_prior)
     spec.validate()  # flags refused before anything slow (data set, trace file, lock, engines)
 
     try:

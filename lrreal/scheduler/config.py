@@ -28,6 +28,9 @@ class SchedulerConfig:
     step_stop: tuple[str, ...] = DEFAULT_STEP_STOP  # strings that end a step (reference: "\n\n")
     judge_timing: str = "eager"  # judge a draft as soon as it and its parent's target step exist
                                  # (reference); "deferred": only once the parent is the root
+    adaptive_prior: dict | None = None  # lr-adaptive: Estimates.to_dict() the run's Estimator
+                                        # starts from (None: the neutral prior, rescaled)
+    adaptive_prior_from: str = "neutral"  # where it came from, for the record
 
     def __post_init__(self):
         if self.mode not in MODES:

@@ -28,9 +28,9 @@ observation:
 One Estimator per run, shared by every problem on the same engines (`RunEstimates`: a serving
 process learns across its requests, and a 192-token answer has about five steps, too few to learn
 anything alone); one Controller per problem (its hysteresis follows its own choices). The
-Estimator starts from the neutral prior (lrcore's Estimates(): told nothing about this workload;
-a calibrated profile as prior is not wired to the CLI yet), whose times are rescaled to the run's
-first timed step (`_scale_prior`). The simulator's policy keeps one Estimator per request: its
+Estimator starts from the neutral prior (lrcore's Estimates(): told nothing about this workload),
+whose times are rescaled to the run's first timed step (`_scale_prior`), or from estimates carried
+from an earlier run's records (`--adaptive-prior`, adaptive_prior.py), taken as they are. The simulator's policy keeps one Estimator per request: its
 requests run thousands of tokens (the paper presets), and its phase-change target is a change
 inside one request.
 
@@ -52,6 +52,7 @@ from dataclasses import asdict, replace
 from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
 
 from ..engine import GenResult, Progress, monotonic, sd_summary
+from .adaptive_prior import NEUTRAL
 from .base import Job, Run
 from .lr_async import AsyncLookahead
 from .record import ProblemResult
@@ -65,28 +66,33 @@ _problems = 0
 
 
 class RunEstimates:
-    """The Estimator the problems on one pair of engines share, with its prior (rescaled once, at
-    the run's first timed step) and how many problems have started on it."""
+    """The Estimator the problems on one pair of engines share, with its prior (the neutral one
+    rescaled once, at the run's first timed step; a carried one as measured: adaptive_prior.py)
+    and how many problems have started on it."""
 
-    def __init__(self, acfg: AdaptiveConfig):
+    def __init__(self, acfg: AdaptiveConfig, prior: Estimates | None = None,
+                 prior_from: str = NEUTRAL):
         self.acfg = acfg
-        self.prior = Estimates()
+        self.prior = prior or Estimates()
+        self.prior_from = prior_from if prior is not None else NEUTRAL
         self.est = Estimator(acfg, prior=self.prior)
-        self.scaled = False                     # the prior's times are at this run's scale
+        self.scaled = prior is not None         # the prior's times are at this run's scale
         self.loads: list[float] = []            # load observed before that (replayed into it)
         self.problems = 0                       # problems that started on it
 
 
-def run_estimates(target, draft, acfg: AdaptiveConfig) -> RunEstimates:
+def run_estimates(target, draft, acfg: AdaptiveConfig, prior: dict | None = None,
+                  prior_from: str = NEUTRAL) -> RunEstimates:
     """The RunEstimates of this pair of engines and bounds, kept on the target engine (it lives as
-    long as they may be used together)."""
+    long as they may be used together). `prior` (Estimates.to_dict()) is used only where it is
+    built: a later problem's prior does not reset what the run has learned."""
     runs = getattr(target, "_adaptive_runs", None)
     if runs is None:
         runs = {}
         target._adaptive_runs = runs
     key = (id(draft), acfg)
     if key not in runs:                 # built once: an Estimator is not free to make per problem
-        runs[key] = RunEstimates(acfg)
+        runs[key] = RunEstimates(acfg, Estimates.from_dict(prior) if prior else None, prior_from)
     return runs[key]
 
 
@@ -148,7 +154,8 @@ class AdaptiveLookahead(AsyncLookahead):
         super().__init__(run)
         self.k2 = engine_k2(run.target) if self.cfg.mode == "lr+sd-adaptive" else 1
         self.acfg = adaptive_config(self.cfg, self.k2)
-        self.shared = run_estimates(*engines, self.acfg)
+        self.shared = run_estimates(*engines, self.acfg, self.cfg.adaptive_prior,
+                                    self.cfg.adaptive_prior_from)
         self.learned_from = self.shared.problems     # problems before this one on the estimator
         self.shared.problems += 1
         self.ctl = Controller(self.acfg)
@@ -329,7 +336,8 @@ class AdaptiveLookahead(AsyncLookahead):
     def record(self) -> dict:
         """The trace record's `adaptive` object."""
         return {"config": plain(asdict(self.acfg)), "prior": plain(self.prior.to_dict()),
-                "learned_from": self.learned_from, "decisions": self.decisions}
+                "prior_from": self.shared.prior_from, "learned_from": self.learned_from,
+                "decisions": self.decisions, "final": plain(self.est.snapshot().to_dict())}
 
 
 class ARStream:

@@ -1,5 +1,6 @@
 """End to end on the real vLLM CPU engines: `lr collect --mode lr-adaptive` with a small budget
-writes a valid record whose every decision is recorded (two engine starts and a 32-token answer:
+writes a valid record whose every decision is recorded, and a second run starts from what the
+first recorded (two engine starts and a 32-token answer per run:
 about 3 minutes measured while other jobs loaded the 2 cores, less on a quiet machine)."""
 from __future__ import annotations
 
@@ -36,3 +37,24 @@ def test_lr_adaptive_collects_a_valid_record_with_its_decisions(prepared_cache, 
     # what the run measured reached the estimates: real step seconds, not the prior's 1 s
     if len(decisions) > 1:
         assert decisions[-1]["estimates"]["target_step_s"] != 1.0
+
+
+def test_lr_adaptive_starts_from_the_estimates_an_earlier_run_recorded(prepared_cache, tmp_path):
+    """--adaptive-prior DIR on the real engines: the second run's Estimator starts from the first
+    run's `adaptive.final` (the trace directory carries it across processes) and says so."""
+    from lrcore.traces import read_traces
+    from lrreal.collect import CollectSpec, collect
+
+    first, second = tmp_path / "corpus" / "a.jsonl", tmp_path / "b.jsonl"
+    kw = dict(mode="lr-adaptive", dataset="gsm8k", limit=1, depth=2, max_tokens=MAX_TOKENS,
+              max_step_tokens=16, verifier="exact", probe=False, cache_dir=str(prepared_cache))
+    first.parent.mkdir()
+    assert collect(CollectSpec(out=str(first), **kw)).written == 1
+    (r1,) = read_traces(first)
+    assert r1["adaptive"]["prior_from"] == "neutral" and r1["adaptive"]["final"]
+    assert collect(CollectSpec(out=str(second), offset=1, adaptive_prior=str(first.parent),
+                               **kw)).written == 1
+    (r2,) = read_traces(second)
+    ad = r2["adaptive"]
+    assert ad["prior_from"] == f"{first}:1" and ad["prior"] == r1["adaptive"]["final"]
+    assert ad["decisions"][0]["estimates"] == r1["adaptive"]["final"]
