@@ -9,7 +9,9 @@ core 1, interleaved block by block, each configuration on the same problems) giv
 tokens/s of each configuration over the blocks every one of them finished, its speedup over ar,
 the worst block's speedup, and what lr-adaptive chose: the share of its decisions at depth 0 (no
 speculation) and how many problems its run-wide estimator had learned from
-(`adaptive.learned_from`). Targets (issue 14): where static LR loses, lr-adaptive within 3% of
+(`adaptive.learned_from`) or where its first problem's prior came from (`adaptive.prior_from`:
+the neutral defaults, or the estimates carried from the corpus's last lr-adaptive record, as
+collect_load.py --set adaptive passes the corpus directory to --adaptive-prior). Targets (issue 14): where static LR loses, lr-adaptive within 3% of
 AR's tokens/s; at 1-4 in flight never more than 3% below AR.
 Writes benchmarks/results/adaptive_real.{json,md}.
 """
@@ -31,9 +33,12 @@ ADAPTIVE = "lr-adaptive-d2"
 
 def _decisions(recs: list[dict]) -> dict:
     ds = [d for r in recs for d in (r.get("adaptive") or {}).get("decisions", [])]
-    learned = [int((r.get("adaptive") or {}).get("learned_from", 0)) for r in recs]
+    firsts = [a for r in recs if not int((a := r.get("adaptive") or {}).get("learned_from", 0))]
+    carried = sum(a.get("prior_from", "neutral") != "neutral" for a in firsts)
     return {"decisions": len(ds), "depth0_share": sum(d["depth"] == 0 for d in ds) / len(ds) if ds else None,
-            "first_problem_records": sum(n == 0 for n in learned)}
+            # a collection process's first problem on its engines: from the neutral prior, or
+            # from the estimates an earlier record ended with (--adaptive-prior)
+            "first_problem_records": len(firsts) - carried, "carried_prior_records": carried}
 
 
 def bench(root: Path) -> dict:
@@ -83,10 +88,12 @@ def render(doc: dict) -> str:
                          f"{' / '.join(_f(x) for x in r['block_speedups_vs_ar']) if 'block_speedups_vs_ar' in r else '-'} | "
                          f"{_f(r.get('step_acceptance'))} | {_f(r.get('depth0_share'))} |")
     m = doc["adaptive_min_speedup_vs_ar"]
-    first = {n: t[ADAPTIVE]["first_problem_records"] for n, t in doc["levels"].items() if ADAPTIVE in t}
-    lines += ["", "lr-adaptive records that started "
-              "from the prior alone (the first problem of a collection process on its engines), by "
-              "level: " + ", ".join(f"{n} in flight: {k}" for n, k in first.items()) + ".",
+    first = {n: (t[ADAPTIVE]["first_problem_records"], t[ADAPTIVE].get("carried_prior_records", 0))
+             for n, t in doc["levels"].items() if ADAPTIVE in t}
+    lines += ["", "lr-adaptive records that were the first problem of a collection process on its "
+              "engines, from the neutral prior / from the estimates the corpus's last lr-adaptive "
+              "record ended with (`--adaptive-prior`), by level: "
+              + ", ".join(f"{n} in flight: {k} / {c}" for n, (k, c) in first.items()) + ".",
               "", f"lr-adaptive's lowest speedup over AR: {_f(m, '.3f')} (target: >= {1 - TARGET:.2f} "
               f"at every level; {'met' if doc['target_met'] else 'not met'}).", ""]
     return "\n".join(lines)

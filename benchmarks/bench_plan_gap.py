@@ -16,8 +16,9 @@ flight, one per verifier):
                iterations; with LR they include the speculative steps' passes), and per pass
                that verified a proposal the draft tokens accepted and the share accepting none
                (real: the records' accepted-length histograms; simulated: what the SD model drew,
-               lrsim/sim/tokensd.py: Geometric(alpha2), the maximum-likelihood alpha2 of the
-               record's histogram for the replay, of the profile's for the synthetic; with
+               lrsim/sim/tokensd.py: Geometric(alpha2), alpha2 matching the mean of the record's
+               histogram for the replay (averaged over bench_load.REPLAY_SEEDS draws per block),
+               of the profile's for the synthetic; with
                `--histogram`, the histograms themselves, tokensd.AcceptedLengths)
 Writes benchmarks/results/plan_gap.{json,md} (--histogram: plan_gap_histogram.{json,md}).
 """
@@ -31,7 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_load import PLAN_PROFILES, blocks, calib_paths, load_corpus  # noqa: E402
+from benchmarks.bench_load import (PLAN_PROFILES, REPLAY_SEEDS, blocks, calib_paths,  # noqa: E402
+                                   load_corpus)
 from benchmarks.write import write_results  # noqa: E402
 from lrsim.calib.calibrate import calibrate  # noqa: E402
 from lrsim.calib.profile import Profile, validate_doc  # noqa: E402
@@ -95,8 +97,9 @@ def _real(recs: list[dict], level: int) -> dict:
 def case(prof: Profile, recs: list[dict], level: int, seeds: int, histogram: bool = False) -> dict:
     replay = []
     for b in blocks(recs).values():
-        wl = ReplayWorkload(b, source=f"c{level}", sd_lengths=histogram)
-        replay.append(_sim(prof.to_config(b[0]["mode"], workload=wl, **_knobs(b[0], prof))))
+        for k in range(REPLAY_SEEDS):
+            wl = ReplayWorkload(b, source=f"c{level}", sd_lengths=histogram, seed=k)
+            replay.append(_sim(prof.to_config(b[0]["mode"], workload=wl, **_knobs(b[0], prof))))
     synth = []
     for k in range(seeds):
         wl = prof.workload(requests=level, seed=k, sd_lengths=histogram)
@@ -110,7 +113,7 @@ def bench(load_root: Path, levels: tuple[int, ...], seeds: int, histogram: bool 
     paths = calib_paths(load_root)
     profs = {name: Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
              for name, (cfgs, _) in PLAN_PROFILES.items()}
-    out = {"levels": {}, "seeds": seeds, "sd_model": "histogram" if histogram else "geometric", "records": sum(len(r) for lv in corpus.values() for r in lv.values())}
+    out = {"levels": {}, "seeds": seeds, "replay_seeds": REPLAY_SEEDS, "sd_model": "histogram" if histogram else "geometric", "records": sum(len(r) for lv in corpus.values() for r in lv.values())}
     for n in levels:
         rows = out["levels"][str(n)] = {}
         for cfg, pname in CASES:
@@ -130,10 +133,12 @@ def _sdp(r: dict, key: str, fmt: str) -> str:
 
 def render(doc: dict) -> str:
     model = ("the recorded accepted-length histograms (`--histogram`)" if doc.get("sd_model") == "histogram"
-             else "Geometric(alpha2), the maximum-likelihood alpha2 of each record's accepted-length "
-                  "histogram (of the profile's for the synthetic)")
+             else "Geometric(alpha2), alpha2 matching the mean accepted tokens per proposal of each "
+                  "record's accepted-length histogram (of the profile's for the synthetic; "
+                  "overheads.mean_alpha)")
     lines = [f"Plan (synthetic workload) vs replay vs real, at the profile's reference speed "
-             f"({doc['records']} load-corpus records; synthetic: {doc['seeds']} seed blocks). "
+             f"({doc['records']} load-corpus records; replay: {doc.get('replay_seeds', 1)} draws per "
+             f"block; synthetic: {doc['seeds']} seed blocks). "
              f"SD's accepted draft tokens per proposal drawn from {model}.", "",
              "| in flight | config [profile] | s/token real / replayed / synthetic | tokens/req real / synth "
              "| step acceptance real / synth | SD tokens/pass real / replayed / synth "

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lrcore.modes import LR_MODES, SD_MODES
+from lrcore.modes import ADAPTIVE_MODES, LR_MODES, SD_MODES
 
 from .collect import CollectSpec, Collector
 
@@ -50,7 +50,9 @@ class CorpusConfig:
         set the rest (which problems, the trace file, ...)."""
         return replace(base, mode=self.mode, depth=self.depth, width=self.width,
                        verifier=self.verifier, temperature=self.temperature, top_p=self.top_p,
-                       dataset=dataset, resume=True, probe=True, **fields)
+                       dataset=dataset, resume=True, probe=True,
+                       adaptive_prior=base.adaptive_prior if self.mode in ADAPTIVE_MODES else None,
+                       **fields)
 
 
 CONFIGS = (
@@ -138,7 +140,8 @@ class CorpusEngines:
     async def __aenter__(self) -> "CorpusEngines":
         from . import shutdown
 
-        lr_spec = replace(self.base, mode="lr", out=str(self.out_dir / "unused.jsonl"))
+        lr_spec = replace(self.base, mode="lr", adaptive_prior=None,
+                          out=str(self.out_dir / "unused.jsonl"))
         try:
             with shutdown.engine_start():
                 self.pool.get("draft", Collector(lr_spec).engine_args()["draft"])

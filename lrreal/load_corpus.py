@@ -22,14 +22,13 @@ AR binds the target to both cores (`--equal-resources`), the draft still loaded 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from lrcore.modes import SD_MODES
 
 from .collect import CollectSpec
 from .corpus import CorpusConfig, CorpusEngines, run_jobs
-from .scheduler.adaptive_prior import ADAPTIVE_MODES
 
 LEVELS = (1, 2, 4, 8)
 
@@ -97,13 +96,10 @@ def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "g
 
 
 def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec) -> CollectSpec:
-    """The block's CollectSpec; base.adaptive_prior (the estimates carried from earlier records)
-    reaches only the adaptive modes."""
     c = job.config
-    spec = c.spec(base, job.dataset, offset=job.offset, limit=job.concurrency,
+    return c.spec(base, job.dataset, offset=job.offset, limit=job.concurrency,
                   concurrency=job.concurrency, equal_resources=c.equal_resources,
                   out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
-    return spec if spec.mode in ADAPTIVE_MODES else replace(spec, adaptive_prior=None)
 
 
 def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:

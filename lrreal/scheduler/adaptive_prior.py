@@ -26,9 +26,9 @@ from pathlib import Path
 
 from lrcore.adaptive import AdaptiveConfig, Estimates
 from lrcore.errors import UserError
+from lrcore.modes import ADAPTIVE_MODES
 
 NEUTRAL = "neutral"
-ADAPTIVE_MODES = ("lr-adaptive", "lr+sd-adaptive")
 
 
 def _record_estimates(rec: dict) -> dict | None:

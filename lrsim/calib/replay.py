@@ -23,7 +23,7 @@ from lrcore.modes import ACCEPT_MODE, LR_MODES, MODE_POLICY
 from ..sim.runner import run
 from ..sim.traces import TraceWorkload
 from .calibrate import calibrate, read_records, split_problems
-from .overheads import geometric_alpha
+from .overheads import mean_alpha
 from .profile import Profile, validate_doc
 
 
@@ -35,10 +35,10 @@ class ReplayWorkload(TraceWorkload):
 
     def token_alpha(self, req) -> float:
         """The simulator's SD model draws min(Geometric(alpha2), k2 - 1) accepted tokens per pass:
-        alpha2 is the truncated-geometric MLE from the record's accepted-length histogram, not
-        accepted / drafted (overheads.geometric_alpha)."""
+        alpha2 is the one whose mean matches the record's accepted-length histogram, not
+        accepted / drafted (overheads.mean_alpha)."""
         hist = (req.trace.get("sd") or {}).get("accepted_length_hist") or []
-        a = geometric_alpha(hist) if sum(hist) else None
+        a = mean_alpha(hist) if sum(hist) else None
         return super().token_alpha(req) if a is None else a
 
     def requests(self):

@@ -20,8 +20,9 @@ Measured accepted lengths (opt-in): an n-gram drafter's accepted lengths are not
 proposals accept nothing, a few accept every drafted token). `AcceptedLengths` draws X from a
 recorded `sd.accepted_length_hist` instead of Geometric(alpha2): a scenario's or Synthetic's
 `accepted_length_hist`, `TraceWorkload(sd_lengths=True)`, `Profile.workload(sd_lengths=True)`.
-It is not the default: on the load corpus it made the replay's SD faster and further from the
-real runs than the maximum-likelihood geometric alpha2, and left the plan where it was
+It is not the default: on the load corpus it moved the replayed SD speed by under 3% against
+Geometric(alpha2) with alpha2 matching the histogram's mean (lrsim/calib/overheads.mean_alpha;
+tokens per pass depend on X through its mean), and left the plan where it was
 (benchmarks/results/plan_gap_histogram.md against plan_gap.md).
 """
 from __future__ import annotations

@@ -155,6 +155,16 @@ def proposal_rate(records: list[dict]) -> float | None:
     return min(1.0, sum(d for d, _ in counts) / seqs) if seqs else None
 
 
+def record_rng(seed: int, rec: dict, index: int) -> random.Random:
+    """The replay's random stream for one record (SD's draws, verdicts the record does not hold):
+    seeded by the record's identity, so every record draws its own numbers, the same in every
+    workload it is replayed in. (Seeded by its index alone, every one-record block and every
+    `lr replay` of a single record drew the same stream: the replay's SD luck was one draw
+    repeated, not averaged over the blocks.)"""
+    key = f"{seed}:{rec.get('mode')}:{rec.get('problem_id')}:{rec.get('sample', 0)}:{index}"
+    return random.Random(key)       # a str seed is hashed with SHA-512: stable across processes
+
+
 def _verdict(step: dict):
     if step.get("source") == "draft":
         return True
@@ -169,8 +179,8 @@ class TraceWorkload:
     rate: float | None = None
     seed: int = 0
     # draw SD's accepted lengths from each record's histogram (tokensd.AcceptedLengths) instead of
-    # Geometric(token_alpha): opt-in, the replay's SD speedup moved further from the measured one
-    # with it (benchmarks/results/plan_gap_histogram.md against plan_gap.md)
+    # Geometric(token_alpha): opt-in, it moved the replay's SD speed by under 3%
+    # (benchmarks/results/plan_gap_histogram.md against plan_gap.md)
     sd_lengths: bool = False
     _pooled: dict = field(default_factory=dict, repr=False)
 
@@ -207,7 +217,7 @@ class TraceWorkload:
         for i, r in enumerate(self.records):
             steps = [s["tokens"] for s in r["steps"] if s.get("tokens", 0) > 0]
             req = RequestSpec(i, int(r.get("prompt_tokens") or DEFAULT_PROMPT_TOKENS), steps, 0.0,
-                              random.Random(self.seed * 1_000_003 + i), prompt_cached=prompt_cached(r) or 0)
+                              record_rng(self.seed, r, i), prompt_cached=prompt_cached(r) or 0)
             req.trace = r                        # type: ignore[attr-defined]
             req.replayed = set()                 # type: ignore[attr-defined]
             kept = [s for s in r["steps"] if s.get("tokens", 0) > 0]

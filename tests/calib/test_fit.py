@@ -79,10 +79,12 @@ def test_errors_rmse_mape():
 
 
 def test_sd_alpha2_from_accepted_length_histogram():
-    """The truncated-geometric MLE recovers the simulator's per-token alpha2 (not accepted/drafted)."""
+    """Both estimators recover the simulator's per-token alpha2 from its own (geometric) draws (not
+    accepted/drafted); the profile's alpha2 is the one whose mean accepted tokens per proposal is
+    the measured mean, which the MLE overshoots on an n-gram drafter's bimodal lengths."""
     import random
 
-    from lrsim.calib.overheads import geometric_alpha, sd_acceptance
+    from lrsim.calib.overheads import geometric_alpha, mean_alpha, sd_acceptance
     from lrsim.sim.tokensd import accepted_run
 
     rng = random.Random(0)
@@ -92,6 +94,15 @@ def test_sd_alpha2_from_accepted_length_histogram():
         for _ in range(20000):
             hist[accepted_run(alpha, gamma, rng)] += 1
         assert geometric_alpha(hist) == pytest.approx(alpha, abs=0.01)
+        assert mean_alpha(hist) == pytest.approx(alpha, abs=0.01)
+    # bimodal, as n-gram SD's: most accept nothing, some all gamma (the load corpus's pooled one)
+    bimodal = [2938, 747, 302, 218, 136, 96, 264]
+    mean = sum(k * c for k, c in enumerate(bimodal)) / sum(bimodal)          # 0.98
+    model_mean = lambda a: sum(a ** j for j in range(1, gamma + 1))          # noqa: E731
+    assert model_mean(mean_alpha(bimodal)) == pytest.approx(mean, rel=1e-9)
+    assert model_mean(geometric_alpha(bimodal)) > mean + 0.03
+    assert mean_alpha([5, 0, 0]) == 0.0 and mean_alpha([0, 0, 3]) == 1.0
+    assert mean_alpha([]) is None and mean_alpha([0, 0]) is None
     # offline-assets.md: 45 drafts of 6, accepted by position [17, 10, 10, 8, 4, 2]
     at_least = [45, 17, 10, 10, 8, 4, 2]
     hist = [at_least[k] - (at_least[k + 1] if k < 6 else 0) for k in range(7)]
@@ -99,5 +110,6 @@ def test_sd_alpha2_from_accepted_length_histogram():
            "run": {"flags": {"num_speculative_tokens": 6}}}
     sd = sd_acceptance([rec])
     assert sd["acceptance_rate"] == pytest.approx(51 / 270)      # 18.9%, the metrics' definition
-    assert sd["alpha2"] == pytest.approx(51 / (51 + 43))          # 43 passes stopped short of 6
+    assert geometric_alpha(hist) == pytest.approx(51 / (51 + 43))  # 43 passes stopped short of 6
+    assert sum(sd["alpha2"] ** j for j in range(1, 7)) == pytest.approx(51 / 45)   # the mean
     assert sd["k2"] == 7 and sd["mean_accepted_length"] == pytest.approx(1 + 51 / 45)

@@ -39,21 +39,24 @@ def test_lr_without_sd_prices_as_the_replay(doc):
 
 def test_the_histogram_model_is_measured_beside_the_geometric_one(doc):
     """benchmarks/results/plan_gap_histogram.json (--histogram): SD drawn from the recorded
-    accepted-length histograms instead of Geometric(alpha2). The README reports what it moved:
-    the replay's SD runs faster than with the geometric model and further from the real ones, so
-    the geometric model stays the default."""
+    accepted-length histograms instead of Geometric(alpha2), alpha2 matching their mean. The
+    README reports what it moved: the replayed SD speed within 3% of the geometric one at 1 and
+    8 in flight (tokens per pass depend on the lengths through their mean), and both replays'
+    accepted tokens per proposal within 0.05 of the real runs'; so the geometric model stays the
+    default, and the SD gap left is the pass's cost, not its acceptance."""
     from benchmarks.bench_plan_gap import render
 
     path = RESULT.with_name("plan_gap_histogram.json")
     hist = json.loads(path.read_text())
     assert path.with_suffix(".md").read_text() == render(hist)
     assert doc["sd_model"] == "geometric" and hist["sd_model"] == "histogram"
-    real_ratio = geo_ratio = hist_ratio = None
-    for name in ("sd [emb]", "lr+sd-d2-emb [emb]"):
-        g, h = doc["levels"]["1"][name], hist["levels"]["1"][name]
-        ar_g, ar_h = doc["levels"]["1"]["ar [emb]"], hist["levels"]["1"]["ar [emb]"]
-        real_ratio = g["real"]["s_per_token"] / ar_g["real"]["s_per_token"]
-        geo_ratio = g["replayed"]["s_per_token"] / ar_g["replayed"]["s_per_token"]
-        hist_ratio = h["replayed"]["s_per_token"] / ar_h["replayed"]["s_per_token"]
-        assert hist_ratio < geo_ratio                      # faster with the histograms ...
-        assert abs(hist_ratio - real_ratio) > abs(geo_ratio - real_ratio)   # ... and further off
+    for level in ("1", "8"):
+        for name in ("sd [emb]", "lr+sd-d2-emb [emb]"):
+            g, h = doc["levels"][level][name], hist["levels"][level][name]
+            ar_g, ar_h = doc["levels"][level]["ar [emb]"], hist["levels"][level]["ar [emb]"]
+            geo_ratio = g["replayed"]["s_per_token"] / ar_g["replayed"]["s_per_token"]
+            hist_ratio = h["replayed"]["s_per_token"] / ar_h["replayed"]["s_per_token"]
+            assert hist_ratio == pytest.approx(geo_ratio, rel=0.03)
+            real = g["real"]["sd_proposals"]["accepted_per_proposal"]
+            for side in (g, h):
+                assert side["replayed"]["sd_proposals"]["accepted_per_proposal"] == pytest.approx(real, abs=0.05)
