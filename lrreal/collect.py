@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from lrcore.errors import UserError
-from lrcore.modes import DRAFT_MODES, MODES, SD_MODES
+from lrcore.modes import ADAPTIVE_MODES, DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
 from .engine import EngineArgs, VllmEngine, monotonic, ngram_config, vllm_version
@@ -96,7 +96,7 @@ class CollectSpec:
             raise UserError(f"--mode {self.mode!r}: use one of {', '.join(MODES)}")
         self.scheduler_config()
         if self.adaptive_prior is not None:
-            if self.mode not in ("lr-adaptive", "lr+sd-adaptive"):
+            if self.mode not in ADAPTIVE_MODES:
                 raise UserError(f"--adaptive-prior applies to lr-adaptive and lr+sd-adaptive, "
                                 f"not --mode {self.mode}")
             if not os.path.exists(self.adaptive_prior):
