@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lrcore.modes import LR_MODES
+from lrcore.theory import geometric_sum
 
 from ..sim.traces import prompt_cached, proposal_rate, span_cache, step_drafted
 from .fit import Points
@@ -303,7 +304,8 @@ def mean_alpha(hist: list[int]) -> float | None:
         return 0.0
     if m >= gamma:
         return 1.0
-    return float(brentq(lambda a: sum(a ** j for j in range(1, gamma + 1)) - m, 0.0, 1.0, xtol=1e-12))
+    # E[min(X, gamma)] = sum_{j=1..gamma} alpha^j = geometric_sum(alpha, gamma + 1) - 1
+    return float(brentq(lambda a: float(geometric_sum(a, gamma + 1)) - 1.0 - m, 0.0, 1.0, xtol=1e-12))
 
 
 def geometric_alpha(hist: list[int]) -> float | None:

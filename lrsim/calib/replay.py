@@ -38,7 +38,7 @@ class ReplayWorkload(TraceWorkload):
         alpha2 is the one whose mean matches the record's accepted-length histogram, not
         accepted / drafted (overheads.mean_alpha)."""
         hist = (req.trace.get("sd") or {}).get("accepted_length_hist") or []
-        a = mean_alpha(hist) if sum(hist) else None
+        a = mean_alpha(hist)
         return super().token_alpha(req) if a is None else a
 
     def requests(self):
