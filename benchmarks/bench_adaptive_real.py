@@ -41,6 +41,19 @@ def _decisions(recs: list[dict]) -> dict:
             "first_problem_records": len(firsts) - carried, "carried_prior_records": carried}
 
 
+def _block(recs: list[dict], speedup: float) -> dict:
+    """One lr-adaptive block: its share of depth-0 decisions, and what the Estimator believed at
+    each record's first decision (depth-1 acceptance; the best choice's expected speedup over
+    AR, expected_tps / ar_tps), averaged over the block's records, beside the measured speedup."""
+    ds = [d for r in recs for d in (r.get("adaptive") or {}).get("decisions", [])]
+    first = [a["decisions"][0] for r in recs if (a := r.get("adaptive") or {}).get("decisions")]
+    mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
+    return {"depth0_share": mean([d["depth"] == 0 for d in ds]),
+            "alpha1_first": mean([d["estimates"]["alpha_by_depth"][0] for d in first]),
+            "expected_first": mean([d["best_tps"] / d["ar_tps"] for d in first if d.get("ar_tps")]),
+            "speedup_vs_ar": speedup}
+
+
 def bench(root: Path) -> dict:
     corpus = load_corpus(root)
     src = root.resolve().relative_to(ROOT) if root.resolve().is_relative_to(ROOT) else root
@@ -64,6 +77,7 @@ def bench(root: Path) -> dict:
             row["worst_block_speedup_vs_ar"] = min(per) if per else None
             if cfg == ADAPTIVE:
                 row |= _decisions(level[cfg])
+                row["by_block"] = [_block(own[k], x) for k, x in zip(sorted(common), per)]
         out["levels"][str(n)] = table
     rows = [(n, t[ADAPTIVE]) for n, t in out["levels"].items() if ADAPTIVE in t]
     out["adaptive_min_speedup_vs_ar"] = min((r["speedup_vs_ar"] for _, r in rows), default=None)
@@ -87,6 +101,15 @@ def render(doc: dict) -> str:
                          f"{_f(r.get('speedup_vs_ar'))} | "
                          f"{' / '.join(_f(x) for x in r['block_speedups_vs_ar']) if 'block_speedups_vs_ar' in r else '-'} | "
                          f"{_f(r.get('step_acceptance'))} | {_f(r.get('depth0_share'))} |")
+    lines += ["", "lr-adaptive by block (round): share of decisions at depth 0; at each record's first "
+              "decision the Estimator's depth-1 acceptance and the expected speedup of its best "
+              "choice over AR (block means); the measured speedup.", "",
+              "| in flight | round | depth 0 | acceptance believed | expected | measured |",
+              "|---|---|---|---|---|---|"]
+    for n, table in doc["levels"].items():
+        for i, b in enumerate((table.get(ADAPTIVE) or {}).get("by_block", [])):
+            lines.append(f"| {n} | {i} | {_f(b['depth0_share'])} | {_f(b['alpha1_first'])} | "
+                         f"{_f(b['expected_first'])} | {_f(b['speedup_vs_ar'])} |")
     m = doc["adaptive_min_speedup_vs_ar"]
     first = {n: (t[ADAPTIVE]["first_problem_records"], t[ADAPTIVE].get("carried_prior_records", 0))
              for n, t in doc["levels"].items() if ADAPTIVE in t}

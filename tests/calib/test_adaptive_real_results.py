@@ -22,13 +22,27 @@ def test_the_committed_result_is_its_records_rendered(name, traces):
     assert bench(ROOT / "traces" / traces) == doc
 
 
-def test_where_static_lr_loses_the_learned_runs_do_not_speculate():
-    """At 2 and 4 in flight every lr-adaptive decision was depth 0 (its estimator had learned
-    from the problems before), while static lr-d2 lost at every level."""
+def test_where_static_lr_loses_adaptive_loses_less():
+    """Static lr-d2 lost at every level; lr-adaptive lost at most 5.5% (README)."""
     doc = json.loads((RESULTS / "adaptive_real.json").read_text())
-    for n, table in doc["levels"].items():
+    for table in doc["levels"].values():
         assert table["lr-d2"]["speedup_vs_ar"] < 0.9
-        if n != "1":
-            assert table["lr-adaptive-d2"]["depth0_share"] == 1.0
-            assert table["lr-adaptive-d2"]["first_problem_records"] == 0
-            assert table["lr-adaptive-d2"]["speedup_vs_ar"] > table["lr-d2"]["speedup_vs_ar"] + 0.1
+        assert table["lr-adaptive-d2"]["speedup_vs_ar"] > 0.945
+        assert table["lr-adaptive-d2"]["speedup_vs_ar"] > table["lr-d2"]["speedup_vs_ar"] + 0.1
+
+
+def test_blocks_show_both_halves_of_the_rule():
+    """What the README says of the per-block table: where the Estimator's first decision already
+    preferred depth 0 (expected 1.00x AR), the block stayed at depth 0 at 60% of its decisions or more;
+    every block whose first decision expected more than 1.12x AR speculated and ran below AR
+    (the cost model is optimistic on this machine), and at 2 in flight there were such blocks."""
+    doc = json.loads((RESULTS / "adaptive_real.json").read_text())
+    promised = 0
+    for n, table in doc["levels"].items():
+        for b in table["lr-adaptive-d2"]["by_block"]:
+            if b["expected_first"] == pytest.approx(1.0):
+                assert b["depth0_share"] >= 0.6, (n, b)
+            if b["expected_first"] > 1.12:
+                assert b["depth0_share"] <= 0.4 and b["speedup_vs_ar"] < 1.0, (n, b)
+                promised += n == "2"
+    assert promised >= 2
