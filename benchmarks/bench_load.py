@@ -172,12 +172,26 @@ def calib_paths(load_root: Path) -> list[str]:
     return [str(p) for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
 
 
-def measure(load_root: Path, corpus: dict) -> tuple[list[str], dict]:
+def measure(load_root: Path, corpus: dict) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
-    flight); returns the calibration files too."""
+    flight); returns the calibration files and that profile too."""
     paths = calib_paths(load_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
-    return paths, {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}
+    return paths, {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}, prof
+
+
+def fit_summary(prof: Profile) -> dict:
+    """Per engine: the measured position factors and, per configuration, the sum of its
+    forward passes as priced by the line alone and with the factors, minus the measured sum."""
+    out = {}
+    for role in ("target", "draft"):
+        lat = prof.doc["latency"].get(role) or {}
+        fit = lat.get("fit") or {}
+        out[role] = {"position_factors": lat.get("position_factors", []),
+                     "by_config": {c: {k: row[k] for k in ("passes", "linear_sum_diff_pct", "sum_diff_pct")
+                                       if k in row}
+                                   for c, row in (fit.get("by_config") or {}).items() if c != "probe"}}
+    return out
 
 
 def lr_plan(profile_path: Path, *args: str) -> dict:
@@ -253,7 +267,7 @@ def main() -> None:
     corpus = load_corpus(ROOT / a.load)
     if not corpus:
         sys.exit(f"bench_load: no load traces under {a.load} (benchmarks/collect_load.py)")
-    paths, measured = measure(ROOT / a.load, corpus)
+    paths, measured, replay_profile = measure(ROOT / a.load, corpus)
     with tempfile.TemporaryDirectory() as tmp:
         profiles = {name: save_profile(Profile(validate_doc(calibrate(paths, configs=set(cfgs),
                                                                       select_placement=False))),
@@ -277,6 +291,7 @@ def main() -> None:
     out = {"levels": {str(n): t for n, t in measured.items()},
            "planned": {str(n): t for n, t in planned.items()},
            "break_even": be, "calibrated_on": {"levels": list(CALIB_LEVELS), "configs": list(PROFILE_CONFIGS)},
+           "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
@@ -322,6 +337,13 @@ def render(out: dict) -> str:
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "
               f"(target {out['target']['speedup_rel_error']:.0%}); calibrated on levels "
               f"{', '.join(map(str, out['calibrated_on']['levels']))} only."]
+    for role, fit in (out.get("latency_fit") or {}).items():
+        rows = ", ".join(f"{c} {r['linear_sum_diff_pct']:+.1f}% / {r['sum_diff_pct']:+.1f}%"
+                         for c, r in fit["by_config"].items() if "linear_sum_diff_pct" in r)
+        knots = ", ".join(f"{q:g}: {v:.3f}" for q, v in fit["position_factors"]) or "none"
+        lines += ["", f"{role.capitalize()} forward passes, predicted minus measured time by configuration "
+                  f"(the replay's profile; the physical model's line / with its position factors): {rows}. "
+                  f"Position factors (SD verification positions v = q - B: measured / line): {knots}."]
     eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
     if eff:
         lines += ["", f"Equal-resources TP efficiency measured on levels 1-2 (lrsim/calib/equal.py): "

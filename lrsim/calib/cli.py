@@ -161,6 +161,9 @@ def _print_profile(doc: dict, out: Path) -> None:
     for k, v in doc["latency"].items():
         for p, why in ((v.get("fit") or {}).get("fixed") or {}).items():
             c.print(f"  {k}.{p} = 0: {why}")
+        if v.get("position_factors"):
+            c.print(f"  {k} position factors (SD verification positions: measured / line): "
+                    + ", ".join(f"{q:g}: {f:.3f}" for q, f in v["position_factors"]))
     if doc.get("probe"):
         c.print("reference probe: " + ", ".join(
             f"{e} decode {1e3 * r['decode_s']:.0f} ms" for e, r in doc["probe"].items()))

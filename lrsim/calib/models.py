@@ -12,9 +12,17 @@ target request re-reads the draft's step as an uncached prefill suffix.
 
 per_seq_s: the work of each sequence beyond the first (docs/calibration.md, physical model); an
 SD verification pass (one sequence, k2 positions) pays per_token_s per extra position only.
+
+position_factors: ((v, factor), ...) measured at the counts of verification positions v =
+decode_tokens - seqs (SD: several positions of one sequence; 0 for plain decoding) the traces had
+(physical.position_factors): every term but prefill and overhead is multiplied by the factor at
+the pass's v, interpolated linearly between those counts and held beyond the first and last (a
+CPU's matrix kernels tile the rows, so an SD verification's cost is not linear in its positions;
+a count never measured gets its neighbours' correction, not an extrapolated one).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from lrcore.errors import UserError
@@ -31,6 +39,7 @@ class FittedRoofline(LatencyModel):
     per_ctx_token_s: float = 0.0    # KV read per context token in the batch
     overhead_s: float = 0.0         # fixed per-iteration scheduling cost
     per_seq_s: float = 0.0          # each sequence beyond the first (per-request work)
+    position_factors: tuple = ()    # ((v, measured / linear), ...) ascending v; () = linear
 
     def __post_init__(self):
         if not self.base_s > 0 or not self.knee_tokens > 0:
@@ -39,15 +48,36 @@ class FittedRoofline(LatencyModel):
         for k in ("per_token_s", "prefill_per_token_s", "per_ctx_token_s", "overhead_s", "per_seq_s"):
             if getattr(self, k) < 0:
                 raise UserError(f"fitted roofline: {k} must be >= 0, got {getattr(self, k)}")
+        knots = tuple((float(q), float(f)) for q, f in self.position_factors)
+        if any(f <= 0 for _, f in knots) or any(a[0] >= b[0] for a, b in zip(knots, knots[1:])):
+            raise UserError("fitted roofline: position_factors must be [q, factor > 0] pairs in "
+                            f"increasing q, got {list(self.position_factors)}")
+        object.__setattr__(self, "position_factors", knots)
+
+    def position_factor(self, v: float) -> float:
+        """The measured correction at v verification positions (1 without position_factors)."""
+        k = self.position_factors
+        if not k:
+            return 1.0
+        if v <= k[0][0]:
+            return k[0][1]
+        i = bisect_right(k, (v, float("inf")))
+        if i == len(k):
+            return k[-1][1]
+        (v0, f0), (v1, f1) = k[i - 1], k[i]
+        return f0 + (f1 - f0) * (v - v0) / (v1 - v0)
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
-        return (self.overhead_s + self.base_s
-                + self.per_token_s * max(0.0, decode_tokens - self.knee_tokens)
-                + self.prefill_per_token_s * prefill_tokens + self.per_ctx_token_s * context
-                + self.per_seq_s * max(0, seqs - 1))
+        decode = (self.base_s + self.per_token_s * max(0.0, decode_tokens - self.knee_tokens)
+                  + self.per_ctx_token_s * context + self.per_seq_s * max(0, seqs - 1))
+        if self.position_factors:
+            decode *= self.position_factor(max(0.0, decode_tokens - seqs))
+        return self.overhead_s + decode + self.prefill_per_token_s * prefill_tokens
 
     def params(self) -> dict:
         return {"base_s": self.base_s, "knee_tokens": self.knee_tokens,
                 "per_token_s": self.per_token_s, "prefill_per_token_s": self.prefill_per_token_s,
                 "per_ctx_token_s": self.per_ctx_token_s, "overhead_s": self.overhead_s,
-                "per_seq_s": self.per_seq_s}
+                "per_seq_s": self.per_seq_s,
+                **({"position_factors": [list(k) for k in self.position_factors]}
+                   if self.position_factors else {})}

@@ -30,6 +30,16 @@ the Jacobian at the optimum. A parameter that the data cannot separate from the 
 standard error larger than half its value, or no pass exercises it) is fixed to 0 and named in
 `fit.fixed`: no parameter is reported with a value the data do not support, and the weight read
 `w` is never allowed to vanish (at least 1% of the mean decode pass).
+
+The model is linear in the decode positions; a CPU's matrix kernels are not (they tile the
+rows), and SD verification is where it shows: several positions of one sequence. Where the
+passes cover two or more counts of verification positions v = q - B (0 for plain decoding),
+`position_factors` records, at every v with at least MIN_KNOT_PASSES decode-only passes, the
+measured time over the model's (sum over sum); the simulator multiplies the decode part of a
+pass by them, interpolated in v and held at the ends (lrsim/calib/models.py). Keyed on v, not
+on q: a batch of plain decodes keeps the line's slope per sequence, which is what a plan at
+higher load extrapolates (keyed on q, a factor measured on speculative batches at 2 in flight
+priced AR's batches at 4 and 8 in flight too).
 """
 from __future__ import annotations
 
@@ -45,6 +55,7 @@ PARAMS = ("base_s", "logits_per_position_s", "per_ctx_token_s", "prefill_per_tok
           "per_seq_s")
 MIN_PASSES = 8
 SE_LIMIT = 0.5            # a parameter with SE > 50% of its value is not identified: fixed to 0
+MIN_KNOT_PASSES = 50      # decode-only passes of one size before its measured factor is kept
 
 
 @dataclass
@@ -206,12 +217,16 @@ def _probe_passes(records: list[dict], engine: str, ref: dict | None, cols: dict
                     cols[k].append(v)
 
 
-def predict(x: np.ndarray, d: PassData) -> np.ndarray:
+def predict(x: np.ndarray, d: PassData, knots: list | None = None) -> np.ndarray:
+    """Seconds of every pass; `knots` (position_factors) scale the decode part, as the simulator
+    does (models.FittedRoofline)."""
     w, L, c, p, beta, s = x
     extra = np.maximum(0.0, d.q - 1)
-    alone = d.f_dec * (w + c * d.C) + d.f_pre * (p * (d.P + extra) + L * extra
-                                                 + s * np.maximum(0.0, d.B - 1))
-    return alone * (1.0 + beta * d.o)
+    decode = d.f_dec * (w + c * d.C) + d.f_pre * ((p + L) * extra + s * np.maximum(0.0, d.B - 1))
+    if knots:
+        vs, fs = zip(*knots)
+        decode = decode * np.interp(verify_positions(d), vs, fs)
+    return (decode + d.f_pre * p * d.P) * (1.0 + beta * d.o)
 
 
 def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -290,23 +305,28 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
         fixed[PARAMS[i]] = ("not identified by these traces: " +
                             (f"fitted {x[i]:.3g} +/- {se[i]:.2g}" if x[i] > 0 else "fitted 0"))
         x[i] = se[i] = 0.0
-    pred = predict(x, d)
+    linear = predict(x, d)
+    knots = position_factors(d, linear)
+    pred = predict(x, d, knots)
     rel = np.abs(pred - d.t) / d.t
     by_cfg = {}
     for label in sorted(set(d.config)):
         m = d.config == label
         by_cfg[label] = {"passes": int(m.sum()), "mape": float(rel[m].mean()),
-                         "sum_diff_pct": float(100 * (pred[m].sum() - d.t[m].sum()) / d.t[m].sum())}
+                         "sum_diff_pct": _diff_pct(pred[m], d.t[m]),
+                         "linear_sum_diff_pct": _diff_pct(linear[m], d.t[m])}
     entry = {"kind": "roofline", "base_s": float(x[0]), "knee_tokens": 1.0,
              "per_token_s": float(x[3] + x[1]), "prefill_per_token_s": float(x[3]),
              "per_ctx_token_s": float(x[2]), "contention": float(x[4]), "per_seq_s": float(x[5])}
+    if knots:
+        entry["position_factors"] = knots
     stderr = {PARAMS[i]: float(se[i]) for i in range(len(PARAMS)) if PARAMS[i] not in fixed}
     if "prefill_per_token_s" in stderr:   # a = p + L (covariance ignored: an upper bound)
         stderr["per_token_s"] = float(np.hypot(se[3], se[1]))
     entry["fit"] = {
         "points": int(len(d)), "source": f"{engine} forward passes (physical model)",
         "rmse_s": float(np.sqrt(np.mean((pred - d.t) ** 2))), "mape": float(rel.mean()),
-        "sum_diff_pct": float(100 * (pred.sum() - d.t.sum()) / d.t.sum()),
+        "sum_diff_pct": _diff_pct(pred, d.t), "linear_sum_diff_pct": _diff_pct(linear, d.t),
         "stderr": stderr, "logits_per_position_s": float(x[1]),
         "fixed": fixed, "by_config": by_cfg,
         "ranges": {"decode_positions": [float(d.q.min()), float(d.q.max())],
@@ -315,3 +335,28 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
                    "busy_overlap_passes": int((d.o > 0.25).sum())},
     }
     return entry
+
+
+def _diff_pct(pred: np.ndarray, t: np.ndarray) -> float:
+    return float(100 * (pred.sum() - t.sum()) / t.sum())
+
+
+def verify_positions(d: PassData) -> np.ndarray:
+    """Decode positions beyond one per sequence: SD verification (0 for plain decoding)."""
+    return np.maximum(0.0, d.q - d.B)
+
+
+def position_factors(d: PassData, pred: np.ndarray) -> list[list[float]]:
+    """[[v, measured / modelled], ...] at every count v of verification positions with at least
+    MIN_KNOT_PASSES decode-only passes (sum of times over sum of predictions: what a throughput
+    prediction adds up); [] unless two or more counts qualify (one is no shape: the soft-L1
+    fit's level is left as fitted)."""
+    out = []
+    dec = (d.P == 0) & (d.q >= 1)
+    v = verify_positions(d)
+    for k in sorted({int(x) for x in v[dec]}):
+        m = dec & (v == k)
+        if m.sum() >= MIN_KNOT_PASSES:
+            out.append([float(k), round(float(d.t[m].sum() / pred[m].sum()), 4)])
+    return out if len(out) >= 2 else []
+

@@ -27,7 +27,11 @@ LATENCY = {
              "per_token_s": _NUM, "prefill_per_token_s": _NUM, "per_ctx_token_s": _NUM,
              "overhead_s": _NUM, "per_seq_s": _NUM,
              # fractional slowdown of a pass while the other engine runs one (physical.py)
-             "contention": _NUM}}},
+             "contention": _NUM,
+             # [verification positions, measured / linear] in increasing v (physical.position_factors)
+             "position_factors": {"type": "array", "items": {
+                 "type": "array", "minItems": 2, "maxItems": 2,
+                 "prefixItems": [_NUM, {"type": "number", "exclusiveMinimum": 0}]}}}}},
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "table"}}},
          "then": {"required": ["decode"], "properties": {
              # [batch tokens, mean context per sequence, milliseconds]
