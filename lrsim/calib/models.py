@@ -48,10 +48,10 @@ class FittedRoofline(LatencyModel):
         for k in ("per_token_s", "prefill_per_token_s", "per_ctx_token_s", "overhead_s", "per_seq_s"):
             if getattr(self, k) < 0:
                 raise UserError(f"fitted roofline: {k} must be >= 0, got {getattr(self, k)}")
-        knots = tuple((float(q), float(f)) for q, f in self.position_factors)
+        knots = tuple((float(v), float(f)) for v, f in self.position_factors)
         if any(f <= 0 for _, f in knots) or any(a[0] >= b[0] for a, b in zip(knots, knots[1:])):
-            raise UserError("fitted roofline: position_factors must be [q, factor > 0] pairs in "
-                            f"increasing q, got {list(self.position_factors)}")
+            raise UserError("fitted roofline: position_factors must be [v, factor > 0] pairs in "
+                            f"increasing v, got {list(self.position_factors)}")
         object.__setattr__(self, "position_factors", knots)
 
     def position_factor(self, v: float) -> float:

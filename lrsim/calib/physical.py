@@ -359,4 +359,3 @@ def position_factors(d: PassData, pred: np.ndarray) -> list[list[float]]:
         if m.sum() >= MIN_KNOT_PASSES:
             out.append([float(k), round(float(d.t[m].sum() / pred[m].sum()), 4)])
     return out if len(out) >= 2 else []
-
