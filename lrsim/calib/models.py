@@ -22,12 +22,11 @@ a count never measured gets its neighbours' correction, not an extrapolated one)
 """
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
 
 from lrcore.errors import UserError
 
-from ..sim.latency import LatencyModel
+from ..sim.latency import LatencyModel, _np_interp
 
 
 @dataclass(frozen=True)
@@ -53,19 +52,14 @@ class FittedRoofline(LatencyModel):
             raise UserError("fitted roofline: position_factors must be [v, factor > 0] pairs in "
                             f"increasing v, got {list(self.position_factors)}")
         object.__setattr__(self, "position_factors", knots)
+        object.__setattr__(self, "_knots", tuple(zip(*knots)) if len(knots) > 1 else None)
 
     def position_factor(self, v: float) -> float:
-        """The measured correction at v verification positions (1 without position_factors)."""
-        k = self.position_factors
-        if not k:
-            return 1.0
-        if v <= k[0][0]:
-            return k[0][1]
-        i = bisect_right(k, (v, float("inf")))
-        if i == len(k):
-            return k[-1][1]
-        (v0, f0), (v1, f1) = k[i - 1], k[i]
-        return f0 + (f1 - f0) * (v - v0) / (v1 - v0)
+        """The measured correction at v verification positions (1 without position_factors):
+        np.interp's value, as the fit computes it (physical.predict), in plain Python."""
+        if self._knots is None:
+            return self.position_factors[0][1] if self.position_factors else 1.0
+        return _np_interp(v, *self._knots)
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
         decode = (self.base_s + self.per_token_s * max(0.0, decode_tokens - self.knee_tokens)
