@@ -34,6 +34,12 @@ Prefix caching on the drafter: it re-reads only the committed tokens it has not 
 """
 from __future__ import annotations
 
+from heapq import heappush
+
+from simpy.events import NORMAL
+
+from ..kernel import Wake
+
 
 class Node:
     """One speculative position: a drafted step, and the target's step after it.
@@ -206,7 +212,10 @@ class AsyncLookahead:
         verdicts of the ready ones, then decide."""
         if not waited and any(not c.draft_done and c.alive for c in root.children):
             # a draft finishing at this very instant counts as ready: let same-time events run first
-            self.env.timeout(0).callbacks.append(lambda _e: self.resolve(root, True))
+            # (= env.timeout(0) calling resolve: the same event id and time, as a bare Wake)
+            env = self.env
+            heappush(env._queue, (env._now, NORMAL, next(env._eid),
+                                  Wake((lambda _e: self.resolve(root, True),))))
             return
         ready = [c for c in root.children if c.draft_done and c.alive]
         for c in root.children:
