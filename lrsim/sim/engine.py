@@ -106,7 +106,7 @@ class Engine:
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
         self._end = None                  # the chunk end's entry when env can cancel it (kernel.py)
-        self._timer = getattr(env, "timer", None)
+        self._retime = getattr(env, "retime", None)   # kernel.Environment's cancel + timer
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
         self._granted_cbs = (self._granted,)
@@ -190,33 +190,18 @@ class Engine:
         if k < self._n_chunk:
             self._boundary = True
             self._gen = gen = self._gen + 1
-            # = self._schedule_end(start + k * t_iter - now, k), inlined
+            # the chunk end at the end of this iteration (= env.timeout(max(0.0, delay)) calling
+            # _on_end): the one it replaces is cancelled where the environment can
+            # (kernel.Environment.retime), else it fires stale and is ignored (generation)
             w = Wake(self._end_cbs, gen, k)
             delay = start + k * t_iter - now
             if not delay > 0.0:       # = max(0.0, delay)
                 delay = 0.0
-            timer = self._timer
-            if timer is not None:
-                if self._end is not None:
-                    env.cancel(self._end)
-                self._end = timer(delay, w)
+            retime = self._retime
+            if retime is not None:
+                self._end = retime(self._end, delay, w)
             else:
                 heapq.heappush(env._queue, (now + delay, NORMAL, next(env._eid), w))
-
-    def _schedule_end(self, delay: float, k: int):
-        """= env.timeout(max(0.0, delay)) calling _on_end; the chunk end it replaces
-        (if any) is cancelled where the environment can (kernel.Environment), else it fires
-        stale and is ignored."""
-        w = Wake(self._end_cbs, self._gen, k)
-        if not delay > 0.0:           # = max(0.0, delay)
-            delay = 0.0
-        if self._timer is not None:
-            if self._end is not None:
-                self.env.cancel(self._end)
-            self._end = self._timer(delay, w)
-        else:
-            env = self.env
-            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
@@ -264,12 +249,12 @@ class Engine:
         self._reqs = []
 
     def _start_chunk(self):
-        # = t_iter = self._iteration_cost(); ...; self._schedule_end(n * t_iter, n), inlined (the
-        # hot path: one call per chunk), the same operations in the same order
+        # the iteration's cost at the current batch: the decode positions of the admitted jobs,
+        # whose first iteration (prefilling) processes their prefill instead (+ first token)
         pre = 0
         dec = self.dec
         prefilling = self.prefilling
-        for j in prefilling:            # their first iteration is the prefill (+ first token)
+        for j in prefilling:
             pre += j.prefill
             dec -= j.tokens_per_iter
         it = self.iter_no
@@ -302,15 +287,13 @@ class Engine:
         self._chunk = (env._now, t_iter)
         self._n_chunk = n
         self._gen = gen = self._gen + 1
-        w = Wake(self._end_cbs, gen, n)
+        w = Wake(self._end_cbs, gen, n)   # the chunk's end after n iterations, as in _recompose
         delay = n * t_iter
         if not delay > 0.0:           # = max(0.0, delay)
             delay = 0.0
-        timer = self._timer
-        if timer is not None:
-            if self._end is not None:
-                env.cancel(self._end)
-            self._end = timer(delay, w)
+        retime = self._retime
+        if retime is not None:
+            self._end = retime(self._end, delay, w)
         else:
             heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
         if was != "run" and self.peer is not None:
@@ -417,20 +400,6 @@ class Engine:
         while h[0][2].cancelled:
             heapq.heappop(h)
         return h[0][0]
-
-    def _iteration_cost(self) -> float:
-        pre = 0
-        dec = self.dec
-        for j in self.prefilling:       # their first iteration is the prefill (+ first token)
-            pre += j.prefill
-            dec -= j.tokens_per_iter
-        ctx = self.ctx_a + self.iter_no * self.ctx_e
-        t = self.latency.forward(dec, pre, self.n, ctx)
-        if self.nsd and self.sd_draft is not None and self.sd_k2 > 1:
-            t += (self.sd_k2 - 1) * self.sd_draft.forward(self.nsd, 0, self.nsd, ctx)
-        if self.contention and self.peer is not None and self.peer._state == "run":
-            t *= 1.0 + self.contention
-        return t
 
     def _advance(self, k: int, spent: float):
         env = self.env
