@@ -52,8 +52,8 @@ class Job:
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
                  sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
-        self.iters_left = max(1, int(iters))
-        self.total = self.iters_left
+        iters = int(iters)
+        self.iters_left = self.total = iters if iters > 1 else 1    # = max(1, int(iters))
         self.tokens_per_iter = tokens_per_iter
         self.prefill = prefill
         self.ctx = ctx
@@ -61,12 +61,13 @@ class Job:
         self.emit_per_iter = emit_per_iter
         self.done = simpy.Event(env)
         self.cancelled = False
-        self.submitted = env.now
+        self.submitted = env._now
         self.started = None
         self.finished = None
         self.tag = tag
         self.group = group                # the request it belongs to (shares its KV prefix)
-        self.kv_base = max(ctx, prefill)  # KV context: ctx holds the prefill, or is 0 (kvcache.py)
+        # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
+        self.kv_base = prefill if prefill > ctx else ctx
 
 
 class Engine:
