@@ -30,7 +30,7 @@ import math
 from collections import deque
 
 import simpy
-from simpy.events import NORMAL
+from simpy.events import NORMAL, PENDING
 
 from .kernel import Wake
 from .kvcache import KVCache, KVSpec, held
@@ -52,8 +52,8 @@ class Job:
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
                  sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
-        self.iters_left = max(1, int(iters))
-        self.total = self.iters_left
+        iters = int(iters)
+        self.iters_left = self.total = iters if iters > 1 else 1    # = max(1, int(iters))
         self.tokens_per_iter = tokens_per_iter
         self.prefill = prefill
         self.ctx = ctx
@@ -61,12 +61,13 @@ class Job:
         self.emit_per_iter = emit_per_iter
         self.done = simpy.Event(env)
         self.cancelled = False
-        self.submitted = env.now
+        self.submitted = env._now
         self.started = None
         self.finished = None
         self.tag = tag
         self.group = group                # the request it belongs to (shares its KV prefix)
-        self.kv_base = max(ctx, prefill)  # KV context: ctx holds the prefill, or is 0 (kvcache.py)
+        # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
+        self.kv_base = prefill if prefill > ctx else ctx
 
 
 class Engine:
@@ -106,7 +107,7 @@ class Engine:
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
         self._end = None                  # the chunk end's entry when env can cancel it (kernel.py)
-        self._timer = getattr(env, "timer", None)
+        self._retime = getattr(env, "retime", None)   # kernel.Environment's cancel + timer
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
         self._granted_cbs = (self._granted,)
@@ -133,7 +134,14 @@ class Engine:
         if self.kv is not None:
             self.kv.check_fits(job)
         self.waiting.append(job)
-        self._changed()
+        # = self._changed(), inlined (one call per job)
+        st = self._state
+        if st == "idle":
+            self._state = "kick"
+            env = self.env
+            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._kick_cbs)))
+        elif st == "run" and not self._boundary:
+            self._recompose()
         return job
 
     def cancel(self, job: Job) -> None:
@@ -177,27 +185,24 @@ class Engine:
         """End the chunk in progress at the end of its current iteration (never preempted; at
         the chunk's first instant, k = 0: restart it at once)."""
         start, t_iter = self._chunk
-        now = self.env._now
+        env = self.env
+        now = env._now
         k = math.ceil((now - start) / t_iter - 1e-9) if t_iter > 0 else 0
         if k < self._n_chunk:
             self._boundary = True
-            self._gen += 1
-            self._schedule_end(start + k * t_iter - now, k)
-
-    def _schedule_end(self, delay: float, k: int):
-        """= env.timeout(max(0.0, delay)) calling _on_end; the chunk end it replaces
-        (if any) is cancelled where the environment can (kernel.Environment), else it fires
-        stale and is ignored."""
-        w = Wake(self._end_cbs, self._gen, k)
-        if not delay > 0.0:           # = max(0.0, delay)
-            delay = 0.0
-        if self._timer is not None:
-            if self._end is not None:
-                self.env.cancel(self._end)
-            self._end = self._timer(delay, w)
-        else:
-            env = self.env
-            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
+            self._gen = gen = self._gen + 1
+            # the chunk end at the end of this iteration (= env.timeout(max(0.0, delay)) calling
+            # _on_end): the one it replaces is cancelled where the environment can
+            # (kernel.Environment.retime), else it fires stale and is ignored (generation)
+            w = Wake(self._end_cbs, gen, k)
+            delay = start + k * t_iter - now
+            if not delay > 0.0:       # = max(0.0, delay)
+                delay = 0.0
+            retime = self._retime
+            if retime is not None:
+                self._end = retime(self._end, delay, w)
+            else:
+                heapq.heappush(env._queue, (now + delay, NORMAL, next(env._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
@@ -209,18 +214,21 @@ class Engine:
             return
         # time-sharing: hold every device of the pool, one iteration at a time
         if self._shared or (self._shared is None and self.shared):
-            was = self._state
-            self._state = "wait-device"
-            if was == "run" and self.peer is not None:
-                self._notify_peer()
-            self._reqs = [d.resource.request() for d in self.devices]
-            # = env.all_of(self._reqs) calling _granted: the same event, scheduled when the last
-            # request is processed, as a bare Wake (no Condition object, no ConditionValue)
-            self._ungranted = len(self._reqs)
-            for r in self._reqs:
-                r.callbacks.append(self._device_granted)
+            self._kick_shared()
         else:
             self._start_chunk()
+
+    def _kick_shared(self):
+        was = self._state
+        self._state = "wait-device"
+        if was == "run" and self.peer is not None:
+            self._notify_peer()
+        self._reqs = [d.resource.request() for d in self.devices]
+        # = env.all_of(self._reqs) calling _granted: the same event, scheduled when the last
+        # request is processed, as a bare Wake (no Condition object, no ConditionValue)
+        self._ungranted = len(self._reqs)
+        for r in self._reqs:
+            r.callbacks.append(self._device_granted)
 
     def _device_granted(self, _e):
         self._ungranted -= 1
@@ -242,29 +250,53 @@ class Engine:
         self._reqs = []
 
     def _start_chunk(self):
-        t_iter = self._iteration_cost()
-        if self._shared or self.prefilling:
+        # the iteration's cost at the current batch: the decode positions of the admitted jobs,
+        # whose first iteration (prefilling) processes their prefill instead (+ first token)
+        pre = 0
+        dec = self.dec
+        prefilling = self.prefilling
+        for j in prefilling:
+            pre += j.prefill
+            dec -= j.tokens_per_iter
+        it = self.iter_no
+        ctx = self.ctx_a + it * self.ctx_e
+        t_iter = self.latency.forward(dec, pre, self.n, ctx)
+        nsd = self.nsd
+        if nsd and self.sd_draft is not None and self.sd_k2 > 1:
+            t_iter += (self.sd_k2 - 1) * self.sd_draft.forward(nsd, 0, nsd, ctx)
+        if self.contention and self.peer is not None and self.peer._state == "run":
+            t_iter *= 1.0 + self.contention
+        if self._shared or prefilling:
             n = 1
         else:
             h = self.heap
-            n = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - self.iter_no
+            n = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - it
             if n > self.max_chunk:
                 n = self.max_chunk
             kv = self.kv
             if kv is not None and n > 1:        # end the chunk where the cache would overflow
-                top = kv.upper(self.iter_no + n - 1)
+                top = kv.upper(it + n - 1)
                 if top > kv.capacity:
-                    n, last = kv.iterations_fitting(self.iter_no, n)
+                    n, last = kv.iterations_fitting(it, n)
                     kv.observe(last)
                 elif top > kv.peak:             # a new peak is possible: measure it
-                    kv.observe(kv.at(self.iter_no, n - 1))   # = kv.usage(self._running(), n - 1)
+                    kv.observe(kv.at(it, n - 1))   # = kv.usage(self._running(), n - 1)
         was = self._state
         self._state = "run"
         self._boundary = False
-        self._chunk = (self.env._now, t_iter)
+        env = self.env
+        self._chunk = (env._now, t_iter)
         self._n_chunk = n
-        self._gen += 1
-        self._schedule_end(n * t_iter, n)
+        self._gen = gen = self._gen + 1
+        w = Wake(self._end_cbs, gen, n)   # the chunk's end after n iterations, as in _recompose
+        delay = n * t_iter
+        if not delay > 0.0:           # = max(0.0, delay)
+            delay = 0.0
+        retime = self._retime
+        if retime is not None:
+            self._end = retime(self._end, delay, w)
+        else:
+            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
         if was != "run" and self.peer is not None:
             self._notify_peer()
 
@@ -278,7 +310,19 @@ class Engine:
         k = w.k
         if k:
             self._advance(k, k * self._chunk[1])
-        self._kick()
+        # = self._kick(), with _admit's nothing-to-do test inlined
+        if self.waiting or self.cancelled or self.kv is not None:
+            self._admit()
+        if not self.n:
+            was = self._state
+            self._state = "idle"
+            if was == "run" and self.peer is not None:
+                self._notify_peer()
+            return
+        if self._shared or (self._shared is None and self.shared):
+            self._kick_shared()
+        else:
+            self._start_chunk()
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _add(self, j: Job):
@@ -323,10 +367,34 @@ class Engine:
             self._admit_kv()
             return
         w = self.waiting
-        while w and self.n < self.max_seqs:
+        if not w or self.n >= self.max_seqs:
+            return
+        # = self._add(j) for each job admitted, inlined with the running sums in locals (the
+        # same float operations in the same order)
+        now = self.env._now
+        it = self.iter_no
+        cap = self.max_seqs
+        heap, prefilling = self.heap, self.prefilling
+        push = heapq.heappush
+        seq, n, dec, nsd, ctx_a, ctx_e = self._seq, self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e
+        while w and n < cap:
             j = w.popleft()
-            if not j.cancelled:
-                self._add(j)
+            if j.cancelled:
+                continue
+            j.started = now
+            j.finish_iter = fi = it + j.iters_left
+            j.start_iter = it
+            seq += 1
+            push(heap, (fi, seq, j))
+            n += 1
+            dec += j.tokens_per_iter
+            nsd += j.sd
+            e = j.emit_per_iter
+            ctx_a += j.ctx - it * e
+            ctx_e += e
+            if j.prefill:
+                prefilling.append(j)
+        self._seq, self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e = seq, n, dec, nsd, ctx_a, ctx_e
 
     def _next_finish(self) -> int:
         h = self.heap
@@ -334,22 +402,9 @@ class Engine:
             heapq.heappop(h)
         return h[0][0]
 
-    def _iteration_cost(self) -> float:
-        pre = 0
-        dec = self.dec
-        for j in self.prefilling:       # their first iteration is the prefill (+ first token)
-            pre += j.prefill
-            dec -= j.tokens_per_iter
-        ctx = self.ctx_a + self.iter_no * self.ctx_e
-        t = self.latency.forward(dec, pre, self.n, ctx)
-        if self.nsd and self.sd_draft is not None and self.sd_k2 > 1:
-            t += (self.sd_k2 - 1) * self.sd_draft.forward(self.nsd, 0, self.nsd, ctx)
-        if self.contention and self.peer is not None and self.peer._state == "run":
-            t *= 1.0 + self.contention
-        return t
-
     def _advance(self, k: int, spent: float):
-        now = self.env._now
+        env = self.env
+        now = env._now
         self.busy_s += spent
         self.last_end = now
         self.iterations += k
@@ -366,16 +421,44 @@ class Engine:
                 j.prefill = 0
             self.prefilling.clear()
         h = self.heap
+        if not h or h[0][0] > it:
+            return
+        if self.kv is not None:
+            while h and h[0][0] <= it:
+                j = heapq.heappop(h)[2]
+                if j.cancelled:
+                    continue
+                self._remove(j)
+                self.kv.finished(j, j.finish_iter - j.start_iter)
+                j.iters_left = 0
+                j.finished = now
+                j.done.succeed()
+            return
+        # the jobs finishing now: = self._remove(j); j.done.succeed() for each, inlined, with
+        # the running sums in locals (the same float operations in the same order)
+        q = env._queue
+        eid = env._eid
+        dec, nsd, ctx_a, ctx_e = self.dec, self.nsd, self.ctx_a, self.ctx_e
+        pop = heapq.heappop
+        push = heapq.heappush
         while h and h[0][0] <= it:
-            j = heapq.heappop(h)[2]
+            j = pop(h)[2]
             if j.cancelled:
                 continue
-            self._remove(j)
-            if self.kv is not None:
-                self.kv.finished(j, j.finish_iter - j.start_iter)
+            n -= 1
+            dec -= j.tokens_per_iter
+            nsd -= j.sd
+            ctx_a -= j.ctx - j.start_iter * j.emit_per_iter
+            ctx_e -= j.emit_per_iter
             j.iters_left = 0
             j.finished = now
-            j.done.succeed()
+            done = j.done                   # = done.succeed(): Event.succeed, env.schedule
+            if done._value is not PENDING:
+                raise RuntimeError(f"{done} has already been triggered")
+            done._ok = True
+            done._value = None
+            push(q, (now, NORMAL, next(eid), done))
+        self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e = n, dec, nsd, ctx_a, ctx_e
 
     # --- KV cache (only with a KVSpec) ----------------------------------------------------------
     def _running(self) -> list:

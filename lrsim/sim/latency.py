@@ -58,9 +58,10 @@ class Roofline(LatencyModel):
                             f"{self.base_s}, {self.knee_tokens}")
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
-        tokens = decode_tokens + prefill_tokens
+        over = decode_tokens + prefill_tokens - self.knee_tokens
         slope = self.per_token_s if self.per_token_s is not None else self.base_s / self.knee_tokens
-        return (self.overhead_s + self.base_s + slope * max(0.0, tokens - self.knee_tokens)
+        # max(0.0, over) without the call (the same value: max keeps 0.0 unless over > 0.0)
+        return (self.overhead_s + self.base_s + slope * (over if over > 0.0 else 0.0)
                 + self.per_ctx_token_s * context)
 
     @classmethod

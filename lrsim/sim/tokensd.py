@@ -170,9 +170,14 @@ class SDStream:
             h = stats.hist
             if len(h) <= self.k2:
                 h.extend([0] * (self.k2 + 1 - len(h)))
-            for i in range(self._p, j + 1):
-                if not self._ps or self._ps[i] != (self._ps[i - 1] if i else 0):
-                    h[self._emits[i]] += 1
+            ps = self._ps
+            if not ps:                # every round verified (hit = 1): count them all
+                for e in self._emits[self._p:j + 1]:
+                    h[e] += 1
+            else:                     # only the proposing rounds
+                for i in range(self._p, j + 1):
+                    if ps[i] != (ps[i - 1] if i else 0):
+                        h[self._emits[i]] += 1
         self._p, self._base = j + 1, self._cs[j]
         if self.carry_surplus:
             self.credit += got - need

@@ -34,6 +34,12 @@ Prefix caching on the drafter: it re-reads only the committed tokens it has not 
 """
 from __future__ import annotations
 
+from heapq import heappush
+
+from simpy.events import NORMAL
+
+from ..kernel import Wake
+
 
 class Node:
     """One speculative position: a drafted step, and the target's step after it.
@@ -137,10 +143,10 @@ class AsyncLookahead:
         """Draft `width` children (the step after node's context) if node is within the depth
         limit and its context may be drafted after (boundary rule)."""
         root = self.root
-        if (node.expanded or not node.alive or node.position >= self.n_steps
-                or node.position - root.position >= self.max_depth):
+        pos = node.position
+        if node.expanded or not node.alive or pos >= self.n_steps or pos - root.position >= self.max_depth:
             return
-        if self.can_draft is not None and not self.can_draft(self.req, node.position):
+        if self.can_draft is not None and not self.can_draft(self.req, pos):
             if node.position == 0 and not self.prompt_seen:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
                 self.world.draft.submit(self.world.draft_job(1, float(self.req.prompt_cached),
@@ -149,19 +155,20 @@ class AsyncLookahead:
                 self.d_cached = float(self.req.prompt_tokens)
             return
         node.expanded = True
+        ctx = self.ctx_tokens(node)
         # the drafter re-reads only what it has not processed: committed tokens it never saw
         if node.draft_job is None:
-            prefill = int(max(0.0, self.ctx_tokens(node) - self.d_cached))
-            self.d_cached = self.ctx_tokens(node)
+            prefill = int(max(0.0, ctx - self.d_cached))
+            self.d_cached = ctx
         else:
             prefill = 0                   # it wrote this context itself
-        n_tok = self.job_len("draft", node.position)
+        n_tok = self.job_len("draft", pos)
+        world, req = self.world, self.req
         for _ in range(self.width):
-            c = Node(node.position + 1, node, launch_depth=node.position + 1 - root.position)
+            c = Node(pos + 1, node, launch_depth=pos + 1 - root.position)
             node.children.append(c)
-            c.draft_job = self.world.draft.submit(
-                self.world.draft_job(n_tok, self.ctx_tokens(node), prefill=prefill, tag=c, req=self.req))
-            c.draft_job.done.callbacks.append(lambda _e, n=c: self.on_draft(n))
+            c.draft_job = job = world.draft.submit(world.draft_job(n_tok, ctx, prefill=prefill, tag=c, req=req))
+            job.done.callbacks.append(lambda _e, n=c: self.on_draft(n))
 
     def on_draft(self, node):
         if not node.alive:
@@ -176,12 +183,14 @@ class AsyncLookahead:
 
     def submit_target(self, node, prefill):
         """Ask the target for step `node.position`, the step after node's context."""
-        if node.position >= self.n_steps:
+        pos = node.position
+        if pos >= self.n_steps:
             return
-        node.target_job = self.world.target.submit(self.world.target_job(
-            self.req, self.job_len("target", node.position), self.ctx_tokens(node),
+        world = self.world
+        node.target_job = job = world.target.submit(world.target_job(
+            self.req, self.job_len("target", pos), self.ctx_tokens(node),
             prefill=prefill, stream=self.stream, tag=node))
-        node.target_job.done.callbacks.append(lambda _e, n=node: self.on_target(n))
+        job.done.callbacks.append(lambda _e, n=node: self.on_target(n))
 
     def on_target(self, node):
         if not node.alive:
@@ -206,7 +215,10 @@ class AsyncLookahead:
         verdicts of the ready ones, then decide."""
         if not waited and any(not c.draft_done and c.alive for c in root.children):
             # a draft finishing at this very instant counts as ready: let same-time events run first
-            self.env.timeout(0).callbacks.append(lambda _e: self.resolve(root, True))
+            # (= env.timeout(0) calling resolve: the same event id and time, as a bare Wake)
+            env = self.env
+            heappush(env._queue, (env._now, NORMAL, next(env._eid),
+                                  Wake((lambda _e: self.resolve(root, True),))))
             return
         ready = [c for c in root.children if c.draft_done and c.alive]
         for c in root.children:
