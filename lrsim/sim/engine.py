@@ -194,18 +194,28 @@ class Engine:
             # the chunk end at the end of this iteration (= env.timeout(max(0.0, delay)) calling
             # _on_end): the one it replaces is cancelled where the environment can
             # (kernel.Environment.retime), else it fires stale and is ignored (generation)
-            w = Wake(self._end_cbs, gen, k)
-            delay = start + k * t_iter - now
-            if not delay > 0.0:       # = max(0.0, delay)
-                delay = 0.0
-            retime = self._retime
-            if retime is not None:
-                self._end = retime(self._end, delay, w)
-            else:
-                heapq.heappush(env._queue, (now + delay, NORMAL, next(env._eid), w))
+            self._schedule_end(Wake(self._end_cbs, gen, k), start + k * t_iter - now)
+
+    def _schedule_end(self, w: Wake, delay: float) -> None:
+        """The chunk's end `delay` s from now (clamped at 0), replacing the one scheduled before
+        (kernel.Environment.retime where the environment can cancel, else a plain push whose
+        stale predecessor fires and is ignored by its generation)."""
+        if not delay > 0.0:           # = max(0.0, delay)
+            delay = 0.0
+        retime = self._retime
+        if retime is not None:
+            self._end = retime(self._end, delay, w)
+        else:
+            env = self.env
+            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
+        self._run_or_idle()
+
+    def _run_or_idle(self):
+        """After admission: idle without jobs, else the next chunk (through the devices when
+        they are time-shared)."""
         if not self.n:
             was = self._state
             self._state = "idle"
@@ -288,15 +298,8 @@ class Engine:
         self._chunk = (env._now, t_iter)
         self._n_chunk = n
         self._gen = gen = self._gen + 1
-        w = Wake(self._end_cbs, gen, n)   # the chunk's end after n iterations, as in _recompose
-        delay = n * t_iter
-        if not delay > 0.0:           # = max(0.0, delay)
-            delay = 0.0
-        retime = self._retime
-        if retime is not None:
-            self._end = retime(self._end, delay, w)
-        else:
-            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
+        # the chunk's end after n iterations, as in _recompose
+        self._schedule_end(Wake(self._end_cbs, gen, n), n * t_iter)
         if was != "run" and self.peer is not None:
             self._notify_peer()
 
@@ -313,16 +316,7 @@ class Engine:
         # = self._kick(), with _admit's nothing-to-do test inlined
         if self.waiting or self.cancelled or self.kv is not None:
             self._admit()
-        if not self.n:
-            was = self._state
-            self._state = "idle"
-            if was == "run" and self.peer is not None:
-                self._notify_peer()
-            return
-        if self._shared or (self._shared is None and self.shared):
-            self._kick_shared()
-        else:
-            self._start_chunk()
+        self._run_or_idle()
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _add(self, j: Job):

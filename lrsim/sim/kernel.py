@@ -50,16 +50,9 @@ class Environment(simpy.Environment):
     def retime(self, old, delay: float, event) -> tuple:
         """= cancel(old) (if not None), then timer(delay, event): an engine's chunk end replaced in
         one call (its hot path)."""
-        t = self._timers
         if old is not None:
-            for i, e in enumerate(t):
-                if e is old:
-                    del t[i]
-                    self.cancelled += 1
-                    break
-        entry = (self._now + delay, NORMAL, next(self._eid), event)
-        insort(t, entry)
-        return entry
+            self.cancel(old)
+        return self.timer(delay, event)
 
     def cancel(self, entry) -> None:
         """Drop a timer that has not fired (a fired or unknown one is ignored)."""
