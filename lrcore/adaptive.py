@@ -212,32 +212,46 @@ class DecayedMean:
         return self.blend(self.prior)
 
 
+MAX_BATCH_BIN = 63   # batch sizes (x - 1) kept apart up to this; larger ones share the last bin
+
+
 @dataclass
 class BatchCost:
-    """Step seconds as a line in the batch size x, T(x) = base + slope (x - 1), fitted by least
-    squares with exponential forgetting and a ridge prior worth w0 observations:
+    """Step seconds as a line in the batch size x, T(x) = base + slope (x - 1), fitted by weighted
+    least squares through the decayed mean at each batch size seen, with a ridge prior worth w0
+    observations:
 
-        minimise  sum_i decay^(n-i) (t_i - base - slope u_i)^2
-                  + w0 (base - base0)^2 + w0 (slope - slope0)^2,      u_i = x_i - 1
+        minimise  sum_b w_b (t_b - base - slope u_b)^2 + w0 (base - base0)^2 + w0 (slope - slope0)^2
 
-    Seen at batch 1 only, the slope is exactly its prior and the base a DecayedMean; seen at
-    several batch sizes, the data take over the slope. A negative fitted slope is refitted at 0
-    (a larger batch never runs faster)."""
+    where bin b holds the observations at round(x - 1) = b: w_b = sum_i decay^(n_b - i) is its
+    decayed count and (u_b, t_b) its decayed means, each bin forgetting only as it is observed
+    again (directional forgetting). One clock for all sizes would let a run that settles at one
+    batch size - depth 0 alone, or 4 AR streams - forget everything it measured about the
+    others, and the slope fall back to its prior (the theory's free batching, 0) and the
+    speculation it made look free: the real load corpus's rounds 5-6 believed 0 s per position
+    where a step costs ~0.09 s per token per extra position (docs/adaptive.md). Seen at one
+    batch size only, the slope is its prior; a negative fitted slope is refitted at 0 (a larger
+    batch never runs faster)."""
     base0: float
     slope0: float
     prior_weight: float
     decay: float
-    sums: list[float] = field(default_factory=lambda: [0.0] * 5)   # w, u, uu, t, ut (decayed)
+    bins: dict[int, list[float]] = field(default_factory=dict)   # b -> decayed [w, sum u, sum t]
 
     def observe(self, seconds: float, batch: float) -> None:
         u = batch - 1.0
-        new = (1.0, u, u * u, seconds, u * seconds)
-        self.sums = [self.decay * s + v for s, v in zip(self.sums, new)]
+        b = min(int(round(u)), MAX_BATCH_BIN)
+        w, su, st = self.bins.get(b, (0.0, 0.0, 0.0))
+        self.bins[b] = [self.decay * w + 1.0, self.decay * su + u, self.decay * st + seconds]
 
     def fit(self) -> tuple[float, float]:
-        w, u, uu, t, ut = self.sums
         p = self.prior_weight
-        # the normal equations [[a, b], [b, d]] [base, slope] = [r, s]
+        # the normal equations [[a, b], [b, d]] [base, slope] = [r, s], bins at their means
+        w = sum(v[0] for v in self.bins.values())
+        u = sum(v[1] for v in self.bins.values())
+        uu = sum(v[1] * v[1] / v[0] for v in self.bins.values())
+        t = sum(v[2] for v in self.bins.values())
+        ut = sum(v[1] * v[2] / v[0] for v in self.bins.values())
         a, b, d = w + p, u, uu + p
         r, s = t + p * self.base0, ut + p * self.slope0
         slope = (a * s - b * r) / (a * d - b * b)

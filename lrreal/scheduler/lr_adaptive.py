@@ -20,9 +20,10 @@ observation:
     forms price a slow draft through c1)
   - each finished target step (a tree's step request, or a stream's cut): seconds (from its
     request's start, or the previous cut, to its end: queueing in the engine is part of the
-    cost), the requests in flight on the target engine as it ends (itself included), its tokens;
+    cost), the requests the target engine ran over the step's life (time-averaged, itself
+    included: engine_load.py), its tokens;
     with SD, the engine's k2 and the SD counters' accepted tokens and rejected rounds
-  - each finished draft: seconds and the draft engine's requests in flight
+  - each finished draft: seconds and the draft engine's time-averaged requests over its life
   - the duration of the verdict that decided each position
   - the problems in flight in this process at each decision (the load).
 One Estimator per run, shared by every problem on the same engines (`RunEstimates`: a serving
@@ -54,14 +55,13 @@ from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
 from ..engine import GenResult, Progress, monotonic, sd_summary
 from .adaptive_prior import NEUTRAL
 from .base import Job, Run
+from .engine_load import CountedEngine, mean_batch
 from .lr_async import AsyncLookahead
 from .record import ProblemResult
 from .steps import StreamSegmenter
 from .tree import Node
 
-# Requests in flight per engine (by id) and problems in flight, in this process: what the
-# Estimator is told about batch sizes and load. Shared by every problem on the same engines.
-_busy: dict[int, int] = {}
+# Problems in flight in this process: the load the Estimator is told.
 _problems = 0
 
 
@@ -94,29 +94,6 @@ def run_estimates(target, draft, acfg: AdaptiveConfig, prior: dict | None = None
     if key not in runs:                 # built once: an Estimator is not free to make per problem
         runs[key] = RunEstimates(acfg, Estimates.from_dict(prior) if prior else None, prior_from)
     return runs[key]
-
-
-class CountedEngine:
-    """An engine whose generate() calls are counted in _busy while they run."""
-
-    def __init__(self, engine):
-        self.engine = engine
-
-    def __getattr__(self, name):
-        return getattr(self.engine, name)
-
-    async def generate(self, req, progress=None):
-        key = id(self.engine)
-        _busy[key] = _busy.get(key, 0) + 1
-        try:
-            return await self.engine.generate(req, progress)
-        finally:
-            _busy[key] -= 1
-
-
-def in_flight(engine) -> int:
-    """Requests running on `engine` (a CountedEngine or the engine it wraps)."""
-    return _busy.get(id(getattr(engine, "engine", engine)), 0)
 
 
 def plain(obj):
@@ -251,8 +228,8 @@ class AdaptiveLookahead(AsyncLookahead):
             last = res is not None and stream.taken == len(cuts)
             step = GenResult(text=cut["text"], tokens=cut["tokens"],
                              finish=res.finish if last else "", start=cut["start"], end=cut["end"])
-            # batch: the requests on the target as the step ends, the stream's own included
-            self._observe_target(step, in_flight(self.run.target) + (res is not None))
+            # batch: the requests on the target over the step's life, the stream's own included
+            self._observe_target(step, mean_batch(self.run.target, step.start, step.end))
             self.log.commit(source="target", text=step.text, tokens=step.tokens, depth=0,
                             draft=None, target=step, verify=None, node=self.root.key,
                             speculation="none")
@@ -285,16 +262,17 @@ class AdaptiveLookahead(AsyncLookahead):
         sh.loads = []
 
     def _on_target(self, v: Node) -> None:
-        if v.alive and v.target is not None:    # it has left the engine: + 1 for itself
-            self._observe_target(v.target, in_flight(self.run.target) + 1, launched=True)
+        if v.alive and v.target is not None:
+            t = v.target
+            self._observe_target(t, mean_batch(self.run.target, t.start, t.end), launched=True)
         super()._on_target(v)
 
     def _on_draft(self, c: Node) -> None:
         if c.alive and c.draft is not None:
             d = c.draft
             self._scale_prior(d.end - d.start, self.prior.draft_step_s)
-            self.est.observe_draft_step(max(0.0, d.end - d.start), in_flight(self.run.draft) + 1,
-                                        tokens=d.tokens)
+            self.est.observe_draft_step(max(0.0, d.end - d.start),
+                                        mean_batch(self.run.draft, d.start, d.end), tokens=d.tokens)
         super()._on_draft(c)
 
     async def _on_decided(self, root: Node, judged: list) -> str | None:
@@ -304,12 +282,12 @@ class AdaptiveLookahead(AsyncLookahead):
             self.est.observe_verify(max(0.0, verdict.duration_s))
         return await super()._on_decided(root, judged)
 
-    def _observe_target(self, t: GenResult, batch: int, launched: bool = False) -> None:
+    def _observe_target(self, t: GenResult, batch: float, launched: bool = False) -> None:
         """One finished target step: its seconds at its batch (scaled to a step of the mean length:
         steps run 9-100 tokens, far more spread than a batch adds), its tokens, SD's counters; a
         step that was a request of its own (`launched`: a tree's), its launch too (`launch_s`)."""
         self._scale_prior(t.end - t.start, self.prior.target_step_s)
-        self.est.observe_target_step(max(0.0, t.end - t.start), max(1, batch), self.k2,
+        self.est.observe_target_step(max(0.0, t.end - t.start), max(1.0, batch), self.k2,
                                      tokens=t.tokens, launch_s=launch_s(t) if launched else None)
         self.est.observe_step_tokens(t.tokens)
         if self.k2 > 1:

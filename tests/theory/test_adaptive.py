@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from lrcore.adaptive import (AR, AdaptiveConfig, BatchCost, Choice, Controller, DecayedMean,
-                             Decision, Estimates, Estimator, best_choice, candidates, expected_rate,
+from lrcore.adaptive import (AR, MAX_BATCH_BIN, AdaptiveConfig, BatchCost, Choice, Controller,
+                             DecayedMean, Decision, Estimates, Estimator, best_choice, candidates, expected_rate,
                              preferred, ranked)
 from lrcore.errors import UserError
 from lrcore.theory import f_async, f_sync, geometric_sum, sd_speedup
@@ -180,22 +180,48 @@ def test_sd_acceptance_counts_tokens_as_bernoulli_trials():
     assert est.snapshot().alpha2 == pytest.approx((0 + 0.75 * 40) / (2 * 0.95 + 40), rel=REL)
 
 
-def test_batch_cost_is_the_decayed_ridge_least_squares_fit():
+def test_batch_cost_is_the_ridge_least_squares_fit_through_each_batch_sizes_decayed_mean():
     bc = BatchCost(base0=1.0, slope0=0.05, prior_weight=2.0, decay=0.9)
-    obs = [(1.1, 1), (1.3, 4), (1.2, 2), (1.9, 16), (1.25, 3)]
+    obs = [(1.1, 1), (1.3, 4), (1.2, 2), (1.9, 16), (1.25, 3), (1.0, 1), (1.4, 4), (1.35, 4.2)]
     for t, x in obs:
         bc.observe(t, x)
-    n = len(obs)
+    # each batch size (x - 1 rounded) decays only with its own observations
+    by_bin: dict[int, list] = {}
+    for t, x in obs:
+        by_bin.setdefault(round(x - 1), []).append((t, x - 1))
     rows, rhs = [], []
-    for i, (t, x) in enumerate(obs):
-        w = 0.9 ** (n - 1 - i)
-        rows.append([math.sqrt(w), math.sqrt(w) * (x - 1)])
-        rhs.append(math.sqrt(w) * t)
+    for seen in by_bin.values():
+        n = len(seen)
+        w = [0.9 ** (n - 1 - i) for i in range(n)]
+        wb = sum(w)
+        ub = sum(wi * u for wi, (_, u) in zip(w, seen)) / wb
+        tb = sum(wi * t for wi, (t, _) in zip(w, seen)) / wb
+        rows.append([math.sqrt(wb), math.sqrt(wb) * ub])
+        rhs.append(math.sqrt(wb) * tb)
     rows += [[math.sqrt(2.0), 0.0], [0.0, math.sqrt(2.0)]]
     rhs += [math.sqrt(2.0) * 1.0, math.sqrt(2.0) * 0.05]
     (base, slope), *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
     got = bc.fit()
     assert got[0] == pytest.approx(base, rel=1e-10) and got[1] == pytest.approx(slope, rel=1e-10)
+
+
+def test_batch_cost_keeps_a_batch_size_it_no_longer_sees():
+    """A run that settles at batch 1 (depth 0 alone) keeps the slope it measured at batch 3:
+    with one clock for every size, 100 steps at batch 1 left 0.9^100 of it, and the slope was
+    its prior (0: speculation free) again."""
+    bc = BatchCost(base0=1.0, slope0=0.0, prior_weight=2.0, decay=0.9)
+    for _ in range(20):
+        bc.observe(1.0, 1)
+        bc.observe(1.4, 3)
+    before = bc.fit()
+    for _ in range(100):
+        bc.observe(1.0, 1)
+    base, slope = bc.fit()
+    assert 0.17 < before[1] < 0.2          # 0.2 s per sequence, shrunk a little by the prior
+    assert slope == pytest.approx(before[1], rel=0.01) and base == pytest.approx(1.0, rel=0.02)
+    # far larger batches share the last bin
+    bc.observe(9.0, 1000)
+    assert max(bc.bins) == MAX_BATCH_BIN
 
 
 def test_batch_cost_at_batch_one_keeps_the_prior_slope_and_never_slopes_down():
@@ -214,15 +240,16 @@ def test_batch_cost_at_batch_one_keeps_the_prior_slope_and_never_slopes_down():
         bc.observe(t, x)
     base, slope = bc.fit()
     assert slope == 0.0
-    assert base == pytest.approx((2.0 * 1.0 + 2 * 0.9 ** 3 + 0.9 ** 2 + 2 * 0.9 + 1)
-                                 / (2.0 + 0.9 ** 3 + 0.9 ** 2 + 0.9 + 1), rel=REL)
+    # (batch 1 and batch 8 each seen twice: decayed counts 1.9 each)
+    assert base == pytest.approx((2.0 * 1.0 + 2.0 * 1.9 + 1.0 * 1.9) / (2.0 + 1.9 + 1.9), rel=REL)
 
 
 def test_an_sd_target_step_is_stored_as_its_plain_equivalent():
     cfg = AdaptiveConfig(sd_draft_ratio=0.1, prior_weight=2.0)
     est = Estimator(cfg, Estimates(target_step_s=1.0))
     est.observe_target_step(0.6, batch=1, k2=3, tokens_per_pass=2.0)   # 0.6 * 2 / 1.2 at x = 3
-    assert est.target.sums == pytest.approx([1.0, 2.0, 4.0, 1.0, 2.0], rel=REL)
+    assert list(est.target.bins) == [2]
+    assert est.target.bins[2] == pytest.approx([1.0, 2.0, 1.0], rel=REL)
 
 
 def test_a_launched_target_step_learns_its_launch_apart_from_its_batch_cost():
@@ -233,7 +260,7 @@ def test_a_launched_target_step_learns_its_launch_apart_from_its_batch_cost():
     est = Estimator(cfg, Estimates(target_step_s=1.0))
     est.observe_target_step(1.5, batch=1, launch_s=0.5)
     assert est.launch.value == pytest.approx((2 * 0.0 + 0.5) / 3, rel=REL)
-    assert est.target.sums == pytest.approx([1.0, 0.0, 0.0, 1.0, 0.0], rel=REL)
+    assert est.target.bins == {0: pytest.approx([1.0, 0.0, 1.0], rel=REL)}
     est.observe_target_step(1.0, batch=1)                       # depth 0: no launch observed
     assert est.launch.weight == 1.0                             # ... nor forgotten
     assert est.snapshot().launch_s == pytest.approx(est.launch.value, rel=REL)
