@@ -1,4 +1,4 @@
-"""Adaptive lookahead (issue 14): running estimates, the decision rule, hysteresis, the record.
+"""Adaptive lookahead: running estimates, the decision rule, hysteresis, the record.
 
 Before each new speculation a scheduler asks a Controller which depth (0 = no speculation: plain
 AR, or SD alone, for that step), width and SD length k2 to run. The Controller takes the choice

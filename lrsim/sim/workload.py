@@ -89,8 +89,8 @@ class Synthetic:
     # may a draft follow the prompt itself? The real scheduler drafts only after a step boundary,
     # and a chat prompt is none (the traces: never); True = every context, the theory's model
     draft_first: bool = True
-    # a phase change (issue 14): from step `phase_at` x steps of every request on, the step
-    # acceptance is `phase_alpha1` instead of alpha1 / alpha_by_depth; None = one phase
+    # a phase change (for adaptive lookahead): from step `phase_at` x steps of every request on,
+    # the step acceptance is `phase_alpha1` instead of alpha1 / alpha_by_depth; None = one phase
     phase_alpha1: float | None = None
     phase_at: float = 0.5
     # an output budget (tokens; `lr collect --max-tokens`): each request draws steps until it
