@@ -1,11 +1,11 @@
 """Step acceptance measured by the acceptance protocol (`lr collect --mode accept`), with its
 confidence interval.
 
-The protocol (lrreal/scheduler/accept.py; method.md, Table 1's "Apt."): at every step both models
-write the next step from the same committed context, the verifier judges the pair, and the
-target's step is committed whatever the verdict. Each judged draft is one trial of alpha1, the
-step acceptance per judged draft at depth 1 (docs/metrics.md), so accepted / judged is a binomial
-proportion: its 95% interval is Wilson's, computed by scipy
+The protocol (lrreal/scheduler/accept.py; arXiv 2506.19830, Table 1's "Apt."): at every step both
+models write the next step from the same committed context, the verifier judges the pair, and
+the target's step is committed whatever the verdict. Each judged draft is one trial of alpha1,
+the step acceptance per judged draft at depth 1 (docs/metrics.md), so accepted / judged is a
+binomial proportion: its 95% interval is Wilson's, computed by scipy
 (`scipy.stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")`).
 
     est = protocol_acceptance(records)   # None without accept-mode records

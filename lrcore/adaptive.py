@@ -1,4 +1,4 @@
-"""Adaptive lookahead (issue 14): running estimates, the decision rule, hysteresis, the record.
+"""Adaptive lookahead: running estimates, the decision rule, hysteresis, the record.
 
 Before each new speculation a scheduler asks a Controller which depth (0 = no speculation: plain
 AR, or SD alone, for that step), width and SD length k2 to run. The Controller takes the choice
@@ -51,7 +51,7 @@ class AdaptiveConfig:
     #                                 Algorithm 1 (Thm. 1)
     max_depth: int = 8              # deepest speculation considered (twice the reference's 4:
     #                                 deeper only pays at acceptance > 0.9 with a nearly free draft)
-    widths: tuple[int, ...] = (1, 2)  # the paper's width ablation peaks at W = 2 (method.md)
+    widths: tuple[int, ...] = (1, 2)  # the paper's width ablation peaks at W = 2 (arXiv 2506.19830)
     k2s: tuple[int, ...] = (1,)     # SD lengths to choose from; vLLM fixes k2 at engine start, so a
     #                                 real backend offers (1,) or its one k2, the simulator any set
     sd_draft_ratio: float = 0.0     # c2: SD drafter time per token / target's; 0 = n-gram lookup
@@ -123,7 +123,7 @@ class Estimates:
     #                                 (0: the theory's free batching)
     draft_step_s: float = 0.1       # draft step, one sequence: c1 = 0.1 (a 1.5B draft, 32B target)
     draft_slope_s: float = 0.0      # extra draft seconds per extra sequence in its batch
-    verify_s: float = 0.013         # one verdict: the paper's 7B judge on H200 (method.md)
+    verify_s: float = 0.013         # one verdict: the paper's 7B judge on H200 (arXiv 2506.19830)
     load: float = 1.0               # requests in flight
     step_tokens: float = 40.0       # tokens per reasoning step (only scales the rate)
     launch_s: float = 0.0           # extra seconds a speculative target step pays as a request of
@@ -421,7 +421,7 @@ def candidates(cfg: AdaptiveConfig) -> list[Choice]:
 
 def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     """Expected committed tokens per second of one request running choice `c` while `est.load`
-    requests in flight all run it (theory.md's closed forms with measured costs).
+    requests in flight all run it (the closed forms of lrcore/theory.py with measured costs).
 
     With a_d = est.alpha(d), T_t(x) / T_d(x) the target / draft step seconds at x positions in
     the engine's batch, T_v the verdict time, T_l the launch a speculative target step pays, n the load, L tokens per step, c2 = sd_draft_ratio:

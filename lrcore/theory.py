@@ -2,8 +2,10 @@
 and their product.
 
 Source: Fu et al., "Scaling Speculative Decoding with Lookahead Reasoning" (arXiv 2506.19830,
-NeurIPS 2025), Sec. 2, Sec. 3.3 and Appendices B-C, as reconstructed and checked in
-shared/reference/theory.md. Every function accepts scalars or numpy arrays (broadcasting).
+NeurIPS 2025), Sec. 2, Sec. 3.3 and Appendices B-C, written in one consistent indexing (k1, k2 =
+drafts + 1) and checked against the paper's identities and Monte Carlo of its cycle and stage
+models (tests/theory/test_identities.py, tests/theory/test_montecarlo.py). Every function
+accepts scalars or numpy arrays (broadcasting).
 
 Constants and symbols
     alpha1  probability that a drafted *step* is accepted (i.i.d. across steps)

@@ -107,7 +107,7 @@ def _default_threads_bind() -> str:
 class JudgeServerConfig:
     model: str                        # packaged model name/alias or a local HF folder
     port: int = 0                     # 0: a free loopback port
-    dtype: str = "float32"            # faster than bf16 on the AVX2 CPUs here (offline-assets.md)
+    dtype: str = "float32"            # faster than bf16, measured on this project's 2-core CPU
     max_model_len: int = 2048         # judge prompts are two steps (~100-400 tokens)
     kv_cache_space_gib: float = 1.0   # VLLM_CPU_KVCACHE_SPACE: plenty for one-token replies
     max_num_seqs: int = 16            # concurrent judgements (width x depth of the LR tree)

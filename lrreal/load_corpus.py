@@ -53,7 +53,7 @@ CONFIGS = (
     LoadConfig("lr-d2-emb", "lr", depth=2, verifier="embedding:0.9"),
     LoadConfig("lr+sd-d2-emb", "lr+sd", depth=2, verifier="embedding:0.9"),
 )
-# adaptive lookahead (issue 14) beside AR and the static LR it replaces, in a corpus of its own
+# adaptive lookahead beside AR and the static LR it replaces, in a corpus of its own
 # (benchmarks/collect_load.py --set adaptive: traces/load-adaptive/, 1-4 in flight)
 ADAPTIVE_CONFIGS = (
     LoadConfig("ar", "ar"),

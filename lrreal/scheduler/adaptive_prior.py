@@ -1,4 +1,4 @@
-"""Where a real lr-adaptive run's Estimator starts (`lr collect --adaptive-prior PATH`, issue 14).
+"""Where a real lr-adaptive run's Estimator starts (`lr collect --adaptive-prior PATH`).
 
 Without it the Estimator starts from lrcore's neutral Estimates(), told nothing about this
 machine, and its first problem pays for learning (measured: results/adaptive_real.md, the first

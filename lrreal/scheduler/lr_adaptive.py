@@ -1,5 +1,5 @@
 """`lr-adaptive` / `lr+sd-adaptive`: asynchronous LR whose depth and width are chosen before each
-new speculation by lrcore.adaptive's Controller, from what the run has measured (issue 14).
+new speculation by lrcore.adaptive's Controller, from what the run has measured.
 
 The tree is lr_async.py's, unchanged: `_choose`, called whenever a new root is set (before any
 speculation below it), asks the Controller instead of keeping the config's shape; speculation

@@ -2,7 +2,7 @@
 
 Event-driven: every engine request is an asyncio task whose completion posts an event on a
 queue; the loop awaits the queue (no polling). The rules, after the reference implementation
-(method.md) with its weak points fixed:
+(the authors' code, github.com/hao-ai-lab/LookaheadReasoning) with its weak points fixed:
 
 - The root stands for the committed context; it asks the target for the next step and has
   `width` children drafting that step.

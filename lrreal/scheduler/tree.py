@@ -6,7 +6,7 @@ drafts on its path. It holds
   - the target's step after its own context ("what the target says comes next here"),
   - `width` children, each drafting the step after this node's context.
 A child's draft and its parent's target step both continue the same context, so they are what the
-verifier compares (method.md, "The reference implementation is asynchronous").
+verifier compares (as in the authors' asynchronous code, github.com/hao-ai-lab/LookaheadReasoning).
 
 Names (the same in the simulator's Node, lrsim/sim/policies/lr_async.py):
   position      steps in the node's context, its own draft included (committed steps plus the

@@ -1,10 +1,11 @@
 """LLM-as-a-judge over an OpenAI-compatible server (`lr judge serve`, or any `--judge-url`).
 
-The reference protocol (method.md, "The judge protocol"): a system message; a user turn asking
-whether step s1 (target) and step s2 (draft) convey the same meaning - main ideas, logic,
-calculation results - answered "[aligned]" or "[unaligned]" (unaligned when too hard to decide);
-the assistant turn pre-filled with "[" so the first generated token is the verdict; temperature 0,
-max_tokens 1; accept iff the reply contains "ali" and not "un". The judge sees only the two steps.
+The reference protocol (the authors' code, github.com/hao-ai-lab/LookaheadReasoning): a system
+message; a user turn asking whether step s1 (target) and step s2 (draft) convey the same meaning -
+main ideas, logic, calculation results - answered "[aligned]" or "[unaligned]" (unaligned when
+too hard to decide); the assistant turn pre-filled with "[" so the first generated token is the
+verdict; temperature 0, max_tokens 1; accept iff the reply contains "ali" and not "un". The judge
+sees only the two steps.
 The wording is a template (`--judge-prompt NAME|FILE`, lrreal/verifiers/judge_prompt.py): the
 shipped `default` (this toolkit's wording, the default) or `paper` (the steps between explicit
 markers), or a JSON file of the same shape; the verdict rule is the same for all.

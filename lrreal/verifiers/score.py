@@ -3,9 +3,9 @@
 The paper's main baseline is SpecReason-style speculative reasoning: a small model drafts a
 reasoning step and the large (target) model, asked to judge it, answers with a score from 0 to 9
 in a single generated token; the step is kept when the score reaches a threshold. SpecReason reads
-the greedy first token as the score and accepts at score >= threshold. method.md gives no
-threshold; the default here, 7, is our choice, and it is also the default of SpecReason's public
-script (`--score_threshold 7.0`).
+the greedy first token as the score and accepts at score >= threshold. We take no threshold from
+the paper (arXiv 2506.19830); the default here, 7, is our choice, and it is also the default of
+SpecReason's public script (`--score_threshold 7.0`).
 
 How it runs here: `_compare` renders the score prompt with the target's chat template, appends
 the pre-fill (the open assistant turn, "Score: ", so the next token is the digit) and sends ONE
@@ -45,7 +45,7 @@ from lrcore.errors import UserError
 from .base import Verifier
 from .judge_prompt import prompt_sha256
 
-DEFAULT_THRESHOLD = 7   # our choice (method.md has none); SpecReason's script defaults to 7.0 too
+DEFAULT_THRESHOLD = 7   # our choice, not the paper's; SpecReason's script defaults to 7.0 too
 DIGITS = "0123456789"
 
 

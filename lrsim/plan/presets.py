@@ -15,10 +15,10 @@ Latency per model: the shipped table measured on the preset's device (lrsim/data
 H100 and H200, docs/gpu-latency-profile.md) where it has this model at this TP, plus its
 modelled all-reduce and our engine overhead; the device roofline (modelspec.roofline) elsewhere.
 
-The judge: 0.013 s per judgement, measured on H200 (method.md). It is used as given on H200; on
-another device its roofline part (a prefill of the two steps and the judge template plus one
-decoded token) is priced on that device and the rest (HTTP, scheduling: 13 ms minus the H200
-roofline's 7.4 ms) kept: 16.1 ms on H100. A verifier time given by the user
+The judge: 0.013 s per judgement, measured on H200 (the paper, arXiv 2506.19830). It is used as
+given on H200; on another device its roofline part (a prefill of the two steps and the judge
+template plus one decoded token) is priced on that device and the rest (HTTP, scheduling: 13 ms
+minus the H200 roofline's 7.4 ms) kept: 16.1 ms on H100. A verifier time given by the user
 (`--verifier-seconds`) is taken as measured on the planned hardware and never rescaled.
 
 KV cache per engine, as vLLM sizes it (lrsim/sim/kvcache.kv_from_memory): 0.9
@@ -49,14 +49,15 @@ from . import catalog, modelspec
 from .modelspec import ENGINE_OVERHEAD_MS, TP_EFFICIENCY, ModelSpec
 from .width import PAPER_WIDTH_ACCEPTANCE, fit
 
-JUDGE_MODEL = "qwen2.5-7b-instruct"   # the paper's default judge (method.md)
+JUDGE_MODEL = "qwen2.5-7b-instruct"   # the paper's default judge (arXiv 2506.19830)
 JUDGE_SECONDS = 0.013           # paper: 7B judge latency per step ...
-JUDGE_MEASURED_ON = "H200"      # ... measured on H200 (method.md)
+JUDGE_MEASURED_ON = "H200"      # ... measured on H200 (arXiv 2506.19830)
 NGRAM_SPEC_TOKENS = 8           # paper's n-gram SD setting -> k2 = 9 positions per verify pass
 LR_DEPTH = 4                    # the reference implementation's default max_depth
 STEP_MEAN = 45.0                # tokens per step: R1/Qwen3 paragraphs, capped at 100 by the reference
 TABLE1_FILE = "table1.json"
-# Per-position acceptance 0.63 (W=1) -> 0.83 (W=8) (method.md) implies this sibling correlation
+# Per-position acceptance 0.63 (W=1) -> 0.83 (W=8) (the paper's width ablation, arXiv 2506.19830)
+# implies this sibling correlation
 SIBLING_HARD = fit(PAPER_WIDTH_ACCEPTANCE)[1]
 
 

@@ -1,13 +1,14 @@
 """Simulated predictions of the paper's 14 presets side by side with the paper's Table 1.
 
-Table 1 is single-stream (one question at a time, method.md), so each preset runs one request per
-seed; seed k gives AR and every mode the same steps. A mode's speedup is the mean over seeds of
-AR latency / the mode's latency, with a Student-t interval over seeds (stats.py, scipy). Seeds are
-added until every mode's interval is within `ci_target` of its speedup (or `max_seeds`): the
-printed interval is the one asked for. Modes as in the paper: LR = async tree, depth 4, width 1;
-SD = n-gram, 8 speculative tokens (k2 = 9); LR+SD = both.
+Table 1 is single-stream (the authors' code, github.com/hao-ai-lab/LookaheadReasoning, runs one
+question at a time), so each preset runs one request per seed; seed k gives AR and every mode the
+same steps. A mode's speedup is the mean over seeds of AR latency / the mode's latency, with a
+Student-t interval over seeds (stats.py, scipy). Seeds are added until every mode's interval is
+within `ci_target` of its speedup (or `max_seeds`): the printed interval is the one asked for.
+Modes as in the paper: LR = async tree, depth 4, width 1; SD = n-gram, 8 speculative tokens
+(k2 = 9); LR+SD = both.
 
-Rows whose Table 1 values are not in the reference (lrsim/data/table1.json: null) are simulated
+Rows whose Table 1 values are not filled in (lrsim/data/table1.json: null) are simulated
 all the same, from the assumptions that file names; their paper columns are None.
 """
 from __future__ import annotations

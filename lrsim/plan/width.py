@@ -7,9 +7,10 @@ alpha1 and the acceptance of a position (some sibling accepted) at width W is
 
     p(W) = (1 - h) (1 - (1 - alpha1 / (1 - h))^W)          p(1) = alpha1
 
-A user who measured per-position acceptance at a few widths (the paper: 0.63 at W = 1, 0.83 at
-W = 8, method.md) gives {W: p(W)}; `fit` returns (alpha1, h) reproducing them (exactly for one
-width besides W = 1, least squares for more; scipy.optimize).
+A user who measured per-position acceptance at a few widths (the paper's width ablation,
+arXiv 2506.19830, depth 2: 0.63 at W = 1, 0.83 at W = 8) gives {W: p(W)}; `fit` returns
+(alpha1, h) reproducing them (exactly for one width besides W = 1, least squares for more;
+scipy.optimize).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import math
 
 from lrcore.errors import UserError
 
-PAPER_WIDTH_ACCEPTANCE = {1: 0.63, 8: 0.83}     # method.md: depth 2, W = 1 -> 8
+PAPER_WIDTH_ACCEPTANCE = {1: 0.63, 8: 0.83}     # the paper's width ablation: depth 2, W = 1 -> 8
 
 
 def position_acceptance(alpha1: float, h: float, width: int) -> float:

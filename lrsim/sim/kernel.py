@@ -3,7 +3,7 @@ run loop, processing the same events in the same order (time, priority, id) as S
 
 Why: an engine's fluid chunk ends at a timer that a batch change often supersedes (a job
 submitted at the chunk's first instant, or mid-chunk from another engine). With plain SimPy the
-superseded timer stays queued and fires later to do nothing (the issue-16 profile: 2.3 of 16.4
+superseded timer stays queued and fires later to do nothing (in a profiled run: 2.3 of 16.4
 events per simulated lr-async step). Here such timers live in a small side queue (one entry per
 engine at most) and `cancel` removes them; `run` pops the smaller of the side queue's head and
 the heap's head, so every other event is processed exactly when and in the order it was before.

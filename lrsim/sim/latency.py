@@ -82,7 +82,8 @@ class Roofline(LatencyModel):
 
 @dataclass(frozen=True)
 class Ideal(LatencyModel):
-    """Free batching up to `budget` positions per iteration (theory.md, 'free batching')."""
+    """Free batching up to `budget` positions per iteration (the paper's theory, arXiv 2506.19830
+    Sec. 3.3: batched steps cost the same as one)."""
     unit: float = 1.0
     budget: float = math.inf
 

@@ -32,7 +32,7 @@ latency tables:
     [workload] accept_by_width = [[1, 0.63], [8, 0.83]]   per-position acceptance by tree width
                                          (sets alpha1 and sibling_hard, lrsim/plan/width.py)
     [workload] phase_alpha1 = 0.3, phase_at = 0.5   a phase change: from half the steps on, the
-                                         step acceptance is 0.3 (issue 14's adaptive targets)
+                                         step acceptance is 0.3 (for adaptive lookahead)
 Every error names the file and the field: `lr: error: FILE: models.target.latency.kind: ...`.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     none       zero cost (the theory's assumption, --ideal)
     constant   a fixed latency per judgement (paper, H200: embedding 0.009 s, 7B judge 0.013 s,
-               32B judge 0.025 s per step; method.md)
+               32B judge 0.025 s per step; arXiv 2506.19830)
     per_token  a latency per token of the two steps compared
     llm        an LLM judge on its own engine: a prefill of both steps + prompt template and one
                decoded token (max_tokens 1), batched with other judgements on the judge device
@@ -20,7 +20,7 @@ from lrcore.errors import UserError
 
 from .engine import Engine, Job
 
-JUDGE_TEMPLATE_TOKENS = 120   # system prompt + instructions around the two steps (method.md protocol)
+JUDGE_TEMPLATE_TOKENS = 120   # system prompt + instructions around the two steps (authors' prompt)
 # the instruction text of the score verifier's prompt (lrreal/verifiers/score.py) around the
 # drafted step; that prompt shows the step alone (no problem, no history): a fresh sequence
 SCORE_TEMPLATE_TOKENS = 60

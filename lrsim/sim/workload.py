@@ -24,7 +24,8 @@ from lrcore.limits import MAX_STEPS_PER_REQUEST
 
 from .tokensd import AcceptedLengths
 
-STEP_TOKEN_CAP = 100     # the reference cuts a step at 100 tokens (method.md)
+# the authors' code (github.com/hao-ai-lab/LookaheadReasoning) cuts a step at 100 tokens
+STEP_TOKEN_CAP = 100
 
 
 @dataclass
@@ -63,8 +64,9 @@ class Synthetic:
 
     alpha1 is the step acceptance probability; `alpha_by_depth[d-1]` overrides it for a draft d
     levels ahead of the committed context (acceptance often falls with depth). Step lengths are
-    lognormal with the given mean (GSM8K steps in offline-assets.md: 22-72 tokens, mean 34-40),
-    capped at STEP_TOKEN_CAP; `step_sigma = 0` gives equal steps (the theory's assumption).
+    lognormal with the given mean (GSM8K steps of the CPU model pair, measured on this project's
+    2-core CPU machine: 22-72 tokens, mean 34-40), capped at STEP_TOKEN_CAP; `step_sigma = 0`
+    gives equal steps (the theory's assumption).
     """
     n_requests: int = 1
     steps: int = 200
@@ -78,7 +80,7 @@ class Synthetic:
     rate: float | None = None        # Poisson arrivals per second; None = all arrive at t = 0
     seed: int = 0
     # P(a step that no draft can match): correlates sibling drafts (width > 1). The paper saw
-    # acceptance rise only 0.63 -> 0.83 from width 1 to 8 (method.md): sibling_hard ~ 0.15
+    # acceptance rise only 0.63 -> 0.83 from width 1 to 8 (its width ablation): sibling_hard ~ 0.15
     # reproduces that; 0 = independent siblings. The marginal acceptance per draft stays alpha1.
     sibling_hard: float = 0.0
     # P(an SD round carries a proposal): an n-gram drafter finds no match for some (tokensd.py);
@@ -87,8 +89,8 @@ class Synthetic:
     # may a draft follow the prompt itself? The real scheduler drafts only after a step boundary,
     # and a chat prompt is none (the traces: never); True = every context, the theory's model
     draft_first: bool = True
-    # a phase change (issue 14): from step `phase_at` x steps of every request on, the step
-    # acceptance is `phase_alpha1` instead of alpha1 / alpha_by_depth; None = one phase
+    # a phase change (for adaptive lookahead): from step `phase_at` x steps of every request on,
+    # the step acceptance is `phase_alpha1` instead of alpha1 / alpha_by_depth; None = one phase
     phase_alpha1: float | None = None
     phase_at: float = 0.5
     # an output budget (tokens; `lr collect --max-tokens`): each request draws steps until it

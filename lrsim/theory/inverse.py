@@ -1,7 +1,7 @@
 """Inverting the closed forms: which effective c1 explains a measured speedup?
 
-theory.md ("What the theory leaves out"): plugging the paper's measured LR speedups into its own
-async formula implies an effective c1 far above the draft/target parameter ratio (~0.05): the
+Plugging the paper's measured LR speedups (arXiv 2506.19830, Table 1) into its own async formula
+(App. B Theorem 2) implies an effective c1 far above the draft/target parameter ratio (~0.05): the
 overheads (verifier, scheduling, batch cost) dominate. This module makes that computation exact.
 """
 from __future__ import annotations

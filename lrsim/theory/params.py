@@ -50,7 +50,7 @@ def check_mode(value: str) -> str:
 
 @dataclass(frozen=True)
 class HybridParams:
-    """Acceptance and cost ratios of both speculation levels (notation of theory.md)."""
+    """Acceptance and cost ratios of both speculation levels (arXiv 2506.19830 notation)."""
 
     alpha1: float         # step acceptance probability
     c1: float             # draft/target cost ratio per step

@@ -15,7 +15,7 @@ from lrreal.collect import CollectSpec
 from lrreal.engine import EngineArgs, check_gpu_layout, check_heads_divisible
 from lrreal.judge_server import JudgeServer, JudgeServerConfig
 
-# The paper's layout (method.md): target TP=2 on GPUs 0,1, the draft on GPU 2, the judge on 3.
+# The paper's layout (arXiv 2506.19830): target TP=2 on GPUs 0,1, draft on GPU 2, judge on 3.
 PAPER = dict(mode="lr", dtype="bfloat16", tensor_parallel_size=2, target_devices="0,1",
              draft_devices="2")
 

@@ -114,9 +114,9 @@ def test_rate_without_requests_defaults_to_100_arrivals(capsys):
 
 
 def test_width_with_correlated_siblings_reproduces_the_papers_acceptance():
-    """method.md: acceptance rose 0.63 -> 0.83 from width 1 to 8 (depth 2). With sibling_hard =
-    0.15 a position is accepted with 0.85 (1 - (1 - 0.63/0.85)^W): 0.63 at W=1, 0.85 at W=8
-    (W = 4 here, 0.846, to keep the test fast)."""
+    """The paper's width ablation: acceptance rose 0.63 -> 0.83 from width 1 to 8 (depth 2). With
+    sibling_hard = 0.15 a position is accepted with 0.85 (1 - (1 - 0.63/0.85)^W): 0.63 at W=1,
+    0.85 at W=8 (W = 4 here, 0.846, to keep the test fast)."""
     rates = {}
     for w in (1, 4):
         cfg = Config.ideal_setup("lr-async", 0.63, 0.1, depth=2, width=w, steps=1000, requests=1, seed=9)

@@ -1,4 +1,4 @@
-"""Validation against the closed forms (theory.md) under the theory's assumptions (--ideal).
+"""Validation against the closed forms (lrsim.theory) under the theory's assumptions (--ideal).
 
 Speedup = sum of AR latencies / sum of policy latencies over independent requests (the same
 steps), with a delta-method standard error (lrsim.theory.montecarlo.ratio_estimate). Seeds are
@@ -48,7 +48,7 @@ def test_lr_stage_matches_s1_s2(alpha1, c1, k1):
 
 
 def test_lr_stage_example_value():
-    """theory.md: alpha1 = 0.63, k1 = 6, c1 = 0.1 gives S2 = 2.2580."""
+    """App. B Theorem 2's S2 at alpha1 = 0.63, k1 = 6, c1 = 0.1 is 2.2580 (test_identities.py)."""
     sim, se, _ = _speedup("lr-stage", 0.63, 0.1, k1=6)
     assert float(async_s2(0.63, 0.1, 6)) == pytest.approx(2.2580, abs=1e-4)
     _assert_within(sim, se, 2.2580)
@@ -71,7 +71,7 @@ def test_lr_sync_with_sd_matches_product(alpha1, c1, k1, alpha2, c2, k2):
 
 @pytest.mark.parametrize("alpha1,c1,depth", [(0.63, 0.1, 2), (0.63, 0.1, 4), (0.5, 0.2, 2), (0.8, 0.05, 3)])
 def test_lr_async_pipeline_between_s2_depth_and_s2_depth_plus_1(alpha1, c1, depth):
-    """theory.md: the event-level pipeline lands between S2(D) and S2(D+1), 1-2% below S2(D+1)."""
+    """The event-level pipeline lands between S2(D) and S2(D+1), a few per cent below S2(D+1)."""
     sim, se, s = _speedup("lr-async", alpha1, c1, depth=depth)
     lo = float(async_s2(alpha1, c1, depth))
     hi = float(async_s2(alpha1, c1, depth + 1)) if depth + 1 < depth_limit(c1) else float(async_s1(alpha1, c1))

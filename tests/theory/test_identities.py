@@ -1,4 +1,4 @@
-"""Closed-form identities and reference values from theory.md (paper Sec. 2, 3.3, App. B/C)."""
+"""Closed-form identities and reference values of the paper's theory (Sec. 2, 3.3, App. B/C)."""
 import math
 
 import numpy as np
@@ -45,7 +45,7 @@ def test_gamma_and_k2_forms_agree():
 
 
 def test_reference_values():
-    # theory.md: the async stage model at alpha1 = 0.63, k1 = 6, c1 = 0.1 gives S2 = 2.2580.
+    # The async stage model (App. B Theorem 2) at alpha1 = 0.63, k1 = 6, c1 = 0.1: S2 = 2.2580.
     assert float(async_s2(0.63, 0.1, 6)) == pytest.approx(2.2580, abs=5e-5)
     # The paper's closed form, written out literally, equals the stable implementation.
     a, c, k = 0.63, 0.1, 6

@@ -74,7 +74,7 @@ def test_exact_ties_are_reported():
 
 
 def test_pure_strategies_can_win_outside_theorem_ranges():
-    """theory.md: outside the theorems' ranges a pure strategy can win (small M, n-gram alpha2)."""
+    """Outside App. B Theorems 3-4's ranges a pure strategy can win (small M, n-gram alpha2)."""
     lr = optimize(HybridParams(0.63, 0.05, 0.3, 0.0, "async"), 4)
     assert lr.winner == "pure_lr" and (lr.best.k1, lr.best.k2) == (4, 1)
     sd = optimize(HybridParams(0.5, 0.3, 0.8, 0.02, "sync"), 8)

@@ -1,4 +1,4 @@
-"""Adaptive lookahead (issue 14): asynchronous LR whose depth, width and SD length are chosen
+"""Adaptive lookahead: asynchronous LR whose depth, width and SD length are chosen
 before each new speculation by lrcore.adaptive's Controller, from what the run has observed.
 
 The tree is lr_async.py's, unchanged: `AsyncLookahead.choose`, called whenever a new root is set

@@ -1,5 +1,6 @@
-"""Asynchronous Lookahead Reasoning as the reference implementation behaves (method.md).
+"""Asynchronous Lookahead Reasoning as the reference implementation behaves.
 
+The reference implementation is the authors' code (github.com/hao-ai-lab/LookaheadReasoning).
 A tree of nodes below the committed root. A node holds one drafted step; its target job is "the
 target's next step after this node's context". Rules:
  - when a node's draft finishes it (a) submits its target job at once (the prefix exists) and
