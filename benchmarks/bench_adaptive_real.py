@@ -29,6 +29,7 @@ from benchmarks.write import write_results  # noqa: E402
 
 TARGET = 0.03          # within 3% of AR (issue 14)
 ADAPTIVE = "lr-adaptive-d2"
+STATIC = "lr-d2"       # the static configuration lr-adaptive replaces (depth 2, width 1)
 
 
 def _decisions(recs: list[dict]) -> dict:
@@ -50,8 +51,27 @@ def _block(recs: list[dict], speedup: float) -> dict:
     mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
     return {"depth0_share": mean([d["depth"] == 0 for d in ds]),
             "alpha1_first": mean([d["estimates"]["alpha_by_depth"][0] for d in first]),
+            # the target's cost of one more position in its batch, as a share of a step
+            "slope_share_first": mean([d["estimates"]["target_slope_s"] / d["estimates"]["target_step_s"]
+                                       for d in first]),
             "expected_first": mean([d["best_tps"] / d["ar_tps"] for d in first if d.get("ar_tps")]),
             "speedup_vs_ar": speedup}
+
+
+def priced_static(level: dict, n: int, acceptance: float | None) -> float | None:
+    """What lr-adaptive's cost model says static lr-d2 earns over AR at this level: the closed
+    forms (lrcore.adaptive.expected_rate) with the estimates the level's last lr-adaptive record
+    ended with (`adaptive.final`), lr-d2's measured step acceptance at every depth and n requests
+    in flight. Beside lr-d2's measured speedup it checks the cost side of the decision rule."""
+    from lrcore.adaptive import AR, AdaptiveConfig, Choice, Estimates, expected_rate
+
+    recs = [r for r in level.get(ADAPTIVE, []) if (r.get("adaptive") or {}).get("final")]
+    if not recs or acceptance is None:
+        return None
+    est = Estimates.from_dict(recs[-1]["adaptive"]["final"])      # records are in file order
+    est = Estimates.from_dict(est.to_dict() | {"alpha_by_depth": [acceptance, acceptance], "load": float(n)})
+    cfg = AdaptiveConfig(max_depth=2, widths=(1,))
+    return expected_rate(est, Choice(2, 1, 1), cfg) / expected_rate(est, AR, cfg)
 
 
 def bench(root: Path) -> dict:
@@ -78,6 +98,8 @@ def bench(root: Path) -> dict:
             if cfg == ADAPTIVE:
                 row |= _decisions(level[cfg])
                 row["by_block"] = [_block(own[k], x) for k, x in zip(sorted(common), per)]
+            if cfg == STATIC:
+                row["priced_by_adaptive"] = priced_static(level, n, row.get("step_acceptance"))
         out["levels"][str(n)] = table
     rows = [(n, t[ADAPTIVE]) for n, t in out["levels"].items() if ADAPTIVE in t]
     out["adaptive_min_speedup_vs_ar"] = min((r["speedup_vs_ar"] for _, r in rows), default=None)
@@ -104,12 +126,24 @@ def render(doc: dict) -> str:
     lines += ["", "lr-adaptive by block (round): share of decisions at depth 0; at each record's first "
               "decision the Estimator's depth-1 acceptance and the expected speedup of its best "
               "choice over AR (block means); the measured speedup.", "",
-              "| in flight | round | depth 0 | acceptance believed | expected | measured |",
-              "|---|---|---|---|---|---|"]
+              "| in flight | round | depth 0 | acceptance believed | slope believed | expected | measured |",
+              "|---|---|---|---|---|---|---|"]
     for n, table in doc["levels"].items():
         for i, b in enumerate((table.get(ADAPTIVE) or {}).get("by_block", [])):
             lines.append(f"| {n} | {i} | {_f(b['depth0_share'])} | {_f(b['alpha1_first'])} | "
+                         f"{_f(b.get('slope_share_first'), '.3f')} | "
                          f"{_f(b['expected_first'])} | {_f(b['speedup_vs_ar'])} |")
+    lines += ["", "(slope believed: the target's cost of one more position in its batch as a share of "
+              "a step, target_slope_s / target_step_s, at each record's first decision.)"]
+    priced = [(n, r) for n, table in doc["levels"].items()
+              if (r := table.get(STATIC) or {}).get("priced_by_adaptive") is not None]
+    if priced:          # records from before lr-adaptive wrote its final estimates have none
+        lines += ["", f"The decision rule's cost model against static {STATIC}: {STATIC}'s speedup over "
+                  "AR as expected_rate prices it (the estimates the level's last lr-adaptive record "
+                  f"ended with, {STATIC}'s measured step acceptance) and as measured.", "",
+                  "| in flight | step acceptance | priced | measured |", "|---|---|---|---|"]
+        lines += [f"| {n} | {_f(r.get('step_acceptance'))} | {_f(r['priced_by_adaptive'])} | "
+                  f"{_f(r.get('speedup_vs_ar'))} |" for n, r in priced]
     m = doc["adaptive_min_speedup_vs_ar"]
     first = {n: (t[ADAPTIVE]["first_problem_records"], t[ADAPTIVE].get("carried_prior_records", 0))
              for n, t in doc["levels"].items() if ADAPTIVE in t}
