@@ -17,16 +17,17 @@ import pytest
 from lrcore.errors import UserError
 from lrsim.plan import presets as P
 from lrsim.plan.presets import PRESETS, build_presets, implied_alpha2
-from lrsim.plan.table1 import REL_TOLERANCE, TABLE_HEADER, compare_table1, format_rows
+from lrsim.plan.table1 import TABLE_HEADER, compare_table1, format_rows
 
 SOURCES = ["roofline"] + (["auto"] if "measured" in PRESETS["r1-gsm8k"].latency_source() else [])
 PUBLISHED = ["r1-gsm8k", "r1-aime24", "qwen3-gsm8k", "qwen3-aime24"]
 
 
-# How far a published row may be from the paper: with the measured H100 table the README quotes
-# at most 13.9% (benchmarks/results/paper_table.md, intervals +-2%); these runs use fewer seeds,
-# so a few points of sampling noise on top. The roofline is looser (docs/planning.md).
-TOLERANCE = {"auto": 0.18, "roofline": REL_TOLERANCE}
+# How far a published row may be from the paper: the worst the docs quote, from runs with every
+# speedup known to +-2% - 13.9% with the measured H100 table (benchmarks/results/paper_table.md,
+# README) and 18.6% with the roofline (paper_table_roofline.md, docs/planning.md) - plus ~4 points
+# for the sampling noise of these shorter runs (2 seeds).
+TOLERANCE = {"auto": 0.18, "roofline": 0.23}
 
 
 @pytest.fixture(scope="module", params=SOURCES)
