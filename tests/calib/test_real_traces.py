@@ -17,6 +17,14 @@ from lrsim.calib.replay import replay, replay_files
 ROOT = Path(__file__).resolve().parents[2]
 OWN = ROOT / "tests/data/calib/cpu-gsm8k.jsonl"
 
+# Regression bounds on the committed traces: what calibrate + replay reach on them today, plus
+# ~20% of it. They are small (a dozen short records) and their AR ran while other engines loaded
+# the machine (test_load_drift_between_modes_is_reported), so the errors are large; a model change
+# that makes them worse fails here. Measured: target fit 0.44; replay 0.38 (ar 0.60, lr 0.26,
+# lr+sd 0.23, sd 0.09); held-out 0.23; table latency 0.36; lr with the measured draft curve 0.07.
+MAX_MAPE = {"fit": 0.52, "replay": 0.45, "ar": 0.72, "lr": 0.32, "lr+sd": 0.28, "sd": 0.12,
+            "holdout": 0.28, "table": 0.43, "curve lr": 0.09}
+
 
 def real_traces() -> list[str]:
     paths = sorted(glob.glob(str(ROOT / "traces/samples/*.jsonl")))
@@ -40,12 +48,12 @@ def test_calibrate_replay_real(traces, tmp_path):
     assert prof.doc["source"]["hardware"]            # recorded from the traces' run info
     fit = prof.doc["latency"]["target"]["fit"]
     assert fit["source"].startswith("target") and fit["points"] >= 3
-    assert math.isfinite(fit["rmse_s"]) and math.isfinite(fit["mape"])
+    assert math.isfinite(fit["rmse_s"]) and fit["mape"] <= MAX_MAPE["fit"]
     records = [r for p in traces for r in read_records(p)]
     out = replay(prof, records)
-    assert math.isfinite(out["mape"]) and out["records"] == len([r for r in records if r["steps"]])
+    assert out["mape"] <= MAX_MAPE["replay"] and out["records"] == len([r for r in records if r["steps"]])
     for mode, e in out["modes"].items():
-        assert math.isfinite(e["mape"]) and e["tokens_per_s"]["predicted"] > 0, mode
+        assert e["mape"] <= MAX_MAPE[mode] and e["tokens_per_s"]["predicted"] > 0, (mode, e["mape"])
         assert {"mean", "p50", "p90"} == set(e["latency"])
     if "lr" in out["modes"] and "ar" in out["modes"]:
         assert out["modes"]["lr"]["speedup"]["measured"] > 0
@@ -61,7 +69,7 @@ def test_replay_cli_json_on_real_traces(traces, tmp_path):
     r = run("replay", "--profile", prof, *traces, "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert "mape" in out and "pearson_r" in out and math.isfinite(out["mape"])
+    assert "mape" in out and "pearson_r" in out and out["mape"] <= MAX_MAPE["replay"]
     for e in out["modes"].values():
         assert {"mape", "pearson_r", "speedup", "tokens_per_s", "latency"} <= set(e)
     # the human-readable forms (tables, warnings) of the same calibration and replay
@@ -79,7 +87,7 @@ def test_holdout_on_real_traces(traces):
         pytest.skip("held-out validation needs 2+ problems")
     out, prof = replay_files(traces, None, holdout=0.5, seed=0)
     assert set(out["holdout"]["validated_problems"]).isdisjoint(prof.doc["source"]["problems"])
-    assert math.isfinite(out["mape"])
+    assert out["mape"] <= MAX_MAPE["holdout"]
 
 
 def test_load_drift_between_modes_is_reported():
@@ -121,7 +129,7 @@ def test_table_latency_model_from_real_passes(traces):
     t = doc["latency"]["target"]
     assert t["kind"] == "table" and t["decode"] and t["fit"]["source"] == "target passes"
     out = replay(Profile(validate_doc(doc)), [r for p in traces for r in read_records(p)])
-    assert math.isfinite(out["mape"])
+    assert out["mape"] <= MAX_MAPE["table"]
 
 
 def test_measured_draft_curve_plugs_into_the_real_profile():
@@ -137,7 +145,7 @@ def test_measured_draft_curve_plugs_into_the_real_profile():
     prof = Profile(validate_doc(doc))
     assert prof.latency("draft", "lr").forward(2, 0, 2, 128.0) > 0
     out = replay(prof, read_records(OWN))
-    assert math.isfinite(out["modes"]["lr"]["mape"])
+    assert out["modes"]["lr"]["mape"] <= MAX_MAPE["curve lr"]
 
 
 def test_profile_records_both_models():
