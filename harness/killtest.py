@@ -5,9 +5,11 @@
 
 Each run is `python -m cli collect ARGS --out OUT --resume --json` in its own session, so every
 process it starts (engine cores, their workers, the reaper) is found by session id even after
-re-parenting. Kill points (seeded) are of three kinds:
+re-parenting. Kill points (seeded) are of these kinds:
 - "timed":    SIGKILL after a uniform random delay in [min_s, max_s] from process start (covers
               start-up, engine loading and the middle of a record);
+- "startup":  SIGKILL after a uniform random delay in [0, min_s]: before the engines are up on
+              any machine (a fast one loads them before a "timed" kill can land);
 - "on-write": SIGKILL the moment the trace file grows, i.e. during or right after a record's
               write()/fsync();
 - "mid-record": once this run has written a record, SIGKILL after a further uniform random
@@ -127,7 +129,8 @@ def _kill_once(cfg: KillTestConfig, kind: str, delay: float, tear_at: int) -> di
             engines = _engines_seen(p.pid)  # a /proc scan: only every 0.25 s
         if kind == "mid-record" and mid_deadline is None and _size(cfg.out) != before:
             mid_deadline = now + delay
-        if ((kind == "timed" and now >= delay) or (kind == "on-write" and _size(cfg.out) != before)
+        if ((kind in ("timed", "startup") and now >= delay)
+                or (kind == "on-write" and _size(cfg.out) != before)
                 or (mid_deadline is not None and now >= mid_deadline)):
             os.kill(p.pid, signal.SIGKILL)  # the parent only, as the OOM killer or `kill -9` do
             killed_at = now
@@ -194,7 +197,8 @@ def kill_test(cfg: KillTestConfig, expected: set[tuple], progress=None) -> dict:
     kills = []
     for i in range(cfg.n):
         kind = cfg.kinds[i % len(cfg.kinds)] if cfg.cycle_kinds else rng.choice(cfg.kinds)
-        delay = rng.uniform(0.0, cfg.mid_s) if kind == "mid-record" else rng.uniform(cfg.min_s, cfg.max_s)
+        delay = (rng.uniform(0.0, cfg.mid_s) if kind == "mid-record" else
+                 rng.uniform(0.0, cfg.min_s) if kind == "startup" else rng.uniform(cfg.min_s, cfg.max_s))
         tear_at = rng.randint(1, 3)
         kills.append(_kill_once(cfg, kind, delay, tear_at))
         if progress:

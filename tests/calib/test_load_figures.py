@@ -12,6 +12,16 @@ from benchmarks import bench_load as bl
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
+REL = 1e-6      # recomputed floats against the committed ones (see the first test)
+
+
+def approx_tree(x):
+    """`x` with every float compared to REL (dicts and lists walked)."""
+    if isinstance(x, dict):
+        return {k: approx_tree(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [approx_tree(v) for v in x]
+    return pytest.approx(x, rel=REL) if isinstance(x, float) else x
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +46,11 @@ def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed,
         for cfg, row in table.items():
             for key, value in row.items():
                 if isinstance(value, float):
-                    # measured: arithmetic on recorded times; replayed: a seeded simulation
-                    assert want[cfg][key] == pytest.approx(value, rel=1e-9), (n, cfg, key)
+                    # measured: arithmetic on recorded times; replayed: a seeded simulation of a
+                    # profile fitted by an iterative least-squares solve, whose last digits
+                    # differ between CPUs (1.4e-9 relative between two machines here): 1e-6 is
+                    # far below any change of a trace or of the model
+                    assert want[cfg][key] == pytest.approx(value, rel=REL), (n, cfg, key)
                 else:
                     assert want[cfg][key] == value, (n, cfg, key)
 
@@ -50,11 +63,11 @@ def test_break_even_and_error_summary_follow_from_the_levels(committed, recomput
         assert b["replayed_vs_ar"] == bl.break_even(measured, "predicted_speedup_vs_ar", cfg)
     errs = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
             for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    assert committed["replay_speedup_error_max"] == pytest.approx(max(errs), rel=1e-9)
+    assert committed["replay_speedup_error_max"] == pytest.approx(max(errs), rel=REL)
 
 
 def test_the_latency_fit_summary_is_the_replay_profiles(committed, recomputed):
-    assert committed["latency_fit"] == bl.fit_summary(recomputed[2])
+    assert committed["latency_fit"] == approx_tree(bl.fit_summary(recomputed[2]))
 
 
 def test_position_factors_close_the_target_passes_total(committed):

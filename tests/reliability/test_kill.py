@@ -23,9 +23,10 @@ FAKE_ENV = {"LR_FAKE_TOKEN_S": "0.024"}  # ~0.8 s per record: kills land mid-rec
 
 
 def _fake_cfg(tmp_path, **kw) -> KillTestConfig:
+    kw = {"kinds": ("timed", "timed", "on-write", "torn"), **kw}
     return KillTestConfig(collect_args=FAKE_ARGS, out=tmp_path / "t.jsonl", command=FAKE,
                           env=FAKE_ENV, tear_env="LR_FAKE_TEAR_AT", min_s=0.3, max_s=3.5,
-                          kinds=("timed", "timed", "on-write", "torn"), orphan_timeout_s=10, **kw)
+                          orphan_timeout_s=10, **kw)
 
 
 def _assert_exactly_once(res: dict) -> None:
@@ -36,8 +37,12 @@ def _assert_exactly_once(res: dict) -> None:
 
 
 def test_fake_engine_kill_loop(tmp_path):
-    """16 SIGKILLs (timed, on write, mid-line) with resumes: every (problem, sample, mode) once."""
-    res = kill_test(_fake_cfg(tmp_path, n=16, seed=0), expected_keys("gsm8k", 12, "lr", samples=2))
+    """16 SIGKILLs (timed, on write, mid-line, before the engines are up) with resumes: every
+    (problem, sample, mode) once. ("startup" kills: on a fast machine the fake engines are up
+    before any "timed" kill lands, and none was killed during start-up.)"""
+    res = kill_test(_fake_cfg(tmp_path, n=16, seed=0,
+                              kinds=("timed", "timed", "on-write", "torn", "startup")),
+                    expected_keys("gsm8k", 12, "lr", samples=2))
     _assert_exactly_once(res)
     assert res["kills_that_hit"] >= 12, res["kills"]         # most kills hit a live run
     assert res["torn_tails_dropped"] >= 1, res["kills"]      # a torn line was cut on resume
