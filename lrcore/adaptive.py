@@ -228,10 +228,9 @@ class BatchCost:
     again (directional forgetting). One clock for all sizes would let a run that settles at one
     batch size - depth 0 alone, or 4 AR streams - forget everything it measured about the
     others, and the slope fall back to its prior (the theory's free batching, 0) and the
-    speculation it made look free: the real load corpus's rounds 5-6 believed 0 s per position
-    where a step costs ~0.09 s per token per extra position (docs/adaptive.md). Seen at one
-    batch size only, the slope is its prior; a negative fitted slope is refitted at 0 (a larger
-    batch never runs faster)."""
+    speculation it made look free (the real load corpus's rounds 5-6, docs/adaptive.md). Seen at
+    one batch size only, the slope is its prior; a negative fitted slope is refitted at 0 (a
+    larger batch never runs faster)."""
     base0: float
     slope0: float
     prior_weight: float

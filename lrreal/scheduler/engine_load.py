@@ -4,9 +4,8 @@ A step's cost depends on the batch it ran in for its whole life, not on the batc
 on the CPU engines a target step of ~40 tokens runs beside 0-2 speculative steps that start and
 end inside it, so the count at its end is mostly 1 whatever it shared. `BusyMeter` keeps the
 integral of the engine's in-flight count (a piecewise-constant function of time), so the mean
-over any recent interval is a difference of two areas over its length. Regression on the count
-at the end attenuated the fitted cost per extra position by about 30% on the load corpus's
-single-request records (docs/adaptive.md).
+over any recent interval is a difference of two areas over its length. (A regressor read with
+that much error pulls the fitted cost per extra position towards 0: docs/adaptive.md.)
 """
 from __future__ import annotations
 
