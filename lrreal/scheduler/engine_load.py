@@ -65,16 +65,15 @@ class BusyMeter:
         return self.points[i][2]
 
 
-# One meter per engine (by id), shared by every problem on the same engines in this process.
-_meters: dict[int, BusyMeter] = {}
-
-
 def meter(engine) -> BusyMeter:
-    """The BusyMeter of `engine` (a CountedEngine or the engine it wraps)."""
-    key = id(getattr(engine, "engine", engine))
-    if key not in _meters:
-        _meters[key] = BusyMeter()
-    return _meters[key]
+    """The BusyMeter of `engine` (a CountedEngine or the engine it wraps), kept on the engine
+    itself: shared by every problem on it, and gone with it (a table keyed by id() handed a new
+    engine the count of a dead one that had been given the same id)."""
+    engine = getattr(engine, "engine", engine)
+    m = getattr(engine, "_busy_meter", None)
+    if m is None:
+        m = engine._busy_meter = BusyMeter()
+    return m
 
 
 def in_flight(engine) -> int:

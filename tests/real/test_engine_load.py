@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from lrreal.scheduler.engine_load import HISTORY, BusyMeter, CountedEngine, in_flight, mean_batch
+from lrreal.scheduler.engine_load import (HISTORY, BusyMeter, CountedEngine, in_flight, mean_batch,
+                                           meter)
 
 
 def test_mean_is_the_area_under_the_count_over_the_interval():
@@ -56,3 +57,19 @@ def test_counted_engine_counts_its_requests_while_they_run():
     assert in_flight(eng) == 0
     assert mean_batch(eng, start + 0.01, start + 0.04) == pytest.approx(2.0)
     assert mean_batch(eng, end + 1.0, end + 2.0) == 1.0      # at least 1: the step itself
+
+
+def test_a_new_engine_never_inherits_a_dead_ones_count():
+    """The meter lives on the engine: one left with a request counted (a task abandoned without
+    cancelling) and freed cannot pass its count to a new engine that CPython gives the same id."""
+    class Engine:
+        pass
+
+    e = Engine()
+    meter(e).enter(0.0)
+    del e
+    for _ in range(20):
+        f = Engine()
+        assert meter(f).n == 0
+        meter(f).enter(0.0)
+        del f
