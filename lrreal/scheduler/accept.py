@@ -58,7 +58,7 @@ async def run_accept(run: Run) -> ProblemResult:
             log.commit(source="target", text=t.text, tokens=t.tokens, depth=0, draft=None,
                        target=t, verify=None, node=key, speculation="none")
         else:
-            verdict = await judge_pair(run, log, t.text, d.text)
+            verdict = await judge_pair(run, t.text, d.text)
             ok = accepted(verdict)
             log.judged(1, ok, None if ok else "verifier")
             log.commit(source="target", text=t.text, tokens=t.tokens, depth=1, draft=d, target=t,

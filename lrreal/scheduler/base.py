@@ -79,9 +79,9 @@ class Job:
             self.progress.end = monotonic()
 
 
-async def judge_pair(run: Run, log, target_text: str, draft_text: str):
+async def judge_pair(run: Run, target_text: str, draft_text: str):
     """The verifier's verdict on one pair; a verifier that raises is a recorded rejection
-    (a verifier must not crash the run). `log`: the run's StepLog."""
+    (a verifier must not crash the run)."""
     try:
         return await run.verifier.verify(target_text, draft_text)
     except Exception as e:

@@ -181,7 +181,7 @@ class AsyncLookahead:
         self.judgements_started += 1
 
         async def judge():
-            c.verdict = await judge_pair(self.run, self.log, t, d)
+            c.verdict = await judge_pair(self.run, t, d)
             self.events.put_nowait(("judged", c, None))
 
         def failed(task: asyncio.Task):  # judge_pair turns Exceptions into rejections; anything

@@ -60,7 +60,7 @@ async def run_lr_sync(run: Run) -> ProblemResult:
         targets = await asyncio.gather(*(_finished(j) for j in jobs))
         # 3. Verify all pairs (independent calls), then find the first rejection.
         pairs = list(zip(targets, drafts))
-        verdicts = await asyncio.gather(*(judge_pair(run, log, t.text, d.text) for t, d in pairs))
+        verdicts = await asyncio.gather(*(judge_pair(run, t.text, d.text) for t, d in pairs))
         stop = None
         for i, d in enumerate(drafts):
             v = verdicts[i] if i < len(verdicts) else None

@@ -39,7 +39,7 @@ class Node:
     terminal: bool = False      # its draft ended the answer (EOS) or the budget: nothing follows
     expanded: bool = False
     verdict_task: object = None  # asyncio task judging this node's draft against its parent's target step
-    verdict: object = None       # its result (a Verdict, or an auto-rejection record)
+    verdict: object = None       # its result (a Verdict; an auto-rejection is one too)
     ready: list | None = None    # as the root: the children whose drafts were done when it could
                                  # first decide (its target step done, it the root); the rest
                                  # count as not ready
