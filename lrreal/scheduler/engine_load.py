@@ -39,14 +39,19 @@ class BusyMeter:
     def leave(self, now: float | None = None) -> None:
         self._change(-1, monotonic() if now is None else now)
 
+    def _point(self, t: float) -> tuple[float, float, int] | None:
+        """The last breakpoint at or before `t` (None: before the oldest kept, or none)."""
+        i = bisect.bisect_right(self.points, t, key=lambda p: p[0]) - 1
+        return self.points[i] if i >= 0 else None
+
     def area(self, t: float) -> float:
         """The integral of the in-flight count up to `t` (from the oldest breakpoint kept)."""
         if not self.points:
             return 0.0
-        if t <= self.points[0][0]:
+        p = self._point(t)
+        if p is None:
             return self.points[0][1]
-        i = bisect.bisect_right(self.points, t, key=lambda p: p[0]) - 1
-        t0, a, n = self.points[i]
+        t0, a, n = p
         return a + n * (t - t0)
 
     def mean(self, start: float, end: float) -> float:
@@ -59,10 +64,8 @@ class BusyMeter:
         return (self.area(end) - self.area(start)) / (end - start)
 
     def count_at(self, t: float) -> int:
-        if not self.points or t < self.points[0][0]:
-            return 0
-        i = bisect.bisect_right(self.points, t, key=lambda p: p[0]) - 1
-        return self.points[i][2]
+        p = self._point(t)
+        return p[2] if p is not None else 0
 
 
 def meter(engine) -> BusyMeter:
