@@ -38,6 +38,8 @@ def main() -> None:
                     help="requests in flight, comma-separated (default 1,2,4,8; --set adaptive: 1,2,4)")
     ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
     ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    ap.add_argument("--first-problem", type=int, default=0,
+                    help="the GSM8K row of round 0 (a held-out corpus: past the rows another used)")
     ap.add_argument("--stop-after", type=duration, default=None, help="stop starting blocks after this long")
     ap.add_argument("--neutral-prior", action="store_true",
                     help="--set adaptive: start lr-adaptive from the neutral prior, not the "
@@ -54,11 +56,13 @@ def main() -> None:
     a.levels = a.levels or ("1,2,4" if adaptive else "1,2,4,8")
     try:
         levels = tuple(int(x) for x in a.levels.split(","))
-        if not levels or min(levels) < 1 or a.rounds < 1 or a.max_tokens < 1:
+        if not levels or min(levels) < 1 or a.rounds < 1 or a.max_tokens < 1 or a.first_problem < 0:
             raise ValueError
     except ValueError:
-        sys.exit("collect_load: --levels, --rounds and --max-tokens take positive integers")
-    jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, configs))
+        sys.exit("collect_load: --levels, --rounds and --max-tokens take positive integers, "
+                 "--first-problem a non-negative one")
+    jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, configs),
+                     first=a.first_problem)
     out = Path(a.out)
     if a.dry_run:
         seen: dict = {}

@@ -69,10 +69,11 @@ class LoadJob:
     concurrency: int
     round: int
     config: LoadConfig
+    first: int = 0      # the data set row of round 0 (a held-out corpus starts past another's rows)
 
     @property
     def offset(self) -> int:
-        return self.round * self.concurrency
+        return self.first + self.round * self.concurrency
 
     def path(self, out_dir: Path) -> Path:
         return Path(out_dir) / self.dataset / f"c{self.concurrency}" / f"{self.config.label}.jsonl"
@@ -83,15 +84,17 @@ def _rot(xs: list, k: int) -> list:
     return xs[k:] + xs[:k]
 
 
-def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "gsm8k") -> list[LoadJob]:
-    """Every job in collection order (see the module docstring)."""
+def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "gsm8k",
+              first: int = 0) -> list[LoadJob]:
+    """Every job in collection order (see the module docstring); round r of level N is problems
+    first + r*N .. first + r*N + N-1."""
     jobs = []
     phases = [p for p in ("plain", "sd", "er") if any(c.phase == p for c in configs)]
     for r in range(rounds):
         for ph in _rot(phases, r):
             group = [c for c in configs if c.phase == ph]
             for level in _rot(list(levels), r):
-                jobs += [LoadJob(dataset, level, r, c) for c in _rot(group, r + level)]
+                jobs += [LoadJob(dataset, level, r, c, first) for c in _rot(group, r + level)]
     return jobs
 
 

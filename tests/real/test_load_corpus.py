@@ -13,6 +13,10 @@ def test_plan_rounds_levels_and_engine_groups():
     assert len({(j.concurrency, j.round, j.config.label) for j in jobs}) == len(jobs)
     # round r of level N is problems r*N .. r*N+N-1: a level's rounds never overlap
     assert [j.offset for j in jobs if j.concurrency == 4 and j.config.label == "ar"] == [0, 4, 8]
+    # a held-out corpus starts past the rows another used; order and blocks are the same
+    held = lc.load_plan(levels=(1, 2, 4, 8), rounds=3, first=400)
+    assert [j.offset for j in held if j.concurrency == 4 and j.config.label == "ar"] == [400, 404, 408]
+    assert [(j.concurrency, j.round, j.config) for j in held] == [(j.concurrency, j.round, j.config) for j in jobs]
     # grouped by target engine: 3 target engines a round, so at most 3 phase changes a round
     for r in range(3):
         phases = [j.config.phase for j in jobs if j.round == r]
