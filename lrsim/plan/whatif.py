@@ -132,6 +132,8 @@ class WhatIf:
                                 "to a trace workload (its verdicts are recorded)")
             if self.alpha2 is not None:   # the what-if acceptance replaces the measured lengths
                 wants["accepted_length_hist"] = None
+            if "alpha1" in wants:         # ... and the measured acceptance by depth, which a
+                wants["alpha_by_depth"] = None   # profile's workload draws instead of alpha1
             if "sibling_hard" not in wants and cfg.width > 1:
                 wants["sibling_hard"] = min(wl.sibling_hard, 1.0 - wants.get("alpha1", wl.alpha1))
             cfg.workload = replace(wl, **wants)

@@ -155,3 +155,20 @@ def test_a_calibrated_profile_hands_its_histogram_to_the_plan_when_asked():
             hist[k] += c
     assert prof.workload(sd_lengths=True).accepted_length_hist == tuple(hist)
     assert prof.workload().accepted_length_hist is None                  # Geometric(alpha2) by default
+
+
+def test_the_alpha1_what_if_replaces_the_measured_acceptance_by_depth():
+    """A profile's workload draws each draft's verdict from its measured acceptance by depth, which
+    overrides alpha1: `lr plan --profile P --alpha1 A` once changed alpha1 alone and planned the
+    measured acceptance all the same."""
+    from lrsim.plan.whatif import WhatIf
+    from lrsim.sim.config import Config
+
+    def measured():
+        cfg = Config.ideal_setup("lr-async", alpha1=0.6, c1=0.1, depth=2, steps=5)
+        cfg.workload = Synthetic(alpha1=0.6, alpha_by_depth=[0.58, 0.78])
+        return cfg
+
+    out = WhatIf(alpha1=0.2).apply_config(measured()).workload
+    assert [out._alpha(d) for d in (1, 2, 3)] == [0.2, 0.2, 0.2]
+    assert WhatIf(alpha2=0.3).apply_config(measured()).workload.alpha_by_depth == [0.58, 0.78]
