@@ -48,7 +48,7 @@ class Job:
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
-                 "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok")
+                 "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok", "area0")
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
                  sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
@@ -62,12 +62,26 @@ class Job:
         self.done = simpy.Event(env)
         self.cancelled = False
         self.submitted = env._now
+        self.area0 = 0.0                  # the engine's batch area at submission (Engine.submit)
         self.started = None
         self.finished = None
         self.tag = tag
         self.group = group                # the request it belongs to (shares its KV prefix)
         # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
         self.kv_base = prefill if prefill > ctx else ctx
+
+
+def mean_batch(engine, job: Job) -> float:
+    """The sequences `engine` ran, on average, over `job`'s life (submission to finish; the
+    lr-adaptive Estimator's batch, as lrreal/scheduler/engine_load.py measures it on a real
+    engine), at least 1; 1 on the theory's free engine (--ideal), where the batch costs nothing."""
+    area_now = getattr(engine, "area_now", None)
+    if area_now is None:
+        return 1.0
+    span = job.finished - job.submitted
+    if span <= 0.0:
+        return float(engine.n + 1)
+    return max(1.0, (area_now() - job.area0) / span)
 
 
 class Engine:
@@ -100,6 +114,7 @@ class Engine:
         self._seq = 0
         self._chunk = (0.0, 0.0)          # (start, iteration time) of the chunk in progress
         self.busy_s = 0.0
+        self.area = 0.0                   # integral of admitted sequences over time (chunks ended)
         self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
         self.batch_hist: dict[int, int] = {}   # sequences per iteration -> iterations
@@ -129,10 +144,18 @@ class Engine:
     def running(self) -> int:
         return self.n
 
+    def area_now(self) -> float:
+        """The integral of the admitted sequences over time up to now: the chunks ended, plus the
+        one in progress (the batch is constant within a chunk)."""
+        if self._state == "run":
+            return self.area + self.n * (self.env._now - self._chunk[0])
+        return self.area
+
     # --- API used by policies ---------------------------------------------------------------
     def submit(self, job: Job) -> Job:
         if self.kv is not None:
             self.kv.check_fits(job)
+        job.area0 = self.area_now()
         self.waiting.append(job)
         # = self._changed(), inlined (one call per job)
         st = self._state
@@ -405,6 +428,7 @@ class Engine:
         hist = self.batch_hist
         n = self.n
         hist[n] = hist.get(n, 0) + k
+        self.area += n * spent
         for d in self.devices:
             d.busy_s += spent
         self.iter_no = it = self.iter_no + k

@@ -9,10 +9,12 @@ request observes feeds its Estimator:
   - the verdict of the first ready draft of each decided position, at its launch depth (the first
     sibling: the marginal acceptance, not lowered by siblings rejected before it)
   - each finished target step: seconds (submission to finish: the wait for the engine's next
-    iteration boundary or a batch slot is part of what speculation costs), the sequences in the target's batch
-    when it finishes (itself included), its k2 and tokens per pass, its tokens; for SD the
-    accepted tokens and rejected rounds it drew
-  - each finished draft: seconds and the draft engine's batch; each verdict's seconds
+    iteration boundary or a batch slot is part of what speculation costs), the sequences in the
+    target's batch averaged over the step's life (engine.mean_batch: a step of ~40 iterations
+    shares the batch with speculative steps that start and end inside it, so the batch as it
+    ends says little; the real backend measures the same), its k2 and tokens per pass, its
+    tokens; for SD the accepted tokens and rejected rounds it drew
+  - each finished draft: seconds and the draft engine's batch over its life; each verdict's seconds
   - the requests in flight at each decision.
 One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
 nothing about this workload), so a request follows its own phase changes. The decision logic is
@@ -34,6 +36,7 @@ from collections import Counter, deque
 
 from lrcore.adaptive import AdaptiveConfig, Controller, Decision, Estimates, Estimator
 
+from ..engine import mean_batch
 from .lr_async import AsyncLookahead
 
 LOG_HALF = 10       # decisions kept in full: the first and the last 10 that changed a choice
@@ -110,7 +113,7 @@ class AdaptiveLookahead(AsyncLookahead):
     def on_draft(self, node):
         if node.alive:
             job = node.draft_job
-            self.est.observe_draft_step(job.finished - job.submitted, batch_of(self.world.draft),
+            self.est.observe_draft_step(job.finished - job.submitted, mean_batch(self.world.draft, job),
                                         tokens=job.total)
         super().on_draft(node)
 
@@ -130,7 +133,7 @@ class AdaptiveLookahead(AsyncLookahead):
 
     def observe_target(self, job, k2, sd):
         tokens = job.total * job.emit_per_iter if k2 > 1 else job.total
-        self.est.observe_target_step(job.finished - job.submitted, batch_of(self.world.target), k2,
+        self.est.observe_target_step(job.finished - job.submitted, mean_batch(self.world.target, job), k2,
                                      tokens_per_pass=job.emit_per_iter if k2 > 1 else None,
                                      tokens=tokens)
         self.est.observe_step_tokens(tokens)
@@ -152,12 +155,6 @@ class AdaptiveLookahead(AsyncLookahead):
         if k2 not in self.streams:
             self.streams[k2] = self.world.sd_stream(self.req, k2)
         return self.streams[k2]
-
-
-def batch_of(engine) -> int:
-    """Sequences in `engine`'s batch as a step of it finishes, that step included (the engine has
-    just removed it); 1 on the theory's free engine (--ideal), where the batch costs nothing."""
-    return getattr(engine, "n", 0) + 1
 
 
 def sd_counts(stats, stream) -> tuple[int, int]:
