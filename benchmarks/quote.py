@@ -49,6 +49,9 @@ def stale() -> list[str]:
 
 
 def rewrite() -> int:
+    missing = [m for m in stale() if m.endswith("which does not exist")]
+    if missing:
+        sys.exit("quote: " + "; ".join(missing) + " (run its benchmark first); nothing written")
     n = 0
     for doc in documents():
         text = doc.read_text()
