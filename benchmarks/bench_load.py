@@ -28,6 +28,13 @@ block = N problems run together, a closed loop of N). Per level N and configurat
 Targets: predicted speedup within 10% of measured at every level, the predicted
 break-even level equal to the measured one. Levels 1 and 2 are in-sample for the replay's latency
 curves; 4 and 8 are not.
+
+Held out (`--calibrate-on traces/load --load traces/load-heldout`): the profiles come from the
+calibration corpus's 1-2 in flight and predict a corpus collected at another time, on another
+machine, on other problems and at other levels (benchmarks/collect_load.py --first-problem 400
+--levels 1,3,6): every level is out of sample. The replay scales the profile to each block's probe;
+the plan's profiles are rescaled once to the held-out corpus's median probe (what a user does:
+`lr calibrate probe`, then plan), so the replayed tokens/s are absolute predictions too.
 """
 from __future__ import annotations
 
@@ -172,10 +179,10 @@ def calib_paths(load_root: Path) -> list[str]:
     return [str(p) for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
 
 
-def measure(load_root: Path, corpus: dict) -> tuple[list[str], dict, Profile]:
+def measure(calib_root: Path, corpus: dict) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
-    flight); returns the calibration files and that profile too."""
-    paths = calib_paths(load_root)
+    flight of the corpus at `calib_root`); returns the calibration files and that profile too."""
+    paths = calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
     return paths, {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}, prof
 
@@ -192,6 +199,31 @@ def fit_summary(prof: Profile) -> dict:
                                        if k in row}
                                    for c, row in (fit.get("by_config") or {}).items() if c != "probe"}}
     return out
+
+
+def corpus_probe(corpus: dict) -> dict:
+    """The median probe of every engine over a corpus (each record's own probes at level 1, the
+    run's probe of the idle engines before each block above): the machine speed it ran at."""
+    from lrsim.calib.physical import reference_probe
+
+    recs = []
+    for lv in corpus.values():
+        for rs in lv.values():
+            for r in rs:
+                p = r["run"].get("probe_at_start")
+                recs.append(r if r.get("probe") or not p else {"probe": {"before": p}})
+    return reference_probe(recs) or {}
+
+
+def plan_profile(paths: list[str], cfgs, today: dict | None) -> Profile:
+    """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out)."""
+    from lrsim.calib.rescale import factors_from_probe
+
+    prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
+    if today:
+        prof = prof.rescaled(factors_from_probe(prof.doc["probe"], {"engines": today}),
+                             "the held-out corpus's median probe")
+    return prof
 
 
 def lr_plan(profile_path: Path, *args: str) -> dict:
@@ -218,6 +250,30 @@ def plan_at(profiles: dict[str, Path], level: int) -> dict:
                 out[cfg] = {"speedup_vs_ar": ar / lat, "speedup_vs_ar-er": er / lat if er else None}
         if name == "exact" and er:
             out["ar-er"] = {"speedup_vs_ar": ar / er}
+    return out
+
+
+def measured_acceptance(profiles: dict[str, Path], level: dict[str, list[dict]], tmp: Path, n: int) -> dict[str, Path]:
+    """Each plan profile with its step acceptance (by depth) replaced by what the level's own
+    records of that profile's configurations accepted: the plan with the acceptance it could not
+    know, so its remaining error is the latency model's (the calibration's few problems accepted
+    differently from a level's others: a sampling error no latency model removes)."""
+    out = {}
+    for name, path in profiles.items():
+        by: dict[str, list[int]] = {}
+        for cfg in PLAN_PROFILES[name][0]:
+            for r in level.get(cfg, []):
+                for d, (p, a) in r["step_acceptance"]["by_depth"].items():
+                    by.setdefault(d, [0, 0])
+                    by[d][0] += p
+                    by[d][1] += a
+        if not any(p for p, _ in by.values()):
+            continue
+        doc = json.loads(Path(path).read_text())
+        proposed, accepted = sum(p for p, _ in by.values()), sum(a for _, a in by.values())
+        doc["step_acceptance"] |= {"by_depth": dict(sorted(by.items())), "rate": accepted / proposed,
+                                   "proposed": proposed, "accepted": accepted}
+        out[name] = save_profile(Profile(validate_doc(doc)), tmp / f"load-profile-{name}-c{n}-acc.json")
     return out
 
 
@@ -260,6 +316,9 @@ def break_even(levels: dict[int, dict], key: str, cfg: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--load", default="traces/load")
+    ap.add_argument("--calibrate-on", default=None,
+                    help="calibrate on this corpus's 1-2 in flight instead (held out: every level "
+                         "of --load is predicted; default: --load itself)")
     ap.add_argument("--out", default="benchmarks/results/load.json")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -267,13 +326,17 @@ def main() -> None:
     corpus = load_corpus(ROOT / a.load)
     if not corpus:
         sys.exit(f"bench_load: no load traces under {a.load} (benchmarks/collect_load.py)")
-    paths, measured, replay_profile = measure(ROOT / a.load, corpus)
+    calib_root = ROOT / (a.calibrate_on or a.load)
+    held_out = calib_root.resolve() != (ROOT / a.load).resolve()
+    if held_out and not calib_paths(calib_root):
+        sys.exit(f"bench_load: no level 1-2 traces under {a.calibrate_on} to calibrate on")
+    paths, measured, replay_profile = measure(calib_root, corpus)
+    today = corpus_probe(corpus) if held_out else None
     with tempfile.TemporaryDirectory() as tmp:
-        profiles = {name: save_profile(Profile(validate_doc(calibrate(paths, configs=set(cfgs),
-                                                                      select_placement=False))),
-                                       Path(tmp) / f"load-profile-{name}.json")
+        profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
         planned = {n: plan_at(profiles, n) for n in sorted(corpus)}
+        planned_acc = {n: plan_at(measured_acceptance(profiles, corpus[n], Path(tmp), n), n) for n in sorted(corpus)}
         searched = search(profiles, max(corpus))
         tp_eff = {name: json.loads(Path(path).read_text())["placement"].get("equal_resources")
                   for name, path in profiles.items()}
@@ -288,12 +351,21 @@ def main() -> None:
           for c in configs}
     errs = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
             for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    tps = [r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1
+           for t in measured.values() for r in t.values() if r.get("predicted_tokens_per_s")]
     out = {"levels": {str(n): t for n, t in measured.items()},
            "planned": {str(n): t for n, t in planned.items()},
-           "break_even": be, "calibrated_on": {"levels": list(CALIB_LEVELS), "configs": list(PROFILE_CONFIGS)},
+           # the plan given each level's measured step acceptance (measured_acceptance)
+           "planned_at_measured_acceptance": {str(n): t for n, t in planned_acc.items()},
+           "break_even": be,
+           "calibrated_on": {"corpus": a.calibrate_on or a.load, "levels": list(CALIB_LEVELS),
+                             "configs": list(PROFILE_CONFIGS), "held_out": held_out},
+           "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
+           # replayed over measured tokens/s, minus 1 (each block at its probed speed): absolute
+           "replay_tokens_per_s_error": {"min": min(tps), "max": max(tps)} if tps else None,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
@@ -305,20 +377,35 @@ def main() -> None:
     print(json.dumps(out, indent=1) if a.json else md)
 
 
+def plan_errors(out: dict, key: str) -> list[float]:
+    """|planned / measured - 1| of every configuration's speedup vs ar at every level."""
+    return [abs(p["speedup_vs_ar"] / out["levels"][n][cfg]["speedup_vs_ar"] - 1)
+            for n, t in out[key].items() for cfg, p in t.items()
+            if cfg in out["levels"].get(n, {}) and out["levels"][n][cfg].get("speedup_vs_ar")]
+
+
 def render(out: dict) -> str:
     f = lambda v, fmt="{:.2f}": "-" if v is None else fmt.format(v)  # noqa: E731
+    cal = out["calibrated_on"]
+    acc = out.get("planned_at_measured_acceptance")
     lines = [f"Load corpus: {out['records']} records (GSM8K, {out['max_tokens']}-token budget; target on core 0, "
-             "draft on core 1; ar-er = AR on both cores).", "",
-             "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned) "
+             "draft on core 1; ar-er = AR on both cores)."
+             + (f" Held out: every prediction comes from profiles calibrated on {cal['corpus']}'s levels "
+                f"{', '.join(map(str, cal['levels']))} (another run, machine and problems); the plan's "
+                "rescaled to this corpus's median probe, the replay to each block's." if cal.get("held_out") else ""),
+             "",
+             "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
+             + (" / planned at the level's acceptance" if acc is not None else "") + ") "
              "| vs ar-er (measured / planned) | TTFT p50 s | TPOT p50 s |",
              "|---|---|---|---|---|---|---|"]
     for n, t in out["levels"].items():
         pl = out["planned"].get(n, {})
         for cfg, r in t.items():
             p = pl.get(cfg, {})
+            pa = "" if acc is None else " / " + f((acc.get(n, {}).get(cfg) or {}).get("speedup_vs_ar"))
             lines.append(f"| {n} | {cfg} | {f(r['tokens_per_s'])} | "
                          f"{f(r.get('speedup_vs_ar'))} / {f(r.get('predicted_speedup_vs_ar'))} / "
-                         f"{f(p.get('speedup_vs_ar'))} | {f(r.get('speedup_vs_ar-er'))} / "
+                         f"{f(p.get('speedup_vs_ar'))}{pa} | {f(r.get('speedup_vs_ar-er'))} / "
                          f"{f(p.get('speedup_vs_ar-er'))} | {f(r['ttft_p50_s'], '{:.1f}')} | "
                          f"{f(r['tpot_p50_s'], '{:.2f}')} |")
     top = max(map(int, out["levels"]))
@@ -336,7 +423,29 @@ def render(out: dict) -> str:
     lines += ["", f"Blocks run by every configuration (N problems each): {per}."]
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "
               f"(target {out['target']['speedup_rel_error']:.0%}); calibrated on levels "
-              f"{', '.join(map(str, out['calibrated_on']['levels']))} only."]
+              f"{', '.join(map(str, cal['levels']))} " + (f"of {cal['corpus']}." if cal.get("held_out") else "only.")]
+    rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+           for t in out["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    if acc is not None and rep:
+        lines += ["", f"Replayed: speedup within {out['target']['speedup_rel_error']:.0%} of measured at "
+                  f"{sum(x <= out['target']['speedup_rel_error'] for x in rep)} of {len(rep)} "
+                  "(configuration, level) pairs."]
+    if acc is not None:
+        for name, key in (("planned", "planned"), ("planned at each level's measured step acceptance",
+                                                    "planned_at_measured_acceptance")):
+            e = plan_errors(out, key)
+            lines += ["", f"{name.capitalize()}: speedup within {out['target']['speedup_rel_error']:.0%} of "
+                      f"measured at {sum(x <= out['target']['speedup_rel_error'] for x in e)} of {len(e)} "
+                      f"(configuration, level) pairs, largest error {max(e):.1%}."]
+    tps = out.get("replay_tokens_per_s_error")
+    if tps:
+        lines += ["", f"Replayed tokens/s over measured (absolute, each block at its probed machine speed): "
+                  f"{tps['min']:+.1%} to {tps['max']:+.1%}."]
+    ms = out.get("machine_speed")
+    if ms and ms.get("corpus") and ms.get("profile"):
+        lines += ["", "Machine speed, this corpus's median probe over the profile's (decode pass): " + ", ".join(
+            f"{role} {ms['corpus'][role]['decode_s'] / ms['profile'][role]['decode_s']:.2f}x"
+            for role in ("target", "draft") if role in ms["corpus"] and role in ms["profile"]) + "."]
     for role, fit in (out.get("latency_fit") or {}).items():
         rows = ", ".join(f"{c} {r['linear_sum_diff_pct']:+.1f}% / {r['sum_diff_pct']:+.1f}%"
                          for c, r in fit["by_config"].items() if "linear_sum_diff_pct" in r)

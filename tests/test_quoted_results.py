@@ -37,11 +37,16 @@ def test_rendered_results_are_their_json_rendered():
     import bench_demo
     import bench_kv
     import bench_theorems
+    import bench_theory
+
+    from lrsim.sim import validation
 
     res = ROOT / "benchmarks" / "results"
-    for mod, name in ((bench_demo, "demo"), (bench_theorems, "theorems"), (bench_kv, "kv")):
+    for mod, name in ((bench_demo, "demo"), (bench_theorems, "theorems"), (bench_kv, "kv"),
+                      (bench_theory, "theory"), (validation, "validation")):
         doc = json.loads((res / f"{name}.json").read_text())
         assert (res / f"{name}.md").read_text() == mod.render(doc), name
     quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
     assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
-            "benchmarks/results/load.md", "benchmarks/results/kv.md"} <= quoted
+            "benchmarks/results/load.md", "benchmarks/results/kv.md", "benchmarks/results/theory.md",
+            "benchmarks/results/validation.md", "benchmarks/results/load_heldout.md"} <= quoted

@@ -43,3 +43,26 @@ def test_break_even_is_the_first_level_at_or_below_one():
     assert bl.break_even({1: {"lr": {"s": 0.9}}}, "s", "lr") == "1"
     assert bl.break_even({1: {"lr": {"s": 1.2}}, 2: {"lr": {"s": 1.1}}}, "s", "lr") == ">2"
     assert bl.break_even({1: {"sd": {"s": 1.2}}}, "s", "lr") == "-"
+
+
+def test_the_plan_at_the_levels_acceptance_replaces_the_profiles(tmp_path):
+    """bench_load's "planned at the level's acceptance": the plan profile with the step acceptance
+    the level's records of its configurations measured, by depth (ar's zeros add nothing)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from lrsim.calib.profile import load_profile
+
+    src = Path(__file__).resolve().parents[1] / "data" / "calib" / "cpu-gsm8k-profile.json"
+    path = tmp_path / "p.json"
+    shutil.copy(src, path)
+    lr = lambda by: {"step_acceptance": {"by_depth": by}}  # noqa: E731
+    level = {"lr-d2-emb": [lr({"1": [4, 3], "2": [2, 1]}), lr({"1": [6, 2]})],
+             "ar": [lr({})], "lr-d2": [lr({"1": [100, 0]})]}      # lr-d2: the exact profile's
+    [(name, out)] = bl.measured_acceptance({"emb": path}, level, tmp_path, 3).items()
+    acc = load_profile(str(out)).doc["step_acceptance"]
+    assert name == "emb" and acc["by_depth"] == {"1": [10, 5], "2": [2, 1]}
+    assert acc["rate"] == pytest.approx(6 / 12) and (acc["proposed"], acc["accepted"]) == (12, 6)
+    assert json.loads(src.read_text())["step_acceptance"]["rate"] == pytest.approx(2 / 7)   # untouched
+    assert bl.measured_acceptance({"emb": path}, {"ar": [lr({})]}, tmp_path, 3) == {}
