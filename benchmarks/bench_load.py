@@ -32,9 +32,10 @@ curves; 4 and 8 are not.
 Held out (`--calibrate-on traces/load --load traces/load-heldout`): the profiles come from the
 calibration corpus's 1-2 in flight and predict a corpus collected at another time, on another
 machine, on other problems and at other levels (benchmarks/collect_load.py --first-problem 400
---levels 1,3,6): every level is out of sample. The replay scales the profile to each block's probe;
-the plan's profiles are rescaled once to the held-out corpus's median probe (what a user does:
-`lr calibrate probe`, then plan), so the replayed tokens/s are absolute predictions too.
+--levels 1,3,6): every level is out of sample. The replay and the plan's profiles are rescaled
+once to the held-out corpus's median probe (what a user does: `lr calibrate probe`, then plan; a
+single probe of idle engines is noisy), so the replayed tokens/s are absolute predictions too; the
+replay at each block's own probe is reported beside it.
 """
 from __future__ import annotations
 
@@ -109,14 +110,17 @@ def makespan(block: list[dict]) -> float:
 REPLAY_SEEDS = 4
 
 
-def predict_block(prof: Profile, block: list[dict]) -> float:
+def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -> float:
     """Simulated makespan of the block's records run together, at the machine speed probed
-    before it (the record's own probe at level 1; the run's probe of the idle engines above)."""
+    before it (the record's own probe at level 1; the run's probe of the idle engines above), or
+    at `speed` ({engine: {"decode_s", "prefill_s"}}: one probe for every block) when given."""
     from lrsim.sim.runner import run
 
     first = block[0]
     probe = first.get("probe") or {}
-    if not probe and first["run"].get("probe_at_start"):
+    if speed is not None:
+        probe = {"before": {"engines": speed}}
+    elif not probe and first["run"].get("probe_at_start"):
         p = first["run"]["probe_at_start"]
         probe = {"before": p, "after": p}
     prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before")
@@ -130,9 +134,10 @@ def predict_block(prof: Profile, block: list[dict]) -> float:
     return sum(spans) / len(spans) + over
 
 
-def level_table(level: dict[str, list[dict]], prof: Profile | None) -> dict:
+def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict | None = None) -> dict:
     """Per configuration: measured (and replayed) tokens/s over the blocks every configuration
-    of the level finished, and speedups over ar and ar-er on those blocks."""
+    of the level finished, and speedups over ar and ar-er on those blocks; `speed`: replay every
+    block at that one probe (predict_block)."""
     by_cfg = {c: blocks(recs) for c, recs in level.items()}
     common = set.intersection(*(set(b) for b in by_cfg.values())) if by_cfg else set()
     # only full blocks (a killed block's survivors ran beside fewer requests than N)
@@ -152,7 +157,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile | None) -> dict:
                "step_acceptance": _ratio(sel, "accepted", "proposed"),
                "correct": sum(bool(r["correct"]) for b in sel for r in b)}
         if prof is not None and cfg in CALIB_CONFIGS:
-            row["predicted_tokens_per_s"] = toks / sum(predict_block(prof, b) for b in sel)
+            row["predicted_tokens_per_s"] = toks / sum(predict_block(prof, b, speed) for b in sel)
         out[cfg] = row
     for cfg, row in out.items():
         for base in ("ar", "ar-er"):
@@ -179,12 +184,19 @@ def calib_paths(load_root: Path) -> list[str]:
     return [str(p) for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
 
 
-def measure(calib_root: Path, corpus: dict) -> tuple[list[str], dict, Profile]:
+def measure(calib_root: Path, corpus: dict, speed: dict | None = None) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
-    flight of the corpus at `calib_root`); returns the calibration files and that profile too."""
+    flight of the corpus at `calib_root`; `speed`: every block replayed at that one probe);
+    returns the calibration files and that profile too."""
     paths = calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
-    return paths, {n: level_table(lv, prof) for n, lv in sorted(corpus.items())}, prof
+    return paths, {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}, prof
+
+
+def replay_errors(levels: dict) -> list[float]:
+    """Replayed over measured tokens/s, minus 1, of every replayed (level, configuration)."""
+    return [r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1
+            for t in levels.values() for r in t.values() if r.get("predicted_tokens_per_s")]
 
 
 def fit_summary(prof: Profile) -> dict:
@@ -330,8 +342,11 @@ def main() -> None:
     held_out = calib_root.resolve() != (ROOT / a.load).resolve()
     if held_out and not calib_paths(calib_root):
         sys.exit(f"bench_load: no level 1-2 traces under {a.calibrate_on} to calibrate on")
-    paths, measured, replay_profile = measure(calib_root, corpus)
     today = corpus_probe(corpus) if held_out else None
+    # held out: every block replayed at the corpus's median probe, as the plan is priced (a
+    # single probe of idle engines is noisy); each block's own probe only for the record below
+    paths, measured, replay_profile = measure(calib_root, corpus, today)
+    own = replay_errors(measure(calib_root, corpus)[1]) if held_out else None
     with tempfile.TemporaryDirectory() as tmp:
         profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
@@ -351,8 +366,7 @@ def main() -> None:
           for c in configs}
     errs = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
             for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    tps = [r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1
-           for t in measured.values() for r in t.values() if r.get("predicted_tokens_per_s")]
+    tps = replay_errors(measured)
     out = {"levels": {str(n): t for n, t in measured.items()},
            "planned": {str(n): t for n, t in planned.items()},
            # the plan given each level's measured step acceptance (measured_acceptance)
@@ -366,6 +380,9 @@ def main() -> None:
            "replay_speedup_error_max": max(errs) if errs else None,
            # replayed over measured tokens/s, minus 1 (each block at its probed speed): absolute
            "replay_tokens_per_s_error": {"min": min(tps), "max": max(tps)} if tps else None,
+           "replay_probe": "the corpus's median" if held_out else "each block's",
+           # held out: the same replay with each block at its own probe
+           "replay_tokens_per_s_error_own_probe": {"min": min(own), "max": max(own)} if own else None,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
@@ -391,8 +408,8 @@ def render(out: dict) -> str:
     lines = [f"Load corpus: {out['records']} records (GSM8K, {out['max_tokens']}-token budget; target on core 0, "
              "draft on core 1; ar-er = AR on both cores)."
              + (f" Held out: every prediction comes from profiles calibrated on {cal['corpus']}'s levels "
-                f"{', '.join(map(str, cal['levels']))} (another run, machine and problems); the plan's "
-                "rescaled to this corpus's median probe, the replay to each block's." if cal.get("held_out") else ""),
+                f"{', '.join(map(str, cal['levels']))} (another run, machine and problems), "
+                "rescaled to this corpus's median probe." if cal.get("held_out") else ""),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
              + (" / planned at the level's acceptance" if acc is not None else "") + ") "
@@ -439,8 +456,10 @@ def render(out: dict) -> str:
                       f"(configuration, level) pairs, largest error {max(e):.1%}."]
     tps = out.get("replay_tokens_per_s_error")
     if tps:
-        lines += ["", f"Replayed tokens/s over measured (absolute, each block at its probed machine speed): "
-                  f"{tps['min']:+.1%} to {tps['max']:+.1%}."]
+        own = out.get("replay_tokens_per_s_error_own_probe")
+        lines += ["", f"Replayed tokens/s over measured (absolute; every block at "
+                  f"{out.get('replay_probe', 'its own')} probe): {tps['min']:+.1%} to {tps['max']:+.1%}"
+                  + (f"; each block at its own probe: {own['min']:+.1%} to {own['max']:+.1%}." if own else ".")]
     ms = out.get("machine_speed")
     if ms and ms.get("corpus") and ms.get("profile"):
         lines += ["", "Machine speed, this corpus's median probe over the profile's (decode pass): " + ", ".join(

@@ -43,7 +43,8 @@ def committed(run_name):
 def recomputed(run_name):
     load, calib = RUNS[run_name]
     corpus = bl.load_corpus(ROOT / load)
-    _, measured, profile = bl.measure(ROOT / calib, corpus)
+    speed = bl.corpus_probe(corpus) if load != calib else None   # held out: one probe for all
+    _, measured, profile = bl.measure(ROOT / calib, corpus, speed)
     return corpus, measured, profile
 
 
@@ -113,28 +114,37 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 
 def test_the_held_out_claims():
-    """README, "Held out": replayed tokens/s within -12%..+11% of measured on a machine the profile
-    never saw; the plan's break-even equal to the measured one for 3 of 4 configurations; speedups
-    within 10% at 9 of 12 replayed and 10 of 15 planned points (12 of 15 given each level's step
-    acceptance; 19 of 20 on traces/load), AR replayed 12% slow at 6 in flight while LR with the
-    embedding verifier is within 3%, and AR on both cores 1.65-1.69x AR against the plan's 1.55x."""
+    """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
+    -7%..+13% and speedups within 10% at 11 of 12 points, the only miss lr-d2-emb alone, and every
+    break-even but that configuration's; at each block's own probe the range widens (-12%..+11%
+    at its ends); the plan is within 10% at 10 of 15 (12 of 15 given each level's
+    step acceptance; 17 and 19 of 20 on traces/load), places 3 of 4 break-evens, and its largest
+    miss is lr-d2-emb at 6 (0.84 planned, 0.64 measured, 0.70 replayed); AR on both cores is
+    1.65-1.69x AR against the plan's 1.55x."""
     held = json.loads((RESULTS / "load_heldout.json").read_text())
     assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
-    tps = held["replay_tokens_per_s_error"]
-    assert -0.125 < tps["min"] < -0.115 and 0.10 < tps["max"] < 0.115
+    assert held["replay_probe"] == "the corpus's median"
+    tps, own = held["replay_tokens_per_s_error"], held["replay_tokens_per_s_error_own_probe"]
+    assert -0.075 < tps["min"] < -0.065 and 0.125 < tps["max"] < 0.135
+    assert -0.125 < own["min"] < -0.115 and 0.10 < own["max"] < 0.115
+    rep = {(n, c): abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+           for n, t in held["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+    assert len(rep) == 12 and [k for k, e in rep.items() if e > 0.10] == [("1", "lr-d2-emb")]
     be = held["break_even"]
-    assert sum(be[c]["planned_vs_ar"] == be[c]["measured_vs_ar"]
-               for c in ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")) == 3
-    rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-           for t in held["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    assert (sum(e <= 0.10 for e in rep), len(rep)) == (9, 12)
+    lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
+    assert [c for c in lr if be[c]["replayed_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
+    assert sum(be[c]["planned_vs_ar"] == be[c]["measured_vs_ar"] for c in lr) == 3
     within = lambda doc, key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
     assert within(held, "planned") == 10 and within(held, "planned_at_measured_acceptance") == 12
     load = json.loads((RESULTS / "load.json").read_text())
     assert within(load, "planned") == 17 and within(load, "planned_at_measured_acceptance") == 19
-    c6 = held["levels"]["6"]
-    assert c6["ar"]["predicted_tokens_per_s"] / c6["ar"]["tokens_per_s"] - 1 == pytest.approx(-0.12, abs=0.005)
-    assert abs(c6["lr-d2-emb"]["predicted_tokens_per_s"] / c6["lr-d2-emb"]["tokens_per_s"] - 1) < 0.03
+    c6 = held["levels"]["6"]["lr-d2-emb"]
+    assert (round(held["planned"]["6"]["lr-d2-emb"]["speedup_vs_ar"], 2), round(c6["speedup_vs_ar"], 2),
+            round(c6["predicted_speedup_vs_ar"], 2)) == (0.84, 0.64, 0.70)
+    emb = lambda doc, levels: [round(doc["levels"][n][c]["step_acceptance"], 2)  # noqa: E731
+                               for n in levels for c in ("lr-d2-emb", "lr+sd-d2-emb")]
+    assert (min(emb(load, "12")), max(emb(load, "12"))) == (0.62, 0.67)
+    assert (min(emb(load, "48")), max(emb(load, "48"))) == (0.55, 0.58) and emb(held, "6") == [0.53, 0.53]
     er = [t["ar-er"]["speedup_vs_ar"] for t in held["levels"].values()]
     assert 1.645 < min(er) and max(er) < 1.695
     assert all(p["ar-er"]["speedup_vs_ar"] == pytest.approx(1.55, abs=0.005) for p in held["planned"].values())
