@@ -32,6 +32,7 @@ def test_level_table_uses_full_common_blocks_and_pairs_speedups():
     assert {r["blocks"] for r in t.values()} == {1}                # only block 0 is full everywhere
     assert t["lr-d2"]["tokens_per_s"] == pytest.approx(20 / 8)
     assert t["lr-d2"]["speedup_vs_ar"] == pytest.approx(10 / 8)
+    assert t["lr-d2"]["latency_speedup_vs_ar"] == pytest.approx(10 / 8)   # mean latencies 10, 8
     assert t["lr-d2"]["speedup_vs_ar-er"] == pytest.approx(5 / 8)
     assert t["ar-er"]["speedup_vs_ar"] == pytest.approx(2.0)
     assert "predicted_tokens_per_s" not in t["lr-d2"]              # no profile: measured only
@@ -66,3 +67,14 @@ def test_the_plan_at_the_levels_acceptance_replaces_the_profiles(tmp_path):
     assert acc["rate"] == pytest.approx(6 / 12) and (acc["proposed"], acc["accepted"]) == (12, 6)
     assert json.loads(src.read_text())["step_acceptance"]["rate"] == pytest.approx(2 / 7)   # untouched
     assert bl.measured_acceptance({"emb": path}, {"ar": [lr({})]}, tmp_path, 3) == {}
+
+
+def test_a_block_whose_requests_end_apart_has_a_higher_latency_speedup():
+    """Tokens over makespans against the ratio of mean latencies: an LR block where one request
+    finishes at 4 s and the other at 12 s has AR's makespan-based speedup 10/12 but its mean
+    latency, 8, gives 10/8 (lr plan's own speedup is that ratio; bench_load compares like with like)."""
+    level = {"ar": [rec("ar", "p0", 0, 0, 10, 10), rec("ar", "p1", 0, 0, 10, 10)],
+             "lr-d2": [rec("lr-d2", "p0", 0, 0, 4, 4, mode="lr"), rec("lr-d2", "p1", 0, 0, 12, 12, mode="lr")]}
+    t = bl.level_table(level, None)
+    assert t["lr-d2"]["speedup_vs_ar"] == pytest.approx(10 / 12)
+    assert t["lr-d2"]["latency_speedup_vs_ar"] == pytest.approx(10 / 8)

@@ -117,10 +117,11 @@ def test_the_held_out_claims():
     """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
     -7%..+13% and speedups within 10% at 11 of 12 points, the only miss lr-d2-emb alone, and every
     break-even but that configuration's; at each block's own probe the range widens (-12%..+11%
-    at its ends); the plan is within 10% at 10 of 15 (12 of 15 given each level's
-    step acceptance; 17 and 19 of 20 on traces/load), places 3 of 4 break-evens, and its largest
-    miss is lr-d2-emb at 6 (0.84 planned, 0.64 measured, 0.70 replayed); AR on both cores is
-    1.65-1.69x AR against the plan's 1.55x."""
+    at its ends); the plan (tokens/s ratios, as measured) is within 10% at 11 of 15 (12 of 15
+    given each level's step acceptance; 18 and 19 of 20 on traces/load, whose two misses are
+    lr+sd), places 3 of 4 break-evens, and its largest miss is lr-d2-emb at 6 (0.76 planned, 0.64
+    measured, 0.70 replayed); the plan's mean-latency ratio against the measured one is within 10%
+    at 18 of 20 on traces/load; AR on both cores is 1.65-1.69x AR against the plan's 1.55x."""
     held = json.loads((RESULTS / "load_heldout.json").read_text())
     assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
     assert held["replay_probe"] == "the corpus's median"
@@ -135,12 +136,16 @@ def test_the_held_out_claims():
     assert [c for c in lr if be[c]["replayed_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
     assert sum(be[c]["planned_vs_ar"] == be[c]["measured_vs_ar"] for c in lr) == 3
     within = lambda doc, key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within(held, "planned") == 10 and within(held, "planned_at_measured_acceptance") == 12
+    assert within(held, "planned") == 11 and within(held, "planned_at_measured_acceptance") == 12
     load = json.loads((RESULTS / "load.json").read_text())
-    assert within(load, "planned") == 17 and within(load, "planned_at_measured_acceptance") == 19
+    assert within(load, "planned") == 18 and within(load, "planned_at_measured_acceptance") == 19
+    assert sum(e <= 0.10 for e in bl.plan_errors(load, "planned", "latency_speedup_vs_ar")) == 18
+    misses = [(n, c) for n, t in load["planned"].items() for c, p in t.items()
+              if abs(p["speedup_vs_ar"] / load["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
+    assert misses == [("1", "lr+sd-d2-emb"), ("8", "lr+sd-d2-emb")]
     c6 = held["levels"]["6"]["lr-d2-emb"]
     assert (round(held["planned"]["6"]["lr-d2-emb"]["speedup_vs_ar"], 2), round(c6["speedup_vs_ar"], 2),
-            round(c6["predicted_speedup_vs_ar"], 2)) == (0.84, 0.64, 0.70)
+            round(c6["predicted_speedup_vs_ar"], 2)) == (0.76, 0.64, 0.70)
     emb = lambda doc, levels: [round(doc["levels"][n][c]["step_acceptance"], 2)  # noqa: E731
                                for n in levels for c in ("lr-d2-emb", "lr+sd-d2-emb")]
     assert (min(emb(load, "12")), max(emb(load, "12"))) == (0.62, 0.67)
