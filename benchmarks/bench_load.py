@@ -24,8 +24,8 @@ block = N problems run together, a closed loop of N). Per level N and configurat
                mean latencies, the plan's own `speedup`, is kept beside it: plan_at).
   break-even   the first measured level at which each configuration's speedup is <= 1, against
                ar and against ar-er; the same from the replay and from the plan, and the one
-               `lr plan --find-break-even` finds by bisection over every level up to the highest
-               (on the plan's own speedup, the mean-latency ratio).
+               `lr plan --find-break-even --objective throughput` finds by bisection over every
+               level up to the highest (the tokens/s ratio, as measured).
 
 Targets: predicted speedup within 10% of measured at every level, the predicted
 break-even level equal to the measured one. Levels 1 and 2 are in-sample for the replay's latency
@@ -301,14 +301,16 @@ def measured_acceptance(profiles: dict[str, Path], level: dict[str, list[dict]],
 
 
 def search(profiles: dict[str, Path], top: int) -> dict:
-    """`lr plan --find-break-even --concurrency TOP`: {config: {"vs_ar": cell, "vs_ar-er": cell}}
-    (the bisection's break-even at any level 1..TOP, not only the measured ones)."""
+    """`lr plan --find-break-even --objective throughput --concurrency TOP`: {config: {"vs_ar":
+    cell, "vs_ar-er": cell}} (the bisection's break-even at any level 1..TOP, not only the measured
+    ones, on the tokens/s ratio, as measured)."""
     from lrsim.plan.breakeven import Range
 
     out = {}
     for name, path in profiles.items():
         for devices in (BOTH_DEVICES, ONE_DEVICE):   # sd as measured: on one device
-            res = lr_plan(path, "--find-break-even", "--concurrency", str(top), *devices)
+            res = lr_plan(path, "--find-break-even", "--objective", "throughput", "--concurrency", str(top),
+                          *devices)
             rng = Range(res["axis"], *res["range"])
             rows = {r["label"]: r for r in res["rows"]}
             out |= {cfg: {"vs_ar": level(rows[lab]["vs_ar"], rng), "vs_ar-er": level(rows[lab]["vs_equal"], rng)}
@@ -439,7 +441,7 @@ def render(out: dict) -> str:
                          f"{f(r['tpot_p50_s'], '{:.2f}')} |")
     top = max(map(int, out["levels"]))
     lines += ["", f"Break-even (the first level at which the speedup is <= 1; >{top}: never up to {top}; "
-              f"searched: `lr plan --find-break-even --concurrency {top}`, bisection over every level "
+              f"searched: `lr plan --find-break-even --objective throughput --concurrency {top}`, bisection over every level "
               f"1-{top}; sd on one device as measured, the LR configurations against the plan's own AR, "
               f"replicas on both devices):", "",
               "| config | vs ar measured | replayed | planned | searched | vs ar-er measured | planned | searched |",

@@ -33,7 +33,11 @@ DEFAULT_MAX_CONCURRENCY = 64   # searched when --concurrency is not given: past 
 RATE_SPAN = 64                 # --rate R searches [R / RATE_SPAN, R]: the same span as 1-64 in flight
 RATE_TOLERANCE = 0.05          # stop when the bracket's ends are within 5% (finer than the speedup's
 #                                2% confidence interval can resolve near 1 anyway)
-KEYS = {"ar": "speedup", "equal-resources": "speedup_vs_equal"}
+# the plan row's speedup over each baseline, by what is searched (--objective): the ratio of mean
+# latencies (what a request waits) or of tokens/s (what the machine delivers; closed batches only)
+KEYS = {"speedup": {"ar": "speedup", "equal-resources": "speedup_vs_equal"},
+        "throughput": {"ar": "throughput_speedup", "equal-resources": "throughput_speedup_vs_equal"}}
+CURVE = {"ar": "speedup", "equal-resources": "speedup_vs_equal"}   # the curve's fields, either way
 
 
 @dataclass(frozen=True)
@@ -84,11 +88,13 @@ class _Bracket:
 
 
 def find(source, cands: list[Candidate], hard: Hardware, load: Load, jobs: int = 0,
-         ray_address: str | None = None) -> dict:
-    """Search every speculative candidate of the grid; returns the JSON document of the search."""
+         ray_address: str | None = None, objective: str = "speedup") -> dict:
+    """Search every speculative candidate of the grid; returns the JSON document of the search.
+    `objective`: "speedup" (mean-latency ratio) or "throughput" (tokens/s ratio, KEYS)."""
     t0 = time.perf_counter()
     rng = Range.from_load(load)
-    _check(rng, load)
+    _check(rng, load, objective)
+    keys = KEYS[objective]
     source, hard, cands = planner.prepare(source, cands, hard, rng.load_at(load, rng.hi))
     spec = [c for c in cands if not c.role]
     if not spec:
@@ -113,7 +119,7 @@ def find(source, cands: list[Candidate], hard: Hardware, load: Load, jobs: int =
     evaluate(rng.lo, spec)
     spec = [c for c in spec if c.label in seen[rng.lo]]          # feasible on these devices
     brackets = {(c.label, base_name): _start(seen, rng, c.label, key)
-                for c in spec for base_name, key in KEYS.items()}
+                for c in spec for base_name, key in keys.items()}
     by_label = {c.label: c for c in spec}
     while True:
         pending: dict[float, list[Candidate]] = {}
@@ -127,24 +133,32 @@ def find(source, cands: list[Candidate], hard: Hardware, load: Load, jobs: int =
         for (label, base_name), br in brackets.items():
             if br.status == "searching":
                 x = rng.mid(br.a, br.b)
-                if seen[x][label][KEYS[base_name]] > 1.0:
+                if seen[x][label][keys[base_name]] > 1.0:
                     br.a = x
                 else:
                     br.b = x
                 if rng.closed(br.a, br.b):
                     br.status = "found"
-    rows = [_row(c, seen, rng, brackets) for c in spec]
+    rows = [_row(c, seen, rng, brackets, keys) for c in spec]
     rows.sort(key=lambda r: (-_order(r["vs_ar"], rng), -(r["speedup_at_lo"] or 0)))
     out = {"axis": rng.axis, "unit": rng.unit, "range": [rng.lo, rng.hi], "source": meta.get("source"),
            "hardware": meta.get("hardware"), "rows": rows, "plans": plans,
            "levels_evaluated": sorted(seen), "elapsed_s": time.perf_counter() - t0,
-           "method": "bisection on the simulator; speedup = mean over paired seed blocks of baseline "
-                     "latency / latency (lr plan)"}
+           "objective": objective,
+           "method": "bisection on the simulator; speedup = mean over paired seed blocks of " + (
+               "baseline latency / latency (lr plan)" if objective == "speedup" else
+               "tokens/s / baseline tokens/s (lr plan's throughput_speedup)")}
     out["sentence"] = sentence(out, rng)
     return out
 
 
-def _check(rng: Range, load: Load) -> None:
+def _check(rng: Range, load: Load, objective: str = "speedup") -> None:
+    if objective not in KEYS:
+        raise UserError(f"--find-break-even searches the speedup or the throughput over AR "
+                        f"(--objective speedup|throughput), got {objective!r}")
+    if objective == "throughput" and rng.axis == "rate":
+        raise UserError("--find-break-even --objective throughput: under --rate the throughput is the "
+                        "arrival rate; search the speedup, or give --concurrency")
     if load.concurrency is not None and load.rate is not None:
         raise UserError("--concurrency and --rate are exclusive (closed batch vs open-loop arrivals)")
     if load.slo_ms is not None:
@@ -181,14 +195,15 @@ def _start(seen: dict, rng: Range, label: str, key: str) -> _Bracket:
     return br
 
 
-def _row(c: Candidate, seen: dict, rng: Range, brackets: dict) -> dict:
-    curve = [{"load": x, "speedup": seen[x][c.label]["speedup"],
-              "speedup_vs_equal": seen[x][c.label].get("speedup_vs_equal"),
-              "speedup_ci": seen[x][c.label].get("speedup_ci")}
+def _row(c: Candidate, seen: dict, rng: Range, brackets: dict, keys: dict = KEYS["speedup"]) -> dict:
+    latency = keys is KEYS["speedup"]
+    curve = [{"load": x, "speedup": seen[x][c.label][keys["ar"]],
+              "speedup_vs_equal": seen[x][c.label].get(keys["equal-resources"]),
+              "speedup_ci": seen[x][c.label].get("speedup_ci") if latency else None}
              for x in sorted(seen) if c.label in seen[x]]
     row = {"label": c.label, "mode": c.mode, "placement": c.placement,
            "speedup_at_lo": curve[0]["speedup"] if curve else None, "curve": curve}
-    for base_name, key in KEYS.items():
+    for base_name, key in CURVE.items():
         br = brackets[(c.label, base_name)]
         ys = [(p["load"], p[key]) for p in curve if p[key] is not None]
         monotone = not any(y1 <= 1.0 < y2 for i, (_, y1) in enumerate(ys) for _, y2 in ys[i + 1:])

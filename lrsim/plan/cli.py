@@ -51,7 +51,7 @@ def plan_cmd(
     k1: str = typer.Option("2-5", "--k1", help="lr-sync k1 values."),
     k2: str = typer.Option("3,5,9", "--k2", help="SD positions per verify pass (drafted + 1) for SD modes."),
     width: str = typer.Option("1", "--width", help="lr tree widths, e.g. '1,2'."),
-    objective: str = typer.Option(None, "--objective", help="speedup | goodput | throughput (default: goodput with --slo-ms, else speedup)."),
+    objective: str = typer.Option(None, "--objective", help="speedup | goodput | throughput (default: goodput with --slo-ms, else speedup; --find-break-even searches speedup, the mean-latency ratio, or throughput, the tokens/s ratio)."),
     jobs: int = typer.Option(0, "--jobs", min=0, help="Local worker processes (0 = all cores)."),
     ray_address: str = typer.Option(None, "--ray-address", help="Run the sweep on a Ray cluster ('auto', 'ray://host:10001', or 'local')."),
     top: int = typer.Option(15, "--top", min=1, help="Rows shown in the table (baselines always shown)."),
@@ -204,9 +204,10 @@ def _break_even(src, cands, hard, load, objective, jobs, ray_address, as_json) -
     from lrcore.errors import UserError
     from . import breakeven
 
-    if objective not in (None, "speedup"):
-        raise UserError("--find-break-even searches the speedup over AR: drop --objective")
-    res = breakeven.find(src, cands, hard, load, jobs, ray_address)
+    if objective not in (None, "speedup", "throughput"):
+        raise UserError("--find-break-even searches the speedup (mean latency) or the throughput "
+                        "(tokens/s) over AR: --objective speedup|throughput")
+    res = breakeven.find(src, cands, hard, load, jobs, ray_address, objective or "speedup")
     if as_json:
         print(jsonout.dumps(res))
         return

@@ -279,6 +279,17 @@ def _block_means(part: dict) -> dict[int, float]:
     return {k: float(np.mean(b["lat"])) for k, b in part["blocks"].items()}
 
 
+def _block_tps(part: dict) -> dict[int, float]:
+    """Tokens per second of each seed block (all replicas): its tokens over its makespan."""
+    return {k: b["tps"] * part["active"] for k, b in part["blocks"].items()}
+
+
+def _paired_ratio(base: dict[int, float], mine: dict[int, float]) -> float | None:
+    """Mean over paired seed blocks of this tokens/s over the baseline's."""
+    ks = [k for k in sorted(set(base) & set(mine)) if base[k] > 0]
+    return float(np.mean([mine[k] / base[k] for k in ks])) if ks else None
+
+
 def _speedup_ci(base: dict[int, float], mine: dict[int, float], confidence: float):
     """Mean over paired seed blocks of base latency / this latency, with its t-interval."""
     ks = sorted(set(base) & set(mine))
@@ -308,9 +319,16 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
     ref, eq = rows[i_ref], (rows[i_eq] if i_eq is not None else None)
     ref_b = _block_means(parts[i_ref])
     eq_b = _block_means(parts[i_eq]) if i_eq is not None else None
+    ref_t = _block_tps(parts[i_ref])
+    eq_t = _block_tps(parts[i_eq]) if i_eq is not None else None
     for r, p in zip(rows, parts):
         if not r["feasible"]:
             continue
+        # the throughput speedup: what the machine delivers (a closed batch's tokens over its
+        # makespan), where `speedup` is what a request waits (docs/planning.md, "Which speedup")
+        mine_t = _block_tps(p)
+        r.update(throughput_speedup=_paired_ratio(ref_t, mine_t),
+                 throughput_speedup_vs_equal=_paired_ratio(eq_t, mine_t) if eq_t is not None else None)
         mine = _block_means(p)
         (m, lo, hi), n = _speedup_ci(ref_b, mine, load.confidence)
         r.update(speedup=m, speedup_ci=[lo, hi] if lo is not None else None,

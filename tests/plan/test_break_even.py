@@ -34,6 +34,10 @@ def _fake_plan(curves, calls):
         calls.append((x, tuple(c.label for c in cands if not c.role)))
         rows = [{"label": c.label, "speedup": 1.0 if c.role else both(c.label, x)[0],
                  "speedup_vs_equal": None if c.role else both(c.label, x)[1],
+                 # tokens/s ratios: 0.9 x the latency ratios (an LR block's makespan is longer
+                 # than its requests' mean latency)
+                 "throughput_speedup": 1.0 if c.role else 0.9 * both(c.label, x)[0],
+                 "throughput_speedup_vs_equal": None if c.role else 0.9 * both(c.label, x)[1],
                  "speedup_ci": None} for c in cands]
         return _Res(rows, {"source": "fake", "hardware": {"devices": 2, "kind": "cpu-2core"}})
     return plan
@@ -80,6 +84,21 @@ def test_bisection_finds_the_first_load_where_speedup_falls_to_one(fake):
     assert [r["label"] for r in res["rows"]] == [SD5.label, LR2.label, LR4.label]
     assert "lr depth=2 stops beating AR at 10 (wins at 9)" in res["sentence"]
     assert "sd k2=5 still beats AR at 64" in res["sentence"]
+
+
+def test_the_throughput_objective_bisects_the_tokens_per_s_ratio(fake):
+    """--objective throughput: the same search on lr plan's throughput_speedup (here 0.9 x the
+    latency ratio 2 - x/10: <= 1 from x = 8.9 on, so 9 where the latency ratio says 10)."""
+    fake({LR2.label: lambda x: 2.0 - x / 10})
+    res = breakeven.find(SRC, _cands(LR2), Hardware(), Load(concurrency=64, samples=1),
+                         objective="throughput")
+    row = res["rows"][0]
+    assert res["objective"] == "throughput" and "tokens/s" in res["method"]
+    assert row["vs_ar"] == {"status": "found", "break_even": 9, "last_win": 8, "monotone": True}
+    assert row["curve"][0]["speedup"] == pytest.approx(0.9 * (2.0 - 1 / 10))
+    with pytest.raises(UserError, match="--rate"):
+        breakeven.find(SRC, _cands(LR2), Hardware(), Load(rate=4.0, requests=8, samples=1),
+                       objective="throughput")
 
 
 def test_a_curve_that_rises_again_is_flagged_not_monotone(fake):
@@ -169,7 +188,8 @@ def test_cli_table_and_json(run_lr):
 
 @pytest.mark.parametrize("args, flag", [
     (["--concurrency", "1"], "2 or more"),
-    (["--objective", "throughput"], "--objective"),
+    (["--objective", "goodput"], "--objective"),
+    (["--objective", "throughput", "--rate", "2"], "--rate"),
     (["--slo-ms", "50"], "--slo-ms"),
     (["--paper-table"], "--paper-table"),
     (["--modes", "lr", "--budget", "1"], "no speculative"),

@@ -205,3 +205,14 @@ def test_shared_device_source_has_no_duplicate_placements_and_can_say_serve_ar()
     # one 2-core CPU shared by draft and target: LR loses to the target alone (cpu-2core's measured costs)
     assert res.rows[0]["mode"] == "ar"
     assert "serve AR" in res.meta["recommendation"]
+
+
+def test_rows_carry_the_throughput_speedup_beside_the_latency_one(small_plan):
+    """throughput_speedup: tokens/s over the reference's (one seed block here, so exactly the
+    ratio of tokens_per_s); `speedup` stays the ratio of mean latencies; they differ for LR."""
+    ref = small_plan.meta["reference"]
+    eq = small_plan.meta["equal_resources_baseline"]
+    assert ref["throughput_speedup"] == pytest.approx(1.0)
+    for r in small_plan.rows:
+        assert r["throughput_speedup"] == pytest.approx(r["tokens_per_s"] / ref["tokens_per_s"])
+        assert r["throughput_speedup_vs_equal"] == pytest.approx(r["tokens_per_s"] / eq["tokens_per_s"])
