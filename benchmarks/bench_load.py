@@ -457,7 +457,7 @@ def render(out: dict) -> str:
               f"{', '.join(map(str, cal['levels']))} " + (f"of {cal['corpus']}." if cal.get("held_out") else "only.")]
     rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
            for t in out["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    if acc is not None and rep:
+    if rep:
         lines += ["", f"Replayed: speedup within {out['target']['speedup_rel_error']:.0%} of measured at "
                   f"{sum(x <= out['target']['speedup_rel_error'] for x in rep)} of {len(rep)} "
                   "(configuration, level) pairs."]

@@ -115,41 +115,41 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 def test_the_held_out_claims():
     """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
-    -7%..+13% and speedups within 10% at 11 of 12 points, the only miss lr-d2-emb alone, and every
-    break-even but that configuration's; at each block's own probe the range widens (-12%..+11%
-    at its ends); the plan (tokens/s ratios, as measured) is within 10% at 11 of 15 (12 of 15
-    given each level's step acceptance; 18 and 19 of 20 on traces/load, whose two misses are
-    lr+sd), places 3 of 4 break-evens, and its largest miss is lr-d2-emb at 6 (0.76 planned, 0.64
-    measured, 0.70 replayed); the plan's mean-latency ratio against the measured one is within 10%
-    at 18 of 20 on traces/load; AR on both cores is 1.65-1.69x AR against the plan's 1.55x."""
+    -7%..+8% and every speedup within 10% (12 of 12, largest 8.0%), and every break-even; each
+    block's own probe does about as well (-9.5%..+3.7%); the plan (tokens/s ratios, as measured)
+    is within 10% at 12 of 15, its misses lr-d2 and lr-d2-emb alone and lr+sd at 6, placing 3 of 4
+    break-evens, and at 15 of 15 given each level's measured step acceptance (traces/load: 18 and
+    19 of 20, its two misses lr+sd; the mean-latency ratios 18 of 20); the embedding verifier's
+    acceptance 0.62-0.67 in the calibration records, 0.55-0.58 at 4-8 and 0.53-0.57 held out; AR on
+    both cores 1.42-1.57x AR against the plan's 1.55x."""
     held = json.loads((RESULTS / "load_heldout.json").read_text())
     assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
-    assert held["replay_probe"] == "the corpus's median"
+    assert held["replay_probe"] == "the corpus's median" and held["records"] == 300
     tps, own = held["replay_tokens_per_s_error"], held["replay_tokens_per_s_error_own_probe"]
-    assert -0.075 < tps["min"] < -0.065 and 0.125 < tps["max"] < 0.135
-    assert -0.125 < own["min"] < -0.115 and 0.10 < own["max"] < 0.115
-    rep = {(n, c): abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-           for n, t in held["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    assert len(rep) == 12 and [k for k, e in rep.items() if e > 0.10] == [("1", "lr-d2-emb")]
+    assert -0.07 < tps["min"] < -0.065 and 0.075 < tps["max"] < 0.085
+    assert -0.10 < own["min"] < -0.09 and 0.03 < own["max"] < 0.04
+    rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+           for t in held["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    assert len(rep) == 12 and max(rep) == pytest.approx(0.080, abs=0.0005)
     be = held["break_even"]
     lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
-    assert [c for c in lr if be[c]["replayed_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
-    assert sum(be[c]["planned_vs_ar"] == be[c]["measured_vs_ar"] for c in lr) == 3
+    assert all(be[c]["replayed_vs_ar"] == be[c]["measured_vs_ar"] for c in lr)
+    assert [c for c in lr if be[c]["planned_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
     within = lambda doc, key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within(held, "planned") == 11 and within(held, "planned_at_measured_acceptance") == 12
+    assert within(held, "planned") == 12 and within(held, "planned_at_measured_acceptance") == 15
+    assert max(bl.plan_errors(held, "planned_at_measured_acceptance")) < 0.0975
+    misses = lambda doc: [(n, c) for n, t in doc["planned"].items() for c, p in t.items()  # noqa: E731
+                          if abs(p["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
+    assert misses(held) == [("1", "lr-d2"), ("1", "lr-d2-emb"), ("6", "lr+sd-d2-emb")]
     load = json.loads((RESULTS / "load.json").read_text())
     assert within(load, "planned") == 18 and within(load, "planned_at_measured_acceptance") == 19
     assert sum(e <= 0.10 for e in bl.plan_errors(load, "planned", "latency_speedup_vs_ar")) == 18
-    misses = [(n, c) for n, t in load["planned"].items() for c, p in t.items()
-              if abs(p["speedup_vs_ar"] / load["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
-    assert misses == [("1", "lr+sd-d2-emb"), ("8", "lr+sd-d2-emb")]
-    c6 = held["levels"]["6"]["lr-d2-emb"]
-    assert (round(held["planned"]["6"]["lr-d2-emb"]["speedup_vs_ar"], 2), round(c6["speedup_vs_ar"], 2),
-            round(c6["predicted_speedup_vs_ar"], 2)) == (0.76, 0.64, 0.70)
+    assert misses(load) == [("1", "lr+sd-d2-emb"), ("8", "lr+sd-d2-emb")]
     emb = lambda doc, levels: [round(doc["levels"][n][c]["step_acceptance"], 2)  # noqa: E731
                                for n in levels for c in ("lr-d2-emb", "lr+sd-d2-emb")]
     assert (min(emb(load, "12")), max(emb(load, "12"))) == (0.62, 0.67)
-    assert (min(emb(load, "48")), max(emb(load, "48"))) == (0.55, 0.58) and emb(held, "6") == [0.53, 0.53]
+    assert (min(emb(load, "48")), max(emb(load, "48"))) == (0.55, 0.58)
+    assert (min(emb(held, "136")), max(emb(held, "136"))) == (0.53, 0.57)
     er = [t["ar-er"]["speedup_vs_ar"] for t in held["levels"].values()]
-    assert 1.645 < min(er) and max(er) < 1.695
+    assert 1.41 < min(er) and max(er) < 1.575
     assert all(p["ar-er"]["speedup_vs_ar"] == pytest.approx(1.55, abs=0.005) for p in held["planned"].values())
