@@ -198,6 +198,12 @@ def measure(calib_root: Path, corpus: dict, speed: dict | None = None) -> tuple[
     return paths, {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}, prof
 
 
+def replay_speedup_errors(levels: dict) -> list[float]:
+    """|replayed / measured - 1| of every replayed configuration's speedup over ar."""
+    return [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+            for t in levels.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+
+
 def replay_errors(levels: dict) -> list[float]:
     """Replayed over measured tokens/s, minus 1, of every replayed (level, configuration)."""
     return [r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1
@@ -377,8 +383,7 @@ def main() -> None:
               "searched_vs_ar": searched.get(c, {}).get("vs_ar", "-"),
               "searched_vs_ar-er": searched.get(c, {}).get("vs_ar-er", "-")}
           for c in configs}
-    errs = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-            for t in measured.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    errs = replay_speedup_errors(measured)
     tps = replay_errors(measured)
     out = {"levels": {str(n): t for n, t in measured.items()},
            "planned": {str(n): t for n, t in planned.items()},
@@ -455,8 +460,7 @@ def render(out: dict) -> str:
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "
               f"(target {out['target']['speedup_rel_error']:.0%}); calibrated on levels "
               f"{', '.join(map(str, cal['levels']))} " + (f"of {cal['corpus']}." if cal.get("held_out") else "only.")]
-    rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-           for t in out["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    rep = replay_speedup_errors(out["levels"])
     if rep:
         lines += ["", f"Replayed: speedup within {out['target']['speedup_rel_error']:.0%} of measured at "
                   f"{sum(x <= out['target']['speedup_rel_error'] for x in rep)} of {len(rep)} "
