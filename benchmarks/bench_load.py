@@ -365,7 +365,8 @@ def main() -> None:
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
     paths, measured, replay_profile = measure(calib_root, corpus, today)
-    own = replay_errors(measure(calib_root, corpus)[1]) if held_out else None
+    own = (replay_errors({n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())})
+           if held_out else None)       # the same profile, not calibrated a second time
     with tempfile.TemporaryDirectory() as tmp:
         profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
