@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/collect_load.py --stop-after 50m  # a session's share, then stop
     .venv/bin/python benchmarks/collect_load.py --dry-run         # the plan and what is left
     .venv/bin/python benchmarks/collect_load.py --set adaptive    # lr-adaptive vs ar and lr-d2
+    .venv/bin/python benchmarks/collect_load.py --set transfer    # depths the load corpus lacks
 
 lrreal/load_corpus.py's configurations (ar on the target's core, ar on both cores, sd, lr depth 2
 with exact matching and with the embedding verifier, lr+sd depth 2 with the embedding verifier)
@@ -25,14 +26,21 @@ from benchmarks.collect_corpus import chosen_configs, duration, run_logged  # no
 # ~1.5-3 min a block on one core (a round: four levels x six configurations, ~55 min); at 96 tokens
 # (traces/load-pilot-96/) no configuration beat AR even alone: too few steps to speculate on
 MAX_TOKENS = 192
+# --set: (configurations in lrreal/load_corpus.py, default trace folder, default levels)
+SETS = {"load": ("CONFIGS", "traces/load", "1,2,4,8"),
+        "adaptive": ("ADAPTIVE_CONFIGS", "traces/load-adaptive", "1,2,4"),
+        "transfer": ("TRANSFER_CONFIGS", "traces/load-transfer", "1,3,6")}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", choices=("load", "adaptive"), default="load",
+    ap.add_argument("--set", choices=tuple(SETS), default="load",
                     help="load: the load corpus (traces/load); adaptive: lr-adaptive beside ar and "
-                         "lr-d2 at 1-4 in flight (traces/load-adaptive, benchmarks/bench_adaptive_real.py)")
-    ap.add_argument("--out", default=None, help="default traces/load or traces/load-adaptive (--set)")
+                         "lr-d2 at 1-4 in flight (traces/load-adaptive, benchmarks/bench_adaptive_real.py); "
+                         "transfer: lr at depths 1 and 3 and lr+sd at depth 3 beside ar "
+                         "(traces/load-transfer, benchmarks/bench_load.py --load)")
+    ap.add_argument("--out", default=None, help="default traces/load, traces/load-adaptive or "
+                                                "traces/load-transfer (--set)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--levels", default=None,
                     help="requests in flight, comma-separated (default 1,2,4,8; --set adaptive: 1,2,4)")
@@ -48,12 +56,14 @@ def main() -> None:
     a = ap.parse_args()
 
     from lrreal.collect import CollectSpec
-    from lrreal.load_corpus import ADAPTIVE_CONFIGS, CONFIGS, collect_load, load_plan, pending
+    from lrreal import load_corpus
+    from lrreal.load_corpus import collect_load, load_plan, pending
 
     adaptive = a.set == "adaptive"
-    configs = ADAPTIVE_CONFIGS if adaptive else CONFIGS
-    a.out = a.out or ("traces/load-adaptive" if adaptive else "traces/load")
-    a.levels = a.levels or ("1,2,4" if adaptive else "1,2,4,8")
+    configs_name, default_out, default_levels = SETS[a.set]
+    configs = getattr(load_corpus, configs_name)
+    a.out = a.out or default_out
+    a.levels = a.levels or default_levels
     try:
         levels = tuple(int(x) for x in a.levels.split(","))
         if not levels or min(levels) < 1 or a.rounds < 1 or a.max_tokens < 1 or a.first_problem < 0:

@@ -60,7 +60,17 @@ ADAPTIVE_CONFIGS = (
     LoadConfig("lr-d2", "lr", depth=2),
     LoadConfig("lr-adaptive-d2", "lr-adaptive", depth=2),
 )
-BY_LABEL = {c.label: c for c in CONFIGS + ADAPTIVE_CONFIGS}
+# configurations a profile of the load corpus has never seen (it holds depth 2 only): depth 1 and 3
+# and lr+sd at depth 3, beside ar on the same problems, in a corpus of their own
+# (benchmarks/collect_load.py --set transfer: traces/load-transfer/), so the plan's transfer
+# across configurations under load is measured, not assumed
+TRANSFER_CONFIGS = (
+    LoadConfig("ar", "ar"),
+    LoadConfig("lr-d1-emb", "lr", depth=1, verifier="embedding:0.9"),
+    LoadConfig("lr-d3-emb", "lr", depth=3, verifier="embedding:0.9"),
+    LoadConfig("lr+sd-d3-emb", "lr+sd", depth=3, verifier="embedding:0.9"),
+)
+BY_LABEL = {c.label: c for c in CONFIGS + ADAPTIVE_CONFIGS + TRANSFER_CONFIGS}
 
 
 @dataclass(frozen=True)
