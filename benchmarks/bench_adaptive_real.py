@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_load import blocks, level_table, load_corpus, makespan  # noqa: E402
+from benchmarks.bench_load import blocks, interval, level_table, load_corpus, makespan  # noqa: E402
 from benchmarks.write import write_results  # noqa: E402
 
 TARGET = 0.03          # within 3% of AR (issue 14)
@@ -114,13 +114,13 @@ def _f(x, fmt=".2f"):
 def render(doc: dict) -> str:
     lines = [f"Adaptive lookahead on real engines ({doc['records']} records, {doc['source']}: "
              "GSM8K, 192-token budget; target on core 0, draft on core 1; exact-match verifier).", "",
-             "| in flight | config | blocks | tok/s | speedup vs ar | by round "
+             "| in flight | config | blocks | tok/s | speedup vs ar | 90% interval | by round "
              "| step acceptance | depth-0 decisions |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     for n, table in doc["levels"].items():
         for cfg, r in table.items():
             lines.append(f"| {n} | {cfg} | {r['blocks']} | {r['tokens_per_s']:.2f} | "
-                         f"{_f(r.get('speedup_vs_ar'))} | "
+                         f"{_f(r.get('speedup_vs_ar'))} | {interval(r.get('speedup_vs_ar_ci90'))} | "
                          f"{' / '.join(_f(x) for x in r['block_speedups_vs_ar']) if 'block_speedups_vs_ar' in r else '-'} | "
                          f"{_f(r.get('step_acceptance'))} | {_f(r.get('depth0_share'))} |")
     lines += ["", "lr-adaptive by block (round): share of decisions at depth 0; at each record's first "
@@ -145,6 +145,8 @@ def render(doc: dict) -> str:
         lines += [f"| {n} | {_f(r.get('step_acceptance'))} | {_f(r['priced_by_adaptive'])} | "
                   f"{_f(r.get('speedup_vs_ar'))} |" for n, r in priced]
     m = doc["adaptive_min_speedup_vs_ar"]
+    low = min(((n, t[ADAPTIVE]) for n, t in doc["levels"].items() if ADAPTIVE in t),
+              key=lambda x: x[1]["speedup_vs_ar"], default=None)
     first = {n: (t[ADAPTIVE]["first_problem_records"], t[ADAPTIVE].get("carried_prior_records", 0))
              for n, t in doc["levels"].items() if ADAPTIVE in t}
     lines += ["", "lr-adaptive records that were the first problem of a collection process on its "
@@ -152,7 +154,9 @@ def render(doc: dict) -> str:
               "record ended with (`--adaptive-prior`), by level: "
               + ", ".join(f"{n} in flight: {k} / {c}" for n, (k, c) in first.items()) + ".",
               "", f"lr-adaptive's lowest speedup over AR: {_f(m, '.3f')} (target: >= {1 - TARGET:.2f} "
-              f"at every level; {'met' if doc['target_met'] else 'not met'}).", ""]
+              f"at every level; {'met' if doc['target_met'] else 'not met'})"
+              + (f"; that level's 90% interval over blocks (bootstrap, blocks resampled in pairs with "
+                 f"ar's): {interval(low[1].get('speedup_vs_ar_ci90'))}" if low else "") + ".", ""]
     return "\n".join(lines)
 
 

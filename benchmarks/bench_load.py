@@ -38,6 +38,13 @@ machine, on other problems and at other levels (benchmarks/collect_load.py --fir
 once to the held-out corpus's median probe (what a user does: `lr calibrate probe`, then plan; a
 single probe of idle engines is noisy), so the replayed tokens/s are absolute predictions too; the
 replay at each block's own probe is reported beside it.
+
+Transfer (`--calibrate-on traces/load --load traces/load-transfer`): the same, on configurations
+the profiles never ran (benchmarks/collect_load.py --set transfer: lr at depths 1 and 3, lr+sd at
+depth 3, all with the embedding verifier, beside ar on problems 600 on). The replay moves the
+latency curves to them (their own steps and verdicts replayed); the plan prices them from the
+depth-2 profile alone, acceptance by depth included (a depth past the profile's deepest takes the
+deepest's acceptance).
 """
 from __future__ import annotations
 
@@ -60,7 +67,7 @@ from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E40
 from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled  # noqa: E402
 
 CALIB_LEVELS = (1, 2)
-CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")   # replayed
+CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")   # the replay's calibration
 # and ar-er, whose AR on both cores against ar's gives the baseline's measured TP efficiency
 PROFILE_CONFIGS = (*CALIB_CONFIGS, "ar-er")
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
@@ -69,9 +76,15 @@ SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim 
 PLAN_PROFILES = {
     "exact": (("ar", "ar-er", "sd", "lr-d2"), {"sd": "sd k2=7", "lr-d2": "lr depth=2"}),
     "emb": (("ar", "ar-er", "sd", "lr-d2-emb", "lr+sd-d2-emb"),
-            {"lr-d2-emb": "lr depth=2", "lr+sd-d2-emb": "lr+sd depth=2 k2=7"}),
+            {"lr-d2-emb": "lr depth=2", "lr+sd-d2-emb": "lr+sd depth=2 k2=7",
+             # traces/load-transfer's configurations (collect_load.py --set transfer), which the
+             # profiles of depth 2 never ran: priced at their depth from the same profile
+             "lr-d1-emb": "lr depth=1", "lr-d3-emb": "lr depth=3", "lr+sd-d3-emb": "lr+sd depth=3 k2=7"}),
 }
-PLAN_ARGS = ("--depth", "2", "--k2", "7", "--placement", "dedicated",
+# the step acceptance a level's records of these configurations measured (measured_acceptance)
+ACCEPTANCE_CONFIGS = {"exact": ("lr-d2",), "emb": ("lr-d2-emb", "lr+sd-d2-emb", "lr-d1-emb", "lr-d3-emb",
+                                                    "lr+sd-d3-emb")}
+PLAN_ARGS = ("--depth", "1-3", "--k2", "7", "--placement", "dedicated",
              "--samples", "32", "--ci-target", "0", "--jobs", "1", "--json")
 # The measured ar and sd ran on the target's core alone, N requests on it. `lr plan` on the
 # profile's two devices would run them as two replicas of N/2 (its reference AR too): priced so,
@@ -159,10 +172,13 @@ def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict 
                "tpot_p50_s": _median([r["load"]["tpot_s"] for b in sel for r in b]),
                "step_acceptance": _ratio(sel, "accepted", "proposed"),
                "correct": sum(bool(r["correct"]) for b in sel for r in b)}
-        if prof is not None and cfg in CALIB_CONFIGS:
+        if prof is not None and cfg != "ar-er":      # another binding: only its TP efficiency
             row["predicted_tokens_per_s"] = toks / sum(predict_block(prof, b, speed) for b in sel)
         out[cfg] = row
     for cfg, row in out.items():
+        if "ar" in out and cfg != "ar":
+            row["speedup_vs_ar_ci90"] = speedup_interval([by_cfg[cfg][k] for k in sorted(common)],
+                                                         [by_cfg["ar"][k] for k in sorted(common)])
         for base in ("ar", "ar-er"):
             if base in out and cfg != base:
                 row[f"speedup_vs_{base}"] = row["tokens_per_s"] / out[base]["tokens_per_s"]
@@ -172,6 +188,33 @@ def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict 
                     row["predicted_speedup_vs_ar"] = (row["predicted_tokens_per_s"]
                                                       / out["ar"]["predicted_tokens_per_s"])
     return out
+
+
+CI_LEVEL, CI_RESAMPLES = 0.90, 2000   # the measured speedup's interval over blocks (speedup_interval)
+
+
+def speedup_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
+    """A 90% bootstrap interval of the measured speedup over ar (tokens over makespans, both
+    summed over the blocks), the blocks resampled in pairs (block k of both ran the same
+    problems): how far the measurement itself could move with other problems. None below 3
+    blocks. scipy.stats.bootstrap, percentile method (BCa needs more blocks than a level has),
+    seeded: the same traces give the same interval."""
+    from scipy.stats import bootstrap
+
+    if len(cfg_blocks) < 3:
+        return None
+    cols = [np.array([sum(r["output_tokens"] for r in b) for b in cfg_blocks], float),
+            np.array([makespan(b) for b in cfg_blocks]),
+            np.array([sum(r["output_tokens"] for r in b) for b in ar_blocks], float),
+            np.array([makespan(b) for b in ar_blocks])]
+
+    def ratio(tc, sc, ta, sa, axis=-1):
+        return (tc.sum(axis) / sc.sum(axis)) / (ta.sum(axis) / sa.sum(axis))
+
+    ci = bootstrap(cols, ratio, paired=True, vectorized=True, confidence_level=CI_LEVEL,
+                   n_resamples=CI_RESAMPLES, method="percentile",
+                   rng=np.random.default_rng(0)).confidence_interval
+    return [float(ci.low), float(ci.high)]
 
 
 def _median(xs):
@@ -290,7 +333,7 @@ def measured_acceptance(profiles: dict[str, Path], level: dict[str, list[dict]],
     out = {}
     for name, path in profiles.items():
         by: dict[str, list[int]] = {}
-        for cfg in PLAN_PROFILES[name][0]:
+        for cfg in ACCEPTANCE_CONFIGS[name]:
             for r in level.get(cfg, []):
                 for d, (p, a) in r["step_acceptance"]["by_depth"].items():
                     by.setdefault(d, [0, 0])
@@ -370,8 +413,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
-        planned = {n: plan_at(profiles, n) for n in sorted(corpus)}
-        planned_acc = {n: plan_at(measured_acceptance(profiles, corpus[n], Path(tmp), n), n) for n in sorted(corpus)}
+        # the plan prices every configuration of its grid; kept: those the corpus measured, and
+        # the equal-resources baseline
+        def kept(n, rows):
+            return {c: r for c, r in rows.items() if c in corpus[n] or c == "ar-er"}
+        planned = {n: kept(n, plan_at(profiles, n)) for n in sorted(corpus)}
+        planned_acc = {n: kept(n, plan_at(measured_acceptance(profiles, corpus[n], Path(tmp), n), n))
+                       for n in sorted(corpus)}
         searched = search(profiles, max(corpus))
         tp_eff = {name: json.loads(Path(path).read_text())["placement"].get("equal_resources")
                   for name, path in profiles.items()}
@@ -392,7 +440,10 @@ def main() -> None:
            "planned_at_measured_acceptance": {str(n): t for n, t in planned_acc.items()},
            "break_even": be,
            "calibrated_on": {"corpus": a.calibrate_on or a.load, "levels": list(CALIB_LEVELS),
-                             "configs": list(PROFILE_CONFIGS), "held_out": held_out},
+                             "configs": list(PROFILE_CONFIGS), "held_out": held_out,
+                             # configurations predicted that no calibration record ran
+                             "unseen_configs": sorted({c for t in measured.values() for c in t}
+                                                      - set(PROFILE_CONFIGS))},
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
@@ -421,6 +472,26 @@ def plan_errors(out: dict, key: str, speedup: str = "speedup_vs_ar") -> list[flo
             if p.get(speedup) and out["levels"].get(n, {}).get(cfg, {}).get(speedup)]
 
 
+def misses_inside_interval(out: dict, key: str) -> tuple[int, int]:
+    """(how many of the pairs planned more than 10% off lie inside the measured speedup's 90%
+    interval over blocks, how many pairs are that far off): the misses the measurement's own
+    spread over problems cannot tell from a hit."""
+    tol = out["target"]["speedup_rel_error"]
+    inside = off = 0
+    for n, t in out[key].items():
+        for cfg, p in t.items():
+            m = out["levels"].get(n, {}).get(cfg, {})
+            if p.get("speedup_vs_ar") and m.get("speedup_vs_ar") and abs(p["speedup_vs_ar"] / m["speedup_vs_ar"] - 1) > tol:
+                off += 1
+                ci = m.get("speedup_vs_ar_ci90")
+                inside += bool(ci and ci[0] <= p["speedup_vs_ar"] <= ci[1])
+    return inside, off
+
+
+def interval(ci) -> str:
+    return "-" if not ci else f"{ci[0]:.2f}-{ci[1]:.2f}"
+
+
 def render(out: dict) -> str:
     f = lambda v, fmt="{:.2f}": "-" if v is None else fmt.format(v)  # noqa: E731
     cal = out["calibrated_on"]
@@ -428,13 +499,15 @@ def render(out: dict) -> str:
     lines = [f"Load corpus: {out['records']} records (GSM8K, {out['max_tokens']}-token budget; target on core 0, "
              "draft on core 1; ar-er = AR on both cores)."
              + (f" Held out: every prediction comes from profiles calibrated on {cal['corpus']}'s levels "
-                f"{', '.join(map(str, cal['levels']))} (another run, machine and problems), "
-                "rescaled to this corpus's median probe." if cal.get("held_out") else ""),
+                f"{', '.join(map(str, cal['levels']))} (another run, machine and problems"
+                + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
+                   if cal.get("unseen_configs") else "")
+                + "), rescaled to this corpus's median probe." if cal.get("held_out") else ""),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
              + (" / planned at the level's acceptance" if acc is not None else "") + ") "
-             "| vs ar-er (measured / planned) | TTFT p50 s | TPOT p50 s |",
-             "|---|---|---|---|---|---|---|"]
+             "| measured, 90% interval | vs ar-er (measured / planned) | TTFT p50 s | TPOT p50 s |",
+             "|---|---|---|---|---|---|---|---|"]
     for n, t in out["levels"].items():
         pl = out["planned"].get(n, {})
         for cfg, r in t.items():
@@ -442,7 +515,8 @@ def render(out: dict) -> str:
             pa = "" if acc is None else " / " + f((acc.get(n, {}).get(cfg) or {}).get("speedup_vs_ar"))
             lines.append(f"| {n} | {cfg} | {f(r['tokens_per_s'])} | "
                          f"{f(r.get('speedup_vs_ar'))} / {f(r.get('predicted_speedup_vs_ar'))} / "
-                         f"{f(p.get('speedup_vs_ar'))}{pa} | {f(r.get('speedup_vs_ar-er'))} / "
+                         f"{f(p.get('speedup_vs_ar'))}{pa} | {interval(r.get('speedup_vs_ar_ci90'))} | "
+                         f"{f(r.get('speedup_vs_ar-er'))} / "
                          f"{f(p.get('speedup_vs_ar-er'))} | {f(r['ttft_p50_s'], '{:.1f}')} | "
                          f"{f(r['tpot_p50_s'], '{:.2f}')} |")
     top = max(map(int, out["levels"]))
@@ -470,9 +544,12 @@ def render(out: dict) -> str:
         for name, key in (("planned", "planned"), ("planned at each level's measured step acceptance",
                                                     "planned_at_measured_acceptance")):
             e = plan_errors(out, key)
+            inside = misses_inside_interval(out, key)
             lines += ["", f"{name.capitalize()}: speedup within {out['target']['speedup_rel_error']:.0%} of "
                       f"measured at {sum(x <= out['target']['speedup_rel_error'] for x in e)} of {len(e)} "
-                      f"(configuration, level) pairs, largest error {max(e):.1%}."]
+                      f"(configuration, level) pairs, largest error {max(e):.1%}"
+                      + (f"; of the {inside[1]} outside 10%, {inside[0]} inside the measured speedup's 90% "
+                         "interval over blocks" if inside[1] else "") + "."]
         e = plan_errors(out, "planned", "latency_speedup_vs_ar")
         if e:
             lines += ["", "Speedups are tokens/s ratios (a block of N requests started together: tokens over "

@@ -78,3 +78,35 @@ def test_a_block_whose_requests_end_apart_has_a_higher_latency_speedup():
     t = bl.level_table(level, None)
     assert t["lr-d2"]["speedup_vs_ar"] == pytest.approx(10 / 12)
     assert t["lr-d2"]["latency_speedup_vs_ar"] == pytest.approx(10 / 8)
+
+
+def test_the_measured_speedups_interval_pairs_blocks_and_narrows_with_agreement():
+    """speedup_interval: a 90% bootstrap interval over blocks, resampled in pairs with ar's;
+    it holds the point speedup, is a point when every block agrees, and is absent below 3 blocks."""
+    ar = [[rec("ar", f"p{k}", k, 0, 10, 10)] for k in range(5)]
+    same = [[rec("lr", f"p{k}", k, 0, 8, 8, mode="lr")] for k in range(5)]
+    lo, hi = bl.speedup_interval(same, ar)
+    assert lo == pytest.approx(10 / 8) and hi == pytest.approx(10 / 8)
+    spread = [[rec("lr", f"p{k}", k, 0, s, s, mode="lr")] for k, s in enumerate((6, 7, 8, 9, 14))]
+    lo, hi = bl.speedup_interval(spread, ar)
+    point = 50 / 44          # tokens over summed makespans, as the table's speedup
+    assert lo < point < hi and hi - lo > 0.1
+    assert bl.speedup_interval(spread, ar) == [lo, hi]             # seeded
+    assert bl.speedup_interval(spread[:2], ar[:2]) is None
+    # paired: a block slow in both configurations moves neither side of the ratio alone
+    ar_slow = [[rec("ar", f"p{k}", k, 0, s, s)] for k, s in enumerate((10, 10, 10, 10, 40))]
+    lr_slow = [[rec("lr", f"p{k}", k, 0, s, s, mode="lr")] for k, s in enumerate((8, 8, 8, 8, 32))]
+    lo, hi = bl.speedup_interval(lr_slow, ar_slow)
+    assert lo == pytest.approx(10 / 8) and hi == pytest.approx(10 / 8)
+
+
+def test_plan_misses_inside_the_measured_interval_are_counted_apart():
+    out = {"target": {"speedup_rel_error": 0.10},
+           "levels": {"1": {"a": {"speedup_vs_ar": 1.0, "speedup_vs_ar_ci90": [0.8, 1.2]},
+                            "b": {"speedup_vs_ar": 1.0, "speedup_vs_ar_ci90": [0.95, 1.05]},
+                            "c": {"speedup_vs_ar": 1.0, "speedup_vs_ar_ci90": None},
+                            "d": {"speedup_vs_ar": 1.0, "speedup_vs_ar_ci90": [0.5, 1.5]}}},
+           "planned": {"1": {"a": {"speedup_vs_ar": 1.15}, "b": {"speedup_vs_ar": 1.15},
+                             "c": {"speedup_vs_ar": 0.8}, "d": {"speedup_vs_ar": 1.05}}}}
+    # a: off by 15%, inside [0.8, 1.2]; b: off, outside; c: off, no interval; d: a hit
+    assert bl.misses_inside_interval(out, "planned") == (1, 3)
