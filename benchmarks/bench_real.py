@@ -46,7 +46,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from lrcore.traces import read_traces
-    from lrreal.collect import CollectSpec, collect, summarize
+    from lrreal.collect import CollectSpec, collect
+    from lrreal.summary import summarize
     from lrsim.theory.formulas import f_step
 
     out = Path(args.out)
