@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass
 
 from .config import AdaptiveConfig, Estimates
-from .rule import AR, Choice, _argmax, expected_rate, on_plateau, preferred, ranked
+from .rule import AR, Choice, argmax, expected_rate, on_plateau, preferred, ranked
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Controller:
         def rate(c: Choice) -> float:
             return rates[c] if c in rates else expected_rate(est, c, self.cfg)
 
-        best, best_rate = _argmax(rated)
+        best, best_rate = argmax(rated)
         target, _ = preferred(rated, self.cfg)
         aim = target.label() if target == best else f"{target.label()} (plateau of {best.label()})"
         cur = self.current

@@ -109,10 +109,10 @@ def _rates(est: Estimates, choices: list[Choice],
 def best_choice(est: Estimates, cfg: AdaptiveConfig) -> tuple[Choice, float]:
     """The argmax of expected_rate over the candidates; a tie (within TIE_RTOL) goes to the
     cheaper candidate."""
-    return _argmax(ranked(est, cfg))
+    return argmax(ranked(est, cfg))
 
 
-def _argmax(rated: list[tuple[Choice, float]]) -> tuple[Choice, float]:
+def argmax(rated: list[tuple[Choice, float]]) -> tuple[Choice, float]:
     best, best_rate = rated[0]
     for c, r in rated[1:]:
         if r > best_rate * (1.0 + TIE_RTOL):
@@ -133,7 +133,7 @@ def on_plateau(c: Choice, rate: float, best: Choice, best_rate: float,
 
 def preferred(rated: list[tuple[Choice, float]], cfg: AdaptiveConfig) -> tuple[Choice, float]:
     """The choice the Controller moves to: the deepest candidate on the argmax's plateau."""
-    best, best_rate = _argmax(rated)
+    best, best_rate = argmax(rated)
     pick, pick_rate = best, best_rate
     for c, r in rated:
         if c.depth > pick.depth and on_plateau(c, r, best, best_rate, cfg):
