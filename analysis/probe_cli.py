@@ -31,7 +31,7 @@ def probe_cmd(
     """Measure this machine's speed now (a fixed reference pass per engine) and rescale a profile
     to it, so a profile recorded on another day or machine predicts runs here."""
     from lrcore.outputs import check_output
-    from lrreal.collect import check_cores
+    from lrreal.binding import check_cores
     from lrsim.calib.profile import load_profile, save_profile
     from lrsim.calib.rescale import factors_from_probe
 

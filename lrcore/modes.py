@@ -21,7 +21,7 @@ MODE_POLICY = {
     "lr+sd": ("lr-async", True),
     "lr-sync": ("lr-sync", False),
     # adaptive lookahead: the lr-async tree, its depth and width chosen before each
-    # speculation by lrcore/adaptive.py (real: lrreal/scheduler/lr_adaptive.py)
+    # speculation by lrcore/adaptive/ (real: lrreal/scheduler/lr_adaptive.py)
     "lr-adaptive": ("lr-adaptive", False),
     "lr+sd-adaptive": ("lr-adaptive", True),
 }
@@ -30,7 +30,7 @@ MODE_POLICY = {
 # judges the pair, the target's step is kept. A measurement of alpha1, never simulated.
 ACCEPT_MODE = "accept"
 
-# Adaptive lookahead (lrcore/adaptive.py decides depth, width and k2 before each
+# Adaptive lookahead (lrcore/adaptive/ decides depth, width and k2 before each
 # speculation) -> the static mode whose engines, SD setting and measured latency it runs with.
 ADAPTIVE_MODES = {"lr-adaptive": "lr", "lr+sd-adaptive": "lr+sd"}
 # every mode the simulator runs (lr plan --modes, profiles): since the real backend runs the

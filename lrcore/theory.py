@@ -20,7 +20,7 @@ Speedups are ratios of emitted output per unit of wall time against the target a
 
 Part of lrcore: the simulator (lrsim: its theory commands, optimiser, planner and policies, through
 lrsim/theory/formulas.py, which re-exports this module) and the adaptive lookahead policy
-(lrcore/adaptive.py, imported by both the simulator and the real backend) use the same closed
+(lrcore/adaptive/, imported by both the simulator and the real backend) use the same closed
 forms; this module imports neither side.
 """
 from __future__ import annotations

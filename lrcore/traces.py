@@ -369,7 +369,7 @@ class TraceWriter:
             tf = _scan(self.path)
             self._keys = {record_key(r) for r in tf.records}
             # (mode, run) of every record already in the file: `lr collect --resume` refuses to
-            # append records made with other settings (lrreal/collect.py: run.flags, and
+            # append records made with other settings (lrreal/resume.py: run.flags, and
             # run.judge_prompt for the LLM judge's template); existing_flags: (mode, run.flags)
             self.existing_runs = [(r["mode"], r.get("run") or {}) for r in tf.records]
             self.existing_flags = [(m, run.get("flags") or {}) for m, run in self.existing_runs]

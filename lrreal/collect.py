@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import re
-import platform
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -21,13 +19,13 @@ from lrcore.errors import UserError
 from lrcore.modes import ADAPTIVE_MODES, DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
+from .binding import check_cores, default_binding, equal_resources_cores, hardware, preload_iomp
 from .engine import EngineArgs, VllmEngine, monotonic, ngram_config, vllm_version
 from .load import arrival_offsets, run_in_flight
 from .lock import vllm_lock
+from .resume import check_resume_settings, flag_value
 from .scheduler import Problem, SchedulerConfig, run_problem
 from .scheduler.steps import DEFAULT_STEP_STOP
-
-IOMP_LIB = "libiomp5.so"  # Intel OpenMP bundled in the venv: ~1.7x faster CPU decode here
 
 
 @dataclass
@@ -187,91 +185,6 @@ class CollectSpec:
                                step_stop=tuple(self.step_stop), judge_timing=self.judge_timing)
 
 
-def check_cores(flag: str, cores: str) -> None:
-    """VLLM_CPU_OMP_THREADS_BIND syntax: auto, nobind, or CPU ids/ranges ("0-2,5", "|" per rank)
-    on CPUs this machine has; vLLM would only fail inside the engine core."""
-    if cores in ("auto", "nobind"):
-        return
-    ncpu = os.cpu_count() or 1
-    ok = bool(re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*(\|\d+(-\d+)?(,\d+(-\d+)?)*)*", cores))
-    ids = [int(x) for x in re.findall(r"\d+", cores)] if ok else []
-    if not ok or max(ids) >= ncpu:
-        raise UserError(f"{flag} {cores!r}: use auto, nobind or CPU ids like 0-{ncpu - 1} "
-                        f"(this machine has CPUs 0-{ncpu - 1})")
-
-
-def hardware() -> dict:
-    info = {"platform": platform.platform(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "python": platform.python_version()}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
-        mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()
-        info["mem_gib"] = round(int(mem[1]) / 2**20, 1)
-    except OSError:
-        pass
-    try:
-        import torch
-        info["torch"] = torch.__version__
-        if torch.cuda.is_available():
-            info["gpu"] = torch.cuda.get_device_name(0)
-    except Exception:
-        pass
-    return info
-
-
-def preload_iomp() -> str | None:
-    """Make spawned engine cores load Intel OpenMP (LD_PRELOAD is read at process start, and each
-    vLLM engine core is a freshly spawned process, so setting it here is enough)."""
-    import sys
-    lib = Path(sys.prefix) / "lib" / IOMP_LIB
-    if not lib.is_file() or os.environ.get("LR_NO_IOMP"):
-        return None
-    # An engine started earlier in this process without it made vLLM add torch's libgomp here;
-    # vLLM refuses both OpenMP runtimes at once (an assertion in its engine core), so drop it.
-    keep = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p and "libgomp" not in p]
-    if not any(IOMP_LIB in p for p in keep):
-        keep.insert(0, str(lib))
-    os.environ["LD_PRELOAD"] = ":".join(keep)
-    return str(lib)
-
-
-def default_binding(mode: str, ncpu: int | None = None) -> tuple[str, str | None]:
-    """Cores for (target, draft). Alone, the target gets every core. Two engines that run at
-    the same time get disjoint cores: sharing them makes both OpenMP pools spin against each other
-    (measured here: 2-4 s per target token shared vs ~0.7 s on its own core)."""
-    n = ncpu or os.cpu_count() or 1
-    if mode not in DRAFT_MODES or n == 1:
-        return f"0-{n - 1}" if n > 1 else "0", (f"0-{n - 1}" if n > 1 else "0")
-    split = max(1, n - max(1, n // 4))  # draft: a quarter of the cores, at least one
-    target = "0" if split == 1 else f"0-{split - 1}"
-    draft = str(split) if split == n - 1 else f"{split}-{n - 1}"
-    return target, draft
-
-
-def equal_resources_cores(target_cores: str, draft_cores: str, ncpu: int | None = None) -> str:
-    """The target's binding for the equal-resources baseline: the union of the cores an lr run
-    gives its target and its draft (each "auto" resolved as lr resolves it)."""
-    auto_t, auto_d = default_binding("lr", ncpu)
-    ids: set[int] = set()
-    for cores in (auto_t if target_cores == "auto" else target_cores,
-                  auto_d if draft_cores == "auto" else draft_cores):
-        if cores == "nobind":
-            return "nobind"
-        for part in cores.replace("|", ",").split(","):
-            lo, _, hi = part.partition("-")
-            ids.update(range(int(lo), int(hi or lo) + 1))
-    ids_s, runs = sorted(ids), []
-    for i in ids_s:
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
-
-
 def chat_prompt(tokenizer, messages: list[dict]) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
@@ -342,7 +255,7 @@ class Collector:
         self.verifier = None
         self._tokenizer = None
         self.run_info = {
-            "flags": {k: _plain(v) for k, v in asdict(spec).items() if k != "extra"} | spec.extra,
+            "flags": {k: flag_value(v) for k, v in asdict(spec).items() if k != "extra"} | spec.extra,
             "models": {"target": models.model_identity(self.target_path)}
                       | ({"draft": models.model_identity(self.draft_path)} if self.draft_path else {}),
             "vllm_version": vllm_version(), "hardware": hardware(),
@@ -569,162 +482,3 @@ async def _collect_async(col: Collector, todo, writer, summary: CollectSummary, 
             except Exception:
                 pass
         col.shutdown()
-
-
-# The run.flags that define what a record means. `--resume` appends only records made with the
-# same values as every record already in the file (of any mode for the first group, of the same
-# mode for the others; the judge prompt by its content, in check_resume_settings); --limit,
-# --offset, --samples, --probe, --judge-url and the like may change.
-RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "step_stop", "temperature", "top_p",
-             "top_k", "target", "dtype", "max_model_len", "execute_code", "concurrency",
-             "request_rate")
-DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule", "judge_timing")
-SD_RUN_FLAGS = ("num_speculative_tokens", "prompt_lookup_max")
-SOLO_RUN_FLAGS = ("equal_resources",)   # of ar/sd records: the target's share of the machine
-# What a flag meant in records written before the toolkit recorded it (it was fixed then).
-ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP), "judge_timing": "deferred",
-                "concurrency": 1, "request_rate": None, "equal_resources": False}
-
-
-def _plain(v):
-    """A flag's value as JSON has it (tuples are arrays)."""
-    return list(v) if isinstance(v, tuple) else v
-
-
-def check_resume_settings(spec: CollectSpec, existing: list[tuple[str, dict]]) -> None:
-    """Refuse `--resume` into a file whose records were made with other settings (one line
-    naming the first flag that differs), so one file never mixes runs. `existing`: (mode, run)
-    of every record in the file (TraceWriter.existing_runs).
-
-    The judge prompt is compared by content (run.judge_prompt.sha256; a record without it was
-    judged with the default template, the only one there was), between records of this mode
-    and a run that asks an LLM judge: the same template under another path is the same run."""
-    mine = {k: _plain(v) for k, v in asdict(spec).items()}
-    my_prompt = default_sha = None
-    for mode, run in existing:
-        run = run if isinstance(run, dict) else {}
-        flags = run.get("flags") if isinstance(run.get("flags"), dict) else {}
-        names = RUN_FLAGS + (DRAFT_RUN_FLAGS if mode == spec.mode and mode in DRAFT_MODES else ()) \
-            + (SD_RUN_FLAGS if mode == spec.mode and mode in SD_MODES else ()) \
-            + (SOLO_RUN_FLAGS if mode == spec.mode and mode not in DRAFT_MODES else ())
-        for name in names:
-            if name not in flags and name not in ABSENT_MEANS:
-                continue      # written by an older toolkit without that flag: nothing to compare
-            theirs = flags[name] if name in flags else ABSENT_MEANS[name]
-            if name == "dataset" and isinstance(theirs, str) and theirs.endswith(".jsonl") \
-                    and isinstance(mine[name], str) and _same_path(theirs, mine[name]):
-                continue
-            if _plain(theirs) != mine[name]:
-                flag = "--" + name.replace("_", "-")
-                shown = lambda v: "on" if v is True else "off" if v is False else v  # noqa: E731
-                raise UserError(f"--resume: {spec.out} holds {mode} records made with {flag} "
-                                f"{shown(theirs)!r}; this run has {flag} {shown(mine[name])!r}: "
-                                "resume with the same settings, or write to a new --out file")
-        if mode == spec.mode and spec.uses_judge() and "verifier" in flags:
-            # same mode and (compared above) the same judge verifier: the same template?
-            from .verifiers.judge_prompt import default_prompt
-
-            my_prompt = my_prompt or spec.judge_prompt_template()
-            recorded = run.get("judge_prompt") if isinstance(run.get("judge_prompt"), dict) else {}
-            theirs = recorded.get("sha256")
-            if not theirs:
-                default_sha = default_sha or default_prompt().sha256
-                theirs = default_sha
-            if theirs != my_prompt.sha256:
-                name = recorded.get("name") or flags.get("judge_prompt") or "default"
-                raise UserError(f"--resume: {spec.out} holds {mode} records judged with --judge-prompt "
-                                f"{name!r} (sha256 {str(theirs)[:12]}); this run has --judge-prompt "
-                                f"{spec.judge_prompt!r} (sha256 {my_prompt.sha256[:12]}): resume with "
-                                "the same template, or write to a new --out file")
-
-
-def _same_path(a: str, b: str) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return a == b
-
-
-def verify_cause(error: str) -> str:
-    """A short class for a failed verification's `error` text (summary counts by cause)."""
-    e = error.lower()
-    if e.startswith("http "):  # "HTTP 504: ... timeout": the status decides
-        return "http"
-    for key, words in (("timeout", ("timed out", "timeout")),
-                       ("connection", ("connection", "connect")),
-                       ("http", ("http ",)),
-                       ("bad reply", ("non-json", "unexpected reply", "no [aligned]"))):
-        if any(w in e for w in words):
-            return key
-    return "other"
-
-
-def summarize(records: list[dict]) -> list[dict]:
-    """Per-mode accuracy, tokens/s, acceptance, speedup vs AR (same problems) from records."""
-    by_mode: dict[str, list[dict]] = {}
-    for r in records:
-        by_mode.setdefault(r["mode"], []).append(r)
-    ar = {(r["problem_id"], r["sample"]): r for r in by_mode.get("ar", [])}
-    rows = []
-    for mode, recs in by_mode.items():
-        toks = sum(r["output_tokens"] for r in recs)
-        wall = sum(r["wall_time_s"] for r in recs)
-        graded = [r["correct"] for r in recs if r["correct"] is not None]
-        prop = sum(r["step_acceptance"]["proposed"] for r in recs)
-        acc = sum(r["step_acceptance"]["accepted"] for r in recs)
-        sds = [r["sd"] for r in recs if r.get("sd")]
-        checks = [s["verify"] for r in recs for s in r["steps"] if s.get("verify")]
-        errors: dict[str, int] = {}
-        for v in checks:
-            if v.get("error"):
-                cause = verify_cause(v["error"])
-                errors[cause] = errors.get(cause, 0) + 1
-        drafted = sum(s["drafted"] for s in sds)
-        pairs = [(ar[(r["problem_id"], r["sample"])], r) for r in recs
-                 if (r["problem_id"], r["sample"]) in ar]
-        speedup = None
-        # accept (the acceptance protocol) measures alpha1 and is no way to decode: no speedup
-        if pairs and mode not in ("ar", "accept"):
-            # AR's and the mode's tokens/s on the same problems; undefined (None) when either
-            # side has no tokens or no time (hand-made records; a real record takes time)
-            a_tok, a_wall = (sum(a[k] for a, _ in pairs) for k in ("output_tokens", "wall_time_s"))
-            m_tok, m_wall = (sum(m[k] for _, m in pairs) for k in ("output_tokens", "wall_time_s"))
-            if a_tok > 0 and a_wall > 0 and m_wall > 0:
-                speedup = (m_tok / m_wall) / (a_tok / a_wall)
-                speedup = speedup if math.isfinite(speedup) else None
-        rows.append({"mode": mode, "records": len(recs),
-                     "accuracy": (sum(graded) / len(graded)) if graded else None,
-                     "tokens_per_s": toks / wall if wall > 0 and math.isfinite(toks / wall) else 0.0,
-                     "output_tokens": toks, "wall_time_s": wall,
-                     "step_acceptance": acc / prop if prop else None, "steps_proposed": prop,
-                     "sd_acceptance": (sum(s["accepted"] for s in sds) / drafted) if drafted else None,
-                     "speedup_vs_ar": 1.0 if mode == "ar" and ar else speedup,
-                     "verifications": len(checks),
-                     "verifications_failed": sum(errors.values()),
-                     "verification_failures_by_cause": errors,
-                     "step_acceptance_ci95": None, "step_acceptance_by_verifier_dataset": None,
-                     "load": load_summary(recs)})
-        if mode == "accept":
-            # step acceptance per judged draft with its 95% Wilson interval (scipy), pooled and
-            # per (verifier, data set): lrcore/acceptance.py
-            from lrcore.acceptance import protocol_acceptance
-
-            est = protocol_acceptance(recs)
-            rows[-1]["step_acceptance_ci95"] = est["ci95"]
-            rows[-1]["step_acceptance_by_verifier_dataset"] = est["groups"]
-    return rows
-
-
-def load_summary(recs: list[dict]) -> dict | None:
-    """Medians of the load metrics of records made under load (lrreal/load.py), else None."""
-    loads = [r["load"] for r in recs if isinstance(r.get("load"), dict)]
-    if not loads:
-        return None
-
-    def p50(key):
-        xs = sorted(x[key] for x in loads if x.get(key) is not None)
-        return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2 if xs else None
-    return {"records": len(loads), "concurrency": sorted({x["concurrency"] for x in loads}),
-            "request_rate": sorted({x["request_rate"] for x in loads if x.get("request_rate")}),
-            "ttft_p50_s": p50("ttft_s"), "tpot_p50_s": p50("tpot_s"), "queue_p50_s": p50("queue_s"),
-            "latency_p50_s": p50("latency_s")}

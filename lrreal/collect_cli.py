@@ -64,7 +64,8 @@ def collect_cmd(
     """Run problems through a mode on real engines; write one trace record per (problem, sample, mode)."""
     from lrcore.errors import UserError
 
-    from .collect import CollectSpec, collect, summarize
+    from .collect import CollectSpec, collect
+    from .summary import summarize
     from .scheduler.steps import DEFAULT_STEP_STOP, decode_escapes
     from .shutdown import Interrupted
     from lrcore.traces import read_traces

@@ -108,7 +108,7 @@ def stdout_to_stderr():
 def measure(spec: MeasureSpec, out: str | Path) -> dict:
     """Measure and write the curve (holds the machine-wide vLLM lock while the engine lives)."""
     from . import models
-    from .collect import hardware, preload_iomp
+    from .binding import hardware, preload_iomp
     from .engine import vllm_version
     from .lock import vllm_lock
 

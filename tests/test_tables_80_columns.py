@@ -181,7 +181,7 @@ def test_collect_summary_printer(printed):
     summary of a shipped trace file plus a mode with failed judge verifications (wide values:
     hundreds of tokens/s, a thousand verifications)."""
     from lrcore.traces import read_traces
-    from lrreal.collect import summarize
+    from lrreal.summary import summarize
     from lrreal.collect_cli import _print_summary
 
     rows = summarize(read_traces(str(SAMPLES / "gsm8k-cpu.jsonl")))

@@ -12,7 +12,7 @@ depth-0 steps pays one request as AR does, not one per step; a choice of depth >
 Controller's exploration) cancels it (what it wrote past the cut is recorded as cancelled work)
 and the tree grows from the committed text.
 
-The decision logic is lrcore/adaptive.py's, imported, not copied: the simulator's lr-adaptive
+The decision logic is lrcore.adaptive's, imported, not copied: the simulator's lr-adaptive
 policy (lrsim/sim/policies/lr_adaptive.py) runs the same code and is fed the same kinds of
 observation:
   - the verdict of the first ready draft of each decided position, at its launch depth (the first

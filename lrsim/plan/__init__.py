@@ -6,7 +6,9 @@ under an SLO (always against the equal-resources baseline), local or Ray paralle
     table1.py    preset predictions side by side with the paper's Table 1
     sources.py   preset | calibrated profile | scenario -> Config factory (picklable)
     hardware.py  what-ifs on a Config: device kind, shared placement, equal resources
-    planner.py   candidates x hardware x load -> ranked rows, recommendation
+    space.py     what a plan searches: candidates, load, hardware
+    planner.py   candidates x hardware x load -> simulated seed blocks -> ranked rows
+    rows.py      a row from a candidate's blocks, paired speedups, the recommendation
     parallel.py  local process pool or Ray tasks
     cli.py       `lr plan`
 """

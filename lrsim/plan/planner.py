@@ -17,147 +17,26 @@ Error bars (stats.py): every candidate runs on workload seed blocks paired with 
 with a Student-t confidence interval (scipy.stats). With `Load.ci_target` (the default of `lr
 plan`) the planner adds blocks to every candidate whose interval is wider than ci_target x its
 speedup, up to `Load.max_samples`, so the interval it prints is the one it promised.
+
+The candidates, load and hardware are space.py's; the rows and the recommendation rows.py's.
 """
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from functools import partial
 
-import numpy as np
-
 from lrcore.errors import UserError
-from lrcore.modes import ADAPTIVE_MODES, SIM_MODE_POLICY
 
 from ..sim.kvcache import KVNoRoomError
-from ..sim.sweep import parallel_dim
 from . import hardware as hw
 from . import stats
 from .parallel import map_points
-
-# plan mode -> simulator policy: every mode the simulator runs (lrcore/modes.py: the real ones and
-# the adaptive ones), plus lr-sync with n-gram SD on the target, which the planner can price but
-# `lr collect` does not run
-MODES = {**{m: policy for m, (policy, _) in SIM_MODE_POLICY.items()}, "lr-sync+sd": "lr-sync"}
-OBJECTIVES = ("speedup", "goodput", "throughput")
-SLO_METRICS = ("tpot", "latency")
-DEFAULT_RATE_REQUESTS = 64       # requests simulated per plan under --rate (whole fleet)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    mode: str
-    k1: int = 1
-    depth: int = 1
-    width: int = 1
-    k2: int = 1
-    placement: str = "dedicated"     # dedicated | shared | equal-resources
-    role: str = ""                   # "reference" | "equal-resources" | ""
-
-    @property
-    def policy(self) -> str:
-        return MODES[self.mode]
-
-    @property
-    def parallel(self) -> int:
-        return parallel_dim(self.policy, self.k1, self.depth, self.width, self.k2)
-
-    @property
-    def label(self) -> str:
-        knobs = []
-        if self.mode in ("lr", "lr+sd"):
-            knobs.append(f"depth={self.depth}" + (f" width={self.width}" if self.width > 1 else ""))
-        if self.mode in ADAPTIVE_MODES:       # bounds: it chooses within them
-            knobs.append(f"depth<={self.depth}" + (f" width<={self.width}" if self.width > 1 else ""))
-        if self.mode.startswith("lr-sync"):
-            knobs.append(f"k1={self.k1}")
-        if self.k2 > 1:
-            knobs.append(f"k2={self.k2}")
-        where = {"dedicated": "", "shared": " shared", "equal-resources": " equal-resources"}[self.placement]
-        return f"{self.mode}{' ' if knobs else ''}{' '.join(knobs)}{where}"
-
-
-@dataclass(frozen=True)
-class Load:
-    concurrency: int | None = None
-    rate: float | None = None
-    requests: int | None = None      # --rate only: requests simulated over the whole fleet
-    steps: int | None = None         # override the source's steps per request
-    seed: int = 0
-    samples: int = 1                 # workload seed blocks per candidate (the first round's, with ci_target)
-    slo_ms: float | None = None
-    slo_metric: str = "tpot"
-    ci_target: float | None = None   # relative half-width the speedup intervals must reach (None: fixed samples)
-    max_samples: int = 64            # blocks per candidate at most, with ci_target
-    confidence: float = stats.CONFIDENCE
-
-    def seed_of(self, k: int) -> int:
-        return self.seed + 7919 * k
-
-    def describe(self) -> str:
-        s = f"{self.rate:g} req/s" if self.rate else f"concurrency {self.concurrency or 1}"
-        if self.slo_ms:
-            s += f", SLO {self.slo_ms:g} ms {'per token' if self.slo_metric == 'tpot' else 'per request'}"
-        return s
-
-
-@dataclass(frozen=True)
-class Hardware:
-    devices: int | None = None       # None: what one dedicated LR replica occupies
-    kind: str | None = None          # None: the source's device kind
-    tp_efficiency: float | None = None   # equal resources: bandwidth kept per TP doubling (None: 0.9)
-
-
-@dataclass
-class Plan:
-    rows: list[dict]
-    meta: dict = field(default_factory=dict)
-
-
-def candidates(modes: list[str], depths: list[int], k1s: list[int], k2s: list[int], widths: list[int],
-               placements: list[str], budget: int | None) -> list[Candidate]:
-    """The grid, budget-filtered, plus the reference and equal-resources baselines (always)."""
-    for m in modes:
-        if m not in MODES:
-            raise UserError(f"--modes: unknown mode {m!r} (choose from {', '.join(MODES)})")
-    for p in placements:
-        if p not in hw.PLACEMENTS:
-            raise UserError(f"--placement: unknown placement {p!r} (choose from {', '.join(hw.PLACEMENTS)})")
-    sd_k2s = [k for k in k2s if k >= 2]
-    if any(_uses_sd(m) for m in modes) and not sd_k2s:
-        raise UserError("--k2: SD modes need at least one k2 >= 2 (k2 = drafted tokens + 1)")
-    out = [Candidate("ar", role="reference")]
-    out += [Candidate("ar", placement="equal-resources", role="equal-resources")]
-    out += [Candidate("sd", k2=k, placement="equal-resources", role="equal-resources") for k in sd_k2s]
-    for m in modes:
-        k2_list = sd_k2s if _uses_sd(m) else [1]
-        if m == "ar":
-            continue
-        if m == "sd":
-            out += [Candidate("sd", k2=k) for k in k2_list]
-            continue
-        for place in placements:
-            for k2 in k2_list:
-                if m.startswith("lr-sync"):
-                    out += [Candidate(m, k1=k, depth=max(1, k - 1), k2=k2, placement=place) for k in k1s]
-                elif m in ADAPTIVE_MODES:     # one candidate: it chooses depth and width itself
-                    d = max(depths)
-                    out.append(Candidate(m, k1=d + 1, depth=d, width=max(widths), k2=k2, placement=place))
-                else:
-                    out += [Candidate(m, k1=d + 1, depth=d, width=w, k2=k2, placement=place)
-                            for d in depths for w in widths]
-    if budget is not None:
-        if budget < 1:
-            raise UserError(f"--budget must be >= 1, got {budget}")
-        out = [c for c in out if c.role or c.parallel <= budget]
-    return list(dict.fromkeys(out))
-
-
-def _uses_sd(mode: str) -> bool:
-    """The mode runs n-gram SD on the target (sd, lr+sd, lr-sync+sd, lr+sd-adaptive)."""
-    return mode.endswith("sd") or SIM_MODE_POLICY.get(mode, ("", False))[1]
-
+from .rows import aggregate, block_means, block_tps, paired_ratio, recommend, speedup_ci
+# Candidate, Hardware, Load and candidates are the planner's interface too (breakeven.py, cli.py)
+from .space import DEFAULT_RATE_REQUESTS, OBJECTIVES, SLO_METRICS, Candidate, Hardware, Load, Plan  # noqa: F401
+from .space import candidates  # noqa: F401
 
 def configure(source, cand: Candidate, hard: Hardware, load: Load, requests: int = 1):
     """Config of one replica of `cand` carrying `requests` requests (and its rate share)."""
@@ -205,7 +84,7 @@ def _replicas(source, cand, hard, load) -> tuple[int, int, str | None]:
 
 def evaluate(args) -> dict:
     """Simulate one replica of a candidate under its share of the load on the seed blocks `ks`
-    (runs in a worker). Returns the raw blocks; `_aggregate` pools them."""
+    (runs in a worker). Returns the raw blocks; `aggregate` pools them."""
     from ..sim.runner import run
 
     source, cand, hard, load, ks = args
@@ -237,65 +116,6 @@ def evaluate(args) -> dict:
                   "sim_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 
 
-def _aggregate(cand: Candidate, part: dict, load: Load) -> dict:
-    """One plan row from a candidate's blocks (pooled over every block it ran)."""
-    row = {**asdict(cand), "label": cand.label, "policy": cand.policy, "parallel": cand.parallel,
-           "devices_per_replica": part["devices_per_replica"], "replicas": part["replicas"]}
-    if not part["feasible"]:
-        return row | {"feasible": False, "why": part["why"]}
-    blocks = [part["blocks"][k] for k in sorted(part["blocks"])]
-    lat = np.array([x for b in blocks for x in b["lat"]], float)
-    toks = np.array([x for b in blocks for x in b["tok"]], float)
-    wall = sum(b["wall"] for b in blocks)
-    ms_per_tok = 1e3 * lat / np.maximum(toks, 1)
-    metric = ms_per_tok if load.slo_metric == "tpot" else 1e3 * lat
-    ok = metric <= load.slo_ms if load.slo_ms else np.ones(len(lat), bool)
-    prop, pos = sum(b["prop"] for b in blocks), sum(b["pos"] for b in blocks)
-    active = part["active"]
-    sized = [b for b in blocks if b.get("kvp") is not None]   # engines with a KV capacity
-    return row | dict(
-        feasible=True, tp=part["tp"], c1=part["c1"], samples=len(blocks),
-        requests_per_replica=len(lat) // max(1, len(blocks)), mean_latency_s=float(lat.mean()),
-        latency_s={k: float(np.percentile(lat, q)) for k, q in (("p50", 50), ("p90", 90), ("p99", 99))},
-        ms_per_token={k: float(np.percentile(ms_per_tok, q)) for k, q in (("p50", 50), ("p90", 90))},
-        tokens_per_s=float(np.mean([b["tps"] for b in blocks])) * active,
-        goodput_tokens_per_s=float(toks[ok].sum() / wall * active) if wall > 0 else 0.0,
-        slo_attainment=float(ok.mean()),
-        # accepted / judged drafts (late drafts count as judged and rejected, docs/metrics.md)
-        step_acceptance_rate=sum(b["acc"] for b in blocks) / prop if prop else None,
-        # positions where some sibling draft was accepted / positions judged (width > 1 differs)
-        position_acceptance_rate=sum(b["pos_acc"] for b in blocks) / pos if pos else None,
-        utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"],
-        # KV cache (None: unlimited): preemptions and admission-blocked seconds per replica run
-        # (mean over seed blocks), the fullest engine's peak over every block
-        kv_preemptions=float(np.mean([b["kvp"] for b in sized])) if sized else None,
-        kv_peak_fraction=max(b["kvf"] for b in sized) if sized else None,
-        kv_blocked_s=float(np.mean([b["kvb"] for b in sized])) if sized else None,
-        # the cache filled up: requests waited for blocks or were preempted (docs/metrics.md)
-        kv_full=bool(sized) and any(b["kvp"] or b["kvb"] for b in sized))
-
-
-def _block_means(part: dict) -> dict[int, float]:
-    return {k: float(np.mean(b["lat"])) for k, b in part["blocks"].items()}
-
-
-def _block_tps(part: dict) -> dict[int, float]:
-    """Tokens per second of each seed block (all replicas): its tokens over its makespan."""
-    return {k: b["tps"] * part["active"] for k, b in part["blocks"].items()}
-
-
-def _paired_ratio(base: dict[int, float], mine: dict[int, float]) -> float | None:
-    """Mean over paired seed blocks of this tokens/s over the baseline's."""
-    ks = [k for k in sorted(set(base) & set(mine)) if base[k] > 0]
-    return float(np.mean([mine[k] / base[k] for k in ks])) if ks else None
-
-
-def _speedup_ci(base: dict[int, float], mine: dict[int, float], confidence: float):
-    """Mean over paired seed blocks of base latency / this latency, with its t-interval."""
-    ks = sorted(set(base) & set(mine))
-    return stats.mean_ci([base[k] / mine[k] for k in ks], confidence), len(ks)
-
-
 def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: str | None = None,
          jobs: int = 0, ray_address: str | None = None) -> Plan:
     _check(hard, load)
@@ -308,7 +128,7 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
     source, hard, cands = prepare(source, cands, hard, load)
     cap = _check_work(source, cands, hard, load)
     parts = _run_blocks(source, cands, hard, load, cap, jobs, ray_address)
-    rows = [_aggregate(c, p, load) for c, p in zip(cands, parts)]
+    rows = [aggregate(c, p, load) for c, p in zip(cands, parts)]
     ok = [r for r in rows if r["feasible"]]
     i_ref = next((i for i, r in enumerate(rows) if r["feasible"] and r["role"] == "reference"), None)
     i_eq = next((i for i, r in enumerate(rows) if r["feasible"] and r["role"] == "equal-resources"
@@ -317,24 +137,24 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
         raise UserError(f"--devices {hard.devices}: not even the target alone fits "
                         f"(needs {rows[0]['devices_per_replica']} devices)")
     ref, eq = rows[i_ref], (rows[i_eq] if i_eq is not None else None)
-    ref_b = _block_means(parts[i_ref])
-    eq_b = _block_means(parts[i_eq]) if i_eq is not None else None
-    ref_t = _block_tps(parts[i_ref])
-    eq_t = _block_tps(parts[i_eq]) if i_eq is not None else None
+    ref_b = block_means(parts[i_ref])
+    eq_b = block_means(parts[i_eq]) if i_eq is not None else None
+    ref_t = block_tps(parts[i_ref])
+    eq_t = block_tps(parts[i_eq]) if i_eq is not None else None
     for r, p in zip(rows, parts):
         if not r["feasible"]:
             continue
         # the throughput speedup: what the machine delivers (a closed batch's tokens over its
         # makespan), where `speedup` is what a request waits (docs/planning.md, "Which speedup")
-        mine_t = _block_tps(p)
-        r.update(throughput_speedup=_paired_ratio(ref_t, mine_t),
-                 throughput_speedup_vs_equal=_paired_ratio(eq_t, mine_t) if eq_t is not None else None)
-        mine = _block_means(p)
-        (m, lo, hi), n = _speedup_ci(ref_b, mine, load.confidence)
+        mine_t = block_tps(p)
+        r.update(throughput_speedup=paired_ratio(ref_t, mine_t),
+                 throughput_speedup_vs_equal=paired_ratio(eq_t, mine_t) if eq_t is not None else None)
+        mine = block_means(p)
+        (m, lo, hi), n = speedup_ci(ref_b, mine, load.confidence)
         r.update(speedup=m, speedup_ci=[lo, hi] if lo is not None else None,
                  speedup_rel_halfwidth=stats.rel_halfwidth(m, lo, hi) if lo is not None else None)
         if eq_b is not None:
-            (m2, lo2, hi2), _ = _speedup_ci(eq_b, mine, load.confidence)
+            (m2, lo2, hi2), _ = speedup_ci(eq_b, mine, load.confidence)
             r.update(speedup_vs_equal=m2, speedup_vs_equal_ci=[lo2, hi2] if lo2 is not None else None)
         else:
             r.update(speedup_vs_equal=None, speedup_vs_equal_ci=None)
@@ -399,12 +219,12 @@ def _run_blocks(source, cands, hard, load: Load, cap: int, jobs: int, ray_addres
         ref = next((parts[i] for i in base if cands[i].role == "reference" and parts[i]["feasible"]), None)
         if ref is None:
             break
-        ref_b = _block_means(ref)
+        ref_b = block_means(ref)
         grow = False
         for i, p in enumerate(parts):
             if not p["feasible"] or i in base and cands[i].role == "reference":
                 continue
-            (m, lo, hi), n = _speedup_ci(ref_b, _block_means(p), load.confidence)
+            (m, lo, hi), n = speedup_ci(ref_b, block_means(p), load.confidence)
             need = stats.blocks_needed(n, stats.rel_halfwidth(m, lo, hi), load.ci_target, cap, load.confidence)
             if need > len(p["blocks"]):
                 want[i], grow = need, True
@@ -509,67 +329,3 @@ def _check(hard: Hardware, load: Load) -> None:
         raise UserError(f"--slo-ms must be > 0, got {load.slo_ms}")
     if load.slo_metric not in SLO_METRICS:
         raise UserError(f"--slo-metric must be one of {', '.join(SLO_METRICS)}, got {load.slo_metric!r}")
-
-
-def out_of_kv(rows: list[dict]) -> list[dict]:
-    """Rows whose KV cache filled up: requests waited for blocks or were preempted."""
-    return [r for r in rows if r.get("kv_full")]
-
-
-def recommend(rows: list[dict], meta: dict) -> str:
-    """One paragraph: what to deploy, by how much it wins, and against the fair baseline."""
-    best, ref, eq = rows[0], meta["reference"], meta["equal_resources_baseline"]
-    h = meta["hardware"]
-    obj = {"speedup": "speedup", "goodput": "goodput under the SLO", "throughput": "throughput"}[meta["objective"]]
-    parts = [f"On {h['devices']}x {h['kind']} at {meta['load_text']} ({meta['source']}), ranked by {obj}, "
-             f"the best configuration is {best['label']} ({best['replicas']} replica(s) of "
-             f"{best['devices_per_replica']} device(s)): {best['speedup']:.2f}x the reference AR's "
-             f"mean latency at TP={ref['tp']}, {best['tokens_per_s']:.0f} tokens/s"]
-    if meta["load"]["slo_ms"]:
-        parts[-1] += f", goodput {best['goodput_tokens_per_s']:.0f} tokens/s ({best['slo_attainment']:.0%} of requests meet the SLO)"
-    parts[-1] += "."
-    lr = [r for r in rows if r["mode"].startswith("lr")]
-    sd = [r for r in rows if r["mode"] == "sd" and not r["role"]]
-    if best["mode"] == "ar" and (best["role"] != "equal-resources" or best["tp"] == ref["tp"]):
-        parts.append("No speculative configuration beats the target alone at this load: serve AR.")
-    elif eq is not None and eq["tp"] != ref["tp"]:
-        if best["role"] == "equal-resources":
-            parts.append(f"Step-level speculation does not pay here: giving the draft's and judge's devices "
-                         f"to the target (TP={eq['tp']}) beats every LR configuration"
-                         + (f" (best LR: {lr[0]['label']}, {lr[0]['speedup']:.2f}x)." if lr else "."))
-        else:
-            gain = best["speedup_vs_equal"]
-            parts.append(f"Against the equal-resources baseline (AR at TP={eq['tp']}, {eq['speedup']:.2f}x) it is "
-                         f"{gain:.2f}x {'faster' if gain >= 1 else 'slower'} per request")
-            eq_best = next(r for r in rows if r["role"] == "equal-resources")
-            if eq_best is not eq:
-                parts[-1] += (f"; the best equal-resources option, {eq_best['label']} ({eq_best['speedup']:.2f}x), "
-                              f"is {best['speedup'] / eq_best['speedup']:.2f}x slower than it")
-            parts[-1] += "."
-    if lr and sd:
-        lb, sb = lr[0], sd[0]
-        parts.append(f"Best step-level option {lb['label']} gives {lb['speedup']:.2f}x, best token-level "
-                     f"SD {sb['label']} {sb['speedup']:.2f}x.")
-    full = out_of_kv(rows)
-    if full:
-        names = ", ".join(r["label"] for r in full[:3]) + (f" and {len(full) - 3} more" if len(full) > 3 else "")
-        who = "The best configuration itself runs" if best in full else f"{len(full)} configuration(s) run"
-        parts.append(f"{who} out of KV cache at this load (requests wait for blocks or are "
-                     f"preempted and recomputed: {names}): more memory or devices per replica, or "
-                     "fewer requests in flight.")
-    if meta["skipped"]:
-        mem = sum("KV cache" in r["why"] for r in meta["skipped"])
-        if len(meta["skipped"]) > mem:
-            parts.append(f"{len(meta['skipped']) - mem} candidate(s) need more devices than available.")
-        if mem:
-            parts.append(f"{mem} candidate(s) leave no memory for a KV cache (skipped).")
-    st = meta.get("statistics") or {}
-    if st.get("wider_than_target"):
-        parts.append(f"{len(st['wider_than_target'])} speedup interval(s) stayed wider than "
-                     f"+-{st['ci_target']:.0%} at {st['max_samples']} samples (noisy at this load; "
-                     "raise --max-samples or --requests).")
-    if h["kind"] in hw.HBM_TB_S and not str(h["kind"]).startswith("cpu") \
-            and any(r["placement"] == "shared" for r in rows):
-        parts.append("Shared-GPU rows assume draft and target alternate whole iterations; a real GPU "
-                     "time-slices them (docs/planning.md, Limits).")
-    return " ".join(parts)

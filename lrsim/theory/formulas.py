@@ -1,5 +1,5 @@
 """The paper's closed forms, re-exported from lrcore/theory.py, where they live so that the
-adaptive lookahead policy (lrcore/adaptive.py), shared by the simulator and the real backend,
+adaptive lookahead policy (lrcore/adaptive/), shared by the simulator and the real backend,
 decides with the same formulas the simulator's theory commands print. Every name that was
 importable from here still is."""
 from lrcore.theory import (_max_unimodal, alpha_one_limits, async_s1, async_s2, depth_limit,

@@ -13,6 +13,7 @@ from scipy.stats import binomtest
 from harness.fake_engine import GSM8K_SCRIPT, MARKER, ExactVerifier, FakeEngine, tokenize
 from lrcore.modes import DRAFT_MODES, MODES
 from lrreal import collect as collect_mod
+from lrreal import summary as summary_mod
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
 
 SCRIPT = [f"Step {i}: compute part {i} of the answer." for i in range(6)] + ["The answer is \\boxed{42}."]
@@ -228,7 +229,7 @@ def test_collect_accept_records_counts_text_and_summary_interval(fake_collect):
         assert (sa["proposed"], sa["accepted"]) == (judged_per_problem, judged_per_problem - 1)
         assert sa["proposed"] == sum(1 for st in r["steps"] if st["draft"] is not None)
 
-    rows = {row["mode"]: row for row in collect_mod.summarize(recs)}
+    rows = {row["mode"]: row for row in summary_mod.summarize(recs)}
     row = rows["accept"]
     n, k = 3 * judged_per_problem, 3 * (judged_per_problem - 1)
     assert row["steps_proposed"] == n and row["step_acceptance"] == pytest.approx(k / n)

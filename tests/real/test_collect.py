@@ -8,8 +8,10 @@ import pytest
 
 from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder
 from harness.fake_engine import GSM8K_SCRIPT as SCRIPT
+from lrreal import binding as binding_mod
 from lrreal import collect as collect_mod
 from lrreal import models
+from lrreal import summary as summary_mod
 
 
 
@@ -61,7 +63,7 @@ def test_collect_writes_resumes_and_summarizes(fake_collect):
     assert first["run"]["flags"]["max_tokens"] == 200 and first["run"]["seeds"]["run_seed"] == 0
     lr = [r for r in recs if r["mode"] == "lr"]
     assert all(r["step_acceptance"]["proposed"] > r["step_acceptance"]["accepted"] for r in lr)
-    rows = {r["mode"]: r for r in collect_mod.summarize(recs)}
+    rows = {r["mode"]: r for r in summary_mod.summarize(recs)}
     assert rows["ar"]["speedup_vs_ar"] == 1.0 and rows["lr"]["speedup_vs_ar"] > 0
     assert rows["lr"]["step_acceptance"] is not None and rows["ar"]["accuracy"] == 0.5
 
@@ -94,9 +96,9 @@ def test_failing_problem_is_reported_not_recorded(fake_collect, monkeypatch):
 
 
 def test_default_binding_splits_cores_only_with_a_draft():
-    assert collect_mod.default_binding("ar", 2) == ("0-1", "0-1")
-    assert collect_mod.default_binding("lr", 2) == ("0", "1")
-    assert collect_mod.default_binding("lr+sd", 8) == ("0-5", "6-7")
+    assert binding_mod.default_binding("ar", 2) == ("0-1", "0-1")
+    assert binding_mod.default_binding("lr", 2) == ("0", "1")
+    assert binding_mod.default_binding("lr+sd", 8) == ("0-5", "6-7")
 
 
 def test_bad_flags_are_user_errors():
@@ -114,14 +116,14 @@ def test_preload_iomp_replaces_the_libgomp_vllm_added(monkeypatch, tmp_path):
     collect followed such an engine in one test session)."""
     import sys
 
-    lib = tmp_path / "lib" / collect_mod.IOMP_LIB
+    lib = tmp_path / "lib" / binding_mod.IOMP_LIB
     lib.parent.mkdir()
     lib.write_bytes(b"")
     monkeypatch.setattr(sys, "prefix", str(tmp_path))
     monkeypatch.delenv("LR_NO_IOMP", raising=False)
     monkeypatch.setenv("LD_PRELOAD", "/v/libtcmalloc_minimal.so.4:/t/torch.libs/libgomp-a34b3233.so.1")
-    assert collect_mod.preload_iomp() == str(lib)
-    assert collect_mod.preload_iomp() == str(lib)  # idempotent
+    assert binding_mod.preload_iomp() == str(lib)
+    assert binding_mod.preload_iomp() == str(lib)  # idempotent
     assert os.environ["LD_PRELOAD"] == f"{lib}:/v/libtcmalloc_minimal.so.4"
 
 
@@ -193,8 +195,8 @@ def test_summary_with_zero_token_or_instant_ar_records_has_no_division_by_zero()
         return {"mode": mode, "problem_id": pid, "sample": 0, "output_tokens": tokens,
                 "wall_time_s": wall, "correct": None, "steps": [], "sd": None,
                 "step_acceptance": {"proposed": 0, "accepted": 0}}
-    rows = {r["mode"]: r for r in collect_mod.summarize(
+    rows = {r["mode"]: r for r in summary_mod.summarize(
         [rec("ar", "a", 0, 1.0), rec("ar", "b", 0, 2.0), rec("lr", "a", 5, 1.0), rec("lr", "b", 3, 0.0)])}
     assert rows["lr"]["speedup_vs_ar"] is None and rows["ar"]["tokens_per_s"] == 0.0
-    rows = {r["mode"]: r for r in collect_mod.summarize([rec("ar", "a", 4, 0.0), rec("lr", "a", 4, 0.0)])}
+    rows = {r["mode"]: r for r in summary_mod.summarize([rec("ar", "a", 4, 0.0), rec("lr", "a", 4, 0.0)])}
     assert rows["lr"]["speedup_vs_ar"] is None and rows["lr"]["tokens_per_s"] == 0.0

@@ -8,6 +8,7 @@ import pytest
 
 from lrcore.errors import UserError
 from lrcore.traces import read_traces
+from lrreal import binding as binding_mod
 from lrreal import collect as collect_mod
 from lrreal.load import arrival_offsets
 
@@ -108,7 +109,7 @@ def test_a_failing_request_does_not_stop_the_others(fast_collect, monkeypatch):
 
 
 def test_equal_resources_gives_the_target_the_drafts_cores():
-    er = collect_mod.equal_resources_cores
+    er = binding_mod.equal_resources_cores
     assert er("auto", "auto", 2) == "0-1"
     assert er("0", "3", 4) == "0,3"
     assert er("0-1", "2-3") == "0-3"

@@ -156,7 +156,7 @@ def test_accept_mode_measures_acceptance_on_the_target_s_own_text(real, tmp_path
     exact verifier, the same budget as `ar`: valid records; the output is the target's own answer
     (the text `ar` writes); judged == the steps that had a draft; the summary's interval holds
     the point estimate."""
-    from lrreal.collect import summarize
+    from lrreal.summary import summarize
     from lrreal.scheduler import SchedulerConfig
 
     col, loop, prob = real

@@ -236,6 +236,7 @@ def test_load_and_batch_sizes_count_problems_in_flight():
 def test_collect_writes_adaptive_records(fast_collect):
     from lrcore.traces import read_traces
     from lrreal import collect as collect_mod
+    from lrreal import summary as summary_mod
 
     for mode in ADAPTIVE_MODES:
         s = collect_mod.collect(collect_mod.CollectSpec(mode=mode, dataset="gsm8k", limit=2,
@@ -245,7 +246,7 @@ def test_collect_writes_adaptive_records(fast_collect):
     recs = read_traces(fast_collect)
     assert sorted({r["mode"] for r in recs}) == sorted(ADAPTIVE_MODES)
     assert all(r["adaptive"]["decisions"] and r["run"]["flags"]["mode"] == r["mode"] for r in recs)
-    rows = {r["mode"]: r for r in collect_mod.summarize(recs)}
+    rows = {r["mode"]: r for r in summary_mod.summarize(recs)}
     assert set(rows) == set(ADAPTIVE_MODES)
 
 

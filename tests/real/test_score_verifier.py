@@ -12,6 +12,7 @@ import pytest
 from harness.fake_engine import StubTokenizer
 from lrcore.errors import UserError
 from lrreal import collect as collect_mod
+from lrreal import summary as summary_mod
 from lrreal.engine import GenResult, monotonic
 from lrreal.verifiers import KINDS, SCORE_PROMPT, ScoreVerifier, make_verifier
 from lrreal.verifiers.judge_prompt import prompt_sha256
@@ -130,7 +131,7 @@ def test_a_reply_without_a_digit_is_a_rejection_with_error(reply):
     r = run(v.verify(TARGET, DRAFT))
     assert r.accepted is False and r.score is None and r.shortcut is False
     assert r.error.startswith("unexpected reply: no 0-9 score digit in ")
-    assert collect_mod.verify_cause(r.error) == "bad reply"
+    assert summary_mod.verify_cause(r.error) == "bad reply"
 
 
 def test_an_engine_failure_or_a_missing_engine_is_a_rejection_not_a_crash():

@@ -22,7 +22,7 @@ import pytest
 from harness.fault_judge import KINDS, FaultConfig, FaultJudge
 from lrcore.errors import UserError
 from lrreal import collect as collect_mod
-from lrreal.collect import summarize, verify_cause
+from lrreal.summary import summarize, verify_cause
 from lrreal.verifiers import JudgeConfig, JudgeVerifier
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -367,7 +367,7 @@ def test_replay_per_record_and_collect_summary_with_hostile_problem_ids(run_lr, 
     assert code == 0, err                # no MarkupError from "[/]"
     assert "\x1b" not in out + err
 
-    from lrreal.collect import summarize
+    from lrreal.summary import summarize
     from lrreal.collect_cli import _print_summary
 
     _print_summary({"out": str(p), "written": 1, "skipped": 0, "summary": summarize(recs),

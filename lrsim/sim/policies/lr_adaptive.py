@@ -18,7 +18,7 @@ request observes feeds its Estimator:
   - the requests in flight at each decision.
 One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
 nothing about this workload), so a request follows its own phase changes. The decision logic is
-lrcore/adaptive.py's, imported, not copied.
+lrcore.adaptive's, imported, not copied.
 
 The Config bounds the choice (`adaptive_config`): depths 0..cfg.depth, widths 1..cfg.width, k2
 1, cfg.k2 or a shorter length of lr plan's grid (3, 5) below it (`sd_lengths`); with SD on offer

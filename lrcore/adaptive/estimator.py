@@ -1,0 +1,239 @@
+"""Running estimates with bounded memory: decayed means with a prior (DecayedMean), a step's cost
+by batch size (BatchCost), and the Estimator a scheduler feeds after every verdict and step."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..theory import geometric_sum
+from .config import MIN_STEP_S, AdaptiveConfig, Estimates
+
+
+@dataclass
+class DecayedMean:
+    """A weighted mean with exponential forgetting and a prior:
+
+        value = (p_n x0 + sum_i decay^(n-i) w_i x_i) / (p_n + sum_i decay^(n-i) w_i)
+
+    after n observations (x_i, w_i) or forgets; x0 is the prior, worth p_n observations: w0 for
+    ever (p_n = w0), or, if `ages`, w0 observations made before the first (p_n = w0 decay^n): the
+    data alone decide in the end, and a mean that is only forgotten keeps its value."""
+    prior: float
+    prior_weight: float
+    decay: float
+    ages: bool = False
+    total: float = 0.0      # decayed sum of w_i x_i
+    weight: float = 0.0     # decayed sum of w_i
+    prior_mass: float = -1.0  # p_n (-1: not set yet, prior_weight)
+
+    def __post_init__(self):
+        if self.prior_mass < 0:
+            self.prior_mass = float(self.prior_weight)
+
+    def observe(self, value: float, weight: float = 1.0) -> None:
+        self.forget()
+        self.total += weight * value
+        self.weight += weight
+
+    def forget(self) -> None:
+        """One decay without an observation (another depth's verdict ticked the clock)."""
+        self.total *= self.decay
+        self.weight *= self.decay
+        if self.ages:
+            self.prior_mass *= self.decay
+            mass = self.prior_mass + self.weight
+            if 0 < mass < 1e-200:       # ~9000 decays with nothing new: rescale before underflow
+                self.prior_mass, self.total, self.weight = (
+                    self.prior_mass / mass, self.total / mass, self.weight / mass)
+
+    def blend(self, prior: float) -> float:
+        """The mean with `prior` in place of x0 (the estimator's chained prior by depth)."""
+        mass = self.prior_mass + self.weight
+        return (self.prior_mass * prior + self.total) / mass if mass > 0 else prior
+
+    @property
+    def value(self) -> float:
+        return self.blend(self.prior)
+
+
+MAX_BATCH_BIN = 63   # batch sizes (x - 1) kept apart up to this; larger ones share the last bin
+
+
+@dataclass
+class BatchCost:
+    """Step seconds as a line in the batch size x, T(x) = base + slope (x - 1), fitted by weighted
+    least squares through the decayed mean at each batch size seen, with a ridge prior worth w0
+    observations:
+
+        minimise  sum_b w_b (t_b - base - slope u_b)^2 + w0 (base - base0)^2 + w0 (slope - slope0)^2
+
+    where bin b holds the observations at round(x - 1) = b: w_b = sum_i decay^(n_b - i) is its
+    decayed count and (u_b, t_b) its decayed means, each bin forgetting only as it is observed
+    again (directional forgetting). One clock for all sizes would let a run that settles at one
+    batch size - depth 0 alone, or 4 AR streams - forget everything it measured about the
+    others, and the slope fall back to its prior (the theory's free batching, 0) and the
+    speculation it made look free (the real load corpus's rounds 5-6, docs/adaptive.md). Seen at
+    one batch size only, the slope is its prior; a negative fitted slope is refitted at 0 (a
+    larger batch never runs faster)."""
+    base0: float
+    slope0: float
+    prior_weight: float
+    decay: float
+    bins: dict[int, list[float]] = field(default_factory=dict)   # b -> decayed [w, sum u, sum t]
+
+    def observe(self, seconds: float, batch: float) -> None:
+        u = batch - 1.0
+        b = min(int(round(u)), MAX_BATCH_BIN)
+        w, su, st = self.bins.get(b, (0.0, 0.0, 0.0))
+        self.bins[b] = [self.decay * w + 1.0, self.decay * su + u, self.decay * st + seconds]
+
+    def fit(self) -> tuple[float, float]:
+        p = self.prior_weight
+        # the normal equations [[a, b], [b, d]] [base, slope] = [r, s], bins at their means
+        w = sum(v[0] for v in self.bins.values())
+        u = sum(v[1] for v in self.bins.values())
+        uu = sum(v[1] * v[1] / v[0] for v in self.bins.values())
+        t = sum(v[2] for v in self.bins.values())
+        ut = sum(v[1] * v[2] / v[0] for v in self.bins.values())
+        a, b, d = w + p, u, uu + p
+        r, s = t + p * self.base0, ut + p * self.slope0
+        slope = (a * s - b * r) / (a * d - b * b)
+        base = (r - b * slope) / a
+        if slope < 0.0:                        # the fit with the slope held at 0
+            slope, base = 0.0, r / a
+        return max(base, MIN_STEP_S), slope
+
+
+def _measured(name: str, *values: float) -> None:
+    """A caller's bug, not a user's: a negative or non-finite measurement would poison the sums."""
+    if any(not (math.isfinite(v) and v >= 0) for v in values):
+        raise ValueError(f"{name}: measurements must be finite and >= 0, got {values}")
+
+
+class Estimator:
+    """Running estimates of step acceptance by depth, SD token acceptance, draft and target step
+    time (by batch), verifier time, load and step length, each starting from the prior and
+    forgetting old observations at `cfg.decay` per observation."""
+
+    def __init__(self, cfg: AdaptiveConfig, prior: Estimates | None = None):
+        self.cfg = cfg
+        p = prior or Estimates()
+        w, k, ages = cfg.prior_weight, cfg.decay, cfg.prior_ages
+        # depths >= 2: only their decayed sums are used (their prior is the chain, _alphas)
+        self.alpha = [DecayedMean(p.alpha(d), w, k, ages and d == 1)
+                      for d in range(1, max(cfg.max_depth, 1) + 1)]
+        self.alpha2 = DecayedMean(p.alpha2, w, k, ages)
+        self.target = BatchCost(p.target_step_s, p.target_slope_s, w, k)
+        self.draft = BatchCost(p.draft_step_s, p.draft_slope_s, w, k)
+        self.verify = DecayedMean(p.verify_s, w, k, ages)
+        self.load = DecayedMean(p.load, w, k, ages)
+        self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
+        self.launch = DecayedMean(p.launch_s, w, k, ages)
+
+    def observe_verdict(self, depth: int, accepted: bool) -> None:
+        """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
+        self.observe_acceptance(depth, 1, int(bool(accepted)))
+
+    def observe_acceptance(self, depth: int, judged: int, accepted: int) -> None:
+        """`accepted` of `judged` drafts at `depth` accepted: one observation of weight `judged`."""
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        _measured("observe_acceptance", judged, accepted, judged - accepted)
+        if judged > 0:
+            mine = self.alpha[min(depth, len(self.alpha)) - 1]
+            for m in self.alpha:    # one clock for every depth: a depth no longer judged forgets
+                if m is not mine:   # its old verdicts and returns to its prior (the depth above)
+                    m.forget()
+            mine.observe(accepted / judged, judged)
+
+    def observe_sd(self, accepted: int, rejected: int) -> None:
+        """SD tokens as Bernoulli trials of alpha2: `accepted` draft tokens, and `rejected`, the
+        rounds that stopped at a rejected token (drafts after that one were never trials)."""
+        _measured("observe_sd", accepted, rejected)
+        if accepted + rejected > 0:
+            self.alpha2.observe(accepted / (accepted + rejected), accepted + rejected)
+
+    def observe_target_step(self, seconds: float, batch: float = 1, k2: int = 1,
+                            tokens_per_pass: float | None = None,
+                            tokens: float | None = None, launch_s: float | None = None) -> None:
+        """One target step with `batch` sequences in the target's batch. A step run with SD
+        (k2 > 1, `tokens_per_pass` tokens committed per pass, default the current estimate) is
+        stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model.
+        `tokens`, the step's length, scales the seconds to a step of the mean length (the current
+        step_tokens estimate): steps vary in length far more than a batch changes their time.
+        `launch_s`: of the seconds, those before its first token beyond one token's time (a
+        request of its own: queue, prefill); learned apart (Estimates.launch_s), the rest is the
+        step's cost in the batch. None: a step of a request already running (depth 0)."""
+        _measured("observe_target_step", seconds, batch - 1, k2 - 1)
+        if launch_s is not None:
+            _measured("launch_s", launch_s)
+            launch_s = min(launch_s, seconds)
+            self.launch.observe(launch_s)
+            seconds -= launch_s
+        seconds = self._per_mean_step(seconds, tokens)
+        if k2 > 1:
+            m = tokens_per_pass or float(geometric_sum(self.alpha2.value, k2))
+            seconds = seconds * m / (1.0 + self.cfg.sd_draft_ratio * (k2 - 1))
+        self.target.observe(seconds, batch * k2)
+
+    def observe_draft_step(self, seconds: float, batch: float = 1,
+                           tokens: float | None = None) -> None:
+        """One draft step with `batch` sequences in the draft's batch (`tokens`: as for
+        observe_target_step)."""
+        _measured("observe_draft_step", seconds, batch - 1)
+        self.draft.observe(self._per_mean_step(seconds, tokens), batch)
+
+    def _per_mean_step(self, seconds: float, tokens: float | None) -> float:
+        if tokens is None:
+            return seconds
+        _measured("tokens", tokens)
+        return seconds * self.step_tokens.value / tokens if tokens > 0 else seconds
+
+    def observe_verify(self, seconds: float) -> None:
+        """One verdict's latency (a level's sibling verdicts run concurrently: report one)."""
+        _measured("observe_verify", seconds)
+        self.verify.observe(seconds)
+
+    def observe_load(self, in_flight: float) -> None:
+        """Requests in flight, e.g. at each decision."""
+        _measured("observe_load", in_flight)
+        self.load.observe(in_flight)
+
+    def observe_step_tokens(self, tokens: float) -> None:
+        """Tokens of one committed step."""
+        _measured("observe_step_tokens", tokens)
+        self.step_tokens.observe(tokens)
+
+    def snapshot(self) -> Estimates:
+        """The current estimates (probabilities clipped to [0, 1] against rounding; the load is at
+        least 1, the request asking)."""
+        (tb, ts), (db, ds) = self.target.fit(), self.draft.fit()
+
+        def prob(x: float) -> float:
+            return min(max(x, 0.0), 1.0)
+        return Estimates(self._alphas(prob), prob(self.alpha2.value),
+                         tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
+                         self.step_tokens.value, max(self.launch.value, 0.0))
+
+
+    def _alphas(self, prob) -> tuple[float, ...]:
+        """Acceptance by depth. Depth 1 is its own mean (its prior ages with cfg.prior_ages). The
+        prior of depth d >= 2 is the estimate of depth d - 1 (times the prior's own ratio between
+        them), worth cfg.depth_pool_weight observations for ever: a depth seldom judged - the
+        async tree judges most drafts at the depth they were launched at, and a rejection at
+        depth 1 kills the deeper ones unjudged - is believed to be like the depth above it, not
+        the fixed prior. (With a fixed 0.5 at depths 2-4, a depth-1 acceptance of 0 still priced
+        a depth-4 tree at a geometric-mean acceptance of 0.27, and it never stopped
+        speculating; with the chain worth only 2 observations, depths 2-4, each with ~5 of the
+        ~20 verdicts in memory, swung by 0.2 on noise, and the choice with them between depth 2
+        and 4.) Before any observation every depth is exactly its prior."""
+        out: list[float] = []
+        pool = self.cfg.depth_pool_weight
+        for d, m in enumerate(self.alpha):
+            above = self.alpha[d - 1].prior if d else 0.0
+            if not d:
+                out.append(prob(m.value))
+                continue
+            prior = m.prior * (out[-1] / above) if above > 0 else m.prior
+            out.append(prob((pool * prior + m.total) / (pool + m.weight)))
+        return tuple(out)
