@@ -8,7 +8,8 @@ raised anything but `UserError` naming the file is counted, and failures are gro
     python benchmarks/bench_fuzz_files.py                   # 6000 inputs per reader, seed 0
     python benchmarks/bench_fuzz_files.py --examples 500 --seed 3
 
-Prints a table and writes benchmarks/results/fuzz_files.json.
+Prints a table and writes benchmarks/results/fuzz_files.json and its table fuzz_files.md (quoted
+in docs/reliability.md); `--render` rewrites the .md from the .json alone.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import hypothesis  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 import test_fuzz_files as fuzz  # noqa: E402  (the strategies and checks of the CI test)
+from benchmarks.write import write_results  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "fuzz_files.json"
 
@@ -69,13 +71,28 @@ def fuzz_one(kind: str, strategy, examples: int, run_seed: int) -> dict:
     return stats
 
 
+def render(result: dict) -> str:
+    """fuzz_files.json as the Markdown table docs/reliability.md quotes."""
+    lines = [f"`benchmarks/bench_fuzz_files.py` (seed {result['seed']}, {result['examples_per_reader']:,} inputs "
+             f"per reader, hypothesis {result['hypothesis']}, {result['date'][:10]}):", "",
+             "| reader | inputs | loaded | one-line error | failing inputs | seconds |", "|---|---|---|---|---|---|"]
+    for kind, r in [*result["per_reader"].items(), ("total", result["total"])]:
+        lines.append(f"| {kind} | {r['inputs']:,} | {r['ok']:,} | {r['user_errors']:,} | {r['failing_inputs']} "
+                     f"({r['distinct_failures']} distinct) | {r['seconds']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no fuzzing")
     ap.add_argument("--examples", type=int, default=6000, help="inputs per reader")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kinds", default="trace,scenario,profile,dataset")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args()
+    if args.render:
+        write_results(args.out, json.loads(args.out.read_text()), render)
+        return
 
     strategies = fuzz.strategies(fuzz._profile_base())
     per_kind = {}
@@ -95,8 +112,7 @@ def main() -> None:
               "hypothesis": hypothesis.__version__, "python": platform.python_version(),
               "machine": platform.machine(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "total": total, "per_reader": per_kind}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(args.out, result, render)
     print(f"wrote {args.out}")
 
 

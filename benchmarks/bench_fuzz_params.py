@@ -5,7 +5,8 @@ tests/reliability/test_fuzz_params.py with a large budget (the CI run uses a fix
     .venv/bin/python benchmarks/bench_fuzz_params.py [--scale 25] [--seed N] [--only NAME]
 
 Prints inputs tried, failures found and time per property; writes
-benchmarks/results/fuzz_params.json. Exit code 1 when any property failed.
+benchmarks/results/fuzz_params.json and its table fuzz_params.md (quoted in docs/reliability.md;
+`--render` rewrites the .md from the .json alone). Exit code 1 when any property failed.
 """
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.write import write_results  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "results" / "fuzz_params.json"
 # Examples per property = CI examples x scale x this weight (the CLI properties cost 10-500 ms
 # per input, the library ones well under 1 ms).
@@ -27,13 +32,26 @@ WEIGHT = {"theory.speedup_point": 1.0, "theory.optimize": 1.0, "cli.theory-speed
           "cli.theory-optimize": 0.4, "sim.build": 1.5, "cli.simulate": 0.2}
 
 
+def render(doc: dict) -> str:
+    """fuzz_params.json as the Markdown table docs/reliability.md quotes."""
+    lines = [f"`benchmarks/bench_fuzz_params.py` (seed {doc['seed']}, {doc['scale']:g}x the CI example counts, "
+             f"{doc['when'][:10]}):", "", "| property | inputs | failures | seconds |", "|---|---|---|---|"]
+    for r in [*doc["properties"], {"property": "total", **doc["total"]}]:
+        lines.append(f"| {r['property']} | {r['inputs_tried']:,} | {r['failures']} | {r['seconds']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no fuzzing")
     ap.add_argument("--scale", type=float, default=25.0, help="multiplier of the CI example counts")
     ap.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: random, recorded)")
     ap.add_argument("--only", action="append", help="run only this property (repeatable)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    if args.render:
+        write_results(args.out, json.loads(args.out.read_text()), render)
+        return 0
     sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "reliability")]
     from hypothesis import seed as hseed
 
@@ -67,8 +85,7 @@ def main() -> int:
     doc = {"benchmark": "bench_fuzz_params", "seed": run_seed, "scale": args.scale,
            "python": platform.python_version(), "machine": platform.machine(),
            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "properties": rows, "total": total}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    write_results(args.out, doc, render)
     print(f"wrote {args.out}")
     return 1 if total["failures"] else 0
 

@@ -8,7 +8,8 @@ Per mode: verifications that reached the judge, how many failed (recorded as rej
 cause, what the server injected (chat requests that got a fault; with retries one failed
 verification can consume several), whether the run finished with every record written, wall
 time, and the slowest failed verification against the bound (retries+1)*timeout + back-offs.
-Writes benchmarks/results/judge_faults.json.
+Writes benchmarks/results/judge_faults.json and its table judge_faults.md (quoted in
+docs/reliability.md); `--render` rewrites the .md from the .json alone (no runs).
 """
 from __future__ import annotations
 
@@ -26,12 +27,15 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.write import write_results  # noqa: E402
 from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder  # noqa: E402
 from harness.fake_engine import GSM8K_SCRIPT as SCRIPT  # noqa: E402
 from lrcore.traces import read_traces  # noqa: E402
+from lrreal import binding  # noqa: E402
 from lrreal import collect as collect_mod  # noqa: E402
 from lrreal import models  # noqa: E402
 from lrreal import verifiers as verifiers_mod  # noqa: E402
+from lrreal.summary import summarize  # noqa: E402
 
 MODES = ["ok", "slow", "garbage", "http-error", "die", "mixed"]
 DIE_AFTER = 10  # mode die: answers this many, then the process exits
@@ -89,7 +93,7 @@ def run_mode(mode: str, args, folder: Path, index: int) -> dict:
     checks = [s["verify"] for r in recs for s in r["steps"]
               if s.get("verify") and s["verify"]["method"] == "judge" and not s["verify"]["shortcut"]]
     failed = [v for v in checks if v["error"]]
-    row = collect_mod.summarize(recs)[0] if recs else {}
+    row = summarize(recs)[0] if recs else {}
     served = json.loads(stats.read_text())
     r = args.retries
     return {"mode": mode, "problems": args.problems,
@@ -108,6 +112,30 @@ def run_mode(mode: str, args, folder: Path, index: int) -> dict:
             "bound_s": round((r + 1) * args.timeout + args.backoff * (2 ** r - 1), 3)}
 
 
+def render(doc: dict) -> str:
+    """judge_faults.json as the Markdown table docs/reliability.md quotes."""
+    rows, c = doc["rows"], doc["client"]
+    first = rows[0]
+    retries = f"{c['retries']} retr{'y' if c['retries'] == 1 else 'ies'}"
+    lines = [f"*Benchmark* `benchmarks/bench_judge_faults.py` ({doc['engine'].split(' ')[0]} engine, "
+             f"{first['problems']} problems, {first['verifications']} checks reach the judge per mode; client "
+             f"timeout {c['timeout_s']:g} s, {retries}, {c['backoff_s']:g} s back-off):", "",
+             "| judge mode | run finished | failed / judged | by cause | injected / requests | wall |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        mode = f"die (after {DIE_AFTER})" if r["mode"] == "die" else r["mode"]
+        cause = ", ".join(f"{k} {v}" for k, v in r["failed_by_cause"].items()) or "-"
+        lines.append(f"| {mode} | {'yes' if r['run_finished'] else 'NO'} | {r['failed']}/{r['judged']} | "
+                     f"{cause} | {r['server_injected']}/{r['server_chat_requests']} | {r['wall_time_s']:.1f} s |")
+    mixed = next((r for r in rows if r["mode"] == "mixed"), None)
+    if mixed:
+        lines += ["", "(With retries one failed check may consume several faulty requests, and a retry that "
+                  "gets an answer turns a fault into a verdict: in the mixed run "
+                  f"{mixed['server_injected'] - mixed['failed']} of {mixed['server_injected']} injected "
+                  "faults were recovered.)"]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--problems", type=int, default=20)
@@ -117,10 +145,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/judge_faults.json"))
+    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no runs")
     args = ap.parse_args()
+    if args.render:
+        write_results(args.out, json.loads(Path(args.out).read_text()), render)
+        return
     from lrreal.datasets import load_problems
     load_problems("gsm8k", args.problems)  # first calls are slow (data set, torch import for the
-    collect_mod.hardware()                 # run record): keep them out of the first mode's time
+    binding.hardware()                     # run record): keep them out of the first mode's time
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = fake_model_folder(Path(tmp) / "model")
@@ -136,8 +168,7 @@ def main() -> None:
     doc = {"benchmark": "judge_faults", "client": {"timeout_s": args.timeout, "retries": args.retries,
                                                    "backoff_s": args.backoff},
            "engine": "fake (deterministic)", "cpus": os.cpu_count(), "rows": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
+    write_results(args.out, doc, render)
     print(f"wrote {args.out}")
 
 

@@ -8,8 +8,9 @@ Two parts, one after the other:
   real   the vLLM CPU engines (draft + target, LR mode, tiny budgets); the machine-wide vLLM lock
          is held for this part only (kill times would be skewed by waits for other runs).
 Then one SIGTERM and one SIGINT (to the group, like Ctrl-C) on the real engines, unless
---skip-signals. Prints a table, writes benchmarks/results/kill.json and docs/figures/kill_test.png
-(records in the file after each run, kill times marked).
+--skip-signals. Prints a table, writes benchmarks/results/kill.json, its table kill.md (quoted in
+docs/reliability.md) and docs/figures/kill_test.png (records in the file after each run, kill times
+marked). `--render` rewrites kill.md from kill.json alone (no kills).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.write import write_results  # noqa: E402
 from harness.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
 
 FAKE_LIMIT, FAKE_SAMPLES = 100, 4  # 400 records: more work than 200 kills let through
@@ -107,6 +109,42 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+PART_LABEL = {"fake": "fake engine", "real": "real engines ({mode})"}
+REAL_MODE_LABEL = {"lr": "LR, draft + target", "ar": "AR, target alone"}
+
+
+def render(results: dict) -> str:
+    """kill.json as the Markdown table docs/reliability.md quotes."""
+    lines = ["| part (`benchmarks/bench_kill.py`) | N | records expected | lost | duplicated | invalid | "
+             "orphans | torn tails dropped | wall |", "|---|---|---|---|---|---|---|---|---|"]
+    for part in ("fake", "real"):
+        r = results.get(part)
+        if r:
+            # runs before "mode" was recorded were all LR (the --real-mode default)
+            label = PART_LABEL[part].format(mode=REAL_MODE_LABEL[r.get("mode", "lr")])
+            lines.append(f"| {label} | {r['N']} | {r['expected']} | {r['lost']} | {r['duplicated']} | "
+                         f"{r['invalid']} | {r['orphans_after_kill']} (gone within {r['max_linger_s']:.2f} s) | "
+                         f"{r['torn_tails_dropped']} | {r['wall_s']:.0f} s |")
+    for part in ("fake", "real"):
+        r = results.get(part)
+        if r and r.get("phases"):
+            lines.append(f"\n{PART_LABEL[part].split(' (')[0].capitalize()}, where the {r['kills_that_hit']} kills "
+                         "landed: " + "; ".join(f"{ph}: {n}" for ph, n in sorted(r["phases"].items())) + ".")
+    sigs = results.get("signals") or []
+    if sigs:
+        lines.append("")
+        for s in sigs:
+            to = "its process group (as Ctrl-C)" if s["group"] else "the process"
+            lines.append(f"- {s['signal']} to {to}, {s['signalled_at_s']:.0f} s in, {s['lines_before']} "
+                         f"record(s) written: exit {s['rc']} after {s['exit_s']:.1f} s, {s['orphans']} "
+                         f"orphans, {s['records_after']} of {s['lines_before']} record(s) kept")
+    dates = [f"fake engine {results['fake_date']}" if results.get("fake_date") else None,
+             f"run {results['date']}" if results.get("date") else None]
+    lines += ["", f"(`benchmarks/results/kill.json`, seed {results.get('seed', 0)}; "
+              f"{', '.join(d for d in dates if d)}.)"]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fake-n", type=int, default=200)
@@ -119,7 +157,11 @@ def main() -> None:
     ap.add_argument("--skip-signals", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/kill.json"))
     ap.add_argument("--figure", default=str(ROOT / "docs/figures/kill_test.png"))
+    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no kills")
     a = ap.parse_args()
+    if a.render:
+        write_results(a.out, json.loads(Path(a.out).read_text()), render)
+        return
     work = Path(tempfile.mkdtemp(prefix="lr-bench-kill-"))
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": a.seed}
     if not a.skip_fake:
@@ -129,6 +171,7 @@ def main() -> None:
         print(f"real engines: {a.real_n} kills", flush=True)
         results["real"], sigs = run_real(a.real_n, a.seed, work, not a.skip_signals,
                                           a.real_mode)
+        results["real"]["mode"] = a.real_mode
         if sigs:  # --skip-signals keeps the last measured ones
             results["signals"] = sigs
     print(f"\n{'part':6s} {'N':>4s} {'hit':>4s} {'expected':>8s} {'lost':>5s} {'dup':>4s} {'invalid':>7s} "
@@ -146,7 +189,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():  # a part run on its own (--skip-...) keeps the other part's last figures
         results = {**json.loads(out.read_text()), **results}
-    out.write_text(json.dumps(results, indent=1) + "\n")
+    write_results(out, results, render)
     plot(results, Path(a.figure))
     print(f"wrote {a.out} and {a.figure}")
 
