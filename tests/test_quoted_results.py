@@ -47,6 +47,28 @@ def test_rendered_results_are_their_json_rendered():
         doc = json.loads((res / f"{name}.json").read_text())
         assert (res / f"{name}.md").read_text() == mod.render(doc), name
     quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
+    for mod, name in (("bench_kill", "kill"), ("bench_judge_faults", "judge_faults"),
+                      ("bench_fuzz_files", "fuzz_files"), ("bench_fuzz_params", "fuzz_params"),
+                      ("bench_real", "real")):
+        doc = json.loads((res / f"{name}.json").read_text())
+        assert (res / f"{name}.md").read_text() == __import__(mod).render(doc), name
     assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
+            "benchmarks/results/kill.md", "benchmarks/results/judge_faults.md",
+            "benchmarks/results/fuzz_files.md", "benchmarks/results/fuzz_params.md",
+            "benchmarks/results/real.md", "benchmarks/results/latency_heldout.md",
+            "benchmarks/results/load_transfer.md",
             "benchmarks/results/load.md", "benchmarks/results/kv.md", "benchmarks/results/theory.md",
             "benchmarks/results/validation.md", "benchmarks/results/load_heldout.md"} <= quoted
+
+
+def test_the_real_backend_figures_are_the_sample_traces_measured():
+    """docs/real-backend.md's table and cost model (benchmarks/results/real.json) are what
+    bench_real.py computes from the committed sample traces today."""
+    import json
+
+    import bench_real
+
+    res = ROOT / "benchmarks" / "results" / "real.json"
+    doc = json.loads(res.read_text())
+    fresh = bench_real.measure(ROOT / doc["trace"], ROOT / doc["ar_1core"], ROOT / doc["embedding"], doc["depth"])
+    assert json.loads(json.dumps(fresh)) == doc

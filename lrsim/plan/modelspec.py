@@ -27,7 +27,8 @@ from pathlib import Path
 
 from lrcore.errors import UserError
 
-from ..sim.latency import LatencyModel, Roofline, Tabulated
+from ..sim.latency import LatencyModel, Roofline
+from ..sim.latency_kv import measured_model
 from .catalog import Device
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "fp8": 1,
@@ -262,10 +263,12 @@ def table_key(spec: ModelSpec, tp: int, path: str) -> str | None:
     return None
 
 
-def measured(spec: ModelSpec, tp: int, path: str, overhead_ms: float = ENGINE_OVERHEAD_MS) -> Tabulated | None:
-    """The measured curve of this model at this TP from a latency table, with what the pure-torch
-    timing leaves out added back: the entry's modelled all-reduce ('allreduce_ms_model') and the
-    engine's per-iteration overhead. None when the table has no such entry."""
+def measured(spec: ModelSpec, tp: int, path: str, overhead_ms: float = ENGINE_OVERHEAD_MS) -> LatencyModel | None:
+    """The measured model of this model at this TP from a latency table (sim/latency_kv.py:
+    the positions' cost plus the KV cache's, fitted to the table's steps), with what the
+    pure-torch timing leaves out added back: the entry's modelled all-reduce
+    ('allreduce_ms_model') and the engine's per-iteration overhead. None when the table has no
+    such entry."""
     key = table_key(spec, tp, path)
     if key is None:
         return None
@@ -273,12 +276,12 @@ def measured(spec: ModelSpec, tp: int, path: str, overhead_ms: float = ENGINE_OV
     try:
         def ms(r):
             return (float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0))) / 1e3
-        dec = [(float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)), ms(r))
+        dec = [(float(r["batch"]), float(r.get("query", 1)), float(r.get("context", 0)), ms(r))
                for r in m["decode"]]
         pre = [(float(r["tokens"]), ms(r)) for r in m.get("prefill", [])]
     except (KeyError, TypeError, ValueError) as e:
         raise UserError(f"{path}: models.{key}: bad decode/prefill entry ({e!r})") from None
-    return Tabulated(dec, pre, name=f"{Path(path).name}:{key}", overhead_s=overhead_ms / 1e3)
+    return measured_model(dec, pre, name=f"{Path(path).name}:{key}", overhead_s=overhead_ms / 1e3)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ Three models:
     Roofline   flat up to a knee (memory-bound: the weights are read once per iteration),
                then linear in batch tokens (compute-bound), plus a term linear in the KV tokens
                read (attention is memory-bound in the context length).
-    Tabulated  interpolated from measurements (decode by batch and context, prefill by tokens);
-               loads the `lrsim/data/latency/*.json` format.
+    Tabulated  interpolated from measurements (decode by batch and context, prefill by tokens).
+    TabulatedKV  (latency_kv.py) fitted to measured steps: the positions' cost by token count
+               plus the KV cache's by tokens read; the `lrsim/data/latency/*.json` tables load
+               as it where their points separate the two (load_measurements).
     Ideal      the theory's assumption: an iteration costs `unit` whatever the batch, up to the
                budget M positions (then ceil(tokens / M) units); no context term.
 """
@@ -235,9 +237,11 @@ class _Curve:
         return self.top + self.slope * (x - self.last)
 
 
-def load_measurements(path: str | Path) -> dict[str, Tabulated]:
+def load_measurements(path: str | Path) -> dict[str, LatencyModel]:
     """Read a GPU/CPU measurement file {"device", "models": {name: {"tp", "dtype", "decode":
-    [{"batch", "context", "ms"}], "prefill": [{"tokens", "ms"}]}}} -> {model name: Tabulated}."""
+    [{"batch", "query", "context", "ms"}], "prefill": [{"tokens", "ms"}]}}} -> {model name: its
+    model}: TabulatedKV where the points separate the KV cache's cost (latency_kv.py), else
+    Tabulated."""
     from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
 
     p = Path(path)
@@ -250,14 +254,18 @@ def load_measurements(path: str | Path) -> dict[str, Tabulated]:
     models = doc.get("models") if isinstance(doc, dict) else None
     if not isinstance(models, dict) or not models:
         raise UserError(f"{p}: field 'models' must be a non-empty object")
+    from .latency_kv import measured_model
+
     out = {}
     for name, m in models.items():
         try:
-            # a verify pass of `query` positions for `batch` sequences counts as batch*query tokens
-            dec = [(float(r["batch"]) * float(r.get("query", 1)), float(r.get("context", 0)),
+            # (batch, query positions per sequence, context per sequence, seconds)
+            dec = [(float(r["batch"]), float(r.get("query", 1)), float(r.get("context", 0)),
                     float(r["ms"]) / 1e3) for r in m["decode"]]
             pre = [(float(r["tokens"]), float(r["ms"]) / 1e3) for r in m.get("prefill", [])]
         except (KeyError, TypeError, ValueError) as e:
             raise UserError(f"{p}: models.{name}: bad decode/prefill entry ({e!r})") from None
-        out[name] = Tabulated(dec, pre, name=f"{p.name}:{name}")
+        if not dec:
+            raise UserError(f"{p}: models.{name}: tabulated latency needs at least one decode point")
+        out[name] = measured_model(dec, pre, name=f"{p.name}:{name}")
     return out
