@@ -142,10 +142,10 @@ class Tabulated(LatencyModel):
         self._pre = (np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float))
         # the hot path: the same curves as plain floats (numpy on scalars costs ~12 us a call),
         # and the decode curves' values at each batch size seen (per-context cache)
-        self._fcurves = [_Curve(xs, ys) for xs, ys in self._curves]
+        self._fcurves = [Curve(xs, ys) for xs, ys in self._curves]
         self._fctxs = tuple(float(c) for c in self._ctxs)
         self._ctx_ok = bool(np.all(np.isfinite(self._ctxs)))   # else numpy's own semantics
-        self._fpre = _Curve(*self._pre) if len(self._pre[0]) else None
+        self._fpre = Curve(*self._pre) if len(self._pre[0]) else None
         self._by_tokens: dict = {}
 
     @staticmethod
@@ -160,7 +160,7 @@ class Tabulated(LatencyModel):
     def _decode(self, tokens, ctx):
         vals = self._by_tokens.get(tokens)
         if vals is None:
-            if len(self._by_tokens) >= _CACHE_MAX:
+            if len(self._by_tokens) >= CACHE_MAX:
                 self._by_tokens.clear()
             vals = self._by_tokens[tokens] = tuple(c(tokens) for c in self._fcurves)
         if len(vals) == 1:
@@ -176,7 +176,7 @@ class Tabulated(LatencyModel):
         return self.overhead_s + self._decode(max(n, 1), context / max(seqs, 1))
 
 
-_CACHE_MAX = 1 << 16      # batch sizes remembered per Tabulated (cleared when full)
+CACHE_MAX = 1 << 16      # batch sizes remembered per Tabulated (cleared when full)
 
 
 def _np_interp(x, xs: tuple, ys: tuple) -> float:
@@ -204,7 +204,7 @@ def _np_interp(x, xs: tuple, ys: tuple) -> float:
     return r
 
 
-class _Curve:
+class Curve:
     """Tabulated._interp(x, xs, ys) with the curve held as plain floats: the same values, bit for
     bit (numpy is used only where Python float arithmetic would raise: a zero-width last segment
     or non-finite measurements)."""

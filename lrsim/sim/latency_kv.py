@@ -8,15 +8,14 @@ grow with tokens), piecewise linear over the token counts the table measured; k 
 one cached token read by attention (decode attention streams every sequence's KV cache once,
 whatever q: lrsim/sim/latency.py's Roofline has the same term), k' its arithmetic per query
 position and cached token (what a verify of many positions at long context adds). All are
-fitted to the table's
-points by least squares on relative error (scipy.optimize.lsq_linear, bounded-variable least
-squares: every coefficient >= 0).
+fitted to the table's points by least squares on relative error (scipy.optimize.lsq_linear,
+bounded-variable least squares: every coefficient >= 0).
 
 Why not interpolate the table directly (Tabulated): it keys a step by b * q and the mean context,
 so (b = 32, q = 1) and (b = 4, q = 8), 32 tokens either way, share one value although the first
 reads 8x the KV cache. Measured on an H100 off the table's grid (benchmarks/results/
-latency_heldout.md), that collapse errs by up to ~20% (large batches at long context too fast,
-small batches with many query tokens too slow), where this model stays within a few percent.
+latency_heldout.md), that collapse errs several times more than this model (large batches at
+long context priced too fast, small batches with many query tokens too slow).
 
 Tables that cannot separate the two terms (one context per token count, e.g. a CPU curve of
 batch sizes at one context: `identifiable` is False) keep Tabulated (`measured_model`).
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .latency import _CACHE_MAX, LatencyModel, Tabulated, _Curve
+from .latency import CACHE_MAX, LatencyModel, Tabulated, Curve
 
 
 def identifiable(points) -> bool:
@@ -76,13 +75,13 @@ class TabulatedKV(LatencyModel):
         t = np.array([p[3] for p in pts])
         # relative error; bvls: the exact bounded solution (an active set), not an iterate
         fit = lsq_linear(a / t[:, None], np.ones(len(t)), bounds=(0.0, np.inf), method="bvls")
-        self.w = _Curve(np.array(self.knots), fit.x[:-2])
+        self.w = Curve(np.array(self.knots), fit.x[:-2])
         self.kv_s = float(fit.x[-2])                 # seconds per cached token read
         self.attn_s = float(fit.x[-1])               # seconds per (query position x cached token)
         self.fit_max_rel_error = float(np.max(np.abs(a @ fit.x / t - 1)))
         self._max_decode = self.knots[-1]
         pp = sorted(self.prefill)
-        self._fpre = _Curve(np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float)) \
+        self._fpre = Curve(np.array([p[0] for p in pp], float), np.array([p[1] for p in pp], float)) \
             if pp else None
         self._by_tokens: dict = {}
 
@@ -93,7 +92,7 @@ class TabulatedKV(LatencyModel):
         n = max(n, 1)
         w = self._by_tokens.get(n)
         if w is None:
-            if len(self._by_tokens) >= _CACHE_MAX:
+            if len(self._by_tokens) >= CACHE_MAX:
                 self._by_tokens.clear()
             w = self._by_tokens[n] = self.w(n)
         # q x KV: the positions per sequence (n / seqs) times the cache they attend to
