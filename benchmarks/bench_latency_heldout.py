@@ -16,6 +16,9 @@ freshly lent H100 (same model and driver), hold:
   h100_repeat_measured.json   the table's own grid again, for the same three models (the
       script's defaults): how far the same step moves between machines and days.
 
+h200_heldout_measured.json holds the same off-grid steps measured on a lent H200, predicted from
+the shipped H200 table the same three ways (no same-day grid there).
+
 Each held-out step is predicted three ways (relative error = predicted / measured - 1, no engine
 overhead on either side):
 
@@ -50,6 +53,10 @@ OUT = ROOT / "benchmarks" / "results" / "latency_heldout.json"
 TABLE = ROOT / "lrsim" / "data" / "latency" / "h100_paper_models.json"
 HELDOUT = ROOT / "benchmarks" / "results" / "h100_heldout_measured.json"
 REPEAT = ROOT / "benchmarks" / "results" / "h100_repeat_measured.json"
+# the same off-grid steps on an H200 (the same command, --out h200_heldout_measured.json),
+# against the shipped H200 table (no repeat of its grid: fitted, interpolated and roofline only)
+H200_TABLE = ROOT / "lrsim" / "data" / "latency" / "h200_paper_models.json"
+H200_HELDOUT = ROOT / "benchmarks" / "results" / "h200_heldout_measured.json"
 DEVICE = "H100"
 MODELS = ("fitted", "interpolated", "roofline")
 
@@ -86,12 +93,13 @@ def kind(point: tuple, grid: dict) -> str:
     return "1 query token" if point[1] in {q for _, q, _ in grid} else "2 and 5 query tokens"
 
 
-def rows_of(name: str, held: dict, table: dict, repeat: dict) -> list[dict]:
+def rows_of(name: str, held: dict, table: dict, repeat: dict | None, device: str = DEVICE,
+            path: Path = TABLE) -> list[dict]:
     spec = modelspec.load(name)
-    today = {"fitted": modelspec.measured(spec, 1, str(TABLE), overhead_ms=0.0),
+    today = {"fitted": modelspec.measured(spec, 1, str(path), overhead_ms=0.0),
              "interpolated": models_of(table)["interpolated"],
-             "roofline": modelspec.roofline(spec, catalog.get(DEVICE), 1, overhead_ms=0.0)}
-    same_day = models_of(repeat)
+             "roofline": modelspec.roofline(spec, catalog.get(device), 1, overhead_ms=0.0)}
+    same_day = models_of(repeat) if repeat else {}
     rows = []
     steps = [("decode", {"b": b, "q": q, "ctx": c}, ms, kind((b, q, c), table["decode"]))
              for (b, q, c), ms in sorted(held["decode"].items())]
@@ -101,7 +109,7 @@ def rows_of(name: str, held: dict, table: dict, repeat: dict) -> list[dict]:
                                                if step == "decode" else {"tokens": at["tokens"]}),
                "kind": k, "measured_ms": ms}
         row |= {f"{m}_error": predict(today[m], step, **at) / ms - 1 for m in MODELS}
-        row |= {f"same_day_{m}_error": predict(same_day[m], step, **at) / ms - 1 for m in ("fitted", "interpolated")}
+        row |= {f"same_day_{m}_error": predict(same_day[m], step, **at) / ms - 1 for m in same_day}
         rows.append(row)
     return rows
 
@@ -133,6 +141,15 @@ def measure() -> dict:
                                                     if r["model"] == name and r["step"] == "prefill"])
         by_model[name]["drift"] = drift(table[name], repeat[name])
     cols = [*MODELS, "same_day_fitted", "same_day_interpolated"]
+    h200_table, h200_held = points(H200_TABLE), points(H200_HELDOUT)
+    h200_rows = [r for name in h200_held for r in rows_of(name, h200_held[name], h200_table[name], None,
+                                                             "H200", H200_TABLE)
+                 if r["step"] == "decode" and r["kind"] != "repeat"]
+    h200 = {"measured_on": json.loads(H200_HELDOUT.read_text())["date"],
+            "table_measured_on": json.loads(H200_TABLE.read_text()).get("date"),
+            "by_model": {name: {m: summary([r[f"{m}_error"] for r in h200_rows if r["model"] == name])
+                                for m in MODELS} for name in h200_held},
+            "all": {m: summary([r[f"{m}_error"] for r in h200_rows]) for m in MODELS}}
     # the fitted model on the table's own points (every entry, TP=2 shards with their all-reduce)
     in_sample = {}
     for key, m in docs["table"]["models"].items():
@@ -146,7 +163,7 @@ def measure() -> dict:
             "all": {c: summary([r[f"{c}_error"] for r in off]) for c in cols},
             "by_kind": {k: {c: summary([r[f"{c}_error"] for r in off if r["kind"] == k]) for c in cols}
                         for k in ("1 query token", "2 and 5 query tokens")},
-            "fitted_on_the_table": in_sample,
+            "fitted_on_the_table": in_sample, "h200": h200,
             "worst_interpolated": max(off, key=lambda r: abs(r["interpolated_error"])),
             "worst_fitted": max(off, key=lambda r: abs(r["fitted_error"]))}
 
@@ -185,6 +202,10 @@ def render(out: dict) -> str:
               f"{wi['fitted_error']:+.1%}). Largest fitted error: {at(wf)}: {wf['fitted_error']:+.1%}.",
               "", "Prefill (256, 1024 and 4096 tokens), fitted: " + ", ".join(
                   f"{n} {cell(by['prefill_fitted'])}" for n, by in out["by_model"].items()) + ".",
+              "", f"The same off-grid steps on an H200 (measured {out['h200']['measured_on'][:10]}) against the "
+              "shipped H200 table (median / max): " + "; ".join(
+                  f"{n} fitted {cell(by['fitted'])}, interpolated {cell(by['interpolated'])}, roofline "
+                  f"{cell(by['roofline'])}" for n, by in out["h200"]["by_model"].items()) + ".",
               "", "The fitted model on the table's own steps (every entry; median / max): " + ", ".join(
                   f"{k} {cell(v)}" for k, v in out["fitted_on_the_table"].items()) + ".",
               "", f"Same day: both table models fitted to the table's grid re-measured on "

@@ -156,3 +156,6 @@ def test_held_out_h100_steps_are_predicted_from_the_table_as_committed():
     for name, by in doc["by_model"].items():
         assert by["fitted"]["max_abs"] < 0.75 * by["interpolated"]["max_abs"], name
         assert by["same_day_fitted"]["max_abs"] < 0.10, name
+    # and on the H200, against its own table
+    for name, by in doc["h200"]["by_model"].items():
+        assert by["fitted"]["max_abs"] < 0.5 * by["interpolated"]["max_abs"] and by["fitted"]["max_abs"] < 0.08, name
