@@ -70,11 +70,13 @@ def points(path: Path) -> dict:
             for k, m in doc["models"].items()}
 
 
-def models_of(grid: dict) -> dict:
-    """The two table models of one grid ({(b, q, ctx): ms} and prefill), seconds in and out."""
+def models_of(grid: dict, which=("fitted", "interpolated")) -> dict:
+    """The table models of one grid ({(b, q, ctx): ms} and prefill), seconds in and out."""
     dec = [(b, q, c, ms / 1e3) for (b, q, c), ms in sorted(grid["decode"].items())]
     pre = [(n, ms / 1e3) for n, ms in sorted(grid["prefill"].items())]
-    return {"fitted": TabulatedKV(dec, pre), "interpolated": Tabulated([(b * q, c, t) for b, q, c, t in dec], pre)}
+    make = {"fitted": lambda: TabulatedKV(dec, pre),
+            "interpolated": lambda: Tabulated([(b * q, c, t) for b, q, c, t in dec], pre)}
+    return {m: make[m]() for m in which}
 
 
 def predict(model, step: str, b=1, q=1, ctx=0, tokens=0) -> float:
@@ -97,7 +99,7 @@ def rows_of(name: str, held: dict, table: dict, repeat: dict | None, device: str
             path: Path = TABLE) -> list[dict]:
     spec = modelspec.load(name)
     today = {"fitted": modelspec.measured(spec, 1, str(path), overhead_ms=0.0),
-             "interpolated": models_of(table)["interpolated"],
+             "interpolated": models_of(table, ("interpolated",))["interpolated"],
              "roofline": modelspec.roofline(spec, catalog.get(device), 1, overhead_ms=0.0)}
     same_day = models_of(repeat) if repeat else {}
     rows = []
