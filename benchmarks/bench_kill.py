@@ -109,7 +109,7 @@ def plot(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-PART_LABEL = {"fake": "fake engine", "real": "real engines ({mode})"}
+PART_LABEL = {"fake": "fake engine", "real": "real engines"}
 REAL_MODE_LABEL = {"lr": "LR, draft + target", "ar": "AR, target alone"}
 
 
@@ -121,14 +121,14 @@ def render(results: dict) -> str:
         r = results.get(part)
         if r:
             # runs before "mode" was recorded were all LR (the --real-mode default)
-            label = PART_LABEL[part].format(mode=REAL_MODE_LABEL[r.get("mode", "lr")])
+            label = PART_LABEL[part] + (f" ({REAL_MODE_LABEL[r.get('mode', 'lr')]})" if part == "real" else "")
             lines.append(f"| {label} | {r['N']} | {r['expected']} | {r['lost']} | {r['duplicated']} | "
                          f"{r['invalid']} | {r['orphans_after_kill']} (gone within {r['max_linger_s']:.2f} s) | "
                          f"{r['torn_tails_dropped']} | {r['wall_s']:.0f} s |")
     for part in ("fake", "real"):
         r = results.get(part)
         if r and r.get("phases"):
-            lines.append(f"\n{PART_LABEL[part].split(' (')[0].capitalize()}, where the {r['kills_that_hit']} kills "
+            lines.append(f"\n{PART_LABEL[part].capitalize()}, where the {r['kills_that_hit']} kills "
                          "landed: " + "; ".join(f"{ph}: {n}" for ph, n in sorted(r["phases"].items())) + ".")
     sigs = results.get("signals") or []
     if sigs:

@@ -58,9 +58,8 @@ def _hat(x: float, knots: tuple) -> np.ndarray:
 @dataclass
 class TabulatedKV(LatencyModel):
     """t = overhead + W(tokens) + (k + k' * positions per sequence) * KV tokens read, fitted to
-    measured decode steps
-    (batch, query, context per sequence, seconds); prefill beyond the decode measurements from
-    the prefill curve (tokens, seconds), as Tabulated does."""
+    measured decode steps (batch, query, context per sequence, seconds); prefill beyond the
+    decode measurements from the prefill curve (tokens, seconds), as Tabulated does."""
     decode: list[tuple[float, float, float, float]]
     prefill: list[tuple[float, float]] = field(default_factory=list)
     name: str = "tabulated-kv"
