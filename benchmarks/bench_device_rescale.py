@@ -40,19 +40,32 @@ PAIRS = (("r1-distill-qwen-1.5b", "r1-distill-qwen-32b"), ("qwen3-1.7b", "qwen3-
 C1_POINT = (1, 1, 2048)           # batch, query tokens, context
 
 
+def rows(path: str) -> dict:
+    """{model key: {(batch, query, context): the table's decode entry}}."""
+    doc = json.loads(Path(path).read_text())
+    return {k: {(int(r["batch"]), int(r.get("query", 1)), int(r["context"])): r for r in m["decode"]}
+            for k, m in doc["models"].items()}
+
+
+def step_ms(r: dict) -> float:
+    """A decode entry's step: its forward pass plus its modelled all-reduce (TP=2 entries)."""
+    return float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0))
+
+
 def steps(path: str) -> dict:
     """{model key: {(batch, query, context): ms incl. the modelled all-reduce}}."""
-    doc = json.loads(Path(path).read_text())
-    return {k: {(int(r["batch"]), int(r.get("query", 1)), int(r["context"])):
-                float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0)) for r in m["decode"]}
-            for k, m in doc["models"].items()}
+    return {k: {p: step_ms(r) for p, r in m.items()} for k, m in rows(path).items()}
 
 
 def spec_of(key: str, entry: dict) -> tuple:
     """The shipped ModelSpec of a table entry (key 'name' or 'name-tp2') and its TP."""
     tp = int(entry.get("tp", 1))
-    name = key[: -len(f"-tp{tp}")] if key.endswith(f"-tp{tp}") else key
-    return modelspec.load(name), tp
+    return modelspec.load(base_name(key, tp)), tp
+
+
+def base_name(key: str, tp: int) -> str:
+    """A table entry's model name: its key without the '-tp2' of a TP=2 shard."""
+    return key[: -len(f"-tp{tp}")] if key.endswith(f"-tp{tp}") else key
 
 
 def roofline_ms(spec, tp: int, point: tuple) -> float:
