@@ -20,6 +20,11 @@ docs/simulator.md), i.e. ~30-55k positions per CPU-second.
                            3-6 CPU-minutes. Documented uses: bench_sim's 1,000-request point
                            (1000 x 60 steps x 5 = 300k), bench_plan (1000 x 8 x <=5 = 40k per
                            candidate), `lr simulate` defaults (a few thousand).
+    MAX_STREAM_SIM_POSITIONS  one streaming simulation (`lr simulate --stream`, lrsim/sim/
+                           stream.py: no per-request records, so memory stays bounded and only CPU
+                           time grows): 400,000,000 positions. A fleet-hour of lr-async depth 4 (1M
+                           requests x 60 steps x 5) is 300M, tens of CPU-minutes at the speed
+                           above (benchmarks/results/fleet.md); a full run keeps MAX_SIM_POSITIONS.
     MAX_COMMAND_POSITIONS  all simulations of one command together (sweep points + baseline,
                            plan candidates x samples): 100,000,000 positions, ~30-60 CPU-minutes
                            spread over the worker processes. bench_sim's 100-point sweep
@@ -49,6 +54,7 @@ from pathlib import Path
 from .errors import UserError
 
 MAX_SIM_POSITIONS = 10_000_000
+MAX_STREAM_SIM_POSITIONS = 400_000_000
 MAX_COMMAND_POSITIONS = 100_000_000
 MAX_STEPS_PER_REQUEST = 100_000
 MAX_TRACE_BYTES = 1 << 30
