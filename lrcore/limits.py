@@ -3,8 +3,9 @@
 Each limit is checked *before* the work starts, from the flags, scenario, profile or traces, and a
 refusal is one line naming the cap, the estimate and what to change. The caps are far above every
 documented use (README, docs/, benchmarks/*.py) and low enough that a typo cannot run for hours
-or allocate gigabytes. Raise a constant here (and nowhere else) when a real use needs more, e.g.
-fleet-scale simulations (1e6 requests) need a faster simulator path first.
+or allocate gigabytes. Raise a constant here (and nowhere else) when a real use needs more.
+Fleet-scale simulations (1e6 requests) stream (MAX_STREAM_SIM_POSITIONS below): bounded memory,
+but CPU time still grows with the positions.
 
 Part of lrcore: the simulator (lrsim) and the real backend (lrreal) both import it; it imports
 neither. The caps are here, with `read_capped`, the capped reader of input files; the checks of
@@ -20,6 +21,12 @@ docs/simulator.md), i.e. ~30-55k positions per CPU-second.
                            3-6 CPU-minutes. Documented uses: bench_sim's 1,000-request point
                            (1000 x 60 steps x 5 = 300k), bench_plan (1000 x 8 x <=5 = 40k per
                            candidate), `lr simulate` defaults (a few thousand).
+    MAX_STREAM_SIM_POSITIONS  one streaming simulation (an explicit `lr simulate --stream`,
+                           lrsim/sim/stream.py: no per-request records, so memory stays bounded
+                           and only CPU time grows): 400,000,000 positions. A fleet-hour of
+                           lr-async depth 4 (1M requests x 60 steps x 5) is 300M: 30-100
+                           CPU-minutes at today's speed (benchmarks/results/fleet.md); a full run,
+                           automatic streaming included, keeps MAX_SIM_POSITIONS.
     MAX_COMMAND_POSITIONS  all simulations of one command together (sweep points + baseline,
                            plan candidates x samples): 100,000,000 positions, ~30-60 CPU-minutes
                            spread over the worker processes. bench_sim's 100-point sweep
@@ -49,6 +56,7 @@ from pathlib import Path
 from .errors import UserError
 
 MAX_SIM_POSITIONS = 10_000_000
+MAX_STREAM_SIM_POSITIONS = 400_000_000
 MAX_COMMAND_POSITIONS = 100_000_000
 MAX_STEPS_PER_REQUEST = 100_000
 MAX_TRACE_BYTES = 1 << 30

@@ -3,7 +3,7 @@
 Simulation work is counted in *positions*: simulated reasoning steps x the target positions each
 step keeps in flight (1 for ar/sd, k1 for lr-sync/lr-stage, 1 + W + ... + W^depth for lr-async).
 `check_simulation` and `check_command` refuse, before any work starts, a simulation over
-MAX_STEPS_PER_REQUEST or MAX_SIM_POSITIONS and a command over MAX_COMMAND_POSITIONS; the caps and
+MAX_STEPS_PER_REQUEST or MAX_SIM_POSITIONS (a streaming run: MAX_STREAM_SIM_POSITIONS) and a command over MAX_COMMAND_POSITIONS; the caps and
 why they are where they are live in lrcore/limits.py (read at call time, so a test may lower one).
 """
 from __future__ import annotations
@@ -44,8 +44,10 @@ def sim_positions(cfg) -> int:
     return workload_shape(cfg.workload)[1] * positions_per_step(cfg)
 
 
-def check_simulation(cfg, what: str = "this simulation") -> int:
-    """Refuse one simulation over MAX_STEPS_PER_REQUEST or MAX_SIM_POSITIONS; returns its work."""
+def check_simulation(cfg, what: str = "this simulation", stream: bool | None = None) -> int:
+    """Refuse one simulation over MAX_STEPS_PER_REQUEST or MAX_SIM_POSITIONS (a streaming run,
+    stream=True: MAX_STREAM_SIM_POSITIONS); returns its work. stream=False: a full run that
+    could stream, whose refusal names --stream where the streaming cap would admit it."""
     wl = cfg.workload
     steps = getattr(wl, "steps", None)
     if isinstance(steps, int) and steps > limits.MAX_STEPS_PER_REQUEST:
@@ -55,12 +57,23 @@ def check_simulation(cfg, what: str = "this simulation") -> int:
     n, total = workload_shape(wl)
     per = positions_per_step(cfg)
     work = total * per
+    if stream:
+        if work > limits.MAX_STREAM_SIM_POSITIONS:
+            raise UserError(f"{what}: {_fmt(n)} request(s), {_fmt(total)} steps x {per} target "
+                            f"position(s) per step = {_fmt(work)} positions, over the cap of "
+                            f"{_fmt(limits.MAX_STREAM_SIM_POSITIONS)} per streaming simulation "
+                            "(MAX_STREAM_SIM_POSITIONS, about an hour of CPU): lower --requests / "
+                            "--steps or the tree size")
+        return work
     if work > limits.MAX_SIM_POSITIONS:
+        hint = (f", or stream it (--stream: no per-request records, up to "
+                f"{_fmt(limits.MAX_STREAM_SIM_POSITIONS)} positions)"
+                if stream is False and work <= limits.MAX_STREAM_SIM_POSITIONS else "")
         raise UserError(f"{what}: {_fmt(n)} request(s), {_fmt(total)} steps x {per} target "
                         f"position(s) per step = {_fmt(work)} positions, over the cap of "
                         f"{_fmt(limits.MAX_SIM_POSITIONS)} per simulation (MAX_SIM_POSITIONS, "
                         "minutes of CPU): lower --requests / --concurrency / --steps or the tree "
-                        "size")
+                        f"size{hint}")
     return work
 
 

@@ -49,7 +49,7 @@ def test_rendered_results_are_their_json_rendered():
     quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
     for mod, name in (("bench_kill", "kill"), ("bench_judge_faults", "judge_faults"),
                       ("bench_fuzz_files", "fuzz_files"), ("bench_fuzz_params", "fuzz_params"),
-                      ("bench_real", "real")):
+                      ("bench_real", "real"), ("bench_fleet", "fleet")):
         doc = json.loads((res / f"{name}.json").read_text())
         assert (res / f"{name}.md").read_text() == __import__(mod).render(doc), name
     assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
@@ -58,7 +58,8 @@ def test_rendered_results_are_their_json_rendered():
             "benchmarks/results/real.md", "benchmarks/results/latency_heldout.md",
             "benchmarks/results/load_transfer.md",
             "benchmarks/results/load.md", "benchmarks/results/kv.md", "benchmarks/results/theory.md",
-            "benchmarks/results/validation.md", "benchmarks/results/load_heldout.md"} <= quoted
+            "benchmarks/results/validation.md", "benchmarks/results/load_heldout.md",
+            "benchmarks/results/fleet.md"} <= quoted
 
 
 def test_the_real_backend_figures_are_the_sample_traces_measured():

@@ -73,6 +73,8 @@ def test_theory(args):
     ["--scenario", "h100-paper", "--policy", "lr-async", "--k2", "3", "--alpha2", "0.5", "--width", "2",
      "--equal-resources", "--requests", "2", "--steps", "8"],
     ["--policy", "sd", "--k2", "4", "--alpha2", "0.5", "--requests", "4", "--rate", "2", "--steps", "8"],
+    # a streamed run: its extra row
+    ["--policy", "sd", "--k2", "4", "--requests", "4", "--rate", "2", "--steps", "8", "--stream"],
     ["--policy", "lr-async", "--alpha1", "0.63", "--c1", "0.1", "--depth", "3", "--ideal", "--steps", "50"],
 ])
 def test_simulate(args):

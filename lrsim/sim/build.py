@@ -20,7 +20,7 @@ MAX_WORKLOAD = 1_000_000   # --requests, --steps (per request)
 MAX_KV_TOKENS = 1 << 50    # --kv-cache-tokens: far above any device's memory
 
 
-@dataclass(kw_only=True)   # 20 fields: built by name only, so none can land in another's place
+@dataclass(kw_only=True)   # 21 fields: built by name only, so none can land in another's place
 class Options:
     policy: str | None = None
     alpha1: float | None = None
@@ -44,6 +44,7 @@ class Options:
     #                                device kind (and models for presets), applied last
     kv_cache_tokens: int | None = None   # the target engine's KV cache in tokens (None: the
     #                                      scenario's or preset's, unlimited if it has none)
+    stream: bool | None = None     # streaming summaries (Config.stream; None = automatic)
 
 
 def _check(o: Options) -> None:
@@ -110,6 +111,7 @@ def build(o: Options) -> Config:
             o.policy or "lr-async", o.alpha1, o.c1, k1=k1 or 2, depth=depth or 4, width=o.width or 1,
             k2=o.k2 or 1, alpha2=o.alpha2 or 0.0, c2=o.c2 or 0.0, steps=o.steps or 2000,
             requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate))
+        cfg.stream = o.stream
         return o.whatif.apply_config(cfg) if o.whatif is not None else cfg
     if o.preset is not None:
         cfg = _preset_config(o, k1, depth)
@@ -148,6 +150,7 @@ def build(o: Options) -> Config:
         cfg = o.whatif.apply_config(cfg)
     if o.kv_cache_tokens is not None:
         cfg.target = replace(cfg.target, kv=KVSpec(o.kv_cache_tokens // BLOCK_TOKENS * BLOCK_TOKENS))
+    cfg.stream = o.stream
     return _check_tree(cfg.validate())
 
 

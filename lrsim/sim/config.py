@@ -68,6 +68,10 @@ class Config:
     # measured or derived on; unnamed roles: the kind of `devices`. Hardware rescaling
     # (lrsim/plan/hardware.py) leaves what was measured on the new kind as given.
     measured_on: dict[str, str] = field(default_factory=dict)
+    # a streaming run (lrsim/sim/stream.py: each finished request folded into fixed-size
+    # accumulators and dropped; percentiles from a sketch): True, False, or None = automatic,
+    # streaming only `simulate` runs of more than STREAM_AUTO_REQUESTS requests
+    stream: bool | None = None
 
     def validate(self) -> "Config":
         if self.policy not in POLICIES:
@@ -76,6 +80,8 @@ class Config:
                         ("--k2", self.k2)):
             if not isinstance(v, int) or v < 1:
                 raise UserError(f"{flag} must be an integer >= 1, got {v!r}")
+        if self.stream not in (None, True, False):
+            raise UserError(f"stream must be true, false or unset (automatic), got {self.stream!r}")
         if self.judge_timing not in JUDGE_TIMINGS:
             raise UserError(f"judge_timing must be one of {', '.join(JUDGE_TIMINGS)}, "
                             f"got {self.judge_timing!r}")

@@ -15,29 +15,37 @@ def _pct(values) -> dict[str, float]:
     return {f"p{p}": float(np.percentile(arr, p)) for p in PERCENTILES} | {"mean": float(arr.mean())}
 
 
-def summarise(world, wall_s: float, drained_s: float) -> dict:
-    """wall_s: first arrival to last request finish (throughput); drained_s: to the end of the
-    last engine iteration (utilisation = busy / drained_s <= 1)."""
-    recs = world.records
+def per_request(recs) -> dict:
+    """The fields of a summary that come from the requests' records (stream.Requests.fields
+    folds the same ones one request at a time)."""
     lat = [r.latency for r in recs]
     ttft = [r.first_output - r.arrival for r in recs]
     tpot = [(r.finish - r.first_output) / max(1, r.tokens - 1) for r in recs]
-    tokens = sum(r.tokens for r in recs)
+    return {"requests": len(recs), "output_tokens": sum(r.tokens for r in recs),
+            "steps": sum(len(r.steps) for r in recs),
+            "steps_from_draft": sum(s == "draft" for r in recs for s in r.steps),
+            "latency_s": _pct(lat), "ttft_s": _pct(ttft), "tpot_s": _pct(tpot)}
+
+
+def summarise(world, wall_s: float, drained_s: float, requests: dict | None = None) -> dict:
+    """wall_s: first arrival to last request finish (throughput); drained_s: to the end of the
+    last engine iteration (utilisation = busy / drained_s <= 1). requests: per_request's fields
+    when the records were not kept (a streaming run); default: from world.records."""
+    pr = per_request(world.records) if requests is None else requests
+    tokens, steps, from_draft = pr["output_tokens"], pr["steps"], pr["steps_from_draft"]
     st, sd = world.stats, world.sd
-    from_draft = sum(s == "draft" for r in recs for s in r.steps)
-    steps = sum(len(r.steps) for r in recs)
     per_cycle = dict(sorted(st.per_cycle.items()))
     cycles = sum(per_cycle.values())
     engines = {e.name: e for e in (world.target, world.draft, world.judge) if e is not None}
     out = {
-        "requests": len(recs),
+        "requests": pr["requests"],
         "output_tokens": tokens,
         "steps": steps,
         "wall_s": wall_s,
         "tokens_per_s": tokens / wall_s if wall_s > 0 else 0.0,
-        "latency_s": _pct(lat),
-        "ttft_s": _pct(ttft),
-        "tpot_s": _pct(tpot),
+        "latency_s": pr["latency_s"],
+        "ttft_s": pr["ttft_s"],
+        "tpot_s": pr["tpot_s"],
         "proposed_steps": st.proposed,
         "accepted_steps": st.accepted,
         "step_acceptance_rate": st.accepted / st.proposed if st.proposed else None,
@@ -89,11 +97,21 @@ def compare(policy: dict, baseline: dict, pol_lat, base_lat, open_loop: bool) ->
     (makespan), mean-latency ratio for open-loop arrivals (throughput is then set by the rate).
     latency_speedup = sum of AR latencies / sum of policy latencies, with a delta-method
     standard error over requests (paired: the same requests and steps)."""
-    out = {"ar_tokens_per_s": baseline["tokens_per_s"], "ar_latency_s": baseline["latency_s"]}
     base = np.asarray(base_lat, float)
     pol = np.asarray(pol_lat, float)
     lat_speedup = float(base.sum() / pol.sum())
     se = float(ratio_estimate(base, pol).stderr) if len(base) >= 2 else None
+    return _compared(policy, baseline, lat_speedup, se, open_loop)
+
+
+def compare_paired(policy: dict, baseline: dict, paired, open_loop: bool) -> dict:
+    """compare() from a streaming run's stream.Paired (running sums and co-moments of the
+    same requests' AR and policy latencies) instead of the two latency lists."""
+    return _compared(policy, baseline, float(paired.ratio()), paired.stderr(), open_loop)
+
+
+def _compared(policy: dict, baseline: dict, lat_speedup: float, se, open_loop: bool) -> dict:
+    out = {"ar_tokens_per_s": baseline["tokens_per_s"], "ar_latency_s": baseline["latency_s"]}
     tp = policy["tokens_per_s"] / baseline["tokens_per_s"] if baseline["tokens_per_s"] else None
     out["throughput_speedup"] = tp
     out["latency_speedup"] = lat_speedup

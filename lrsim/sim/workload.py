@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Iterator, Protocol
 
 import numpy as np
 
@@ -154,6 +154,50 @@ class Synthetic:
                             random.Random(self.seed * 1_000_003 + i),
                             prompt_cached=min(self.prompt_cached, self.prompt_tokens))
                 for i in range(self.n_requests)]
+
+    def iter_requests(self, chunk: int = 1024) -> Iterator[RequestSpec]:
+        """The requests of `requests()`, one at a time and equal to them field by field (the same
+        step lengths, arrival times and rng seeds), holding one chunk of lengths at a time instead
+        of the whole list (streaming runs, lrsim/sim/stream.py). requests() draws every step
+        length and then every arrival from one generator, so the arrivals' generator is found by
+        a first pass that draws the lengths and discards them (numpy's draws are the same in
+        chunks as in one call); the cumulative sum is carried across chunks in the same order."""
+        if chunk < 1:
+            raise ValueError("chunk must be >= 1")
+        arr_g = None
+        if self.rate:
+            arr_g = np.random.default_rng([self.seed, 0x5EED])
+            for _ in self._length_chunks(arr_g, chunk):
+                pass                                  # arr_g is now where requests() draws arrivals
+        carry, first, rid = 0.0, None, 0
+        cached = min(self.prompt_cached, self.prompt_tokens)
+        for rows in self._length_chunks(np.random.default_rng([self.seed, 0x5EED]), chunk):
+            m = len(rows)
+            if arr_g is not None:
+                x = arr_g.exponential(1.0 / self.rate, m)
+                x[0] += carry                         # = the running sum of requests()' cumsum
+                cum = np.cumsum(x)
+                carry = cum[-1]
+                if first is None:
+                    first = cum[0]
+                arrivals = (cum - first).tolist()
+            else:
+                arrivals = [0.0] * m
+            for lens, a in zip(rows, arrivals):
+                yield RequestSpec(rid, self.prompt_tokens, list(map(int, lens)), float(a),
+                                  random.Random(self.seed * 1_000_003 + rid), prompt_cached=cached)
+                rid += 1
+
+    def _length_chunks(self, g: np.random.Generator, chunk: int):
+        """requests()' step lengths, `chunk` requests at a time, drawn from g in the same order."""
+        left = self.n_requests
+        while left > 0:
+            m = min(chunk, left)
+            if self.max_tokens is not None:
+                yield [self._budgeted(g) for _ in range(m)]
+            else:
+                yield self._lengths(g, (m, self.steps)).tolist()
+            left -= m
 
     def _lengths(self, g: np.random.Generator, shape) -> np.ndarray:
         """Step lengths: lognormal with mean step_mean (sigma 0: all equal), 1..STEP_TOKEN_CAP."""
