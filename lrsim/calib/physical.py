@@ -32,12 +32,11 @@ standard error larger than half its value, or no pass exercises it) is fixed to 
 `w` is never allowed to vanish (at least 1% of the mean decode pass).
 
 The model is linear in the decode positions; a CPU's matrix kernels are not (they tile the
-rows), and SD verification is where it shows: several positions of one sequence; and the soft-L1
-loss fits the typical pass, not the total. `position_factors` records, at every count of
-verification positions v = q - B (0 for plain decoding) with at least MIN_KNOT_PASSES
-decode-only passes, the measured time over the model's (sum over sum); the simulator multiplies
-the decode part of a pass by them, interpolated in v and held at the ends (lrsim/calib/models.py;
-one count is a level factor at every v). Keyed on v, not
+rows), and SD verification is where it shows: several positions of one sequence. Where the
+passes cover two or more counts of verification positions v = q - B (0 for plain decoding),
+`position_factors` records, at every v with at least MIN_KNOT_PASSES decode-only passes, the
+measured time over the model's (sum over sum); the simulator multiplies the decode part of a
+pass by them, interpolated in v and held at the ends (lrsim/calib/models.py). Keyed on v, not
 on q: a batch of plain decodes keeps the line's slope per sequence, which is what a plan at
 higher load extrapolates (keyed on q, a factor measured on speculative batches at 2 in flight
 priced AR's batches at 4 and 8 in flight too).
@@ -350,10 +349,8 @@ def verify_positions(d: PassData) -> np.ndarray:
 def position_factors(d: PassData, pred: np.ndarray) -> list[list[float]]:
     """[[v, measured / modelled], ...] at every count v of verification positions with at least
     MIN_KNOT_PASSES decode-only passes (sum of times over sum of predictions: what a throughput
-    prediction adds up). One qualifying count (a draft, or a target without SD) is no shape but
-    still a level: the soft-L1 fit follows the typical pass, and a throughput prediction adds up
-    the total, stalls included (left at the fitted level, the draft's passes were priced 6-8%
-    short of their total in every configuration of the load corpus)."""
+    prediction adds up); [] unless two or more counts qualify (one is no shape: the soft-L1
+    fit's level is left as fitted)."""
     out = []
     dec = (d.P == 0) & (d.q >= 1)
     v = verify_positions(d)
@@ -361,4 +358,4 @@ def position_factors(d: PassData, pred: np.ndarray) -> list[list[float]]:
         m = dec & (v == k)
         if m.sum() >= MIN_KNOT_PASSES:
             out.append([float(k), round(float(d.t[m].sum() / pred[m].sum()), 4)])
-    return out
+    return out if len(out) >= 2 else []

@@ -124,7 +124,7 @@ def test_the_held_out_claims():
     block's own probe does about as well (-9.5%..+3.7%); the plan (tokens/s ratios, as measured)
     is within 10% at 12 of 15, its misses lr-d2 and lr-d2-emb alone and lr+sd at 6, placing 3 of 4
     break-evens, and at 15 of 15 given each level's measured step acceptance (traces/load: 18 and
-    19 of 20, its two misses lr+sd; the mean-latency ratios 19 of 20); the embedding verifier's
+    19 of 20, its two misses lr+sd; the mean-latency ratios 18 of 20); the embedding verifier's
     acceptance 0.62-0.67 in the calibration records, 0.55-0.58 at 4-8 and 0.53-0.57 held out; AR on
     both cores 1.42-1.57x AR against the plan's 1.55x."""
     held = json.loads((RESULTS / "load_heldout.json").read_text())
@@ -148,7 +148,7 @@ def test_the_held_out_claims():
     assert misses(held) == [("1", "lr-d2"), ("1", "lr-d2-emb"), ("6", "lr+sd-d2-emb")]
     load = json.loads((RESULTS / "load.json").read_text())
     assert within(load, "planned") == 18 and within(load, "planned_at_measured_acceptance") == 19
-    assert sum(e <= 0.10 for e in bl.plan_errors(load, "planned", "latency_speedup_vs_ar")) == 19
+    assert sum(e <= 0.10 for e in bl.plan_errors(load, "planned", "latency_speedup_vs_ar")) == 18
     assert misses(load) == [("1", "lr+sd-d2-emb"), ("8", "lr+sd-d2-emb")]
     emb = lambda doc, levels: [round(doc["levels"][n][c]["step_acceptance"], 2)  # noqa: E731
                                for n in levels for c in ("lr-d2-emb", "lr+sd-d2-emb")]
@@ -162,35 +162,35 @@ def test_the_held_out_claims():
 
 def test_the_transfer_claims():
     """README, "Transfer": alone, nine blocks measure all three unseen configurations at 0.94x AR;
-    the replay says 1.04x for lr+sd and 0.99x / 0.98x for depths 1 and 3 (break-even 1 as measured
-    for those two, 3 for lr+sd), the plan 1.04-1.13x (3 for all three); at 6 in flight the replay
-    prices ar 9.4% slow and the LR configurations within +2.5%; replay within 10% at 5 of 9
-    (largest 13.2%), plan 4 of 9 (largest 21.7%), 6 of 9 at the measured acceptance; depth 1
-    accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; each block's own probe -9.8%..+5.4%."""
+    the replay says 1.04x for lr+sd and 1.00x / 0.98x for depths 1 and 3 (break-even 1 as measured
+    for those two, 3 for lr+sd), the plan 1.04-1.14x (3 for all three); at 6 in flight the replay
+    prices ar 9.4% slow and the LR configurations within +2.8%; replay within 10% at 7 of 9
+    (largest 13.5%), plan 3 of 9 (largest 21.9%), 6 of 9 at the measured acceptance; depth 1
+    accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; each block's own probe -9.8%..+5.9%."""
     doc = json.loads((RESULTS / "load_transfer.json").read_text())
     assert doc["records"] == 217 and doc["calibrated_on"]["corpus"] == "traces/load"
     one = doc["levels"]["1"]
     cfgs = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
     assert all(one[c]["blocks"] == 9 and round(one[c]["speedup_vs_ar"], 2) == 0.94 for c in cfgs)
-    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.04, 0.99, 0.98]
+    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.04, 1.00, 0.98]
     planned = [doc["planned"]["1"][c]["speedup_vs_ar"] for c in cfgs]
-    assert round(min(planned), 2) == 1.04 and round(max(planned), 2) == 1.13
+    assert round(min(planned), 2) == 1.04 and round(max(planned), 2) == 1.14
     be = doc["break_even"]
     assert [be[c]["measured_vs_ar"] for c in cfgs] == ["1", "1", "1"]
     assert [be[c]["replayed_vs_ar"] for c in cfgs] == ["3", "1", "1"]
     assert [be[c]["planned_vs_ar"] for c in cfgs] == ["3", "3", "3"]
     six = doc["levels"]["6"]
     off = {c: six[c]["predicted_tokens_per_s"] / six[c]["tokens_per_s"] - 1 for c in ("ar", *cfgs)}
-    assert round(off["ar"], 3) == -0.094 and max(off[c] for c in cfgs) == pytest.approx(0.025, abs=0.0005)
+    assert round(off["ar"], 3) == -0.094 and max(off[c] for c in cfgs) == pytest.approx(0.028, abs=0.0005)
     rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
            for t in doc["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    assert sum(e <= 0.10 for e in rep) == 5 and max(rep) == pytest.approx(0.132, abs=0.0005)
+    assert sum(e <= 0.10 for e in rep) == 7 and max(rep) == pytest.approx(0.135, abs=0.0005)
     within = lambda key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within("planned") == 4 and within("planned_at_measured_acceptance") == 6
-    assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.217, abs=0.0005)
+    assert within("planned") == 3 and within("planned_at_measured_acceptance") == 6
+    assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.219, abs=0.0005)
     acc = lambda c: [round(t[c]["step_acceptance"], 2) for t in doc["levels"].values()]  # noqa: E731
     assert (min(acc("lr-d1-emb")), max(acc("lr-d1-emb"))) == (0.43, 0.46)
     assert (min(acc("lr-d3-emb")), max(acc("lr-d3-emb"))) == (0.53, 0.56)
     assert (min(acc("lr+sd-d3-emb")), max(acc("lr+sd-d3-emb"))) == (0.53, 0.54)
     own = doc["replay_tokens_per_s_error_own_probe"]
-    assert round(own["min"], 3) == -0.098 and round(own["max"], 3) == 0.054
+    assert round(own["min"], 3) == -0.098 and round(own["max"], 3) == 0.059
