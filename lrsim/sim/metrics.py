@@ -15,12 +15,15 @@ def _pct(values) -> dict[str, float]:
     return {f"p{p}": float(np.percentile(arr, p)) for p in PERCENTILES} | {"mean": float(arr.mean())}
 
 
+def times(r) -> tuple[float, float, float]:
+    """A finished request's (latency, TTFT, TPOT) in seconds (docs/metrics.md)."""
+    return r.finish - r.arrival, r.first_output - r.arrival, (r.finish - r.first_output) / max(1, r.tokens - 1)
+
+
 def per_request(recs) -> dict:
     """The fields of a summary that come from the requests' records (stream.Requests.fields
     folds the same ones one request at a time)."""
-    lat = [r.latency for r in recs]
-    ttft = [r.first_output - r.arrival for r in recs]
-    tpot = [(r.finish - r.first_output) / max(1, r.tokens - 1) for r in recs]
+    lat, ttft, tpot = zip(*map(times, recs)) if recs else ((), (), ())
     return {"requests": len(recs), "output_tokens": sum(r.tokens for r in recs),
             "steps": sum(len(r.steps) for r in recs),
             "steps_from_draft": sum(s == "draft" for r in recs for s in r.steps),

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 
+from .metrics import PERCENTILES, times
+
 RELATIVE_ACCURACY = 0.005          # the sketches' relative-error guarantee (0.5%)
-PERCENTILES = (50, 90, 99)         # = metrics.PERCENTILES
 
 
 class Sum:
@@ -100,12 +101,13 @@ class Requests:
             self.first_arrival = rec.arrival
         if rec.finish > self.last_finish:
             self.last_finish = rec.finish
-        self.latency.add(rec.finish - rec.arrival)
-        self.ttft.add(rec.first_output - rec.arrival)
-        self.tpot.add((rec.finish - rec.first_output) / max(1, rec.tokens - 1))
+        lat, ttft, tpot = times(rec)
+        self.latency.add(lat)
+        self.ttft.add(ttft)
+        self.tpot.add(tpot)
 
     def fields(self) -> dict:
-        """metrics.summarise's per-request fields (metrics._per_request's keys)."""
+        """metrics.summarise's per-request fields (metrics.per_request's keys)."""
         return {"requests": self.requests, "output_tokens": self.tokens, "steps": self.steps,
                 "steps_from_draft": self.from_draft,
                 "latency_s": self.latency.summary(), "ttft_s": self.ttft.summary(),
