@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/collect_load.py --dry-run         # the plan and what is left
     .venv/bin/python benchmarks/collect_load.py --set adaptive    # lr-adaptive vs ar and lr-d2
     .venv/bin/python benchmarks/collect_load.py --set transfer    # depths the load corpus lacks
+    .venv/bin/python benchmarks/collect_load.py --set open        # Poisson arrivals, ar and lr-d2-emb
 
 lrreal/load_corpus.py's configurations (ar on the target's core, ar on both cores, sd, lr depth 2
 with exact matching and with the embedding verifier, lr+sd depth 2 with the embedding verifier)
@@ -29,7 +30,11 @@ MAX_TOKENS = 192
 # --set: (configurations in lrreal/load_corpus.py, default trace folder, default levels)
 SETS = {"load": ("CONFIGS", "traces/load", "1,2,4,8"),
         "adaptive": ("ADAPTIVE_CONFIGS", "traces/load-adaptive", "1,2,4"),
-        "transfer": ("TRANSFER_CONFIGS", "traces/load-transfer", "1,3,6")}
+        "transfer": ("TRANSFER_CONFIGS", "traces/load-transfer", "1,3,6"),
+        "open": ("OPEN_CONFIGS", "traces/load-open", "8")}
+# --set open: blocks of 8 arriving at 1/40 s, about 3 in flight on average where AR takes ~110 s a
+# request (this machine's slower days, traces/load-transfer rounds 5-8), near 1 on a faster one
+OPEN_RATE = 0.025
 
 
 def main() -> None:
@@ -38,13 +43,17 @@ def main() -> None:
                     help="load: the load corpus (traces/load); adaptive: lr-adaptive beside ar and "
                          "lr-d2 at 1-4 in flight (traces/load-adaptive, benchmarks/bench_adaptive_real.py); "
                          "transfer: lr at depths 1 and 3 and lr+sd at depth 3 beside ar "
-                         "(traces/load-transfer, benchmarks/bench_load.py --load)")
+                         "(traces/load-transfer, benchmarks/bench_load.py --load); "
+                         "open: ar and lr-d2-emb, a block of N arriving by a seeded Poisson process "
+                         "(traces/load-open, benchmarks/bench_open_loop.py)")
     ap.add_argument("--out", default=None, help="default traces/load, traces/load-adaptive or "
                                                 "traces/load-transfer (--set)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--levels", default=None,
                     help="requests in flight, comma-separated (default 1,2,4,8; --set adaptive: 1,2,4)")
     ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
+    ap.add_argument("--request-rate", type=float, default=None,
+                    help=f"--set open: requests/s of each block's Poisson arrivals (default {OPEN_RATE})")
     ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     ap.add_argument("--first-problem", type=int, default=0,
                     help="the GSM8K row of round 0 (a held-out corpus: past the rows another used)")
@@ -71,14 +80,19 @@ def main() -> None:
     except ValueError:
         sys.exit("collect_load: --levels, --rounds and --max-tokens take positive integers, "
                  "--first-problem a non-negative one")
+    if a.request_rate is not None and a.set != "open":
+        sys.exit("collect_load: --request-rate is for --set open")
+    rate = (a.request_rate or OPEN_RATE) if a.set == "open" else None
+    if rate is not None and not 0 < rate < 1e6:
+        sys.exit(f"collect_load: --request-rate {rate}: use a positive number of requests/s")
     jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, configs),
-                     first=a.first_problem)
+                     first=a.first_problem, rate=rate)
     out = Path(a.out)
     if a.dry_run:
         seen: dict = {}
         for j in jobs:
             left = len(pending(j, out, seen))
-            print(f"{'todo' if left else 'done'} c{j.concurrency} r{j.round} {j.config.label} "
+            print(f"{'todo' if left else 'done'} {j.path(out).parent.name} r{j.round} {j.config.label} "
                   f"({j.concurrency - left}/{j.concurrency})")
         return
     # --set adaptive: lr-adaptive starts from the estimates its last record ended with

@@ -70,7 +70,15 @@ TRANSFER_CONFIGS = (
     LoadConfig("lr-d3-emb", "lr", depth=3, verifier="embedding:0.9"),
     LoadConfig("lr+sd-d3-emb", "lr+sd", depth=3, verifier="embedding:0.9"),
 )
-BY_LABEL = {c.label: c for c in CONFIGS + ADAPTIVE_CONFIGS + TRANSFER_CONFIGS}
+# open loop: requests arrive by a seeded Poisson process instead of all at once (a block of N at
+# `--request-rate`, the same arrivals for every configuration of a round), ar beside the LR
+# configuration the load corpus calibrates best (benchmarks/collect_load.py --set open:
+# traces/load-open/), so `lr plan --rate` and the replay of recorded arrivals are measured
+OPEN_CONFIGS = (
+    LoadConfig("ar", "ar"),
+    LoadConfig("lr-d2-emb", "lr", depth=2, verifier="embedding:0.9"),
+)
+BY_LABEL = {c.label: c for c in CONFIGS + ADAPTIVE_CONFIGS + TRANSFER_CONFIGS + OPEN_CONFIGS}
 
 
 @dataclass(frozen=True)
@@ -80,13 +88,23 @@ class LoadJob:
     round: int
     config: LoadConfig
     first: int = 0      # the data set row of round 0 (a held-out corpus starts past another's rows)
+    rate: float | None = None   # requests/s, Poisson arrivals (None: the N start together)
 
     @property
     def offset(self) -> int:
         return self.first + self.round * self.concurrency
 
     def path(self, out_dir: Path) -> Path:
-        return Path(out_dir) / self.dataset / f"c{self.concurrency}" / f"{self.config.label}.jsonl"
+        level = f"c{self.concurrency}" if self.rate is None else f"rate{self.rate:g}-n{self.concurrency}"
+        return Path(out_dir) / self.dataset / level / f"{self.config.label}.jsonl"
+
+    def arrivals(self) -> list[float]:
+        """Arrival offsets (s) of the block's N problems, in data set order: seeded by the round,
+        so every configuration of a round meets the same arrivals (paired), and a resumed block's
+        remaining problems keep theirs."""
+        from .load import arrival_offsets
+
+        return arrival_offsets(self.concurrency, self.rate, self.first + self.round)
 
 
 def _rot(xs: list, k: int) -> list:
@@ -95,28 +113,29 @@ def _rot(xs: list, k: int) -> list:
 
 
 def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "gsm8k",
-              first: int = 0) -> list[LoadJob]:
+              first: int = 0, rate: float | None = None) -> list[LoadJob]:
     """Every job in collection order (see the module docstring); round r of level N is problems
-    first + r*N .. first + r*N + N-1."""
+    first + r*N .. first + r*N + N-1; with `rate`, a level's N arrive at that many requests/s."""
     jobs = []
     phases = [p for p in ("plain", "sd", "er") if any(c.phase == p for c in configs)]
     for r in range(rounds):
         for ph in _rot(phases, r):
             group = [c for c in configs if c.phase == ph]
             for level in _rot(list(levels), r):
-                jobs += [LoadJob(dataset, level, r, c, first) for c in _rot(group, r + level)]
+                jobs += [LoadJob(dataset, level, r, c, first, rate) for c in _rot(group, r + level)]
     return jobs
 
 
 def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec) -> CollectSpec:
     c = job.config
     return c.spec(base, job.dataset, offset=job.offset, limit=job.concurrency,
-                  concurrency=job.concurrency, equal_resources=c.equal_resources,
+                  concurrency=job.concurrency, request_rate=job.rate,
+                  equal_resources=c.equal_resources,
                   out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
 
 
 def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
-    """The job's problems whose record is not yet in its trace file. `seen` caches each file's
+    """The job's (problem, arrival offset) pairs whose record is not yet in its trace file. `seen` caches each file's
     recorded (problem, sample) keys across the jobs of one plan: validating a file's records
     is seconds, and a plan names each file once per round."""
     from lrcore.traces import read_traces
@@ -128,7 +147,8 @@ def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
     if path not in seen:
         seen[path] = {(r["problem_id"], r["sample"]) for r in read_traces(path)} if path.exists() else set()
     done = seen[path]
-    return [p for p in load_problems(job.dataset, job.concurrency, job.offset) if (p.id, 0) not in done]
+    return [(p, t) for p, t in zip(load_problems(job.dataset, job.concurrency, job.offset), job.arrivals())
+            if (p.id, 0) not in done]
 
 
 def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
@@ -138,7 +158,7 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
     from lrcore.traces import TraceWriter
 
     from . import shutdown
-    from .load import arrival_offsets, run_in_flight
+    from .load import run_in_flight
 
     out_dir = Path(out_dir)
     seen: dict = {}
@@ -165,14 +185,15 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
                 w.write(rec)
             recs.append(rec)
 
-        await run_in_flight([(p, 0) for p in probs], job.concurrency, None,
-                            arrival_offsets(len(probs), None, 0),
+        start = min(t for _, t in probs)   # a resumed block's first remaining arrival opens it
+        await run_in_flight([(p, 0) for p, _ in probs], job.concurrency, job.rate,
+                            [t - start for _, t in probs],
                             lambda item, adm: col.run_one(*item, admission=adm),
                             on_done)  # level 1 too gets a load object (its TTFT)
         wall = time.monotonic() - t0
         toks = sum(r["output_tokens"] for r in recs)
         acc = [sum(r["step_acceptance"][k] for r in recs) for k in ("accepted", "proposed")]
-        log(f"{time.strftime('%H:%M:%S')} c{job.concurrency} r{job.round} "
+        log(f"{time.strftime('%H:%M:%S')} {job.path(out_dir).parent.name} r{job.round} "
             f"{job.config.label:<9} {len(recs)} rec {toks:>5} tok {wall:7.1f} s "
             f"{toks / wall:5.2f} tok/s acc {acc[0]}/{acc[1]} "
             f"correct {sum(bool(r['correct']) for r in recs)}")

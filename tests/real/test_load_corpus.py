@@ -1,5 +1,7 @@
 """The load corpus (lrreal/load_corpus.py) on fake engines: the plan's order and blocks, the
 files it writes, resume, and the equal-resources configuration."""
+import json
+
 import pytest
 
 from lrcore.traces import read_traces
@@ -79,3 +81,66 @@ def test_equal_resources_is_only_for_the_target_alone():
     assert lc.BY_LABEL["lr+sd-d2-emb"].phase == "sd" and lc.BY_LABEL["lr-d2-emb"].phase == "plain"
     with pytest.raises(Exception):
         collect_mod.CollectSpec(mode="lr", equal_resources=True, out=None).validate()
+
+
+def test_open_blocks_arrive_by_the_rounds_poisson_process_and_resume_keeps_them(monkeypatch, tmp_path):
+    """--set open: a block's N problems arrive at the round's seeded Poisson offsets, the same for
+    every configuration of the round (paired), recorded in load.arrival_s with the rate; a block
+    resumed after a kill runs its remaining problems at their own offsets, not new ones."""
+    from harness.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
+    from lrreal import engine_pool, models
+    from lrreal.datasets import load_problems
+
+    folder = fake_model_folder(tmp_path / "model")
+    monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
+    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
+    monkeypatch.setenv("LR_NO_IOMP", "1")
+
+    class Started(FakeEngine):
+        def __init__(self, role, args):
+            super().__init__(role, GSM8K_SCRIPT, per_token_s=0.0005)
+
+        def start(self):
+            return self
+
+    monkeypatch.setattr(engine_pool, "VllmEngine", Started)
+    import contextlib
+
+    from lrreal import lock
+    monkeypatch.setattr(lock, "vllm_lock", lambda: contextlib.nullcontext())
+    rate = 20.0                                   # requests/s: the offsets are tens of ms
+    jobs = lc.load_plan(levels=(3,), rounds=2, configs=lc.OPEN_CONFIGS, first=5, rate=rate)
+    assert {j.path(tmp_path).parent.name for j in jobs} == {"rate20-n3"}
+    assert jobs[0].arrivals() != jobs[-1].arrivals()          # another round, other arrivals
+    out = tmp_path / "open"
+    base = collect_mod.CollectSpec(max_tokens=40, target_cores="0", draft_cores="1")
+    # a kill after the first problem of round 0's first configuration: its other two pend
+    first = jobs[0]
+    p0, t0 = lc.pending(first, out)[0]
+    assert t0 == 0.0
+    done = lc.collect_load([first], out, base, log=lambda m: None)
+    assert done == 3
+    path = first.path(out)
+    recs = read_traces(path)
+    keep = [json.dumps(r) for r in recs if r["problem_id"] == p0.id]
+    path.write_text(keep[0] + "\n")
+    left = lc.pending(first, out)
+    assert [t for _, t in left] == first.arrivals()[1:]
+    assert lc.collect_load(jobs, out, base, log=lambda m: None) == 2 + 3 * (len(jobs) - 1)
+    for c in lc.OPEN_CONFIGS:
+        recs = read_traces(out / "gsm8k" / "rate20-n3" / f"{c.label}.jsonl")
+        assert len(recs) == 6 and len({r["problem_id"] for r in recs}) == 6
+        assert all(r["load"]["request_rate"] == rate for r in recs)
+        for j in (j for j in jobs if j.config == c):
+            ids = [p.id for p in load_problems(j.dataset, 3, j.offset)]
+            got = {r["problem_id"]: r["load"]["arrival_s"] for r in recs
+                   if r["run"]["flags"]["load_round"] == j.round}
+            want = j.arrivals()
+            if j is first:            # the resumed run: its two, from the second's offset on
+                assert got[ids[2]] - got[ids[1]] == pytest.approx(want[2] - want[1], abs=0.05)
+            else:
+                assert [got[i] for i in ids] == pytest.approx(want, abs=0.05)
+    # paired: both configurations of round 1 met the same arrivals
+    r1 = {c.label: sorted(r["load"]["arrival_s"] for r in read_traces(out / "gsm8k" / "rate20-n3" / f"{c.label}.jsonl")
+                          if r["run"]["flags"]["load_round"] == 1) for c in lc.OPEN_CONFIGS}
+    assert r1["ar"] == pytest.approx(r1["lr-d2-emb"], abs=0.05)
