@@ -182,6 +182,9 @@ class TraceWorkload:
     # Geometric(token_alpha): opt-in, it moved the replay's SD speed by under 3%
     # (benchmarks/results/plan_gap_histogram.md against plan_gap.md)
     sd_lengths: bool = False
+    # replay the records' own arrivals (load.arrival_s, from the earliest): an open-loop run's
+    # Poisson arrivals; off, every record arrives at t = 0 (one request alone, or a closed block)
+    arrivals: bool = False
     _pooled: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -212,11 +215,20 @@ class TraceWorkload:
                         "lengths": AcceptedLengths.from_hist([hist.get(k, 0) for k in range(len(hist))]),
                         "hit": proposal_rate(self.records) or 1.0}
 
+    def arrival_times(self) -> list[float]:
+        """Each record's arrival (s): its recorded load.arrival_s less the earliest (`arrivals`),
+        else 0. A record without one (collected one at a time) arrives at the earliest."""
+        if not self.arrivals:
+            return [0.0] * len(self.records)
+        t = [(r.get("load") or {}).get("arrival_s") for r in self.records]
+        t0 = min((float(x) for x in t if x is not None), default=0.0)
+        return [0.0 if x is None else float(x) - t0 for x in t]
+
     def requests(self) -> list[RequestSpec]:
         out = []
-        for i, r in enumerate(self.records):
+        for i, (r, t) in enumerate(zip(self.records, self.arrival_times())):
             steps = [s["tokens"] for s in r["steps"] if s.get("tokens", 0) > 0]
-            req = RequestSpec(i, int(r.get("prompt_tokens") or DEFAULT_PROMPT_TOKENS), steps, 0.0,
+            req = RequestSpec(i, int(r.get("prompt_tokens") or DEFAULT_PROMPT_TOKENS), steps, t,
                               record_rng(self.seed, r, i), prompt_cached=prompt_cached(r) or 0)
             req.trace = r                        # type: ignore[attr-defined]
             req.replayed = set()                 # type: ignore[attr-defined]

@@ -1,0 +1,271 @@
+"""Open loop: the simulator against real runs whose requests arrive by a Poisson process.
+
+    .venv/bin/python benchmarks/bench_open_loop.py           # -> benchmarks/results/load_open.{json,md}
+
+traces/load-open/ (benchmarks/collect_load.py --set open) holds blocks of N GSM8K problems that
+arrived at R requests/s by a seeded Poisson process, every configuration of a round meeting the
+same arrivals on the same problems (so the speedup pairs per block). Nothing here was calibrated
+on it: the profiles come from traces/load's blocks of 1-2 requests started together (another
+run, other problems, no arrival process), as in bench_load.py's held-out runs. Per configuration:
+
+  measured     mean, p50 and p90 request latency (arrival to last token, queueing included),
+               TTFT p50, tokens/s over the block's makespan; the speedup over ar is the ratio of
+               mean latencies (what `lr plan` ranks by), with a 90% interval over blocks
+  replayed     each block simulated with its records' own arrivals (TraceWorkload.arrivals), steps,
+               acceptance and verdicts, at the machine speed probed before the block
+  planned      `lr plan --rate R --requests N` on the profile rescaled to the corpus's median
+               probe: its own Poisson arrivals and synthetic steps (it knows the rate, the
+               profile and the hardware, nothing of these problems)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import bench_load as bl  # noqa: E402
+from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
+from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
+from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled  # noqa: E402
+
+# the plan's label of each configuration traces/load-open runs (lrreal/load_corpus.py OPEN_CONFIGS)
+PLAN_LABELS = {"lr-d2-emb": "lr depth=2"}
+# a round is left out (every configuration's block of it) when other processes took more than
+# this share of one core during one of its blocks (load.machine_during: CPU-seconds of processes
+# outside the engines' trees over the records' wall time): the collection was not alone. Quiet
+# blocks measure 0.5-2.8% here (traces/load, and this corpus's kept rounds)
+OTHER_CPU_LIMIT = 0.05
+
+
+def load_open(root: Path, dataset: str = "gsm8k") -> dict[tuple[float, int], dict[str, list[dict]]]:
+    """{(rate, N): {config: records}} of every non-empty rate<R>-n<N> trace file."""
+    out: dict = {}
+    for path in sorted((root / dataset).glob("rate*-n*/*.jsonl")):
+        recs = [r for r in read_records(path) if r.get("steps") and r.get("load")]
+        rate, n = path.parent.name[4:].split("-n")
+        if recs:
+            out.setdefault((float(rate), int(n)), {})[path.stem] = recs
+    return out
+
+
+def other_cpu(block: list[dict]) -> float:
+    """CPU-seconds other processes took during the block's records over their wall seconds."""
+    md = [r["load"].get("machine_during") or {} for r in block]
+    wall = sum(m.get("wall_s", 0.0) for m in md)
+    return sum(m.get("other_cpu_s", 0.0) for m in md) / wall if wall > 0 else 0.0
+
+
+def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]]], dict[int, dict]]:
+    """Per configuration, the blocks (rounds) every configuration finished in full and ran
+    alone, in round order; and the rounds left out, with why: a block killed part-way ran its
+    survivors under another load, and a busy machine (OTHER_CPU_LIMIT) is not this setup's speed."""
+    by_cfg = {c: bl.blocks(recs) for c, recs in level.items()}
+    n = max(len(b) for bs in by_cfg.values() for b in bs.values())
+    rounds = sorted(set().union(*(set(bs) for bs in by_cfg.values())))
+    kept, left = [], {}
+    for k in rounds:
+        if not all(len(bs.get(k, ())) == n for bs in by_cfg.values()):
+            left[k] = {"why": "not every configuration finished the block"}
+            continue
+        busy = {c: other_cpu(bs[k]) for c, bs in by_cfg.items()}
+        if max(busy.values()) > OTHER_CPU_LIMIT:
+            left[k] = {"why": "other processes ran", "other_cpu": busy}
+            continue
+        kept.append(k)
+    return {c: [bs[k] for k in kept] for c, bs in by_cfg.items()}, left
+
+
+def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) -> dict:
+    """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
+    {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
+    TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
+    from lrsim.sim.runner import run
+
+    first = block[0]
+    p = {"engines": speed} if speed is not None else first["run"].get("probe_at_start")
+    prof = probe_scaled(prof, {"probe": {"before": p, "after": p}, "problem_id": first["problem_id"]})
+    over = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
+        first["mode"], prof.doc["overheads"].get("per_request_s", 0.0))
+    lat, ttft, spans = [], [], []
+    for seed in range(1 if first["mode"] == "ar" else bl.REPLAY_SEEDS):
+        wl = ReplayWorkload(block, source=f"open block {first['run']['flags']['load_round']}",
+                            seed=seed, arrivals=True)
+        _, world = run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))
+        lat += [r.finish - r.arrival + over for r in world.records]
+        ttft += [r.first_output - r.arrival for r in world.records]
+        spans.append(max(r.finish for r in world.records) - min(r.arrival for r in world.records))
+    return {"lat": lat, "ttft": ttft, "makespan": float(np.mean(spans)) + over}
+
+
+def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
+    """90% bootstrap interval of the measured speedup (ar's mean latency over this one's), the
+    blocks resampled in pairs (bench_load.speedup_interval's method; None below 3 blocks)."""
+    from scipy.stats import bootstrap
+
+    if len(cfg_blocks) < 3:
+        return None
+    # blocks hold N requests each in every configuration: the sums' ratio is the means'
+    cols = [np.array([sum(r["load"]["latency_s"] for r in b) for b in bs]) for bs in (ar_blocks, cfg_blocks)]
+
+    def ratio(a, c, axis=-1):
+        return a.sum(axis) / c.sum(axis)
+
+    ci = bootstrap(cols, ratio, paired=True, vectorized=True, confidence_level=bl.CI_LEVEL,
+                   n_resamples=bl.CI_RESAMPLES, method="percentile",
+                   rng=np.random.default_rng(0)).confidence_interval
+    return [float(ci.low), float(ci.high)]
+
+
+def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None) -> dict:
+    """Per configuration: measured and replayed latency figures over the kept blocks, replayed
+    at `speed` (the corpus's median probe: one idle-engine probe moved 0.42-0.52 s between
+    blocks minutes apart here) and, as `replayed_own_probe`, at each block's own probe."""
+    sel, _ = full_blocks(level)
+    out = {}
+    for cfg, bs in sorted(sel.items()):
+        recs = [r for b in bs for r in b]
+        lat = [r["load"]["latency_s"] for r in recs]
+        toks = sum(r["output_tokens"] for r in recs)
+        reps = [replay_block(prof, b, speed) for b in bs]
+        rlat = [x for rp in reps for x in rp["lat"]]
+        own = [x for b in bs for x in replay_block(prof, b)["lat"]]
+        out[cfg] = {"blocks": len(bs), "records": len(recs), "tokens": toks,
+                    "tokens_per_s": toks / sum(bl.makespan(b) for b in bs),
+                    "mean_latency_s": float(np.mean(lat)),
+                    "latency_s": {"p50": float(np.percentile(lat, 50)), "p90": float(np.percentile(lat, 90))},
+                    "ttft_p50_s": float(np.median([r["load"]["ttft_s"] for r in recs])),
+                    "queue_p50_s": float(np.median([r["load"]["queue_s"] for r in recs])),
+                    "step_acceptance": bl._ratio(bs, "accepted", "proposed"),
+                    "replayed": {"mean_latency_s": float(np.mean(rlat)),
+                                 "latency_s": {"p50": float(np.percentile(rlat, 50)),
+                                               "p90": float(np.percentile(rlat, 90))},
+                                 "ttft_p50_s": float(np.median([x for rp in reps for x in rp["ttft"]])),
+                                 "tokens_per_s": toks / sum(rp["makespan"] for rp in reps)},
+                    "replayed_own_probe": {"mean_latency_s": float(np.mean(own))}}
+    if "ar" in out:
+        ar = out["ar"]
+        for cfg, row in out.items():
+            if cfg == "ar":
+                continue
+            row["speedup_vs_ar"] = ar["mean_latency_s"] / row["mean_latency_s"]
+            row["speedup_vs_ar_ci90"] = latency_interval(sel[cfg], sel["ar"])
+            for k in ("replayed", "replayed_own_probe"):
+                row[k]["speedup_vs_ar"] = ar[k]["mean_latency_s"] / row[k]["mean_latency_s"]
+    return out
+
+
+def plan_open(profile: Path, rate: float, n: int) -> dict:
+    """`lr plan --rate R --requests N`: ar on the target's device alone (as measured), the LR
+    configurations on both (bench_load.ONE_DEVICE / BOTH_DEVICES): {config: row figures}."""
+    load = ("--rate", f"{rate:g}", "--requests", str(n))
+    one = bl.lr_plan(profile, *load, *bl.ONE_DEVICE)
+    both = bl.lr_plan(profile, *load, *bl.BOTH_DEVICES)
+    rows = {r["label"]: r for r in both["candidates"]}
+
+    def fig(r):
+        return {"mean_latency_s": r["mean_latency_s"], "latency_s": {k: r["latency_s"][k] for k in ("p50", "p90")},
+                "tokens_per_s": r["tokens_per_s"]}
+    out = {"ar": fig(one["reference"])}
+    for cfg, lab in PLAN_LABELS.items():
+        if lab in rows:
+            out[cfg] = fig(rows[lab]) | {"speedup_vs_ar": out["ar"]["mean_latency_s"] / rows[lab]["mean_latency_s"]}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--load", default="traces/load-open")
+    ap.add_argument("--calibrate-on", default="traces/load")
+    ap.add_argument("--out", default="benchmarks/results/load_open.json")
+    a = ap.parse_args()
+    t0, c0 = time.perf_counter(), time.process_time()
+    corpus = load_open(ROOT / a.load)
+    if not corpus:
+        sys.exit(f"bench_open_loop: no open-loop traces under {a.load} (collect_load.py --set open)")
+    paths = bl.calib_paths(ROOT / a.calibrate_on)
+    if not paths:
+        sys.exit(f"bench_open_loop: no level 1-2 traces under {a.calibrate_on} to calibrate on")
+    replay_prof = Profile(validate_doc(calibrate(paths, configs=set(bl.PROFILE_CONFIGS), select_placement=False)))
+    today = bl.corpus_probe(dict(enumerate(corpus.values())))
+    levels = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cfgs = bl.PLAN_PROFILES["emb"][0]
+        plan_path = save_profile(bl.plan_profile(paths, cfgs, today), Path(tmp) / "open-profile.json")
+        for (rate, n), level in sorted(corpus.items()):
+            table = level_table(level, replay_prof, today)
+            planned = plan_open(plan_path, rate, n)
+            for cfg, row in table.items():
+                if cfg in planned:
+                    row["planned"] = planned[cfg]
+            left = {str(k): v for k, v in full_blocks(level)[1].items()}
+            levels[f"rate{rate:g}-n{n}"] = {"rate": rate, "n": n, "configs": table, "left_out": left}
+    doc = {"benchmark": "bench_open_loop", "load": a.load, "calibrated_on": paths,
+           "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
+           "probe_today": today, "levels": levels,
+           "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
+    out = ROOT / a.out
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    out.with_suffix(".md").write_text(render(doc))
+    print(render(doc))
+
+
+def render(doc: dict) -> str:
+    lines = [f"Open-loop corpus: {doc['records']} records ({doc['load']}; GSM8K, 192-token budget; target "
+             "on core 0, draft on core 1), each block's N requests arriving by a seeded Poisson process, "
+             "the same arrivals for every configuration of a round. Held out: profiles calibrated on "
+             "traces/load's blocks of 1-2 requests started together; replayed with each block's own "
+             "arrivals at the corpus's median probe; planned by `lr plan --rate R --requests N` at the "
+             "corpus's median probe.", ""]
+    for name, lv in doc["levels"].items():
+        t = lv["configs"]
+        blocks = min(r["blocks"] for r in t.values())
+        lines += [f"{lv['rate']:g} requests/s, {lv['n']} a block, {blocks} blocks per configuration:", "",
+                  "| config | mean latency s (measured / replayed / planned) | p90 latency s | TTFT p50 s "
+                  "(measured / replayed) | queue p50 s | speedup vs ar (measured / replayed / planned) "
+                  "| measured, 90% interval | acceptance |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for cfg, r in t.items():
+            rp, pl = r["replayed"], r.get("planned") or {}
+            ci = r.get("speedup_vs_ar_ci90")
+            sp = ("-" if cfg == "ar" else
+                  f"{r['speedup_vs_ar']:.2f} / {rp['speedup_vs_ar']:.2f} / "
+                  + (f"{pl['speedup_vs_ar']:.2f}" if "speedup_vs_ar" in pl else "-"))
+            acc = "-" if r["step_acceptance"] is None else f"{r['step_acceptance']:.2f}"
+            lines.append(
+                f"| {cfg} | {r['mean_latency_s']:.1f} / {rp['mean_latency_s']:.1f} / "
+                + (f"{pl['mean_latency_s']:.1f}" if pl else "-")
+                + f" | {r['latency_s']['p90']:.1f} / {rp['latency_s']['p90']:.1f} / "
+                + (f"{pl['latency_s']['p90']:.1f}" if pl else "-")
+                + f" | {r['ttft_p50_s']:.1f} / {rp['ttft_p50_s']:.1f} | {r['queue_p50_s']:.2f} | {sp} | "
+                + (f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-") + f" | {acc} |")
+        lines.append("")
+        for k, why in lv["left_out"].items():
+            busy = why.get("other_cpu")
+            lines += [f"Round {k} left out: {why['why']}"
+                      + (" (" + ", ".join(f"{c} {100 * v:.1f}%" for c, v in busy.items())
+                         + " of a core)" if busy else "") + ".", ""]
+        errs = {cfg: (r["replayed"]["mean_latency_s"] / r["mean_latency_s"] - 1,
+                      (r["planned"]["mean_latency_s"] / r["mean_latency_s"] - 1) if r.get("planned") else None)
+                for cfg, r in t.items()}
+        lines += ["Mean latency, predicted minus measured: "
+                  + "; ".join(f"{cfg} replayed {100 * e[0]:+.1f}%"
+                              + (f", planned {100 * e[1]:+.1f}%" if e[1] is not None else "")
+                              for cfg, e in errs.items()) + ". Replayed at each block's own probe: "
+                  + "; ".join(f"{cfg} {100 * (r['replayed_own_probe']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%"
+                              for cfg, r in t.items())
+                  + (", speedup " + ", ".join(f"{cfg} {r['replayed_own_probe']['speedup_vs_ar']:.2f}"
+                                              for cfg, r in t.items() if cfg != "ar") if "ar" in t else "")
+                  + ".", ""]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The README's open-loop figures (benchmarks/results/load_open.md, "Open loop" under "Under
+load") are what the committed open-loop corpus gives: the measured and replayed numbers of every
+configuration are recomputed from traces/load-open with the profile of traces/load's 1-2 in flight
+(the planned ones come from `lr plan` runs, pinned by the claims test), and the .md is the JSON
+rendered. A trace edited or the replay changed without rerunning benchmarks/bench_open_loop.py
+fails here; tests/test_quoted_results.py pins the README to the .md."""
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_load as bl
+from benchmarks import bench_open_loop as bo
+from lrsim.calib.calibrate import calibrate
+from lrsim.calib.profile import Profile, validate_doc
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+REL = 1e-6      # as tests/calib/test_load_figures.py: a seeded replay of a least-squares fit
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return json.loads((RESULTS / "load_open.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def recomputed():
+    corpus = bo.load_open(ROOT / "traces" / "load-open")
+    paths = bl.calib_paths(ROOT / "traces" / "load")
+    prof = Profile(validate_doc(calibrate(paths, configs=set(bl.PROFILE_CONFIGS), select_placement=False)))
+    speed = bl.corpus_probe(dict(enumerate(corpus.values())))
+    return corpus, {f"rate{r:g}-n{n}": bo.level_table(lv, prof, speed) for (r, n), lv in sorted(corpus.items())}
+
+
+def _close(want, got, where):
+    if isinstance(got, dict):
+        assert set(want) >= set(got), where
+        for k, v in got.items():
+            _close(want[k], v, f"{where}.{k}")
+    elif isinstance(got, list):
+        assert len(want) == len(got), where
+        for i, (w, g) in enumerate(zip(want, got)):
+            _close(w, g, f"{where}[{i}]")
+    elif isinstance(got, float):
+        assert want == pytest.approx(got, rel=REL), where
+    else:
+        assert want == got, where
+
+
+def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed, recomputed):
+    corpus, tables = recomputed
+    assert committed["records"] == sum(len(r) for lv in corpus.values() for r in lv.values())
+    assert set(committed["levels"]) == set(tables)
+    for name, table in tables.items():
+        _close(committed["levels"][name]["configs"], table, name)
+
+
+def test_the_markdown_is_the_json_rendered(committed):
+    assert (RESULTS / "load_open.md").read_text() == bo.render(committed)
+
+
+def test_a_round_run_beside_other_work_is_left_out(committed, recomputed):
+    """A round is measured only where every configuration's block ran alone (bench_open_loop
+    .OTHER_CPU_LIMIT of a core for processes outside the engines), and the results say which
+    rounds were left out and why."""
+    corpus, _ = recomputed
+    for (rate, n), level in corpus.items():
+        sel, left = bo.full_blocks(level)
+        assert {str(k) for k in left} == set(committed["levels"][f"rate{rate:g}-n{n}"]["left_out"])
+        for bs in sel.values():
+            assert all(bo.other_cpu(b) <= bo.OTHER_CPU_LIMIT for b in bs)
+        for k, why in left.items():
+            if "other_cpu" in why:
+                assert max(why["other_cpu"].values()) > bo.OTHER_CPU_LIMIT
+
+
+def test_blocks_pair_and_arrive_as_collected(recomputed):
+    """Every configuration of a round met the same problems at the same arrival offsets
+    (collect_load.py --set open), so the measured speedup pairs per block."""
+    corpus, _ = recomputed
+    for level in corpus.values():
+        sel, _ = bo.full_blocks(level)
+        ar = sel["ar"]
+        for cfg, bs in sel.items():
+            for b, a in zip(bs, ar):
+                mine, ars = ({r["problem_id"]: r["load"]["arrival_s"] for r in blk} for blk in (b, a))
+                assert set(mine) == set(ars), cfg
+                # the offsets are the round's; arrival_s is when the client sent it (ms later)
+                assert all(mine[p] == pytest.approx(ars[p], abs=0.5) for p in mine), cfg
