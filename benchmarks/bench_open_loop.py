@@ -135,8 +135,15 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
         lat = [r["load"]["latency_s"] for r in recs]
         toks = sum(r["output_tokens"] for r in recs)
         reps = [replay_block(prof, b, speed) for b in bs]
+        owns = [replay_block(prof, b) for b in bs]
         rlat = [x for rp in reps for x in rp["lat"]]
-        own = [x for b in bs for x in replay_block(prof, b)["lat"]]
+        own = [x for rp in owns for x in rp["lat"]]
+        by_block = [{"round": int(b[0]["run"]["flags"]["load_round"]),
+                     "probe_decode_s": {e: v["decode_s"] for e, v in b[0]["run"]["probe_at_start"]["engines"].items()},
+                     "mean_latency_s": float(np.mean([r["load"]["latency_s"] for r in b])),
+                     "replayed_mean_latency_s": float(np.mean(rp["lat"])),
+                     "own_probe_mean_latency_s": float(np.mean(ow["lat"]))}
+                    for b, rp, ow in zip(bs, reps, owns)]
         out[cfg] = {"blocks": len(bs), "records": len(recs), "tokens": toks,
                     "tokens_per_s": toks / sum(bl.makespan(b) for b in bs),
                     "mean_latency_s": float(np.mean(lat)),
@@ -149,7 +156,8 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                                                "p90": float(np.percentile(rlat, 90))},
                                  "ttft_p50_s": float(np.median([x for rp in reps for x in rp["ttft"]])),
                                  "tokens_per_s": toks / sum(rp["makespan"] for rp in reps)},
-                    "replayed_own_probe": {"mean_latency_s": float(np.mean(own))}}
+                    "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
+                    "by_block": by_block}
     if "ar" in out:
         ar = out["ar"]
         for cfg, row in out.items():
@@ -209,7 +217,7 @@ def main() -> None:
             levels[f"rate{rate:g}-n{n}"] = {"rate": rate, "n": n, "configs": table, "left_out": left}
     doc = {"benchmark": "bench_open_loop", "load": a.load, "calibrated_on": paths,
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
-           "probe_today": today, "levels": levels,
+           "probe_today": today, "probe_profile": replay_prof.doc.get("probe"), "levels": levels,
            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     out = ROOT / a.out
     out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -263,7 +271,20 @@ def render(doc: dict) -> str:
                               for cfg, r in t.items())
                   + (", speedup " + ", ".join(f"{cfg} {r['replayed_own_probe']['speedup_vs_ar']:.2f}"
                                               for cfg, r in t.items() if cfg != "ar") if "ar" in t else "")
-                  + ".", ""]
+                  + ".", "",
+                  "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
+                  "bounds a block's makespan, so these differ less than latencies): "
+                  + "; ".join(f"{cfg} {r['tokens_per_s']:.2f} / {r['replayed']['tokens_per_s']:.2f} / "
+                              + (f"{r['planned']['tokens_per_s']:.2f}" if r.get("planned") else "-")
+                              for cfg, r in t.items()) + ". Requests in flight on average (Little's law, "
+                  "the rate times the measured mean latency): "
+                  + ", ".join(f"{cfg} {lv['rate'] * r['mean_latency_s']:.1f}" for cfg, r in t.items()) + ".", ""]
+    today, ref = doc["probe_today"], doc.get("probe_profile") or {}
+    lines.append("Machine speed (decode pass of the idle-engine probe): the corpus's median "
+                 + ", ".join(f"{e} {today[e]['decode_s']:.3f} s" for e in sorted(today))
+                 + (" against the profile's " + ", ".join(f"{e} {ref[e]['decode_s']:.3f} s" for e in sorted(ref)
+                                                         if e in today)
+                    if ref else "") + ".")
     return "\n".join(lines) + "\n"
 
 

@@ -88,3 +88,30 @@ def test_blocks_pair_and_arrive_as_collected(recomputed):
                 assert set(mine) == set(ars), cfg
                 # the offsets are the round's; arrival_s is when the client sent it (ms later)
                 assert all(mine[p] == pytest.approx(ars[p], abs=0.5) for p in mine), cfg
+
+
+def test_the_open_loop_claims(committed):
+    """README, "Open loop": both predictions put lr-d2-emb below ar as measured and are
+    optimistic (0.87x replayed, 0.86x planned, 0.73x measured, interval 0.67-0.81 over four kept
+    rounds); ar's mean latency within +4.2% / -4.8%, LR's short by 11.8% / 19.1% and short in
+    every kept round (-3.9% to -23.5%); the probe moved 0.36-0.54 s; at each block's own probe LR
+    is 7.8% short and the speedup 0.75x; tokens/s within 4%; rounds 1 and 2 left out."""
+    lv = committed["levels"]["rate0.025-n8"]
+    ar, lr = lv["configs"]["ar"], lv["configs"]["lr-d2-emb"]
+    assert set(lv["left_out"]) == {"1", "2"} and ar["blocks"] == lr["blocks"] == 4
+    assert committed["records"] == 96
+    assert round(lr["speedup_vs_ar"], 2) == 0.73 and [round(x, 2) for x in lr["speedup_vs_ar_ci90"]] == [0.67, 0.81]
+    assert round(lr["replayed"]["speedup_vs_ar"], 2) == 0.87 and round(lr["planned"]["speedup_vs_ar"], 2) == 0.86
+    assert max(lr["speedup_vs_ar"], lr["replayed"]["speedup_vs_ar"], lr["planned"]["speedup_vs_ar"]) < 1
+    err = {k: {c: r[k]["mean_latency_s"] / r["mean_latency_s"] - 1 for c, r in (("ar", ar), ("lr", lr))}
+           for k in ("replayed", "planned", "replayed_own_probe")}
+    assert [round(100 * err[k]["ar"], 1) for k in ("replayed", "planned")] == [4.2, -4.8]
+    assert [round(100 * err[k]["lr"], 1) for k in ("replayed", "planned", "replayed_own_probe")] == [-11.8, -19.1, -7.8]
+    per = [b["replayed_mean_latency_s"] / b["mean_latency_s"] - 1 for b in lr["by_block"]]
+    assert max(per) < 0 and (round(100 * max(per), 1), round(100 * min(per), 1)) == (-3.9, -23.5)
+    probes = [b["probe_decode_s"]["target"] for r in (ar, lr) for b in r["by_block"]]
+    assert (round(min(probes), 2), round(max(probes), 2)) == (0.36, 0.54)
+    assert round(lr["replayed_own_probe"]["speedup_vs_ar"], 2) == 0.75
+    for r in (ar, lr):
+        for k in ("replayed", "planned"):
+            assert abs(r[k]["tokens_per_s"] / r["tokens_per_s"] - 1) < 0.04
