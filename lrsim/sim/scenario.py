@@ -11,7 +11,8 @@
     [verifier]              kind = "none" | "constant" | "per_token" | "llm" | "score", seconds = 0.013
                             (score: the target scores the drafted step, on its own engine)
     [sd]                    k2 = 1, drafter = "ngram" | "model", latency = {...} (drafter="model")
-    [workload]              kind = "synthetic" (Synthetic's fields) | "trace" (path = "...jsonl")
+    [workload]              kind = "synthetic" (Synthetic's fields) | "trace" (path = "...jsonl",
+                            arrivals = true: the records' own load.arrival_s, else all at t = 0)
     [policy]                name = "lr-async", depth = 4, width = 1, k1 = 2,
                             judge_timing = "eager" | "deferred" (lr-async; default eager)
 
@@ -262,7 +263,7 @@ def _workload(doc: _Doc | None, seed: int):
     kind = doc.get("kind", str, "synthetic")
     if kind == "trace":
         from .traces import TraceWorkload
-        doc.check_keys({"kind", "path", "mode", "note"})
+        doc.check_keys({"kind", "path", "mode", "arrivals", "note"})
         p = Path(doc.get("path", str, required=True))
         if not p.is_absolute() and (doc.path.parent / p).exists():
             p = doc.path.parent / p
@@ -270,8 +271,9 @@ def _workload(doc: _Doc | None, seed: int):
             raise doc.err("path", f"{p}: trace file not found (a relative path is looked up beside "
                                   "the scenario, then in the current directory)")
         mode = doc.get("mode", str, None)
+        arrivals = doc.get("arrivals", bool, False)
         try:
-            return TraceWorkload.from_file(p, mode=mode)
+            return TraceWorkload.from_file(p, mode=mode, arrivals=arrivals)
         except UserError as e:  # the trace's own error (file:line: field), under this field
             raise doc.err("path", str(e)) from None
     if kind != "synthetic":

@@ -188,13 +188,14 @@ class TraceWorkload:
     _pooled: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_file(cls, path: str | Path, mode: str | None = None, seed: int = 0) -> "TraceWorkload":
+    def from_file(cls, path: str | Path, mode: str | None = None, seed: int = 0,
+                  arrivals: bool = False) -> "TraceWorkload":
         p = Path(path)
         recs = [r for r in _read(p) if mode is None or r.get("mode") == mode]
         recs = [r for r in recs if any(s.get("tokens", 0) > 0 for s in r.get("steps", []))]
         if not recs:
             raise UserError(f"{p}: no trace record with steps" + (f" in mode {mode!r}" if mode else ""))
-        return cls(recs, str(p), seed=seed)
+        return cls(recs, str(p), seed=seed, arrivals=arrivals)
 
     def __post_init__(self):
         prop: dict[int, list[int]] = {}

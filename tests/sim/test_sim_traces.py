@@ -99,3 +99,22 @@ def test_scenario_with_trace_workload(tmp_path):
     cfg = scenario.load(str(s))
     assert isinstance(cfg.workload, TraceWorkload)
     assert cfg.workload.requests()[0].steps == 3
+
+
+def _load(arrival_s: float) -> dict:
+    """A record's load object as `lr collect --request-rate` writes it (the fields the schema requires)."""
+    return {"concurrency": 2, "request_rate": 0.5, "arrival_s": arrival_s, "admitted_s": arrival_s,
+            "queue_s": 0.0, "ttft_s": 0.4, "tpot_s": 0.01, "latency_s": 3.3, "in_flight_at_admission": 0}
+
+
+def test_scenario_trace_workload_replays_recorded_arrivals_when_asked(tmp_path):
+    recs = [_record("gsm8k/0") | {"load": _load(3.0)}, _record("gsm8k/1") | {"load": _load(5.5)}]
+    p = _write(tmp_path, recs)
+    head = scenario.resolve_path("h100-paper").read_text().split("[workload]")[0]
+    for flag, want in (("", [0.0, 0.0]), ("arrivals = true\n", [0.0, 2.5])):
+        s = tmp_path / "s.toml"
+        s.write_text(head + f'[workload]\nkind = "trace"\npath = "{p.name}"\n{flag}')
+        assert [r.arrival for r in scenario.load(str(s)).workload.requests()] == want
+    s.write_text(head + f'[workload]\nkind = "trace"\npath = "{p.name}"\narrivals = "yes"\n')
+    with pytest.raises(UserError, match="arrivals"):
+        scenario.load(str(s))
