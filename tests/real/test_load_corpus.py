@@ -27,9 +27,13 @@ def test_plan_rounds_levels_and_engine_groups():
     assert len(set(firsts)) == 3          # the group that runs first rotates
 
 
-def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch, tmp_path):
+def fake_engines(monkeypatch, tmp_path, per_token_s: float) -> None:
+    """Fake engines (harness/fake_engine.py) in place of vLLM, a stub tokenizer and no
+    machine-wide engine lock: collect_load runs its real scheduling on them."""
+    import contextlib
+
     from harness.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
-    from lrreal import engine_pool, models
+    from lrreal import engine_pool, lock, models
 
     folder = fake_model_folder(tmp_path / "model")
     monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
@@ -38,16 +42,17 @@ def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch
 
     class Started(FakeEngine):
         def __init__(self, role, args):
-            super().__init__(role, GSM8K_SCRIPT, per_token_s=0.001)
+            super().__init__(role, GSM8K_SCRIPT, per_token_s=per_token_s)
 
         def start(self):
             return self
 
     monkeypatch.setattr(engine_pool, "VllmEngine", Started)
-    import contextlib
-
-    from lrreal import lock
     monkeypatch.setattr(lock, "vllm_lock", lambda: contextlib.nullcontext())
+
+
+def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch, tmp_path):
+    fake_engines(monkeypatch, tmp_path, per_token_s=0.001)
     out = tmp_path / "load"
     jobs = lc.load_plan(levels=(1, 2), rounds=2)
     base = collect_mod.CollectSpec(max_tokens=60, target_cores="0", draft_cores="1")
@@ -87,27 +92,9 @@ def test_open_blocks_arrive_by_the_rounds_poisson_process_and_resume_keeps_them(
     """--set open: a block's N problems arrive at the round's seeded Poisson offsets, the same for
     every configuration of the round (paired), recorded in load.arrival_s with the rate; a block
     resumed after a kill runs its remaining problems at their own offsets, not new ones."""
-    from harness.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
-    from lrreal import engine_pool, models
     from lrreal.datasets import load_problems
 
-    folder = fake_model_folder(tmp_path / "model")
-    monkeypatch.setattr(models, "resolve", lambda name, cache=None, prepared=True: folder)
-    monkeypatch.setattr(collect_mod.Collector, "tokenizer", lambda self: StubTokenizer())
-    monkeypatch.setenv("LR_NO_IOMP", "1")
-
-    class Started(FakeEngine):
-        def __init__(self, role, args):
-            super().__init__(role, GSM8K_SCRIPT, per_token_s=0.0005)
-
-        def start(self):
-            return self
-
-    monkeypatch.setattr(engine_pool, "VllmEngine", Started)
-    import contextlib
-
-    from lrreal import lock
-    monkeypatch.setattr(lock, "vllm_lock", lambda: contextlib.nullcontext())
+    fake_engines(monkeypatch, tmp_path, per_token_s=0.0005)
     rate = 20.0                                   # requests/s: the offsets are tens of ms
     jobs = lc.load_plan(levels=(3,), rounds=2, configs=lc.OPEN_CONFIGS, first=5, rate=rate)
     assert {j.path(tmp_path).parent.name for j in jobs} == {"rate20-n3"}
