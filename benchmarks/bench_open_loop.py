@@ -12,7 +12,8 @@ run, other problems, no arrival process), as in bench_load.py's held-out runs. P
                TTFT p50, tokens/s over the block's makespan; the speedup over ar is the ratio of
                mean latencies (what `lr plan` ranks by), with a 90% interval over blocks
   replayed     each block simulated with its records' own arrivals (TraceWorkload.arrivals), steps,
-               acceptance and verdicts, at the machine speed probed before the block
+               acceptance and verdicts, at the corpus's median probe (and, `replayed_own_probe`,
+               at the speed probed before each block)
   planned      `lr plan --rate R --requests N` on the profile rescaled to the corpus's median
                probe: its own Poisson arrivals and synthetic steps (it knows the rate, the
                profile and the hardware, nothing of these problems)
@@ -64,9 +65,10 @@ def other_cpu(block: list[dict]) -> float:
 
 
 def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]]], dict[int, dict]]:
-    """Per configuration, the blocks (rounds) every configuration finished in full and ran
-    alone, in round order; and the rounds left out, with why: a block killed part-way ran its
-    survivors under another load, and a busy machine (OTHER_CPU_LIMIT) is not this setup's speed."""
+    """Per configuration, the blocks (rounds) every configuration finished in full, in one run
+    and alone, in round order; and the rounds left out, with why: a block killed part-way and
+    resumed ran its survivors under another load with another clock (its records hold two
+    runs' probes), and a busy machine (OTHER_CPU_LIMIT) is not this setup's speed."""
     by_cfg = {c: bl.blocks(recs) for c, recs in level.items()}
     n = max(len(b) for bs in by_cfg.values() for b in bs.values())
     rounds = sorted(set().union(*(set(bs) for bs in by_cfg.values())))
@@ -74,6 +76,9 @@ def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]
     for k in rounds:
         if not all(len(bs.get(k, ())) == n for bs in by_cfg.values()):
             left[k] = {"why": "not every configuration finished the block"}
+            continue
+        if any(len({r["run"].get("probe_at_start", {}).get("t") for r in bs[k]}) > 1 for bs in by_cfg.values()):
+            left[k] = {"why": "a block was resumed part-way (two runs)"}
             continue
         busy = {c: other_cpu(bs[k]) for c, bs in by_cfg.items()}
         if max(busy.values()) > OTHER_CPU_LIMIT:
@@ -126,11 +131,13 @@ def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) 
 
 def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None) -> dict:
     """Per configuration: measured and replayed latency figures over the kept blocks, replayed
-    at `speed` (the corpus's median probe: one idle-engine probe moved 0.42-0.52 s between
+    at `speed` (the corpus's median probe: the idle engines' probe moved 0.36-0.54 s between
     blocks minutes apart here) and, as `replayed_own_probe`, at each block's own probe."""
     sel, _ = full_blocks(level)
     out = {}
     for cfg, bs in sorted(sel.items()):
+        if not bs:                 # every round left out (e.g. while the collection runs)
+            continue
         recs = [r for b in bs for r in b]
         lat = [r["load"]["latency_s"] for r in recs]
         toks = sum(r["output_tokens"] for r in recs)
@@ -234,12 +241,16 @@ def render(doc: dict) -> str:
              "corpus's median probe.", ""]
     for name, lv in doc["levels"].items():
         t = lv["configs"]
+        if not t or "ar" not in t:
+            lines += [f"{lv['rate']:g} requests/s, {lv['n']} a block: no round with ar and every "
+                      "configuration measured in full yet.", ""]
+            continue
         blocks = min(r["blocks"] for r in t.values())
         lines += [f"{lv['rate']:g} requests/s, {lv['n']} a block, {blocks} blocks per configuration:", "",
                   "| config | mean latency s (measured / replayed / planned) | p90 latency s | TTFT p50 s "
-                  "(measured / replayed) | queue p50 s | speedup vs ar (measured / replayed / planned) "
+                  "(measured / replayed) | speedup vs ar (measured / replayed / planned) "
                   "| measured, 90% interval | acceptance |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|"]
         for cfg, r in t.items():
             rp, pl = r["replayed"], r.get("planned") or {}
             ci = r.get("speedup_vs_ar_ci90")
@@ -252,7 +263,7 @@ def render(doc: dict) -> str:
                 + (f"{pl['mean_latency_s']:.1f}" if pl else "-")
                 + f" | {r['latency_s']['p90']:.1f} / {rp['latency_s']['p90']:.1f} / "
                 + (f"{pl['latency_s']['p90']:.1f}" if pl else "-")
-                + f" | {r['ttft_p50_s']:.1f} / {rp['ttft_p50_s']:.1f} | {r['queue_p50_s']:.2f} | {sp} | "
+                + f" | {r['ttft_p50_s']:.1f} / {rp['ttft_p50_s']:.1f} | {sp} | "
                 + (f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "-") + f" | {acc} |")
         lines.append("")
         for k, why in lv["left_out"].items():
@@ -276,8 +287,8 @@ def render(doc: dict) -> str:
                   "bounds a block's makespan, so these differ less than latencies): "
                   + "; ".join(f"{cfg} {r['tokens_per_s']:.2f} / {r['replayed']['tokens_per_s']:.2f} / "
                               + (f"{r['planned']['tokens_per_s']:.2f}" if r.get("planned") else "-")
-                              for cfg, r in t.items()) + ". Requests in flight on average (Little's law, "
-                  "the rate times the measured mean latency): "
+                              for cfg, r in t.items()) + ". The rate times the measured mean latency (the mean in flight "
+                  "of an endless stream at this rate; a block of N fills and drains): "
                   + ", ".join(f"{cfg} {lv['rate'] * r['mean_latency_s']:.1f}" for cfg, r in t.items()) + ".", ""]
     today, ref = doc["probe_today"], doc.get("probe_profile") or {}
     lines.append("Machine speed (decode pass of the idle-engine probe): the corpus's median "

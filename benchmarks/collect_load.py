@@ -46,11 +46,12 @@ def main() -> None:
                          "(traces/load-transfer, benchmarks/bench_load.py --load); "
                          "open: ar and lr-d2-emb, a block of N arriving by a seeded Poisson process "
                          "(traces/load-open, benchmarks/bench_open_loop.py)")
-    ap.add_argument("--out", default=None, help="default traces/load, traces/load-adaptive or "
-                                                "traces/load-transfer (--set)")
+    ap.add_argument("--out", default=None, help="default traces/load, traces/load-adaptive, "
+                                                "traces/load-transfer or traces/load-open (--set)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--levels", default=None,
-                    help="requests in flight, comma-separated (default 1,2,4,8; --set adaptive: 1,2,4)")
+                    help="requests in flight, comma-separated (default 1,2,4,8; --set adaptive: 1,2,4; "
+                         "transfer: 1,3,6; open: 8, the requests of a block)")
     ap.add_argument("--configs", default=None, help="comma-separated labels (default: all)")
     ap.add_argument("--request-rate", type=float, default=None,
                     help=f"--set open: requests/s of each block's Poisson arrivals (default {OPEN_RATE})")
@@ -82,7 +83,7 @@ def main() -> None:
                  "--first-problem a non-negative one")
     if a.request_rate is not None and a.set != "open":
         sys.exit("collect_load: --request-rate is for --set open")
-    rate = (a.request_rate or OPEN_RATE) if a.set == "open" else None
+    rate = (OPEN_RATE if a.request_rate is None else a.request_rate) if a.set == "open" else None
     if rate is not None and not 0 < rate < 1e6:
         sys.exit(f"collect_load: --request-rate {rate}: use a positive number of requests/s")
     jobs = load_plan(levels, a.rounds, chosen_configs("collect_load", a.configs, configs),

@@ -8,7 +8,9 @@ lr and lr+sd run with the embedding verifier too (exact matching: lr only).
 One trace file per (concurrency, configuration): `<out>/<dataset>/c<N>/<label>.jsonl`, written as
 `lr collect --concurrency N` with that configuration's flags writes it. A job is one block of N
 problems run together (a closed loop of N): round r of level N is problems r*N .. r*N+N-1, so
-every configuration of a level sees the same problems and speedups pair per problem.
+every configuration of a level sees the same problems and speedups pair per problem. Open loop
+(`rate`): the block's N arrive by a seeded Poisson process instead, in
+`<out>/<dataset>/rate<R>-n<N>/<label>.jsonl`.
 
 Order, for the same reason as lrreal/corpus.py (drift must hit every configuration alike): round
 by round, each round running every level and configuration once. Within a round the jobs are
@@ -99,9 +101,10 @@ class LoadJob:
         return Path(out_dir) / self.dataset / level / f"{self.config.label}.jsonl"
 
     def arrivals(self) -> list[float]:
-        """Arrival offsets (s) of the block's N problems, in data set order: seeded by the round,
-        so every configuration of a round meets the same arrivals (paired), and a resumed block's
-        remaining problems keep theirs."""
+        """Arrival offsets (s) of the block's N problems, in data set order: seeded by first +
+        round, so every configuration of a round meets the same arrivals (paired). A resumed
+        block's remaining problems keep their gaps, from the first remaining one's arrival (its
+        run's clock starts there: bench_open_loop.py leaves such a block out)."""
         from .load import arrival_offsets
 
         return arrival_offsets(self.concurrency, self.rate, self.first + self.round)

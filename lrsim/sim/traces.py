@@ -165,6 +165,13 @@ def record_rng(seed: int, rec: dict, index: int) -> random.Random:
     return random.Random(key)       # a str seed is hashed with SHA-512: stable across processes
 
 
+def _run_key(rec: dict) -> tuple:
+    """Which run a record came from, as far as the record says: its block's round and the probe
+    its run took at the start (each `lr collect` run of several requests takes one)."""
+    run = rec.get("run") or {}
+    return ((run.get("flags") or {}).get("load_round"), (run.get("probe_at_start") or {}).get("t"))
+
+
 def _verdict(step: dict):
     if step.get("source") == "draft":
         return True
@@ -218,9 +225,16 @@ class TraceWorkload:
 
     def arrival_times(self) -> list[float]:
         """Each record's arrival (s): its recorded load.arrival_s less the earliest (`arrivals`),
-        else 0. A record without one (collected one at a time) arrives at the earliest."""
+        else 0. A record without one (collected one at a time) arrives at the earliest. The
+        records must come from one run: each run's clock starts at 0, so the rounds of a corpus
+        file (or a resumed run) would be stacked onto one another."""
         if not self.arrivals:
             return [0.0] * len(self.records)
+        runs = {_run_key(r) for r in self.records if r.get("load")}
+        if len(runs) > 1:
+            raise UserError(f"{self.source}: arrivals replay one run's recorded arrivals, but these "
+                            f"records come from {len(runs)} runs (load_round / probe_at_start); "
+                            "select one run's records")
         t = [(r.get("load") or {}).get("arrival_s") for r in self.records]
         t0 = min((float(x) for x in t if x is not None), default=0.0)
         return [0.0 if x is None else float(x) - t0 for x in t]
@@ -244,7 +258,9 @@ class TraceWorkload:
             req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]
             req.judge_timing = _judge_timing(r)  # type: ignore[attr-defined]
             out.append(req)
-        return out
+        # in arrival order (files are written in completion order): a streamed run admits
+        # requests by one process walking the list
+        return sorted(out, key=lambda q: q.arrival) if self.arrivals else out
 
     def can_draft(self, req, position: int) -> bool:
         b = getattr(req, "boundary", None)

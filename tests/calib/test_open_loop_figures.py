@@ -76,18 +76,21 @@ def test_a_round_run_beside_other_work_is_left_out(committed, recomputed):
 
 
 def test_blocks_pair_and_arrive_as_collected(recomputed):
-    """Every configuration of a round met the same problems at the same arrival offsets
-    (collect_load.py --set open), so the measured speedup pairs per block."""
+    """Every configuration of a round met the same problems at the round's seeded arrival
+    offsets (collect_load.py --set open --first-problem 800), so the speedup pairs per block."""
+    from lrreal.load_corpus import BY_LABEL, LoadJob
+
     corpus, _ = recomputed
-    for level in corpus.values():
+    for (rate, n), level in corpus.items():
         sel, _ = bo.full_blocks(level)
-        ar = sel["ar"]
         for cfg, bs in sel.items():
-            for b, a in zip(bs, ar):
-                mine, ars = ({r["problem_id"]: r["load"]["arrival_s"] for r in blk} for blk in (b, a))
-                assert set(mine) == set(ars), cfg
-                # the offsets are the round's; arrival_s is when the client sent it (ms later)
-                assert all(mine[p] == pytest.approx(ars[p], abs=0.5) for p in mine), cfg
+            for b in bs:
+                job = LoadJob("gsm8k", n, b[0]["run"]["flags"]["load_round"], BY_LABEL[cfg], 800, rate)
+                got = sorted(r["load"]["arrival_s"] for r in b)
+                assert got == pytest.approx(job.arrivals()), cfg   # Admission.arrival: the offset itself
+                ids = {r["problem_id"] for r in b}
+                assert ids == {r["problem_id"] for r in next(x for x in sel["ar"]
+                                                              if x[0]["run"]["flags"]["load_round"] == job.round)}
 
 
 def test_the_open_loop_claims(committed):
@@ -109,6 +112,8 @@ def test_the_open_loop_claims(committed):
     assert [round(100 * err[k]["lr"], 1) for k in ("replayed", "planned", "replayed_own_probe")] == [-11.8, -19.1, -7.8]
     per = [b["replayed_mean_latency_s"] / b["mean_latency_s"] - 1 for b in lr["by_block"]]
     assert max(per) < 0 and (round(100 * max(per), 1), round(100 * min(per), 1)) == (-3.9, -23.5)
+    per_ar = [b["replayed_mean_latency_s"] / b["mean_latency_s"] - 1 for b in ar["by_block"]]
+    assert (round(100 * min(per_ar), 1), round(100 * max(per_ar), 1)) == (-3.4, 22.0)
     probes = [b["probe_decode_s"]["target"] for r in (ar, lr) for b in r["by_block"]]
     assert (round(min(probes), 2), round(max(probes), 2)) == (0.36, 0.54)
     assert round(lr["replayed_own_probe"]["speedup_vs_ar"], 2) == 0.75

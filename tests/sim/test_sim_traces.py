@@ -77,7 +77,8 @@ def test_recorded_arrivals_are_replayed_only_when_asked():
             _record("gsm8k/2")]                       # collected alone: no load object
     assert [r.arrival for r in TraceWorkload(recs).requests()] == [0.0, 0.0, 0.0]
     wl = TraceWorkload(recs, arrivals=True)
-    assert [r.arrival for r in wl.requests()] == [7.5, 0.0, 0.0]
+    # in arrival order (a streamed run admits them walking the list), each keeping its record's rid
+    assert [(r.rid, r.arrival) for r in wl.requests()] == [(1, 0.0), (2, 0.0), (0, 7.5)]
     cfg = scenario.load("h100-paper")
     cfg.policy, cfg.k1 = "lr-sync", 2
     cfg.workload = TraceWorkload(recs[:2], arrivals=True)
@@ -105,6 +106,16 @@ def _load(arrival_s: float) -> dict:
     """A record's load object as `lr collect --request-rate` writes it (the fields the schema requires)."""
     return {"concurrency": 2, "request_rate": 0.5, "arrival_s": arrival_s, "admitted_s": arrival_s,
             "queue_s": 0.0, "ttft_s": 0.4, "tpot_s": 0.01, "latency_s": 3.3, "in_flight_at_admission": 0}
+
+
+def test_recorded_arrivals_of_several_runs_are_refused():
+    """Each run's clock starts at 0: the rounds of a corpus file replayed with their arrivals
+    would be stacked onto one another (six times the load), so that is a one-line error."""
+    recs = [_record("gsm8k/0") | {"load": _load(3.0)}, _record("gsm8k/1") | {"load": _load(0.0)}]
+    recs[1]["run"] = recs[1]["run"] | {"flags": {"mode": "lr", "load_round": 1}}
+    assert [r.arrival for r in TraceWorkload(recs).requests()] == [0.0, 0.0]
+    with pytest.raises(UserError, match="2 runs"):
+        TraceWorkload(recs, arrivals=True).requests()
 
 
 def test_scenario_trace_workload_replays_recorded_arrivals_when_asked(tmp_path):
