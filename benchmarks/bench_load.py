@@ -129,6 +129,16 @@ def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -
     """Simulated makespan of the block's records run together, at the machine speed probed
     before it (the record's own probe at level 1; the run's probe of the idle engines above), or
     at `speed` ({engine: {"decode_s", "prefill_s"}}: one probe for every block) when given."""
+    worlds, over = replay_worlds(prof, block, speed)
+    spans = [max(r.finish for r in w.records) - min(r.arrival for r in w.records) for w in worlds]
+    return sum(spans) / len(spans) + over
+
+
+def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
+                  arrivals: bool = False) -> tuple[list, float]:
+    """The block's records simulated together (predict_block's machine speed), once per replay
+    seed (ar draws nothing: once), with their recorded arrivals when `arrivals` (an open-loop
+    block); returns the simulated worlds and the profile's per-request overhead (s) of the mode."""
     from lrsim.sim.runner import run
 
     first = block[0]
@@ -139,14 +149,14 @@ def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -
         p = first["run"]["probe_at_start"]
         probe = {"before": p, "after": p}
     prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before")
-    spans = []
-    for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):   # ar draws nothing
-        wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed)
-        _, world = run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))
-        spans.append(max(r.finish for r in world.records) - min(r.arrival for r in world.records))
+    worlds = []
+    for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
+        wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
+                            arrivals=arrivals)
+        worlds.append(run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))[1])
     over = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
         first["mode"], prof.doc["overheads"].get("per_request_s", 0.0))
-    return sum(spans) / len(spans) + over
+    return worlds, over
 
 
 def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict | None = None) -> dict:

@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import bench_load as bl  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
-from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled  # noqa: E402
 
 # the plan's label of each configuration traces/load-open runs (lrreal/load_corpus.py OPEN_CONFIGS)
 PLAN_LABELS = {"lr-d2-emb": "lr depth=2"}
@@ -92,18 +91,9 @@ def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) ->
     """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
     {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
     TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
-    from lrsim.sim.runner import run
-
-    first = block[0]
-    p = {"engines": speed} if speed is not None else first["run"].get("probe_at_start")
-    prof = probe_scaled(prof, {"probe": {"before": p, "after": p}, "problem_id": first["problem_id"]})
-    over = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
-        first["mode"], prof.doc["overheads"].get("per_request_s", 0.0))
+    worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
     lat, ttft, spans = [], [], []
-    for seed in range(1 if first["mode"] == "ar" else bl.REPLAY_SEEDS):
-        wl = ReplayWorkload(block, source=f"open block {first['run']['flags']['load_round']}",
-                            seed=seed, arrivals=True)
-        _, world = run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))
+    for world in worlds:
         lat += [r.finish - r.arrival + over for r in world.records]
         ttft += [r.first_output - r.arrival for r in world.records]
         spans.append(max(r.finish for r in world.records) - min(r.arrival for r in world.records))
