@@ -43,6 +43,13 @@ PLAN_LABELS = {"lr-d2-emb": "lr depth=2"}
 # outside the engines' trees over the records' wall time): the collection was not alone. Quiet
 # blocks measure 0.5-2.8% here (traces/load, and this corpus's kept rounds)
 OTHER_CPU_LIMIT = 0.05
+# a block's speed is bracketed by its own probe and the next block's when that one was probed
+# within this many seconds of the block's last request ending (the same engines, nothing between:
+# one round's blocks of the same target engine run back to back); a block a sitting ends on, or
+# followed by an engine restart, keeps its own probe. The probe is 4 decode passes of idle
+# engines, a noisy speed (round 5's ar block: probed at 0.36 s, its own-probe replay 23% short of
+# the measured latency, results/load_open.json by_block); two probes around a block average it
+BRACKET_GAP_S = 120.0
 
 
 def load_open(root: Path, dataset: str = "gsm8k") -> dict[tuple[float, int], dict[str, list[dict]]]:
@@ -87,17 +94,66 @@ def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]
     return {c: [bs[k] for k in kept] for c, bs in by_cfg.items()}, left
 
 
+def _probe(block: list[dict]) -> dict:
+    return block[0]["run"]["probe_at_start"]
+
+
+def _end(block: list[dict]) -> float:
+    """The block's last request end on the wall clock (time.time()): its probe's start, the
+    probe's passes, then the run (load.arrival_s + latency_s on the run's clock)."""
+    p = _probe(block)
+    return p["t"] + sum(e.get("wall_s", 0.0) for e in p["engines"].values()) \
+        + max(r["load"]["arrival_s"] + r["load"]["latency_s"] for r in block)
+
+
+def bracketed_speed(block: list[dict], level: dict[str, list[dict]]) -> tuple[dict, bool]:
+    """{engine: {"decode_s", "prefill_s"}}: the mean of the block's own probe and the next probe
+    taken in this level (any configuration or round, left-out ones too) when that came within
+    BRACKET_GAP_S of the block's end; else its own probe alone. Also whether it was bracketed."""
+    own, end = _probe(block), _end(block)
+    nxt = min((p for p in {r["run"]["probe_at_start"]["t"]: r["run"]["probe_at_start"]
+                           for recs in level.values() for r in recs}.values()
+               if p["t"] > own["t"]), key=lambda p: p["t"], default=None)
+    pair = [own] + ([nxt] if nxt is not None and 0 <= nxt["t"] - end <= BRACKET_GAP_S else [])
+    return {e: {k: float(np.mean([p["engines"][e][k] for p in pair])) for k in ("decode_s", "prefill_s")}
+            for e in own["engines"] if all(e in p["engines"] for p in pair)}, len(pair) == 2
+
+
 def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) -> dict:
     """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
     {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
     TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
     worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
-    lat, ttft, spans = [], [], []
+    lat, ttft, spans, per = [], [], [], []
     for world in worlds:
         lat += [r.finish - r.arrival + over for r in world.records]
         ttft += [r.first_output - r.arrival for r in world.records]
         spans.append(max(r.finish for r in world.records) - min(r.arrival for r in world.records))
-    return {"lat": lat, "ttft": ttft, "makespan": float(np.mean(spans)) + over}
+        # the replay admits each record at its recorded arrival (distinct: Poisson), so arrival
+        # order pairs a simulated request with its record
+        per.append([r.finish - r.arrival + over for r in sorted(world.records, key=lambda r: r.arrival)])
+    return {"lat": lat, "ttft": ttft, "makespan": float(np.mean(spans)) + over,
+            "by_arrival": [float(x) for x in np.mean(per, axis=0)]}
+
+
+# requests grouped by how many others were in flight when each arrived (load.in_flight_at_admission)
+IN_FLIGHT_BUCKETS = ((0, 1), (2, 3), (4, None))
+
+
+def by_in_flight(bs: list[list[dict]], reps: list[dict]) -> dict:
+    """{"0-1" | "2-3" | "4+": {"requests", "mean_latency_s", "replayed_mean_latency_s"}}: where in
+    the load a block passes through the replay's latency error sits."""
+    pairs = [(r["load"]["in_flight_at_admission"], r["load"]["latency_s"], x)
+             for b, rp in zip(bs, reps)
+             for r, x in zip(sorted(b, key=lambda r: r["load"]["arrival_s"]), rp["by_arrival"])]
+    out = {}
+    for lo, hi in IN_FLIGHT_BUCKETS:
+        sel = [(m, x) for k, m, x in pairs if k >= lo and (hi is None or k <= hi)]
+        if sel:
+            out[f"{lo}-{hi}" if hi is not None else f"{lo}+"] = {
+                "requests": len(sel), "mean_latency_s": float(np.mean([m for m, _ in sel])),
+                "replayed_mean_latency_s": float(np.mean([x for _, x in sel]))}
+    return out
 
 
 def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
@@ -122,7 +178,8 @@ def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) 
 def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None) -> dict:
     """Per configuration: measured and replayed latency figures over the kept blocks, replayed
     at `speed` (the corpus's median probe: the idle engines' probe moved 0.36-0.54 s between
-    blocks minutes apart here) and, as `replayed_own_probe`, at each block's own probe."""
+    blocks minutes apart here) and, as `replayed_own_probe`, at each block's own probe, and as
+    `replayed_bracketed`, at the probes before and right after it (bracketed_speed)."""
     sel, _ = full_blocks(level)
     out = {}
     for cfg, bs in sorted(sel.items()):
@@ -133,14 +190,20 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
         toks = sum(r["output_tokens"] for r in recs)
         reps = [replay_block(prof, b, speed) for b in bs]
         owns = [replay_block(prof, b) for b in bs]
+        brackets = [bracketed_speed(b, level) for b in bs]
+        bracks = [replay_block(prof, b, sp) for b, (sp, _) in zip(bs, brackets)]
         rlat = [x for rp in reps for x in rp["lat"]]
         own = [x for rp in owns for x in rp["lat"]]
+        brk = [x for rp in bracks for x in rp["lat"]]
         by_block = [{"round": int(b[0]["run"]["flags"]["load_round"]),
                      "probe_decode_s": {e: v["decode_s"] for e, v in b[0]["run"]["probe_at_start"]["engines"].items()},
                      "mean_latency_s": float(np.mean([r["load"]["latency_s"] for r in b])),
                      "replayed_mean_latency_s": float(np.mean(rp["lat"])),
-                     "own_probe_mean_latency_s": float(np.mean(ow["lat"]))}
-                    for b, rp, ow in zip(bs, reps, owns)]
+                     "own_probe_mean_latency_s": float(np.mean(ow["lat"])),
+                     "bracketed": bk[1],
+                     "bracketed_decode_s": {e: v["decode_s"] for e, v in bk[0].items()},
+                     "bracketed_mean_latency_s": float(np.mean(br["lat"]))}
+                    for b, rp, ow, bk, br in zip(bs, reps, owns, brackets, bracks)]
         out[cfg] = {"blocks": len(bs), "records": len(recs), "tokens": toks,
                     "tokens_per_s": toks / sum(bl.makespan(b) for b in bs),
                     "mean_latency_s": float(np.mean(lat)),
@@ -153,7 +216,10 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                                                "p90": float(np.percentile(rlat, 90))},
                                  "ttft_p50_s": float(np.median([x for rp in reps for x in rp["ttft"]])),
                                  "tokens_per_s": toks / sum(rp["makespan"] for rp in reps)},
+                    "replayed_by_in_flight": by_in_flight(bs, reps),
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
+                    "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
+                                           "blocks_bracketed": sum(x for _, x in brackets)},
                     "by_block": by_block}
     if "ar" in out:
         ar = out["ar"]
@@ -162,7 +228,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                 continue
             row["speedup_vs_ar"] = ar["mean_latency_s"] / row["mean_latency_s"]
             row["speedup_vs_ar_ci90"] = latency_interval(sel[cfg], sel["ar"])
-            for k in ("replayed", "replayed_own_probe"):
+            for k in ("replayed", "replayed_own_probe", "replayed_bracketed"):
                 row[k]["speedup_vs_ar"] = ar[k]["mean_latency_s"] / row[k]["mean_latency_s"]
     return out
 
@@ -272,7 +338,20 @@ def render(doc: dict) -> str:
                               for cfg, r in t.items())
                   + (", speedup " + ", ".join(f"{cfg} {r['replayed_own_probe']['speedup_vs_ar']:.2f}"
                                               for cfg, r in t.items() if cfg != "ar") if "ar" in t else "")
+                  + ". Replayed at the mean of the probes before and right after each block ("
+                  + ", ".join(f"{cfg} {r['replayed_bracketed']['blocks_bracketed']} of {r['blocks']}"
+                              for cfg, r in t.items())
+                  + " blocks had a probe within " + f"{BRACKET_GAP_S:.0f} s after; the rest keep their own): "
+                  + "; ".join(f"{cfg} {100 * (r['replayed_bracketed']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%"
+                              for cfg, r in t.items())
+                  + (", speedup " + ", ".join(f"{cfg} {r['replayed_bracketed']['speedup_vs_ar']:.2f}"
+                                              for cfg, r in t.items() if cfg != "ar") if "ar" in t else "")
                   + ".", "",
+                  "Mean latency replayed minus measured by the requests already in flight when one "
+                  "arrived: " + "; ".join(
+                      f"{cfg} " + ", ".join(f"{k} {100 * (v['replayed_mean_latency_s'] / v['mean_latency_s'] - 1):+.1f}% "
+                                           f"({v['requests']})" for k, v in r["replayed_by_in_flight"].items())
+                      for cfg, r in t.items()) + ".", "",
                   "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
                   "bounds a block's makespan, so these differ less than latencies): "
                   + "; ".join(f"{cfg} {r['tokens_per_s']:.2f} / {r['replayed']['tokens_per_s']:.2f} / "
