@@ -156,6 +156,26 @@ def by_in_flight(bs: list[list[dict]], reps: list[dict]) -> dict:
     return out
 
 
+def pass_pricing(prof: Profile, bs: list[list[dict]]) -> dict:
+    """Per engine: the blocks' forward passes as the profile's physical model prices them at
+    each block's own probe, minus the measured time (%), all passes and those with a prompt's
+    prefill in them: whether a latency error is the passes' price or the schedule around them."""
+    from lrsim.calib.physical import pass_data, price
+
+    # the open-loop records carry the run's probe (run.probe_at_start), not one per record
+    recs = [r | {"probe": {"before": r["run"]["probe_at_start"]}} for b in bs for r in b]
+    out = {}
+    for role in ("target", "draft"):
+        d = pass_data(recs, role, prof.doc.get("probe"), probe="before", probes=False)
+        if not len(d):
+            continue
+        pred = price(prof.doc["latency"][role], d)
+        out[role] = {k: {"passes": int(m.sum()), "measured_s": float(d.t[m].sum()),
+                         "diff_pct": float(100 * (pred[m].sum() / d.t[m].sum() - 1))}
+                     for k, m in (("all", d.t >= 0), ("with_prefill", d.P > 0)) if m.any()}
+    return out
+
+
 def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
     """90% bootstrap interval of the measured speedup (ar's mean latency over this one's), the
     blocks resampled in pairs (bench_load.speedup_interval's method; None below 3 blocks)."""
@@ -217,6 +237,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                                  "ttft_p50_s": float(np.median([x for rp in reps for x in rp["ttft"]])),
                                  "tokens_per_s": toks / sum(rp["makespan"] for rp in reps)},
                     "replayed_by_in_flight": by_in_flight(bs, reps),
+                    "passes_at_own_probe": pass_pricing(prof, bs),
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},
@@ -351,6 +372,11 @@ def render(doc: dict) -> str:
                   "arrived: " + "; ".join(
                       f"{cfg} " + ", ".join(f"{k} {100 * (v['replayed_mean_latency_s'] / v['mean_latency_s'] - 1):+.1f}% "
                                            f"({v['requests']})" for k, v in r["replayed_by_in_flight"].items())
+                      for cfg, r in t.items()) + ". Forward passes priced by the profile at each block's own "
+                  "probe, minus measured (all / those holding a prompt's prefill): " + "; ".join(
+                      f"{cfg} " + ", ".join(f"{role} {v['all']['diff_pct']:+.1f}%"
+                                           + (f" / {v['with_prefill']['diff_pct']:+.1f}%" if "with_prefill" in v else "")
+                                           for role, v in r["passes_at_own_probe"].items())
                       for cfg, r in t.items()) + ".", "",
                   "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
                   "bounds a block's makespan, so these differ less than latencies): "

@@ -337,6 +337,14 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
     return entry
 
 
+def price(entry: dict, d: PassData) -> np.ndarray:
+    """Seconds of every pass of `d` as a profile's `latency.<engine>` entry (fit_physical's
+    output) prices them: a fitted model applied to passes it was not fitted on."""
+    x = np.array([entry["base_s"], entry["fit"]["logits_per_position_s"], entry["per_ctx_token_s"],
+                  entry["prefill_per_token_s"], entry["contention"], entry["per_seq_s"]])
+    return predict(x, d, entry.get("position_factors"))
+
+
 def _diff_pct(pred: np.ndarray, t: np.ndarray) -> float:
     return float(100 * (pred.sum() - t.sum()) / t.sum())
 

@@ -123,7 +123,8 @@ def test_the_open_loop_claims(committed):
     rounds); ar's mean latency within +4.7% / +1.6%, LR's short by 9.9% / 11.0% and in 6 of 7
     kept rounds (-25.8% to +2.9%; ar's -5.5% to +19.4%); the probe moved 0.36-0.54 s; at each
     block's own probe LR is 7.4% short (0.79x), at bracketed probes 11.1% (0.84x, ar -1.8%); by
-    in-flight count at arrival ar +6.0% -> -4.7%, LR -5.4% -> -14.3%; tokens/s replayed within
+    in-flight count at arrival ar +6.0% -> -4.7%, LR -5.4% -> -14.3%; the passes priced within
+    -2.7% / +2.0% (targets), +8.8% (LR's draft), prefill passes -3.5% to +5.2%; tokens/s replayed within
     3%, planned 9-14% high; rounds 1 and 2 left out."""
     lv = committed["levels"]["rate0.025-n8"]
     ar, lr = lv["configs"]["ar"], lv["configs"]["lr-d2-emb"]
@@ -153,6 +154,12 @@ def test_the_open_loop_claims(committed):
     assert [round(100 * by["ar"][k], 1) for k in ("0-1", "4+")] == [6.0, -4.7]
     assert [round(100 * by["lr"][k], 1) for k in ("0-1", "4+")] == [-5.4, -14.3]
     assert all(by[c]["4+"] < by[c]["0-1"] for c in by)       # both drift cheap with load
+    # not the passes' price: within 3% for both targets, LR's draft dear (so a cheap schedule)
+    pp = {c: r["passes_at_own_probe"] for c, r in (("ar", ar), ("lr", lr))}
+    assert [round(pp[c]["target"]["all"]["diff_pct"], 1) for c in ("ar", "lr")] == [-2.7, 2.0]
+    assert round(pp["lr"]["draft"]["all"]["diff_pct"], 1) == 8.8
+    prefill = [pp[c][e]["with_prefill"]["diff_pct"] for c, e in (("ar", "target"), ("lr", "target"), ("lr", "draft"))]
+    assert (round(min(prefill), 1), round(max(prefill), 1)) == (-3.5, 5.2)
     for r in (ar, lr):
         assert abs(r["replayed"]["tokens_per_s"] / r["tokens_per_s"] - 1) < 0.03
     assert [round(100 * (r["planned"]["tokens_per_s"] / r["tokens_per_s"] - 1)) for r in (ar, lr)] == [9, 14]

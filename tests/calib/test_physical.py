@@ -133,3 +133,15 @@ def test_a_decode_position_never_costs_less_than_a_prefill_token():
     e = ph.fit_physical(d, "target")
     assert "logits_per_position_s" in e["fit"]["fixed"]
     assert e["per_token_s"] == pytest.approx(e["prefill_per_token_s"]) and e["per_token_s"] > 0.02
+
+
+def test_price_applies_a_fitted_entry_to_passes_it_was_not_fitted_on():
+    """price(entry, d) is the fit's own prediction (knots included) rebuilt from the stored
+    entry: on the fitted passes it gives the entry's sum_diff_pct, and on other passes of the
+    same hardware it is as close as the fit was."""
+    d = synth()
+    e = ph.fit_physical(d, "target")
+    pred = ph.price(e, d)
+    assert 100 * (pred.sum() / d.t.sum() - 1) == pytest.approx(e["fit"]["sum_diff_pct"], abs=1e-9)
+    other = synth(seed=1)
+    assert float(np.mean(np.abs(ph.price(e, other) - other.t) / other.t)) < 0.03
