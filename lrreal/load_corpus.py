@@ -6,7 +6,8 @@ lr and lr+sd run with the embedding verifier too (exact matching: lr only).
     collect_load(jobs, "traces/load", base)        # kill it whenever; rerun to continue
 
 One trace file per (concurrency, configuration): `<out>/<dataset>/c<N>/<label>.jsonl`, written as
-`lr collect --concurrency N` with that configuration's flags writes it. A job is one block of N
+`lr collect --concurrency N` with that configuration's flags writes it; beside it, one engine pass
+log per block (`<label>.passes/round<r>.json`, write_pass_log). A job is one block of N
 problems run together (a closed loop of N): round r of level N is problems r*N .. r*N+N-1, so
 every configuration of a level sees the same problems and speedups pair per problem. Open loop
 (`rate`): the block's N arrive by a seeded Poisson process instead, in
@@ -154,6 +155,35 @@ def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
             if (p.id, 0) not in done]
 
 
+def pass_log_path(job: LoadJob, out_dir: Path) -> Path:
+    """Where a block's engine pass log goes: `<label>.passes/round<r>.json` beside its trace file,
+    `round<r>-<k>.json` for the k-th rerun of a block resumed part-way (never overwritten)."""
+    folder = job.path(out_dir).with_suffix(".passes")
+    path, k = folder / f"round{job.round}.json", 1
+    while path.exists():
+        path, k = folder / f"round{job.round}-{k}.json", k + 1
+    return path
+
+
+def write_pass_log(job: LoadJob, out_dir: Path, passes: dict, probe_t: float | None) -> Path:
+    """Every forward pass each engine ran during the block, once (a record's engine_stats holds
+    the passes of its own lifetime, each shared with every request then in flight, and clips the
+    ones begun before it): `start` is seconds from the block's start, the clock of the records'
+    load.arrival_s. What an open loop's schedule did between passes is read from here."""
+    import json
+    import os
+
+    path = pass_log_path(job, out_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"config": job.config.label, "round": job.round, "concurrency": job.concurrency,
+           "request_rate": job.rate, "probe_at_start_t": probe_t, "engines": passes}
+    with open(path, "x") as f:          # "x": a log is never overwritten
+        f.write(json.dumps(doc) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return path
+
+
 def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
                  stop_after_s: float | None = None) -> int:
     """Run the jobs' missing records on one engine pool; returns the number written. Safe to kill
@@ -178,6 +208,8 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
         col = await engines.collector(spec)
         engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
         await col.probe_run()
+        engs = engines.pool.engines
+        marks = {n: e.stats_mark() for n, e in engs.items()}   # after the probe: its passes are not the block's
         t0 = time.monotonic()
         recs = []
 
@@ -194,6 +226,8 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
                             lambda item, adm: col.run_one(*item, admission=adm),
                             on_done)  # level 1 too gets a load object (its TTFT)
         wall = time.monotonic() - t0
+        write_pass_log(job, out_dir, {n: e.stats_since(marks[n], t0)["forward_passes"] for n, e in engs.items()},
+                       col.run_info.get("probe_at_start", {}).get("t"))
         toks = sum(r["output_tokens"] for r in recs)
         acc = [sum(r["step_acceptance"][k] for r in recs) for k in ("accepted", "proposed")]
         log(f"{time.strftime('%H:%M:%S')} {job.path(out_dir).parent.name} r{job.round} "

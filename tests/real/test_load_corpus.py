@@ -128,6 +128,16 @@ def test_open_blocks_arrive_by_the_rounds_poisson_process_and_resume_keeps_them(
                 assert got[ids[0]] == 0.0
             else:
                 assert [got[i] for i in ids] == pytest.approx(want)
+    # one engine pass log per block run, beside its trace file; the resumed block's second run
+    # got a log of its own, the first run's kept as written
+    logs = sorted(p.relative_to(out / "gsm8k" / "rate20-n3").as_posix()
+                  for p in (out / "gsm8k" / "rate20-n3").rglob("*.passes/*.json"))
+    want_logs = {f"{j.config.label}.passes/round{j.round}.json" for j in jobs}
+    assert set(logs) == want_logs | {f"{first.config.label}.passes/round{first.round}-1.json"}
+    for name in logs:
+        doc = json.loads((out / "gsm8k" / "rate20-n3" / name).read_text())
+        assert doc["concurrency"] == 3 and doc["request_rate"] == rate
+        assert set(doc["engines"]) == {"target", "draft"} and doc["probe_at_start_t"] is not None
     # paired: both configurations of round 1 met the same arrivals
     r1 = {c.label: sorted(r["load"]["arrival_s"] for r in read_traces(out / "gsm8k" / "rate20-n3" / f"{c.label}.jsonl")
                           if r["run"]["flags"]["load_round"] == 1) for c in lc.OPEN_CONFIGS}
