@@ -13,7 +13,11 @@ run, other problems, no arrival process), as in bench_load.py's held-out runs. P
                mean latencies (what `lr plan` ranks by), with a 90% interval over blocks
   replayed     each block simulated with its records' own arrivals (TraceWorkload.arrivals), steps,
                acceptance and verdicts, at the corpus's median probe (and, `replayed_own_probe`,
-               at the speed probed before each block)
+               at the speed probed before each block; `replayed_bracketed`, at the mean of that
+               probe and the next block's when it came right after, bracketed_speed)
+  diagnosis    the replay's latency error within each block by the requests in flight at
+               arrival (by_in_flight); the replay's engine work against the measured, each forward
+               pass counted once (engine_work); those passes priced by the profile (pass_pricing)
   planned      `lr plan --rate R --requests N` on the profile rescaled to the corpus's median
                probe: its own Poisson arrivals and synthetic steps (it knows the rate, the
                profile and the hardware, nothing of these problems)
@@ -45,10 +49,11 @@ PLAN_LABELS = {"lr-d2-emb": "lr depth=2"}
 OTHER_CPU_LIMIT = 0.05
 # a block's speed is bracketed by its own probe and the next block's when that one was probed
 # within this many seconds of the block's last request ending (the same engines, nothing between:
-# one round's blocks of the same target engine run back to back); a block a sitting ends on, or
-# followed by an engine restart, keeps its own probe. The probe is 4 decode passes of idle
-# engines, a noisy speed (round 5's ar block: probed at 0.36 s, its own-probe replay 23% short of
-# the measured latency, results/load_open.json by_block); two probes around a block average it
+# a sitting's blocks run back to back, the next probe a few seconds after; between sittings the
+# gap is minutes to hours). The probe is 4 decode passes of idle engines, a noisy speed (ar's
+# round 5 block: probed at 0.36 s, its own-probe replay 23% short of the measured latency,
+# results/load_open.json by_block); two probes around a block average it. A block a sitting ends
+# on, or followed by a round left out (its probe ran beside other work), keeps its own probe
 BRACKET_GAP_S = 120.0
 
 
@@ -106,17 +111,20 @@ def _end(block: list[dict]) -> float:
         + max(r["load"]["arrival_s"] + r["load"]["latency_s"] for r in block)
 
 
-def bracketed_speed(block: list[dict], level: dict[str, list[dict]]) -> tuple[dict, bool]:
+def bracketed_speed(block: list[dict], level: dict[str, list[dict]],
+                    left_out: set = frozenset()) -> tuple[dict, bool]:
     """{engine: {"decode_s", "prefill_s"}}: the mean of the block's own probe and the next probe
-    taken in this level (any configuration or round, left-out ones too) when that came within
-    BRACKET_GAP_S of the block's end; else its own probe alone. Also whether it was bracketed."""
+    taken in this level (any configuration or round) when that came within BRACKET_GAP_S of the
+    block's end and its round is not `left_out`; else its own probe alone. Also whether it was
+    bracketed."""
     own, end = _probe(block), _end(block)
-    nxt = min((p for p in {r["run"]["probe_at_start"]["t"]: r["run"]["probe_at_start"]
-                           for recs in level.values() for r in recs}.values()
-               if p["t"] > own["t"]), key=lambda p: p["t"], default=None)
-    pair = [own] + ([nxt] if nxt is not None and 0 <= nxt["t"] - end <= BRACKET_GAP_S else [])
-    return {e: {k: float(np.mean([p["engines"][e][k] for p in pair])) for k in ("decode_s", "prefill_s")}
-            for e in own["engines"] if all(e in p["engines"] for p in pair)}, len(pair) == 2
+    probes = {r["run"]["probe_at_start"]["t"]: (r["run"]["probe_at_start"], int(r["run"]["flags"]["load_round"]))
+              for recs in level.values() for r in recs}
+    nxt = min((v for t, v in probes.items() if t > own["t"]), key=lambda v: v[0]["t"], default=None)
+    ok = nxt is not None and nxt[1] not in left_out and 0 <= nxt[0]["t"] - end <= BRACKET_GAP_S
+    pair = [own] + ([nxt[0]] if ok else [])
+    return {e: {k: float(np.mean([p["engines"][e][k] for p in pair if e in p["engines"]]))
+                for k in ("decode_s", "prefill_s")} for e in own["engines"]}, ok
 
 
 def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) -> dict:
@@ -132,8 +140,11 @@ def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) ->
         # the replay admits each record at its recorded arrival (distinct: Poisson), so arrival
         # order pairs a simulated request with its record
         per.append([r.finish - r.arrival + over for r in sorted(world.records, key=lambda r: r.arrival)])
+    engines = {role: {"passes": float(np.mean([getattr(w, role).iterations for w in worlds])),
+                      "busy_s": float(np.mean([getattr(w, role).busy_s for w in worlds]))}
+               for role in ("target", "draft") if getattr(worlds[0], role, None) is not None}
     return {"lat": lat, "ttft": ttft, "makespan": float(np.mean(spans)) + over,
-            "by_arrival": [float(x) for x in np.mean(per, axis=0)]}
+            "by_arrival": [float(x) for x in np.mean(per, axis=0)], "engines": engines}
 
 
 # requests grouped by how many others were in flight when each arrived (load.in_flight_at_admission)
@@ -141,38 +152,67 @@ IN_FLIGHT_BUCKETS = ((0, 1), (2, 3), (4, None))
 
 
 def by_in_flight(bs: list[list[dict]], reps: list[dict]) -> dict:
-    """{"0-1" | "2-3" | "4+": {"requests", "mean_latency_s", "replayed_mean_latency_s"}}: where in
-    the load a block passes through the replay's latency error sits."""
-    pairs = [(r["load"]["in_flight_at_admission"], r["load"]["latency_s"], x)
-             for b, rp in zip(bs, reps)
-             for r, x in zip(sorted(b, key=lambda r: r["load"]["arrival_s"]), rp["by_arrival"])]
+    """{"0-1" | "2-3" | "4+": {"requests", "blocks", "mean_latency_s", "replayed_mean_latency_s"}}:
+    requests grouped by the others in flight when each arrived, each block's replay first scaled
+    to the block's measured mean latency (so a block's speed, which the probe misjudges by as
+    much, drops out): which of a block's requests the replay makes short or long."""
+    rows = []
+    for i, (b, rp) in enumerate(zip(bs, reps)):
+        recs = sorted(b, key=lambda r: r["load"]["arrival_s"])
+        scale = np.mean([r["load"]["latency_s"] for r in recs]) / np.mean(rp["by_arrival"])
+        rows += [(r["load"]["in_flight_at_admission"], r["load"]["latency_s"], x * scale, i)
+                 for r, x in zip(recs, rp["by_arrival"])]
     out = {}
     for lo, hi in IN_FLIGHT_BUCKETS:
-        sel = [(m, x) for k, m, x in pairs if k >= lo and (hi is None or k <= hi)]
+        sel = [row for row in rows if row[0] >= lo and (hi is None or row[0] <= hi)]
         if sel:
             out[f"{lo}-{hi}" if hi is not None else f"{lo}+"] = {
-                "requests": len(sel), "mean_latency_s": float(np.mean([m for m, _ in sel])),
-                "replayed_mean_latency_s": float(np.mean([x for _, x in sel]))}
+                "requests": len(sel), "blocks": len({row[3] for row in sel}),
+                "mean_latency_s": float(np.mean([row[1] for row in sel])),
+                "replayed_mean_latency_s": float(np.mean([row[2] for row in sel]))}
     return out
 
 
 def pass_pricing(prof: Profile, bs: list[list[dict]]) -> dict:
-    """Per engine: the blocks' forward passes as the profile's physical model prices them at
-    each block's own probe, minus the measured time (%), all passes and those with a prompt's
-    prefill in them: whether a latency error is the passes' price or the schedule around them."""
+    """Per engine: the blocks' forward passes, each counted once, as the profile's physical model
+    prices them at each block's own probe, minus the measured time (%), all passes and those
+    with a prompt's prefill in them: whether a latency error is the passes' price."""
     from lrsim.calib.physical import pass_data, price
 
-    # the open-loop records carry the run's probe (run.probe_at_start), not one per record
-    recs = [r | {"probe": {"before": r["run"]["probe_at_start"]}} for b in bs for r in b]
     out = {}
     for role in ("target", "draft"):
-        d = pass_data(recs, role, prof.doc.get("probe"), probe="before", probes=False)
-        if not len(d):
+        t, pred, pre = [], [], []
+        for b in bs:
+            # the open-loop records carry the run's probe (run.probe_at_start), not one per record
+            recs = [r | {"probe": {"before": r["run"]["probe_at_start"]}} for r in b]
+            d = pass_data(recs, role, prof.doc.get("probe"), probe="before", probes=False)
+            if not len(d):
+                continue
+            # a record holds every pass of its lifetime, shared with the requests then in flight:
+            # one copy of each (a pass's duration, a float to the nanosecond, names it in a block)
+            d = d.select(np.unique(d.t, return_index=True)[1])
+            t.append(d.t), pred.append(price(prof.doc["latency"][role], d)), pre.append(d.P > 0)
+        if not t:
             continue
-        pred = price(prof.doc["latency"][role], d)
-        out[role] = {k: {"passes": int(m.sum()), "measured_s": float(d.t[m].sum()),
-                         "diff_pct": float(100 * (pred[m].sum() / d.t[m].sum() - 1))}
-                     for k, m in (("all", d.t >= 0), ("with_prefill", d.P > 0)) if m.any()}
+        t, pred, pre = np.concatenate(t), np.concatenate(pred), np.concatenate(pre)
+        out[role] = {k: {"passes": int(m.sum()), "measured_s": float(t[m].sum()),
+                         "diff_pct": float(100 * (pred[m].sum() / t[m].sum() - 1))}
+                     for k, m in (("all", t >= 0), ("with_prefill", pre)) if m.any()}
+    return out
+
+
+def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
+    """Per engine, over the blocks: forward passes and busy seconds measured (each pass once)
+    and replayed at each block's own probe, and the blocks' makespans: whether the replay does
+    the blocks' work in their time, whatever it does to each request's latency."""
+    out = {"makespan_s": {"measured": float(sum(bl.makespan(b) for b in bs)),
+                          "replayed": float(sum(o["makespan"] for o in owns))}}
+    for role in ("target", "draft"):
+        durs = [{p["duration_s"] for r in b
+                 for p in ((r.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or []} for b in bs]
+        if any(durs):
+            out[role] = {"measured": {"passes": sum(len(x) for x in durs), "busy_s": float(sum(sum(x) for x in durs))},
+                         "replayed": {k: float(sum(o["engines"][role][k] for o in owns)) for k in ("passes", "busy_s")}}
     return out
 
 
@@ -200,7 +240,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
     at `speed` (the corpus's median probe: the idle engines' probe moved 0.36-0.54 s between
     blocks minutes apart here) and, as `replayed_own_probe`, at each block's own probe, and as
     `replayed_bracketed`, at the probes before and right after it (bracketed_speed)."""
-    sel, _ = full_blocks(level)
+    sel, left = full_blocks(level)
     out = {}
     for cfg, bs in sorted(sel.items()):
         if not bs:                 # every round left out (e.g. while the collection runs)
@@ -210,7 +250,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
         toks = sum(r["output_tokens"] for r in recs)
         reps = [replay_block(prof, b, speed) for b in bs]
         owns = [replay_block(prof, b) for b in bs]
-        brackets = [bracketed_speed(b, level) for b in bs]
+        brackets = [bracketed_speed(b, level, set(left)) for b in bs]
         bracks = [replay_block(prof, b, sp) for b, (sp, _) in zip(bs, brackets)]
         rlat = [x for rp in reps for x in rp["lat"]]
         own = [x for rp in owns for x in rp["lat"]]
@@ -236,8 +276,9 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                                                "p90": float(np.percentile(rlat, 90))},
                                  "ttft_p50_s": float(np.median([x for rp in reps for x in rp["ttft"]])),
                                  "tokens_per_s": toks / sum(rp["makespan"] for rp in reps)},
-                    "replayed_by_in_flight": by_in_flight(bs, reps),
+                    "replayed_by_in_flight_within_block": by_in_flight(bs, reps),
                     "passes_at_own_probe": pass_pricing(prof, bs),
+                    "engine_work_own_probe": engine_work(bs, owns),
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},
@@ -309,6 +350,11 @@ def main() -> None:
     print(render(doc))
 
 
+def _pct(w: dict, key: str | None = None) -> str:
+    m, r = (w["measured"], w["replayed"]) if key is None else (w["measured"][key], w["replayed"][key])
+    return f"{100 * (r / m - 1):+.1f}%"
+
+
 def render(doc: dict) -> str:
     lines = [f"Open-loop corpus: {doc['records']} records ({doc['load']}; GSM8K, 192-token budget; target "
              "on core 0, draft on core 1), each block's N requests arriving by a seeded Poisson process, "
@@ -368,12 +414,21 @@ def render(doc: dict) -> str:
                   + (", speedup " + ", ".join(f"{cfg} {r['replayed_bracketed']['speedup_vs_ar']:.2f}"
                                               for cfg, r in t.items() if cfg != "ar") if "ar" in t else "")
                   + ".", "",
-                  "Mean latency replayed minus measured by the requests already in flight when one "
-                  "arrived: " + "; ".join(
+                  "Within a block (each block's replay scaled to its measured mean latency), replayed "
+                  "minus measured by the requests already in flight when one arrived (requests, blocks): "
+                  + "; ".join(
                       f"{cfg} " + ", ".join(f"{k} {100 * (v['replayed_mean_latency_s'] / v['mean_latency_s'] - 1):+.1f}% "
-                                           f"({v['requests']})" for k, v in r["replayed_by_in_flight"].items())
-                      for cfg, r in t.items()) + ". Forward passes priced by the profile at each block's own "
-                  "probe, minus measured (all / those holding a prompt's prefill): " + "; ".join(
+                                           f"({v['requests']}, {v['blocks']})"
+                                           for k, v in r["replayed_by_in_flight_within_block"].items())
+                      for cfg, r in t.items()) + ".", "",
+                  "At each block's own probe, the replay's work against the measured (each forward pass "
+                  "counted once): " + "; ".join(
+                      f"{cfg} makespan {_pct(r['engine_work_own_probe']['makespan_s'])}, "
+                      + ", ".join(f"{role} passes {_pct(w, 'passes')}, busy {_pct(w, 'busy_s')}"
+                                  for role, w in r["engine_work_own_probe"].items() if role != "makespan_s")
+                      for cfg, r in t.items())
+                  + ". Those passes priced by the profile at the block's probe, minus measured (all / "
+                  "those holding a prompt's prefill): " + "; ".join(
                       f"{cfg} " + ", ".join(f"{role} {v['all']['diff_pct']:+.1f}%"
                                            + (f" / {v['with_prefill']['diff_pct']:+.1f}%" if "with_prefill" in v else "")
                                            for role, v in r["passes_at_own_probe"].items())

@@ -157,7 +157,9 @@ def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
 
 def pass_log_path(job: LoadJob, out_dir: Path) -> Path:
     """Where a block's engine pass log goes: `<label>.passes/round<r>.json` beside its trace file,
-    `round<r>-<k>.json` for the k-th rerun of a block resumed part-way (never overwritten)."""
+    `round<r>-<k>.json` when one is there already (never overwritten). The log is written when
+    the block's run ends: a block killed part-way has none, and its resumed run (its survivors,
+    another run) writes the first."""
     folder = job.path(out_dir).with_suffix(".passes")
     path, k = folder / f"round{job.round}.json", 1
     while path.exists():
