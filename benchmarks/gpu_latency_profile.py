@@ -47,6 +47,8 @@ ROPE_THETA = 1_000_000.0  # Qwen2.5 / Qwen3 rope_theta; only affects values, not
 ALLREDUCE_LATENCY_US = 6.0
 ALLREDUCE_BW_GBPS = 360.0
 ALLREDUCES_PER_LAYER = 2  # after o_proj and after down_proj (row-parallel layers)
+FIT_SHARE = 0.9           # 'fits_real': vLLM's default gpu_memory_utilization ...
+FIT_RESERVE_BYTES = 2e9   # ... less ~2 GB kept for activations and CUDA graphs
 
 
 @dataclass(frozen=True)
@@ -334,8 +336,8 @@ def allreduce_ms(arch: Arch, tokens: int, logit_tokens: int) -> float:
 def fits_real(arch: Arch, tokens_cached: int, device_bytes: int) -> bool:
     """Would the REAL model (distinct weights) plus this KV cache fit in 90% of the GPU?
     (vLLM's default gpu_memory_utilization; ~2 GB kept for activations and graphs)."""
-    need = arch.params() * 2 + tokens_cached * arch.kv_bytes_per_token() + 2 * GB
-    return need <= 0.9 * device_bytes
+    need = arch.params() * 2 + tokens_cached * arch.kv_bytes_per_token() + FIT_RESERVE_BYTES
+    return need <= FIT_SHARE * device_bytes
 
 
 def method_text(weight_sets: int, kv_sets: int) -> str:

@@ -2,15 +2,20 @@
 benchmarks/results/latency_roofline.md) are what benchmarks/bench_roofline.py computes from the
 shipped H100 table and the committed GPU peaks: a table edited, or h100_peaks.json committed,
 without rerunning the bench fails here; tests/test_quoted_results.py pins the doc to the .md.
-benchmarks/gpu_peaks.py, which measures those peaks, refuses a machine without CUDA in one line."""
+benchmarks/gpu_peaks.py, which measures those peaks, refuses a machine without CUDA in one line.
+The method figures of its "How" section (benchmarks/results/latency_method.md) are likewise what
+benchmarks/bench_latency_method.py reads from the measured files, and no measured quantity is typed
+into the doc outside a quoted block."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks import bench_latency_method as bm
 from benchmarks import bench_roofline as br
 from benchmarks import quote
 from lrsim.plan import modelspec
@@ -91,3 +96,48 @@ def test_gpu_peaks_without_cuda_exits_with_one_line(tmp_path):
     assert r.returncode != 0
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("gpu_peaks: "), r.stderr
     assert "CUDA" in r.stderr and not out.exists()
+
+
+def test_committed_method_figures_are_the_files_rendered():
+    doc = json.loads(bm.OUT.read_text())
+    assert json.loads(json.dumps(bm.bench())) == doc
+    assert bm.OUT.with_suffix(".md").read_text() == bm.render(doc)
+    quoted = {src: d.name for d in quote.documents() for src, _, _ in quote.blocks(d)}
+    assert quoted.get("benchmarks/results/latency_method.md") == "gpu-latency-profile.md"
+
+
+def test_the_table_agrees_with_the_profilers_formulas():
+    """Every fits_real flag and modelled all-reduce the table recorded is what gpu_latency_profile's
+    formulas give from the shapes, and every parameter count matched transformers'."""
+    r = bm.bench()
+    assert r["memory"]["flags_reproduced"] == r["memory"]["flags"] > 0
+    assert r["allreduce"]["reproduced"] == r["allreduce"]["entries"] > 0
+    assert all(s["match"] and s["params"] == s["transformers"] for s in r["shapes"])
+    for t in r["memory"]["targets"]:       # the first batch flagged is the first past the KV room
+        b = r["grid"]["batches"]
+        first = b.index(t["first_unfit_batch"])
+        assert t["first_unfit_batch"] * (r["memory"]["context"] + 1) > t["kv_tokens"]
+        assert first == 0 or b[first - 1] * (r["memory"]["context"] + 1) <= t["kv_tokens"]
+
+
+def test_a_validation_edit_changes_the_method_figures(tmp_path, monkeypatch):
+    src = bm.FILES[0]
+    t = json.loads(src.read_text())
+    t["validation"]["cycling"]["decode_b1_L2048_weight_sets_4_ms"] = 30.0
+    t["models"]["r1-distill-qwen-32b"]["decode"][0]["fits_real"] ^= True
+    (tmp_path / src.name).write_text(json.dumps(t))
+    monkeypatch.setattr(bm, "FILES", (tmp_path / src.name, *bm.FILES[1:]))
+    res = bm.bench()
+    assert res["cycling"]["weights"]["ms"]["4"] == 30.0 and "30.00 ms with 4 weight sets" in bm.render(res)
+    assert res["memory"]["flags_reproduced"] == res["memory"]["flags"] - 1
+
+
+MEASURED = re.compile(r"\d[\d.,]*(?:\s+(?:ms|µs|s|GB|GiB|MB|KiB|TB/s|GB/s|TFLOP/s)(?![\w/])|%)")
+
+
+def test_the_doc_types_no_measured_figure_outside_quotes():
+    """docs/gpu-latency-profile.md: a time, size, rate or percentage outside a quoted block (or a
+    code block) is one typed by hand; it belongs in a bench's rendered results, quoted."""
+    text = (ROOT / "docs" / "gpu-latency-profile.md").read_text()
+    text = re.sub(r"<!-- quote: .*?<!-- /quote -->|```.*?```", "", text, flags=re.S)
+    assert MEASURED.findall(text) == [], [m.group(0) for m in MEASURED.finditer(text)]
