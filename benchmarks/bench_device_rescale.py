@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import run_and_write  # noqa: E402
 
 from lrsim.plan import catalog, modelspec  # noqa: E402
 
@@ -154,9 +154,7 @@ def render(res: dict) -> str:
 
 
 def main() -> None:
-    res = bench()
-    write_results(OUT, res, render)
-    print(render(res), end="")
+    run_and_write(OUT, bench, render)
 
 
 if __name__ == "__main__":

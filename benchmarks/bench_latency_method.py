@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import gpu_latency_profile as glp  # noqa: E402
 from benchmarks.bench_latency_table import CONTEXT  # noqa: E402
 from benchmarks.bench_roofline import DEVICE, arch  # noqa: E402
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import run_and_write  # noqa: E402
 
 from lrsim.plan import modelspec  # noqa: E402
 
@@ -230,9 +230,7 @@ def render(r: dict) -> str:
 
 
 def main() -> None:
-    res = bench()
-    write_results(OUT, res, render)
-    print(render(res), end="")
+    run_and_write(OUT, bench, render)
 
 
 if __name__ == "__main__":

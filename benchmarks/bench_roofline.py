@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_device_rescale import PAIRS, base_name, rows  # noqa: E402
 from benchmarks.bench_latency_table import CONTEXT  # noqa: E402
 from benchmarks.gpu_latency_profile import Arch  # noqa: E402
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import run_and_write  # noqa: E402
 
 from lrsim.plan import catalog, modelspec  # noqa: E402
 
@@ -252,9 +252,7 @@ def render(r: dict) -> str:
 
 
 def main() -> None:
-    res = bench()
-    write_results(OUT, res, render)
-    print(render(res), end="")
+    run_and_write(OUT, bench, render)
 
 
 if __name__ == "__main__":

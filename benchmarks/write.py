@@ -17,3 +17,10 @@ def write_results(path: str | Path, doc: dict, render: Callable[[dict], str], **
     write_atomic(path, json.dumps(doc, indent=1, **dump) + "\n")
     write_atomic(path.with_suffix(".md"), render(doc))
     return path
+
+
+def run_and_write(path: str | Path, bench: Callable[[], dict], render: Callable[[dict], str]) -> None:
+    """A benchmark's main with no arguments: run it, write its results, print the Markdown."""
+    doc = bench()
+    write_results(path, doc, render)
+    print(render(doc), end="")
