@@ -152,6 +152,24 @@ def attention(table: dict) -> dict:
             "prefill_cudnn": sum(p["attn"] == "cudnn" for p in pre), "prefills": len(pre)}
 
 
+EXACT_MASK = RESULTS / "h100_exact_verify_mask.json"   # two gpu_latency_profile.py runs (its "commands")
+
+
+def exact_mask(table: dict) -> dict | None:
+    """The verify step with the exact bottom-right causal mask against the GQA-packed one the
+    tables use, both timed in one H100 run (EXACT_MASK), and the shipped table's packed entry."""
+    if not EXACT_MASK.exists():
+        return None
+    doc = _load(EXACT_MASK)
+    (k, packed), = doc["packed"]["models"].items()
+    pe, ee = packed["decode"][0], doc["exact"]["models"][k]["decode"][0]
+    pt = (pe["batch"], pe["query"], pe["context"])
+    te = next(e for e in table["models"][k]["decode"] if (e["batch"], e["query"], e["context"]) == pt)
+    return {"model": k, "batch": pt[0], "query": pt[1], "context": pt[2], "attn": pe["attn"],
+            "device": doc["packed"]["env"]["device_name"], "packed_ms": pe["ms"], "exact_ms": ee["ms"],
+            "table_ms": te["ms"], "table_attn": te["attn"]}
+
+
 def allreduce(table: dict) -> dict:
     n = agree = 0
     for k, m in table["models"].items():
@@ -167,7 +185,7 @@ def bench() -> dict:
     table = _load(FILES[0])
     return {"files": [file_row(p, table) for p in FILES], "grid": grid(table), "memory": memory(table),
             "shapes": shapes(table), "l2_mb": L2_MB, "cycling": cycling(table),
-            "attention": attention(table), "allreduce": allreduce(table)}
+            "attention": attention(table), "exact_mask": exact_mask(table), "allreduce": allreduce(table)}
 
 
 def _ints(xs) -> str:
@@ -222,6 +240,13 @@ def render(r: dict) -> str:
     md.append("")
     md += _table(["batch"] + [f"context {c}" for c in g["contexts"]],
                  [[b] + ["{}/{}".format(*at["cudnn_wins"][f"{b},{c}"]) for c in g["contexts"]] for b in g["batches"]])
+    x = r.get("exact_mask")
+    md += ["", "Exact verify mask: " + (
+        f"{x['model']}, batch {x['batch']}, q={x['query']}, context {x['context']}, {x['attn']} attention, "
+        f"one run on the {x['device']} (`{EXACT_MASK.name}`): {x['exact_ms']:.1f} ms with the exact "
+        f"bottom-right mask, {x['packed_ms']:.1f} ms GQA-packed ({x['exact_ms'] / x['packed_ms']:.1f}x); "
+        f"the shipped table's packed step: {x['table_ms']:.1f} ms ({x['table_attn']})." if x else
+        f"not measured (`{EXACT_MASK.name}`).")]
     md += ["", f"Modelled TP=2 all-reduce (`gpu_latency_profile.py`): {ar['per_layer']} per layer of tokens x hidden "
            f"x 2 bytes plus one logits gather, each {ar['latency_us']:g} µs + bytes / {ar['bw_gb_s']:g} GB/s; it "
            f"gives the recorded `allreduce_ms_model` of {ar['reproduced']} of the {ar['entries']} TP=2 entries.",

@@ -132,6 +132,20 @@ def test_a_validation_edit_changes_the_method_figures(tmp_path, monkeypatch):
     assert res["memory"]["flags_reproduced"] == res["memory"]["flags"] - 1
 
 
+def test_the_exact_mask_line_reads_its_run(tmp_path, monkeypatch):
+    """The exact verify mask's cost comes from its committed run (h100_exact_verify_mask.json):
+    several times the packed step there; without the file the line says "not measured"."""
+    x = bm.bench()["exact_mask"]
+    assert x["exact_ms"] > 2 * x["packed_ms"] and (x["batch"], x["query"], x["context"]) == (64, 8, 8192)
+    doc = json.loads(bm.EXACT_MASK.read_text())
+    doc["exact"]["models"][x["model"]]["decode"][0]["ms"] = 999.0
+    (tmp_path / bm.EXACT_MASK.name).write_text(json.dumps(doc))
+    monkeypatch.setattr(bm, "EXACT_MASK", tmp_path / bm.EXACT_MASK.name)
+    assert "999.0 ms with the exact" in bm.render(bm.bench())
+    monkeypatch.setattr(bm, "EXACT_MASK", tmp_path / "absent.json")
+    assert "Exact verify mask: not measured" in bm.render(bm.bench())
+
+
 MEASURED = re.compile(r"\d[\d.,]*(?:\s+(?:ms|µs|s|GB|GiB|MB|KiB|TB/s|GB/s|TFLOP/s)(?![\w/])|%)")
 
 
