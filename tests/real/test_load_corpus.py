@@ -31,6 +31,7 @@ def fake_engines(monkeypatch, tmp_path, per_token_s: float) -> None:
     """Fake engines (harness/fake_engine.py) in place of vLLM, a stub tokenizer and no
     machine-wide engine lock: collect_load runs its real scheduling on them."""
     import contextlib
+    from time import monotonic
 
     from harness.fake_engine import GSM8K_SCRIPT, FakeEngine, StubTokenizer, fake_model_folder
     from lrreal import engine_pool, lock, models
@@ -41,11 +42,42 @@ def fake_engines(monkeypatch, tmp_path, per_token_s: float) -> None:
     monkeypatch.setenv("LR_NO_IOMP", "1")
 
     class Started(FakeEngine):
+        """A fake engine that also logs one "forward pass" per request and per probe, as
+        VllmEngine's stat sink does (t_end on the monotonic clock), so a block's pass log can be
+        checked: its passes once each, the probe's left out."""
+
         def __init__(self, role, args):
             super().__init__(role, GSM8K_SCRIPT, per_token_s=per_token_s)
+            self.passes = []
 
         def start(self):
             return self
+
+        def _pass(self, t0, kind):
+            self.passes.append({"duration_s": monotonic() - t0, "t_end": monotonic(), "kind": kind,
+                                "batch_size": 1, "tokens_scheduled": 1})
+
+        async def generate(self, req, progress=None):
+            t0 = monotonic()
+            try:
+                return await super().generate(req, progress)
+            finally:
+                self._pass(t0, "request")
+
+        async def probe(self, salt, *a, **k):
+            t0 = monotonic()
+            try:
+                return await super().probe(salt, *a, **k)
+            finally:
+                self._pass(t0, "probe")
+
+        def stats_mark(self):
+            return len(self.passes)
+
+        def stats_since(self, mark, t0):
+            return {"forward_passes": [{k: v for k, v in p.items() if k != "t_end"}
+                                       | {"start": max(0.0, p["t_end"] - p["duration_s"] - t0)}
+                                       for p in self.passes[mark:]], "aggregate": {}}
 
     monkeypatch.setattr(engine_pool, "VllmEngine", Started)
     monkeypatch.setattr(lock, "vllm_lock", lambda: contextlib.nullcontext())
@@ -138,6 +170,17 @@ def test_open_blocks_arrive_by_the_rounds_poisson_process_and_resume_keeps_them(
         doc = json.loads((out / "gsm8k" / "rate20-n3" / name).read_text())
         assert doc["concurrency"] == 3 and doc["request_rate"] == rate
         assert set(doc["engines"]) == {"target", "draft"} and doc["probe_at_start_t"] is not None
+        passes = [p for ps in doc["engines"].values() for p in ps]
+        assert passes and all(p["kind"] == "request" for p in passes)      # the probe's are not the block's
+        assert all(p["start"] >= 0 for p in passes)
+    # each pass of a block once: the block's target requests, not the records' shared copies
+    r0 = json.loads((out / "gsm8k" / "rate20-n3" / "ar.passes" / "round1.json").read_text())
+    assert len(r0["engines"]["target"]) == 3 and r0["engines"]["draft"] == []   # ar: 3 requests, draft idle
+    # the block's clock: a pass starts no earlier than its request's arrival (load.arrival_s)
+    ar1 = sorted(r["load"]["arrival_s"] for r in read_traces(out / "gsm8k" / "rate20-n3" / "ar.jsonl")
+                 if r["run"]["flags"]["load_round"] == 1)
+    starts = sorted(p["start"] for p in r0["engines"]["target"])
+    assert all(s >= a - 0.01 for s, a in zip(starts, ar1))
     # paired: both configurations of round 1 met the same arrivals
     r1 = {c.label: sorted(r["load"]["arrival_s"] for r in read_traces(out / "gsm8k" / "rate20-n3" / f"{c.label}.jsonl")
                           if r["run"]["flags"]["load_round"] == 1) for c in lc.OPEN_CONFIGS}
