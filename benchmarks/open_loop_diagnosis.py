@@ -1,0 +1,117 @@
+"""What bench_open_loop.py reports besides its predictions: the machine speed around a block
+(bracketed_speed), and where the replay's latency error sits: within a block by the requests in
+flight at arrival (by_in_flight), in the engines' work (engine_work) or in the passes' price
+(pass_pricing). Each forward pass counted once: a record's engine_stats hold every pass of its
+lifetime, shared with the requests then in flight."""
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import bench_load as bl
+from lrsim.calib.profile import Profile
+
+# a block's speed is bracketed by its own probe and the next block's when that one was probed
+# within this many seconds of the block's last request ending (the same engines, nothing between:
+# a sitting's blocks run back to back, the next probe a few seconds after; between sittings the
+# gap is minutes to hours). The probe is 4 decode passes of idle engines, a noisy speed (ar's
+# round 5 block: probed at 0.36 s, its own-probe replay 23% short of the measured latency,
+# results/load_open.json by_block); two probes around a block average it. A block a sitting ends
+# on, or followed by a round left out (its probe ran beside other work), keeps its own probe
+BRACKET_GAP_S = 120.0
+
+
+def _probe(block: list[dict]) -> dict:
+    return block[0]["run"]["probe_at_start"]
+
+
+def _end(block: list[dict]) -> float:
+    """The block's last request end on the wall clock (time.time()): its probe's start, the
+    probe's passes, then the run (load.arrival_s + latency_s on the run's clock)."""
+    p = _probe(block)
+    return p["t"] + sum(e.get("wall_s", 0.0) for e in p["engines"].values()) \
+        + max(r["load"]["arrival_s"] + r["load"]["latency_s"] for r in block)
+
+
+def bracketed_speed(block: list[dict], level: dict[str, list[dict]],
+                    left_out: set = frozenset()) -> tuple[dict, bool]:
+    """{engine: {"decode_s", "prefill_s"}}: the mean of the block's own probe and the next probe
+    taken in this level (any configuration or round) when that came within BRACKET_GAP_S of the
+    block's end and its round is not `left_out`; else its own probe alone. Also whether it was
+    bracketed."""
+    own, end = _probe(block), _end(block)
+    probes = {r["run"]["probe_at_start"]["t"]: (r["run"]["probe_at_start"], int(r["run"]["flags"]["load_round"]))
+              for recs in level.values() for r in recs}
+    nxt = min((v for t, v in probes.items() if t > own["t"]), key=lambda v: v[0]["t"], default=None)
+    ok = nxt is not None and nxt[1] not in left_out and 0 <= nxt[0]["t"] - end <= BRACKET_GAP_S
+    pair = [own] + ([nxt[0]] if ok else [])
+    return {e: {k: float(np.mean([p["engines"][e][k] for p in pair if e in p["engines"]]))
+                for k in ("decode_s", "prefill_s")} for e in own["engines"]}, ok
+
+
+# requests grouped by how many others were in flight when each arrived (load.in_flight_at_admission)
+IN_FLIGHT_BUCKETS = ((0, 1), (2, 3), (4, None))
+
+
+def by_in_flight(bs: list[list[dict]], reps: list[dict]) -> dict:
+    """{"0-1" | "2-3" | "4+": {"requests", "blocks", "mean_latency_s", "replayed_mean_latency_s"}}:
+    requests grouped by the others in flight when each arrived, each block's replay first scaled
+    to the block's measured mean latency (so a block's speed, which the probe misjudges by as
+    much, drops out): which of a block's requests the replay makes short or long."""
+    rows = []
+    for i, (b, rp) in enumerate(zip(bs, reps)):
+        recs = sorted(b, key=lambda r: r["load"]["arrival_s"])
+        scale = np.mean([r["load"]["latency_s"] for r in recs]) / np.mean(rp["by_arrival"])
+        rows += [(r["load"]["in_flight_at_admission"], r["load"]["latency_s"], x * scale, i)
+                 for r, x in zip(recs, rp["by_arrival"])]
+    out = {}
+    for lo, hi in IN_FLIGHT_BUCKETS:
+        sel = [row for row in rows if row[0] >= lo and (hi is None or row[0] <= hi)]
+        if sel:
+            out[f"{lo}-{hi}" if hi is not None else f"{lo}+"] = {
+                "requests": len(sel), "blocks": len({row[3] for row in sel}),
+                "mean_latency_s": float(np.mean([row[1] for row in sel])),
+                "replayed_mean_latency_s": float(np.mean([row[2] for row in sel]))}
+    return out
+
+
+def pass_pricing(prof: Profile, bs: list[list[dict]]) -> dict:
+    """Per engine: the blocks' forward passes, each counted once, as the profile's physical model
+    prices them at each block's own probe, minus the measured time (%), all passes and those
+    with a prompt's prefill in them: whether a latency error is the passes' price."""
+    from lrsim.calib.physical import pass_data, price
+
+    out = {}
+    for role in ("target", "draft"):
+        t, pred, pre = [], [], []
+        for b in bs:
+            # the open-loop records carry the run's probe (run.probe_at_start), not one per record
+            recs = [r | {"probe": {"before": r["run"]["probe_at_start"]}} for r in b]
+            d = pass_data(recs, role, prof.doc.get("probe"), probe="before", probes=False)
+            if not len(d):
+                continue
+            # a record holds every pass of its lifetime, shared with the requests then in flight:
+            # one copy of each (a pass's duration, a float to the nanosecond, names it in a block)
+            d = d.select(np.unique(d.t, return_index=True)[1])
+            t.append(d.t), pred.append(price(prof.doc["latency"][role], d)), pre.append(d.P > 0)
+        if not t:
+            continue
+        t, pred, pre = np.concatenate(t), np.concatenate(pred), np.concatenate(pre)
+        out[role] = {k: {"passes": int(m.sum()), "measured_s": float(t[m].sum()),
+                         "diff_pct": float(100 * (pred[m].sum() / t[m].sum() - 1))}
+                     for k, m in (("all", t >= 0), ("with_prefill", pre)) if m.any()}
+    return out
+
+
+def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
+    """Per engine, over the blocks: forward passes and busy seconds measured (each pass once)
+    and replayed at each block's own probe, and the blocks' makespans: whether the replay does
+    the blocks' work in their time, whatever it does to each request's latency."""
+    out = {"makespan_s": {"measured": float(sum(bl.makespan(b) for b in bs)),
+                          "replayed": float(sum(o["makespan"] for o in owns))}}
+    for role in ("target", "draft"):
+        durs = [{p["duration_s"] for r in b
+                 for p in ((r.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or []} for b in bs]
+        if any(durs):
+            out[role] = {"measured": {"passes": sum(len(x) for x in durs), "busy_s": float(sum(sum(x) for x in durs))},
+                         "replayed": {k: float(sum(o["engines"][role][k] for o in owns)) for k in ("passes", "busy_s")}}
+    return out
