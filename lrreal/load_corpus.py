@@ -173,17 +173,13 @@ def write_pass_log(job: LoadJob, out_dir: Path, passes: dict, probe_t: float | N
     ones begun before it): `start` is seconds from the block's start, the clock of the records'
     load.arrival_s. What an open loop's schedule did between passes is read from here."""
     import json
-    import os
 
-    path = pass_log_path(job, out_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from lrcore.outputs import write_atomic
+
     doc = {"config": job.config.label, "round": job.round, "concurrency": job.concurrency,
            "request_rate": job.rate, "probe_at_start_t": probe_t, "engines": passes}
-    with open(path, "x") as f:          # "x": a log is never overwritten
-        f.write(json.dumps(doc) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    return path
+    # a fresh name (pass_log_path: never an existing log), written whole or not at all
+    return write_atomic(pass_log_path(job, out_dir), json.dumps(doc) + "\n", flag="pass log")
 
 
 def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
