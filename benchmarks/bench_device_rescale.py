@@ -10,7 +10,7 @@ both, the measured H200 step (the table's "ms" plus its modelled all-reduce, as
 modelspec.measured reads it, without the engine overhead the planner adds) is compared with
 
   rescaled   the H100 step x the bandwidth ratio catalog.bandwidth_ratio("H100", "H200")
-             (3.35 / 4.8 TB/s): what hardware.rescale does to a configuration measured on H100
+             (the catalog's datasheet bandwidths): what hardware.rescale does to a configuration measured on H100
   roofline   modelspec.roofline(spec, H200, tp) without engine overhead: what the planner
              prices on a device with no measured table
 
@@ -118,8 +118,20 @@ def bench() -> dict:
                    "h200_roofline": roof})
     return {"source_table": Path(p_src).name, "target_table": Path(p_dst).name,
             "bandwidth_ratio": ratio, "bandwidth_speedup": 1.0 / ratio,
+            # the catalog's datasheet bandwidths (TB/s) and achieved fractions the ratio comes from
+            "bandwidth_tb_s": {k: catalog.get(k).hbm_tb_s for k in (SRC, DST)},
+            "bandwidth_efficiency": {k: catalog.get(k).efficiency for k in (SRC, DST)},
             "c1_point": {"batch": C1_POINT[0], "query": C1_POINT[1], "context": C1_POINT[2]},
             "models": models, "c1": c1}
+
+
+def _bandwidths(res: dict) -> str:
+    """'4.8 / 3.35 TB/s': the catalog's bandwidths, destination over source (and the achieved
+    fractions where they differ: then they do not cancel)."""
+    bw, eff = res["bandwidth_tb_s"], res["bandwidth_efficiency"]
+    same = eff[DST] == eff[SRC]
+    return (f"{bw[DST]:.3g} / {bw[SRC]:.3g} TB/s" if same else
+            f"{bw[DST]:.3g} x {eff[DST]:.2f} / {bw[SRC]:.3g} x {eff[SRC]:.2f} TB/s")
 
 
 def render(res: dict) -> str:
@@ -127,7 +139,7 @@ def render(res: dict) -> str:
     md = [f"Measured H200 decode steps vs predictions from the H100 table ({res['source_table']} ->"
           f" {res['target_table']}; step = forward pass + modelled all-reduce, no engine overhead;"
           f" error = predicted / measured - 1). Bandwidth rescaling assumes every step "
-          f"{res['bandwidth_speedup']:.3f}x faster (4.8 / 3.35 TB/s).", "",
+          f"{res['bandwidth_speedup']:.3f}x faster ({_bandwidths(res)}).", "",
           "| model | TP | points | measured H100/H200 (median, min-max) | rescaled: median / max error "
           "| H200 roofline: median / max error | roofline+2 ms: median |",
           "|---|---|---|---|---|---|---|"]

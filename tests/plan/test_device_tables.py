@@ -117,6 +117,10 @@ def test_rendered_results_are_their_json_rendered():
 
     doc = json.loads(RESULTS.read_text())
     assert RESULTS.with_suffix(".md").read_text() == bench_device_rescale.render(doc)
+    # the bandwidths it names are the catalog's, the ones the ratio came from
+    h100, h200 = catalog.get("H100"), catalog.get("H200")
+    assert f"({h200.hbm_tb_s:.3g} / {h100.hbm_tb_s:.3g} TB/s)" in bench_device_rescale.render(doc)
+    assert doc["bandwidth_ratio"] == pytest.approx(doc["bandwidth_tb_s"]["H100"] / doc["bandwidth_tb_s"]["H200"])
     # and the JSON is what the benchmark computes from the committed tables today
     assert _close(json.loads(json.dumps(bench_device_rescale.bench())), doc)
 
