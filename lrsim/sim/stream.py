@@ -54,12 +54,18 @@ class Sum:
 class Quantiles:
     """p50/p90/p99 from a DDSketch and the exact mean: metrics._pct's fields, streamed."""
 
-    __slots__ = ("sketch", "total", "n")
+    __slots__ = ("sketch", "stores", "total", "n")
 
     def __init__(self, relative_accuracy: float = RELATIVE_ACCURACY):
-        from ddsketch import DDSketch
+        from ddsketch import LogarithmicMapping
+        from ddsketch.ddsketch import BaseDDSketch
+        from ddsketch.store import DenseStore
 
-        self.sketch = DDSketch(relative_accuracy)
+        # ddsketch.DDSketch(relative_accuracy) as that class builds it, with the two stores kept
+        # here so that buckets() reads their public length() (the sketch keeps them private)
+        self.stores = (DenseStore(), DenseStore())
+        self.sketch = BaseDDSketch(mapping=LogarithmicMapping(relative_accuracy), store=self.stores[0],
+                                   negative_store=self.stores[1], zero_count=0.0)
         self.total = Sum()
         self.n = 0
 
@@ -75,7 +81,9 @@ class Quantiles:
         return {f"p{p}": float(q(p / 100)) for p in PERCENTILES} | {"mean": self.total.value / self.n}
 
     def buckets(self) -> int:
-        return len(self.sketch._store.bins) + len(self.sketch._negative_store.bins)
+        """Bins the sketch holds (positive and negative values): its memory, which a stream keeps
+        bounded whatever the requests."""
+        return sum(st.length() for st in self.stores)
 
 
 class Requests:
