@@ -1,0 +1,216 @@
+"""The load corpus's blocks and their replay: reading traces/load-style corpora (a block = N
+problems run together, run.flags.load_round), the measured figures of a level, the simulator
+replaying each block's records together at the machine speed probed before it, and the profile
+those replays use (calibrated on 1-2 in flight). bench_load.py, bench_open_loop.py,
+bench_plan_gap.py and bench_adaptive_real.py build on it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lrsim.calib.calibrate import calibrate, read_records
+from lrsim.calib.profile import Profile, validate_doc
+from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled
+
+CALIB_LEVELS = (1, 2)
+CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")   # the replay's calibration
+# and ar-er, whose AR on both cores against ar's gives the baseline's measured TP efficiency
+PROFILE_CONFIGS = (*CALIB_CONFIGS, "ar-er")
+
+
+def load_corpus(root: Path, dataset: str = "gsm8k") -> dict[int, dict[str, list[dict]]]:
+    """{level: {config: records}} of every non-empty trace file."""
+    out: dict[int, dict[str, list[dict]]] = {}
+    for path in sorted((root / dataset).glob("c*/*.jsonl")):
+        recs = [r for r in read_records(path) if r.get("steps") and r.get("load")]
+        if recs:
+            out.setdefault(int(path.parent.name[1:]), {})[path.stem] = recs
+    return out
+
+
+def blocks(recs: list[dict]) -> dict[int, list[dict]]:
+    """Records by block (run.flags.load_round)."""
+    out: dict[int, list[dict]] = {}
+    for r in recs:
+        out.setdefault(int(r["run"]["flags"]["load_round"]), []).append(r)
+    return out
+
+
+def makespan(block: list[dict]) -> float:
+    """First request start to last request end (the block's own clock: load.arrival_s + latency)."""
+    ends = [r["load"]["arrival_s"] + r["load"]["latency_s"] for r in block]
+    starts = [e - r["wall_time_s"] for e, r in zip(ends, block)]
+    return max(ends) - min(starts)
+
+
+# Replays of each speculative block, averaged: what a record does not hold (SD's accepted lengths,
+# the verdicts of drafts it never judged) is drawn, and one draw of a one-record block is noisy
+# (SD's accepted tokens per proposal: about +-8% over one 192-token answer)
+REPLAY_SEEDS = 4
+
+
+def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -> float:
+    """Simulated makespan of the block's records run together, at the machine speed probed
+    before it (the record's own probe at level 1; the run's probe of the idle engines above), or
+    at `speed` ({engine: {"decode_s", "prefill_s"}}: one probe for every block) when given."""
+    worlds, over = replay_worlds(prof, block, speed)
+    spans = [max(r.finish for r in w.records) - min(r.arrival for r in w.records) for w in worlds]
+    return sum(spans) / len(spans) + over
+
+
+def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
+                  arrivals: bool = False) -> tuple[list, float]:
+    """The block's records simulated together (predict_block's machine speed), once per replay
+    seed (ar draws nothing: once), with their recorded arrivals when `arrivals` (an open-loop
+    block); returns the simulated worlds and the profile's per-request overhead (s) of the mode."""
+    from lrsim.sim.runner import run
+
+    first = block[0]
+    probe = first.get("probe") or {}
+    if speed is not None:
+        probe = {"before": {"engines": speed}}
+    elif not probe and first["run"].get("probe_at_start"):
+        p = first["run"]["probe_at_start"]
+        probe = {"before": p, "after": p}
+    prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before")
+    worlds = []
+    for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
+        wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
+                            arrivals=arrivals)
+        worlds.append(run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))[1])
+    over = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
+        first["mode"], prof.doc["overheads"].get("per_request_s", 0.0))
+    return worlds, over
+
+
+def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict | None = None) -> dict:
+    """Per configuration: measured (and replayed) tokens/s over the blocks every configuration
+    of the level finished, and speedups over ar and ar-er on those blocks; `speed`: replay every
+    block at that one probe (predict_block)."""
+    by_cfg = {c: blocks(recs) for c, recs in level.items()}
+    common = set.intersection(*(set(b) for b in by_cfg.values())) if by_cfg else set()
+    # only full blocks (a killed block's survivors ran beside fewer requests than N)
+    n = max((len(b) for bs in by_cfg.values() for b in bs.values()), default=0)
+    common = {k for k in common if all(len(bs[k]) == n for bs in by_cfg.values())}
+    out = {}
+    for cfg, bs in sorted(by_cfg.items()):
+        sel = [bs[k] for k in sorted(common)]
+        if not sel:
+            continue
+        toks = sum(r["output_tokens"] for b in sel for r in b)
+        meas = sum(makespan(b) for b in sel)
+        row = {"blocks": len(sel), "records": sum(len(b) for b in sel), "tokens": toks,
+               "tokens_per_s": toks / meas,
+               "mean_latency_s": float(np.mean([r["load"]["latency_s"] for b in sel for r in b])),
+               "ttft_p50_s": _median([r["load"]["ttft_s"] for b in sel for r in b]),
+               "tpot_p50_s": _median([r["load"]["tpot_s"] for b in sel for r in b]),
+               "step_acceptance": _ratio(sel, "accepted", "proposed"),
+               "correct": sum(bool(r["correct"]) for b in sel for r in b)}
+        if prof is not None and cfg != "ar-er":      # another binding: only its TP efficiency
+            row["predicted_tokens_per_s"] = toks / sum(predict_block(prof, b, speed) for b in sel)
+        out[cfg] = row
+    for cfg, row in out.items():
+        if "ar" in out and cfg != "ar":
+            row["speedup_vs_ar_ci90"] = speedup_interval([by_cfg[cfg][k] for k in sorted(common)],
+                                                         [by_cfg["ar"][k] for k in sorted(common)])
+        for base in ("ar", "ar-er"):
+            if base in out and cfg != base:
+                row[f"speedup_vs_{base}"] = row["tokens_per_s"] / out[base]["tokens_per_s"]
+                if base == "ar":    # the ratio of mean request latencies, as lr plan's speedup is
+                    row["latency_speedup_vs_ar"] = out["ar"]["mean_latency_s"] / row["mean_latency_s"]
+                if "predicted_tokens_per_s" in row and base == "ar":
+                    row["predicted_speedup_vs_ar"] = (row["predicted_tokens_per_s"]
+                                                      / out["ar"]["predicted_tokens_per_s"])
+    return out
+
+
+CI_LEVEL, CI_RESAMPLES = 0.90, 2000   # the measured speedup's interval over blocks (speedup_interval)
+
+
+def speedup_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
+    """A 90% bootstrap interval of the measured speedup over ar (tokens over makespans, both
+    summed over the blocks), the blocks resampled in pairs (block k of both ran the same
+    problems): how far the measurement itself could move with other problems. None below 3
+    blocks. scipy.stats.bootstrap, percentile method (BCa needs more blocks than a level has),
+    seeded: the same traces give the same interval."""
+    from scipy.stats import bootstrap
+
+    if len(cfg_blocks) < 3:
+        return None
+    cols = [np.array([sum(r["output_tokens"] for r in b) for b in cfg_blocks], float),
+            np.array([makespan(b) for b in cfg_blocks]),
+            np.array([sum(r["output_tokens"] for r in b) for b in ar_blocks], float),
+            np.array([makespan(b) for b in ar_blocks])]
+
+    def ratio(tc, sc, ta, sa, axis=-1):
+        return (tc.sum(axis) / sc.sum(axis)) / (ta.sum(axis) / sa.sum(axis))
+
+    ci = bootstrap(cols, ratio, paired=True, vectorized=True, confidence_level=CI_LEVEL,
+                   n_resamples=CI_RESAMPLES, method="percentile",
+                   rng=np.random.default_rng(0)).confidence_interval
+    return [float(ci.low), float(ci.high)]
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return float(np.median(xs)) if xs else None
+
+
+def _ratio(sel, a, b):
+    num = sum(r["step_acceptance"][a] for blk in sel for r in blk)
+    den = sum(r["step_acceptance"][b] for blk in sel for r in blk)
+    return num / den if den else None
+
+
+def calib_paths(load_root: Path) -> list[str]:
+    return [str(p) for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
+
+
+def measure(calib_root: Path, corpus: dict, speed: dict | None = None) -> tuple[list[str], dict, Profile]:
+    """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
+    flight of the corpus at `calib_root`; `speed`: every block replayed at that one probe);
+    returns the calibration files and that profile too."""
+    paths = calib_paths(calib_root)
+    prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
+    return paths, {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}, prof
+
+
+def replay_speedup_errors(levels: dict) -> list[float]:
+    """|replayed / measured - 1| of every replayed configuration's speedup over ar."""
+    return [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+            for t in levels.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+
+
+def replay_errors(levels: dict) -> list[float]:
+    """Replayed over measured tokens/s, minus 1, of every replayed (level, configuration)."""
+    return [r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1
+            for t in levels.values() for r in t.values() if r.get("predicted_tokens_per_s")]
+
+
+def fit_summary(prof: Profile) -> dict:
+    """Per engine: the measured position factors and, per configuration, the sum of its
+    forward passes as priced by the line alone and with the factors, minus the measured sum."""
+    out = {}
+    for role in ("target", "draft"):
+        lat = prof.doc["latency"].get(role) or {}
+        fit = lat.get("fit") or {}
+        out[role] = {"position_factors": lat.get("position_factors", []),
+                     "by_config": {c: {k: row[k] for k in ("passes", "linear_sum_diff_pct", "sum_diff_pct")
+                                       if k in row}
+                                   for c, row in (fit.get("by_config") or {}).items() if c != "probe"}}
+    return out
+
+
+def corpus_probe(corpus: dict) -> dict:
+    """The median probe of every engine over a corpus (each record's own probes at level 1, the
+    run's probe of the idle engines before each block above): the machine speed it ran at."""
+    from lrsim.calib.physical import reference_probe
+
+    recs = []
+    for lv in corpus.values():
+        for rs in lv.values():
+            for r in rs:
+                p = r["run"].get("probe_at_start")
+                recs.append(r if r.get("probe") or not p else {"probe": {"before": p}})
+    return reference_probe(recs) or {}
