@@ -17,7 +17,10 @@ run, other problems, no arrival process), as in bench_load.py's held-out runs. P
                probe and the next block's when it came right after, bracketed_speed)
   diagnosis    the replay's latency error within each block by the requests in flight at
                arrival (by_in_flight); the replay's engine work against the measured, each forward
-               pass counted once (engine_work); those passes priced by the profile (pass_pricing)
+               pass counted once, with its batches (engine_work); those passes priced by the
+               profile (pass_pricing); the jobs, job by job (job_time: finished and cancelled
+               jobs, tokens, seconds from submission to end), and the sequences the engines ran
+               beyond the records' tokens, per job (unrecorded)
   planned      `lr plan --rate R --requests N` on the profile rescaled to the corpus's median
                probe: its own Poisson arrivals and synthetic steps (it knows the rate, the
                profile and the hardware, nothing of these problems)
@@ -38,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_load as bl  # noqa: E402
 from benchmarks.open_loop_diagnosis import (BRACKET_GAP_S, bracketed_speed, by_in_flight,  # noqa: E402
-                                            engine_work, pass_pricing)
+                                            engine_work, job_time, jobs_recorded, measured_jobs,
+                                            pass_pricing, replayed_jobs, unrecorded)
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
 
@@ -97,7 +101,8 @@ def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) ->
     """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
     {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
     TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
-    worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
+    with jobs_recorded() as (log, cancelled):
+        worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
     lat, ttft, spans, per = [], [], [], []
     for world in worlds:
         lat += [r.finish - r.arrival + over for r in world.records]
@@ -107,10 +112,14 @@ def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) ->
         # order pairs a simulated request with its record
         per.append([r.finish - r.arrival + over for r in sorted(world.records, key=lambda r: r.arrival)])
     engines = {role: {"passes": float(np.mean([getattr(w, role).iterations for w in worlds])),
-                      "busy_s": float(np.mean([getattr(w, role).busy_s for w in worlds]))}
+                      "busy_s": float(np.mean([getattr(w, role).busy_s for w in worlds])),
+                      # sequences per pass, over the passes (each seed's batch histogram)
+                      "sequences": float(np.mean([sum(b * k for b, k in getattr(w, role).batch_hist.items())
+                                                  for w in worlds]))}
                for role in ("target", "draft") if getattr(worlds[0], role, None) is not None}
     return {"lat": lat, "ttft": ttft, "makespan": float(np.mean(spans)) + over,
-            "by_arrival": [float(x) for x in np.mean(per, axis=0)], "engines": engines}
+            "by_arrival": [float(x) for x in np.mean(per, axis=0)], "engines": engines,
+            "jobs": replayed_jobs(log, cancelled, len(worlds))}
 
 
 def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
@@ -176,6 +185,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                     "replayed_by_in_flight_within_block": by_in_flight(bs, reps),
                     "passes_at_own_probe": pass_pricing(prof, bs),
                     "engine_work_own_probe": engine_work(bs, owns),
+                    "job_time_own_probe": job_time([measured_jobs(b) for b in bs], [o["jobs"] for o in owns]),
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},
@@ -252,6 +262,21 @@ def _pct(w: dict, key: str | None = None) -> str:
     return f"{100 * (r / m - 1):+.1f}%"
 
 
+def _batch(w: dict) -> str:
+    """Sequences per pass, or '-' where the results predate the count."""
+    return f"{w['sequences'] / w['passes']:.2f}" if w.get("sequences") is not None and w["passes"] else "-"
+
+
+def _jobs(role: str, kind: str, v: dict) -> str:
+    """'target finished: 312 / 320 jobs, 41,200 / 37,800 job-s (-8.3%)'."""
+    m, r = v.get("measured") or {}, v.get("replayed") or {}
+    if not m or not r:
+        return f"{role} {kind}: " + ("measured only" if m else "replayed only")
+    return (f"{role} {kind}: {m['jobs']:.0f} / {r['jobs']:.0f} jobs, {m['tokens']:,.0f} / {r['tokens']:,.0f} "
+            f"tokens, {m['job_s']:,.0f} / {r['job_s']:,.0f} job-s"
+            + (f" ({100 * (r['job_s'] / m['job_s'] - 1):+.1f}%)" if m["job_s"] > 0 else ""))
+
+
 def render(doc: dict) -> str:
     lines = [f"Open-loop corpus: {doc['records']} records ({doc['load']}; GSM8K, 192-token budget; target "
              "on core 0, draft on core 1), each block's N requests arriving by a seeded Poisson process, "
@@ -319,9 +344,10 @@ def render(doc: dict) -> str:
                                            for k, v in r["replayed_by_in_flight_within_block"].items())
                       for cfg, r in t.items()) + ".", "",
                   "At each block's own probe, the replay's work against the measured (each forward pass "
-                  "counted once): " + "; ".join(
+                  "counted once; mean batch: sequences per pass, measured / replayed): " + "; ".join(
                       f"{cfg} makespan {_pct(r['engine_work_own_probe']['makespan_s'])}, "
-                      + ", ".join(f"{role} passes {_pct(w, 'passes')}, busy {_pct(w, 'busy_s')}"
+                      + ", ".join(f"{role} passes {_pct(w, 'passes')}, busy {_pct(w, 'busy_s')}, "
+                                  f"mean batch {_batch(w['measured'])} / {_batch(w['replayed'])}"
                                   for role, w in r["engine_work_own_probe"].items() if role != "makespan_s")
                       for cfg, r in t.items())
                   + ". Those passes priced by the profile at the block's probe, minus measured (all / "
@@ -330,6 +356,15 @@ def render(doc: dict) -> str:
                                            + (f" / {v['with_prefill']['diff_pct']:+.1f}%" if "with_prefill" in v else "")
                                            for role, v in r["passes_at_own_probe"].items())
                       for cfg, r in t.items()) + ".", "",
+                  "Job by job at each block's own probe (a job's seconds: submission to its last "
+                  "token or its cancellation; the time requests spent waiting on an engine), "
+                  "measured / replayed: " + "; ".join(
+                      f"{cfg} " + ", ".join(_jobs(role, kind, v) for role, kinds in sorted(r["job_time_own_probe"].items())
+                                           for kind, v in sorted(kinds.items()))
+                      for cfg, r in t.items()) + ". The engines ran more sequences (a pass's batch, summed "
+                  "over passes) than the records' jobs hold tokens, per job: " + "; ".join(
+                      f"{cfg} " + ", ".join(f"{role} {x:+.2f}" for role, x in unrecorded(r).items())
+                      for cfg, r in t.items()) + " (the replay runs exactly its jobs' tokens).", "",
                   "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
                   "bounds a block's makespan, so these differ less than latencies): "
                   + "; ".join(f"{cfg} {r['tokens_per_s']:.2f} / {r['replayed']['tokens_per_s']:.2f} / "

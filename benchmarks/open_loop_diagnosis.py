@@ -1,9 +1,11 @@
 """What bench_open_loop.py reports besides its predictions: the machine speed around a block
 (bracketed_speed), and where the replay's latency error sits: within a block by the requests in
-flight at arrival (by_in_flight), in the engines' work (engine_work) or in the passes' price
-(pass_pricing). Each forward pass counted once: a record's engine_stats hold every pass of its
+flight at arrival (by_in_flight), in the engines' work and batches (engine_work), in the passes'
+price (pass_pricing) or in the jobs (job_time: measured_jobs against the replay's, jobs_recorded). Each forward pass counted once: a record's engine_stats hold every pass of its
 lifetime, shared with the requests then in flight."""
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -103,15 +105,114 @@ def pass_pricing(prof: Profile, bs: list[list[dict]]) -> dict:
 
 
 def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
-    """Per engine, over the blocks: forward passes and busy seconds measured (each pass once)
-    and replayed at each block's own probe, and the blocks' makespans: whether the replay does
-    the blocks' work in their time, whatever it does to each request's latency."""
+    """Per engine, over the blocks: forward passes, busy seconds and sequences run (a pass's
+    batch, summed over passes) measured (each pass once) and replayed at each block's own probe,
+    and the blocks' makespans: whether the replay does the blocks' work in their time, and in
+    batches as large, whatever it does to each request's latency."""
     out = {"makespan_s": {"measured": float(sum(bl.makespan(b) for b in bs)),
                           "replayed": float(sum(o["makespan"] for o in owns))}}
     for role in ("target", "draft"):
-        durs = [{p["duration_s"] for r in b
-                 for p in ((r.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or []} for b in bs]
-        if any(durs):
-            out[role] = {"measured": {"passes": sum(len(x) for x in durs), "busy_s": float(sum(sum(x) for x in durs))},
-                         "replayed": {k: float(sum(o["engines"][role][k] for o in owns)) for k in ("passes", "busy_s")}}
+        # one copy of each pass (its duration, to the nanosecond, names it in a block)
+        passes = [{p["duration_s"]: p for r in b
+                   for p in ((r.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or []} for b in bs]
+        if any(passes):
+            out[role] = {"measured": {"passes": sum(len(x) for x in passes),
+                                      "busy_s": float(sum(sum(x) for x in passes)),
+                                      "sequences": sum(p["batch_size"] for x in passes for p in x.values())},
+                         "replayed": {k: float(sum(o["engines"][role][k] for o in owns))
+                                      for k in ("passes", "busy_s", "sequences")}}
+    return out
+
+
+@contextmanager
+def jobs_recorded():
+    """Every job the simulator's engines are given while inside, as [(engine name, job)], and
+    {job: simulated time it was cancelled}: the replay's work job by job (engine_work's totals,
+    by job). Patches Engine.submit / Engine.cancel for the block; the simulator itself keeps no
+    job list (its hot path, issue 16)."""
+    from lrsim.sim.engine import Engine
+
+    log, cancelled = [], {}
+    submit, cancel = Engine.submit, Engine.cancel
+
+    def submit_logged(self, job):
+        log.append((self.name, job))
+        return submit(self, job)
+
+    def cancel_logged(self, job):
+        if job.finished is None and not job.cancelled:
+            cancelled[job] = self.env.now
+        return cancel(self, job)
+
+    Engine.submit, Engine.cancel = submit_logged, cancel_logged
+    try:
+        yield log, cancelled
+    finally:
+        Engine.submit, Engine.cancel = submit, cancel
+
+
+def replayed_jobs(log: list, cancelled: dict, seeds: int) -> dict:
+    """{engine: {"finished" | "cancelled": {"jobs", "tokens", "job_s"}}} of a replay's jobs
+    (jobs_recorded), per replay seed: a job's seconds run from its submission to its last
+    iteration (or its cancellation), its tokens are the iterations it ran."""
+    out: dict = {}
+    for name, job in log:
+        if job.finished is not None:
+            kind, span, toks = "finished", job.finished - job.submitted, job.total
+        elif job in cancelled:
+            kind, span = "cancelled", cancelled[job] - job.submitted
+            toks = job.total - job.iters_left if job.started is not None else 0
+        else:
+            continue                      # still queued when the block's last request ended
+        row = out.setdefault(name, {}).setdefault(kind, {"jobs": 0.0, "tokens": 0.0, "job_s": 0.0})
+        row["jobs"] += 1 / seeds
+        row["tokens"] += toks / seeds
+        row["job_s"] += span / seeds
+    return out
+
+
+def measured_jobs(block: list[dict]) -> dict:
+    """replayed_jobs' figures for the block's records: each step's draft and target jobs and the
+    jobs it discarded (finished, not used), and those it cancelled, from their recorded start
+    (submission) to end."""
+    out: dict = {}
+    for r in block:
+        for s in r["steps"]:
+            jobs = [(role, s[role], "finished") for role in ("draft", "target") if s.get(role)]
+            jobs += [(x["kind"], x, "finished") for x in s.get("discarded") or ()]
+            jobs += [(x["kind"], x, "cancelled") for x in s.get("cancelled") or ()]
+            for role, j, kind in jobs:
+                row = out.setdefault(role, {}).setdefault(kind, {"jobs": 0, "tokens": 0, "job_s": 0.0})
+                row["jobs"] += 1
+                row["tokens"] += j.get("tokens") or 0
+                row["job_s"] += j["end"] - j["start"]
+    return out
+
+
+def job_time(measured: list[dict], replayed: list[dict]) -> dict:
+    """Summed over blocks, per engine and kind of job: measured and replayed jobs, tokens and
+    job-seconds (the time requests spent waiting on that engine, shared passes counted once per
+    job): where the replay's shorter latencies come from when its passes and busy time match."""
+    out: dict = {}
+    for side, docs in (("measured", measured), ("replayed", replayed)):
+        for doc in docs:
+            for role, kinds in doc.items():
+                for kind, row in kinds.items():
+                    acc = out.setdefault(role, {}).setdefault(kind, {}).setdefault(
+                        side, {"jobs": 0.0, "tokens": 0.0, "job_s": 0.0})
+                    for k in acc:
+                        acc[k] += row[k]
+    return out
+
+
+def unrecorded(r: dict) -> dict:
+    """{engine: (measured sequences - measured jobs' tokens) / measured jobs}: engine work no
+    record's token count holds, per job (where the results hold both)."""
+    out = {}
+    for role, w in r["engine_work_own_probe"].items():
+        jobs = r.get("job_time_own_probe", {}).get(role)
+        if role == "makespan_s" or not jobs or w["measured"].get("sequences") is None:
+            continue
+        m = [v["measured"] for v in jobs.values() if v.get("measured")]
+        out[role] = (w["measured"]["sequences"] - sum(x["tokens"] for x in m)) / sum(x["jobs"] for x in m)
     return out
