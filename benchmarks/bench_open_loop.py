@@ -97,11 +97,11 @@ def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]
     return {c: [bs[k] for k in kept] for c, bs in by_cfg.items()}, left
 
 
-def replay_block(prof: Profile, block: list[dict], speed: dict | None = None) -> dict:
+def replay_block(prof: Profile, block: list[dict], speed: dict | None = None, tail: dict | None = None) -> dict:
     """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
     {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
     TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
-    with jobs_recorded() as (log, cancelled):
+    with jobs_recorded(tail) as (log, cancelled):
         worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
     lat, ttft, spans, per = [], [], [], []
     for world in worlds:
@@ -190,6 +190,13 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},
                     "by_block": by_block}
+    for cfg, row in out.items():
+        # what-if: the same replay at each block's own probe with the tail of sequences per job
+        # the engines ran beyond the records' tokens (unrecorded, measured on these blocks)
+        tail = {e: x for e, x in unrecorded(row).items() if x > 0}
+        if tail:
+            lat = [x for b in sel[cfg] for x in replay_block(prof, b, tail=tail)["lat"]]
+            row["replayed_own_probe_with_tail"] = {"tail": tail, "mean_latency_s": float(np.mean(lat))}
     if "ar" in out:
         ar = out["ar"]
         for cfg, row in out.items():
@@ -364,7 +371,12 @@ def render(doc: dict) -> str:
                       for cfg, r in t.items()) + ". The engines ran more sequences (a pass's batch, summed "
                   "over passes) than the records' jobs hold tokens, per job: " + "; ".join(
                       f"{cfg} " + ", ".join(f"{role} {x:+.2f}" for role, x in unrecorded(r).items())
-                      for cfg, r in t.items()) + " (the replay runs exactly its jobs' tokens).", "",
+                      for cfg, r in t.items()) + " (the replay runs exactly its jobs' tokens). Replayed at each "
+                  "block's own probe with that tail (each finished job leaves a sequence in its engine's batch "
+                  "that many more passes; a what-if), mean latency minus measured: "
+                  + ("; ".join(f"{cfg} {100 * (r['replayed_own_probe_with_tail']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}% "
+                               f"(without: {100 * (r['replayed_own_probe']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%)"
+                               for cfg, r in t.items() if "replayed_own_probe_with_tail" in r) or "no tail") + ".", "",
                   "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
                   "bounds a block's makespan, so these differ less than latencies): "
                   + "; ".join(f"{cfg} {r['tokens_per_s']:.2f} / {r['replayed']['tokens_per_s']:.2f} / "

@@ -125,18 +125,30 @@ def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
 
 
 @contextmanager
-def jobs_recorded():
+def jobs_recorded(tail: dict | None = None):
     """Every job the simulator's engines are given while inside, as [(engine name, job)], and
     {job: simulated time it was cancelled}: the replay's work job by job (engine_work's totals,
     by job). Patches Engine.submit / Engine.cancel for the block; the simulator itself keeps no
-    job list (its hot path, issue 16)."""
-    from lrsim.sim.engine import Engine
+    job list (its hot path, issue 16). `tail` ({engine: iterations per job}): a what-if, not a
+    model - each finished job of that engine leaves a sequence in the batch for that many more
+    iterations (a fraction carried from job to job), as a stopped request stays in a real
+    engine's batch until its abort arrives (unrecorded); the job itself finishes as before."""
+    from lrsim.sim.engine import Engine, Job
 
-    log, cancelled = [], {}
+    log, cancelled, carry = [], {}, {}
     submit, cancel = Engine.submit, Engine.cancel
+
+    def leave_tail(engine, job):
+        c = carry.get(engine.name, 0.0) + tail[engine.name]
+        n = int(c)
+        carry[engine.name] = c - n
+        if n:
+            submit(engine, Job(engine.env, n, ctx=job.ctx + job.total))   # not logged: no job
 
     def submit_logged(self, job):
         log.append((self.name, job))
+        if tail and tail.get(self.name):
+            job.done.callbacks.append(lambda _e, eng=self, j=job: leave_tail(eng, j))
         return submit(self, job)
 
     def cancel_logged(self, job):
