@@ -195,8 +195,10 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
         # the engines ran beyond the records' tokens (unrecorded, measured on these blocks)
         tail = {e: x for e, x in unrecorded(row).items() if x > 0}
         if tail:
-            lat = [x for b in sel[cfg] for x in replay_block(prof, b, tail=tail)["lat"]]
-            row["replayed_own_probe_with_tail"] = {"tail": tail, "mean_latency_s": float(np.mean(lat))}
+            reps = [replay_block(prof, b, tail=tail) for b in sel[cfg]]
+            row["replayed_own_probe_with_tail"] = {
+                "tail": tail, "mean_latency_s": float(np.mean([x for rp in reps for x in rp["lat"]])),
+                "sequences": {e: float(sum(rp["engines"][e]["sequences"] for rp in reps)) for e in tail}}
     if "ar" in out:
         ar = out["ar"]
         for cfg, row in out.items():
@@ -364,18 +366,21 @@ def render(doc: dict) -> str:
                                            for role, v in r["passes_at_own_probe"].items())
                       for cfg, r in t.items()) + ".", "",
                   "Job by job at each block's own probe (a job's seconds: submission to its last "
-                  "token or its cancellation; the time requests spent waiting on an engine), "
-                  "measured / replayed: " + "; ".join(
+                  "token or its cancellation; the time requests spent waiting on an engine; ar's measured "
+                  "jobs are the steps of its one stream a request), measured / replayed: " + "; ".join(
                       f"{cfg} " + ", ".join(_jobs(role, kind, v) for role, kinds in sorted(r["job_time_own_probe"].items())
                                            for kind, v in sorted(kinds.items()))
                       for cfg, r in t.items()) + ". The engines ran more sequences (a pass's batch, summed "
                   "over passes) than the records' jobs hold tokens, per job: " + "; ".join(
                       f"{cfg} " + ", ".join(f"{role} {x:+.2f}" for role, x in unrecorded(r).items())
                       for cfg, r in t.items()) + " (the replay runs exactly its jobs' tokens). Replayed at each "
-                  "block's own probe with that tail (each finished job leaves a sequence in its engine's batch "
-                  "that many more passes; a what-if), mean latency minus measured: "
+                  "block's own probe with that tail (each finished or cancelled job leaves a sequence in its "
+                  "engine's batch that many more passes; a what-if), mean latency minus measured: "
                   + ("; ".join(f"{cfg} {100 * (r['replayed_own_probe_with_tail']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}% "
-                               f"(without: {100 * (r['replayed_own_probe']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%)"
+                               f"(without: {100 * (r['replayed_own_probe']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%; "
+                               "sequences measured / replayed with it: "
+                               + ", ".join(f"{e} {r['engine_work_own_probe'][e]['measured']['sequences']:,.0f} / {v:,.0f}"
+                                           for e, v in r["replayed_own_probe_with_tail"]["sequences"].items()) + ")"
                                for cfg, r in t.items() if "replayed_own_probe_with_tail" in r) or "no tail") + ".", "",
                   "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
                   "bounds a block's makespan, so these differ less than latencies): "

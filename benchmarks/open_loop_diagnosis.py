@@ -130,31 +130,36 @@ def jobs_recorded(tail: dict | None = None):
     {job: simulated time it was cancelled}: the replay's work job by job (engine_work's totals,
     by job). Patches Engine.submit / Engine.cancel for the block; the simulator itself keeps no
     job list (its hot path, issue 16). `tail` ({engine: iterations per job}): a what-if, not a
-    model - each finished job of that engine leaves a sequence in the batch for that many more
-    iterations (a fraction carried from job to job), as a stopped request stays in a real
-    engine's batch until its abort arrives (unrecorded); the job itself finishes as before."""
+    model - each job of that engine, finished or cancelled, leaves a sequence in the batch for
+    that many more iterations (a fraction carried from job to job), as a stopped or aborted
+    request may stay in a real engine's batch until the abort reaches it (unrecorded: per
+    finished and cancelled job); the job itself ends as before."""
     from lrsim.sim.engine import Engine, Job
 
     log, cancelled, carry = [], {}, {}
     submit, cancel = Engine.submit, Engine.cancel
 
-    def leave_tail(engine, job):
+    def leave_tail(engine, job, written):
         c = carry.get(engine.name, 0.0) + tail[engine.name]
         n = int(c)
         carry[engine.name] = c - n
         if n:
-            submit(engine, Job(engine.env, n, ctx=job.ctx + job.total))   # not logged: no job
+            submit(engine, Job(engine.env, n, ctx=job.ctx + written))   # not logged: no job
 
     def submit_logged(self, job):
         log.append((self.name, job))
         if tail and tail.get(self.name):
-            job.done.callbacks.append(lambda _e, eng=self, j=job: leave_tail(eng, j))
+            job.done.callbacks.append(lambda _e, eng=self, j=job: leave_tail(eng, j, j.total))
         return submit(self, job)
 
     def cancel_logged(self, job):
-        if job.finished is None and not job.cancelled:
+        live = job.finished is None and not job.cancelled
+        if live:
             cancelled[job] = self.env.now
-        return cancel(self, job)
+        out = cancel(self, job)
+        if live and tail and tail.get(self.name) and job.started is not None:
+            leave_tail(self, job, job.total - job.iters_left)    # an admitted job aborted
+        return out
 
     Engine.submit, Engine.cancel = submit_logged, cancel_logged
     try:
@@ -186,7 +191,8 @@ def replayed_jobs(log: list, cancelled: dict, seeds: int) -> dict:
 def measured_jobs(block: list[dict]) -> dict:
     """replayed_jobs' figures for the block's records: each step's draft and target jobs and the
     jobs it discarded (finished, not used), and those it cancelled, from their recorded start
-    (submission) to end."""
+    (submission) to end. An ar record's steps are cuts of its one streamed request, so its
+    measured "jobs" are steps (the replay's: its requests' jobs); tokens and seconds compare."""
     out: dict = {}
     for r in block:
         for s in r["steps"]:

@@ -116,14 +116,24 @@ def test_job_time_counts_each_job_once_and_leaves_the_simulator_as_it_was(prof, 
     # a job's seconds: the requests' time on the engine, at most their latencies summed
     assert 0 < m["target"]["finished"]["job_s"] <= sum(r["load"]["latency_s"] for r in ar)
     m, rp = od.measured_jobs(lr), bo.replay_block(prof, lr)["jobs"]
-    committed = sum(len(r["steps"]) for r in lr)
+    # each recorded job once: a step's own draft and target are neither discarded nor cancelled
+    # (lrreal/scheduler/record.py), and no job is written twice within a record
+    for r in lr:
+        seen = [(x["kind"], x["start"], x["end"]) for s in r["steps"] for x in s.get("discarded", []) + s.get("cancelled", [])]
+        seen += [(k, s[k]["start"], s[k]["end"]) for s in r["steps"] for k in ("draft", "target") if s.get(k)]
+        assert len(seen) == len(set(seen))
+    # every committed step has its target job (a drafted step's verification) or is the target's
+    steps = sum(len(r["steps"]) for r in lr)
+    assert m["target"]["finished"]["jobs"] == sum(1 for r in lr for s in r["steps"] if s.get("target")) \
+        + sum(1 for r in lr for s in r["steps"] for x in s.get("discarded", []) if x["kind"] == "target")
     for side in (m, rp):
-        assert side["target"]["finished"]["jobs"] >= committed / 2 and side["draft"]["finished"]["jobs"] > 0
+        assert side["target"]["finished"]["jobs"] >= steps / 2 and side["draft"]["finished"]["jobs"] > 0
     # the what-if tail: each finished target job leaves one more sequence-pass, and is not a job
     tailed = bo.replay_block(prof, lr, tail={"target": 1.0})
     jobs = tailed["jobs"]["target"]
-    assert tailed["engines"]["target"]["sequences"] == pytest.approx(
-        sum(v["tokens"] for v in jobs.values()) + jobs["finished"]["jobs"])
+    admitted_cancels = tailed["engines"]["target"]["sequences"] - sum(v["tokens"] for v in jobs.values()) \
+        - jobs["finished"]["jobs"]
+    assert 0 <= admitted_cancels <= jobs.get("cancelled", {}).get("jobs", 0) + 1e-9   # cancelled once admitted
     assert tailed["engines"]["draft"]["sequences"] == pytest.approx(
         sum(v["tokens"] for v in tailed["jobs"]["draft"].values()))
     assert Engine.submit is submit
@@ -176,7 +186,8 @@ def test_the_open_loop_claims(committed):
     LR +3.4% to -1.9%); the replay's LR target: passes +3.6%, busy -3.7%, 3.52 sequences a pass
     against 3.79, finished target jobs -9.1% job-seconds for +1.3% tokens; the engines ran more
     sequences than the records' tokens per job: ar none, LR target 1.38, draft 2.29, and with that
-    tail LR's own-probe replay is -9.1% (not -10.5%), still short of ar's -4.0%; tokens/s
+    tail (the replay then runs as many sequences as measured) LR's own-probe replay is -9.0% (not
+    -10.5%), still short of ar's -4.0%; tokens/s
     replayed within 4%, planned 10-15% high; rounds 1 and 2 left out."""
     from benchmarks import open_loop_diagnosis as od
 
@@ -230,6 +241,9 @@ def test_the_open_loop_claims(committed):
     assert "replayed_own_probe_with_tail" not in ar
     wt = lr["replayed_own_probe_with_tail"]
     assert {k: round(v, 2) for k, v in wt["tail"].items()} == {"target": 1.38, "draft": 2.29}
-    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -9.1
+    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -9.0
+    # ... though with it the replay runs as many sequences as the engines did (within 0.5%)
+    for e, v in wt["sequences"].items():
+        assert v == pytest.approx(lr["engine_work_own_probe"][e]["measured"]["sequences"], rel=0.005)
     assert [round(100 * (r["replayed"]["tokens_per_s"] / r["tokens_per_s"] - 1), 1) for r in (ar, lr)] == [-1.4, 3.7]
     assert [round(100 * (r["planned"]["tokens_per_s"] / r["tokens_per_s"] - 1), 1) for r in (ar, lr)] == [9.6, 14.6]
