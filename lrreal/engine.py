@@ -350,6 +350,18 @@ PROBE_PROMPT_TOKENS = 32   # one KV block: a prefill long enough to time, short 
 PROBE_DECODE_TOKENS = 4    # decode passes timed per probe (the median is kept)
 
 
+def finish_of(reason: str | None, stop_reason) -> str:
+    """GenResult.finish from vLLM's CompletionOutput: "length" (max_tokens or the model's context
+    length), "stop" (a stop string: its stop_reason is the string) or "eos" (finish "stop" with
+    no string: the EOS or a stop token id). Any other end (vLLM's abort, error or repetition,
+    vllm/v1/engine/__init__.py FinishReason) leaves no answer to record: an error."""
+    if reason == "length":
+        return "length"
+    if reason == "stop":
+        return "stop" if isinstance(stop_reason, str) else "eos"
+    raise RuntimeError(f"the engine ended the request with finish reason {reason!r}")
+
+
 def probe_token_ids(salt: int, n: int) -> list[int]:
     """Deterministic pseudo-random ids in the common part of a BPE vocabulary (1000-30000)."""
     import random
@@ -457,12 +469,7 @@ class VllmEngine:
         end = monotonic()
         progress.end = end
         c = final.outputs[0]
-        if c.finish_reason == "length":
-            finish = "length"
-        elif c.stop_reason is None or not isinstance(c.stop_reason, str):
-            finish = "eos"
-        else:
-            finish = "stop"
+        finish = finish_of(c.finish_reason, c.stop_reason)
         cached = getattr(final, "num_cached_tokens", None)
         return GenResult(text=c.text, tokens=len(c.token_ids), finish=finish,
                          start=progress.start, end=end, first=progress.first,

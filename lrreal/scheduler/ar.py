@@ -27,11 +27,13 @@ async def run_ar(run: Run) -> ProblemResult:
 
     progress = Progress(start=t0, on_update=on_update)
     res = await run.target.generate(req, progress)
-    for i, cut in enumerate(seg.finish(res.text, res.tokens, res.end)):
+    cuts = seg.finish(res.text, res.tokens, res.end)
+    for i, cut in enumerate(cuts):
         # the request's prompt (and its prefix-cache hit) belongs to the first step: the later
         # steps continue the same request, with no prompt of their own
         prompt = dict(prompt_tokens=res.prompt_tokens, cached_tokens=res.cached_tokens) if i == 0 else {}
-        span = GenResult(text=cut["text"], tokens=cut["tokens"], finish="", start=cut["start"],
+        span = GenResult(text=cut["text"], tokens=cut["tokens"],
+                         finish=res.finish if i == len(cuts) - 1 else "", start=cut["start"],
                          end=cut["end"], **prompt)
         log.commit(source="target", text=cut["text"], tokens=cut["tokens"], depth=0, draft=None,
                    target=span, verify=None)

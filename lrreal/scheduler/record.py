@@ -46,6 +46,8 @@ class StepLog:
         if r is None:
             return None
         out = {"start": self.rel(r.start), "end": self.rel(r.end), "tokens": r.tokens}
+        if r.finish:           # why the engine request ended (stop, eos, length); a cut of a
+            out["finish"] = r.finish          # streamed request that goes on has none
         if r.prompt_tokens is not None and r.cached_tokens is not None:
             out |= {"prompt_tokens": r.prompt_tokens, "cached_tokens": r.cached_tokens}
         return out

@@ -9,7 +9,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from lrreal.engine import _StatSink, ngram_config, sd_summary
+from lrreal.engine import _StatSink, finish_of, ngram_config, sd_summary
 from lrcore.errors import UserError
 from lrreal.lock import vllm_lock
 
@@ -40,6 +40,17 @@ def test_stat_sink_records_passes_and_sd_counters():
     assert sd["drafted"] == 12 and sd["accepted"] == 5 and sd["num_drafts"] == 3
     assert sd["accepted_length_hist"] == [1, 0, 1, 1, 0]
     assert sum(k * n for k, n in enumerate(sd["accepted_length_hist"])) == sd["accepted"]
+
+
+def test_finish_of_reads_vllm_s_finish_and_stop_reasons():
+    """vLLM reports EOS as finish "stop" without a stop string (None, or a stop token id); an
+    abort, error or repetition end is no answer, not an EOS."""
+    assert finish_of("length", None) == "length"
+    assert finish_of("stop", "\n\n") == "stop"
+    assert finish_of("stop", None) == "eos" and finish_of("stop", 151643) == "eos"
+    for reason in ("abort", "error", "repetition", None):
+        with pytest.raises(RuntimeError, match="finish reason"):
+            finish_of(reason, None)
 
 
 def test_sd_summary_is_a_window_difference():

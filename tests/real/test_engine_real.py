@@ -124,6 +124,17 @@ def test_ar_and_lr_write_valid_traces(real, tmp_path):
         assert lr["step_acceptance"]["proposed"] >= 1
     # Greedy target, same prompt: the first step is the same text in both modes.
     assert lr["steps"][0]["text"] == ar["steps"][0]["text"]
+    # every real engine request says why it ended (vLLM's finish and stop reasons): lr's steps
+    # but the last one end at the "\n\n" stop string or their 32-token cap; ar's one streamed
+    # request ends at EOS or its 48-token budget, which only its last step carries
+    for s in lr["steps"][:-1]:
+        if s["target"] is not None:
+            t = s["target"]
+            assert t["finish"] == "stop" or (t["finish"] == "length" and t["tokens"] >= 32), s
+        if s["draft"] is not None:
+            assert s["draft"]["finish"] in ("stop", "eos", "length"), s
+    assert [s["target"].get("finish") for s in ar["steps"][:-1]] == [None] * (len(ar["steps"]) - 1)
+    assert ar["steps"][-1]["target"]["finish"] == ("length" if ar["finish_reason"] == "budget" else "eos")
 
     # Resume through the CLI: everything is recorded, so nothing runs and no engine starts.
     cmd = [sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "ar", "--dataset", "gsm8k",

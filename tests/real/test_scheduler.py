@@ -232,11 +232,34 @@ def test_steplog_spans_carry_the_prefix_cache_hit_when_the_engine_says_it():
     log = StepLog(t0=100.0)
     seen = GenResult("x", 3, "stop", 101.0, 102.0, prompt_tokens=120, cached_tokens=96)
     assert log.span(seen) == {"start": 1.0, "end": 2.0, "tokens": 3, "prompt_tokens": 120,
-                              "cached_tokens": 96}
-    assert log.span(GenResult("x", 3, "stop", 101.0, 102.0)) == {"start": 1.0, "end": 2.0, "tokens": 3}
+                              "cached_tokens": 96, "finish": "stop"}
+    assert log.span(GenResult("x", 3, "eos", 101.0, 102.0)) == {"start": 1.0, "end": 2.0, "tokens": 3,
+                                                                "finish": "eos"}
+    # a cut of a streamed request that goes on (ar's steps but its last) has no finish
+    assert log.span(GenResult("x", 3, "", 101.0, 102.0)) == {"start": 1.0, "end": 2.0, "tokens": 3}
     log.discarded("draft", seen, depth=2)
     assert log.pending_discarded == [{"kind": "draft", "start": 1.0, "end": 2.0, "tokens": 3,
-                                      "prompt_tokens": 120, "cached_tokens": 96, "depth": 2}]
+                                      "prompt_tokens": 120, "cached_tokens": 96, "finish": "stop",
+                                      "depth": 2}]
+
+
+@pytest.mark.parametrize("mode", ["ar", "lr", "lr-sync"])
+def test_each_engine_request_records_why_it_ended(mode):
+    """Every draft and target span says why its engine request ended: a step cut at its stop
+    string "stop", the answer's last step "eos"; ar's steps are cuts of one streamed request,
+    so only its last step carries the request's finish."""
+    target, draft = engines(wrong_steps=(3,))
+    res = run(SchedulerConfig(mode=mode, depth=2, max_tokens=500), target, draft)
+    validate(res, mode)
+    spans = [s[k] for s in res.steps for k in ("draft", "target") if s[k]]
+    if mode == "ar":
+        assert [sp.get("finish") for sp in spans] == [None] * (len(spans) - 1) + ["eos"]
+        return
+    assert all(sp["finish"] in ("stop", "eos") for sp in spans), spans
+    last = res.steps[-1][res.steps[-1]["source"]]
+    assert last["finish"] == "eos"
+    assert [s["target"]["finish"] for s in res.steps[:-1] if s["target"]] == \
+        ["stop"] * sum(1 for s in res.steps[:-1] if s["target"])
 
 
 @pytest.mark.parametrize("case", range(24))
