@@ -20,7 +20,12 @@ run, other problems, no arrival process), as in bench_load.py's held-out runs. P
                pass counted once, with its batches (engine_work); those passes priced by the
                profile (pass_pricing); the jobs, job by job (job_time: finished and cancelled
                jobs, tokens, seconds from submission to end), and the sequences the engines ran
-               beyond the records' tokens, per job (unrecorded)
+               beyond the records' tokens, per job (unrecorded); request by request, the time
+               one of its target jobs was on the target and the time none of its jobs was on
+               an engine (measured_cover, replayed_cover); the prompt tokens each job prefilled
+               (prompt_tokens - cached_tokens against the replay's), and what-ifs: the stop
+               tail (unrecorded sequences per job), each LR job's prefill in whole KV blocks
+               (prefill_in_blocks), both
   planned      `lr plan --rate R --requests N` on the profile rescaled to the corpus's median
                probe: its own Poisson arrivals and synthetic steps (it knows the rate, the
                profile and the hardware, nothing of these problems)
@@ -41,8 +46,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_load as bl  # noqa: E402
 from benchmarks.open_loop_diagnosis import (BRACKET_GAP_S, bracketed_speed, by_in_flight,  # noqa: E402
-                                            engine_work, job_time, jobs_recorded, measured_jobs,
-                                            pass_pricing, replayed_jobs, unrecorded)
+                                            engine_work, job_time, jobs_recorded, measured_cover,
+                                            measured_jobs, pass_pricing, replayed_cover,
+                                            replayed_jobs, unrecorded)
+from benchmarks.open_loop_report import diagnosis_lines  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
 
@@ -97,11 +104,12 @@ def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]
     return {c: [bs[k] for k in kept] for c, bs in by_cfg.items()}, left
 
 
-def replay_block(prof: Profile, block: list[dict], speed: dict | None = None, tail: dict | None = None) -> dict:
+def replay_block(prof: Profile, block: list[dict], speed: dict | None = None, tail: dict | None = None,
+                 kv_block: int | None = None) -> dict:
     """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
     {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
     TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
-    with jobs_recorded(tail) as (log, cancelled):
+    with jobs_recorded(tail, kv_block) as (log, cancelled):
         worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
     lat, ttft, spans, per = [], [], [], []
     for world in worlds:
@@ -119,7 +127,8 @@ def replay_block(prof: Profile, block: list[dict], speed: dict | None = None, ta
                for role in ("target", "draft") if getattr(worlds[0], role, None) is not None}
     return {"lat": lat, "ttft": ttft, "makespan": float(np.mean(spans)) + over,
             "by_arrival": [float(x) for x in np.mean(per, axis=0)], "engines": engines,
-            "jobs": replayed_jobs(log, cancelled, len(worlds))}
+            "jobs": replayed_jobs(log, cancelled, len(worlds)),
+            "cover": replayed_cover(worlds, log, cancelled, over)}
 
 
 def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) -> list[float] | None:
@@ -139,6 +148,10 @@ def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) 
                    n_resamples=bl.CI_RESAMPLES, method="percentile",
                    rng=np.random.default_rng(0)).confidence_interval
     return [float(ci.low), float(ci.high)]
+
+
+def _summed(docs: list[dict]) -> dict:
+    return {k: float(sum(d[k] for d in docs)) for k in docs[0]}
 
 
 def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None) -> dict:
@@ -186,6 +199,8 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                     "passes_at_own_probe": pass_pricing(prof, bs),
                     "engine_work_own_probe": engine_work(bs, owns),
                     "job_time_own_probe": job_time([measured_jobs(b) for b in bs], [o["jobs"] for o in owns]),
+                    "cover_own_probe": {"measured": _summed([measured_cover(b) for b in bs]),
+                                        "replayed": _summed([o["cover"] for o in owns])},
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},
@@ -199,6 +214,15 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
             row["replayed_own_probe_with_tail"] = {
                 "tail": tail, "mean_latency_s": float(np.mean([x for rp in reps for x in rp["lat"]])),
                 "sequences": {e: float(sum(rp["engines"][e]["sequences"] for rp in reps)) for e in tail}}
+        # what-if: each LR step job's prefill as the engines' prefix cache of whole blocks leaves
+        # it (run.flags.block_size), alone and with the tail; ar's one stream a request has none
+        kv_block = int(sel[cfg][0][0]["run"]["flags"].get("block_size") or 0)
+        if kv_block > 1 and sel[cfg][0][0]["mode"] not in ("ar", "sd"):
+            for key, tl in (("replayed_own_probe_in_blocks", None),
+                            ("replayed_own_probe_in_blocks_with_tail", tail))[:2 if tail else 1]:
+                reps = [replay_block(prof, b, tail=tl, kv_block=kv_block) for b in sel[cfg]]
+                row[key] = {"block": kv_block, "mean_latency_s": float(np.mean([x for rp in reps for x in rp["lat"]])),
+                            "jobs": job_time([], [rp["jobs"] for rp in reps])}
     if "ar" in out:
         ar = out["ar"]
         for cfg, row in out.items():
@@ -264,26 +288,6 @@ def main() -> None:
     out.write_text(json.dumps(doc, indent=1) + "\n")
     out.with_suffix(".md").write_text(render(doc))
     print(render(doc))
-
-
-def _pct(w: dict, key: str | None = None) -> str:
-    m, r = (w["measured"], w["replayed"]) if key is None else (w["measured"][key], w["replayed"][key])
-    return f"{100 * (r / m - 1):+.1f}%"
-
-
-def _batch(w: dict) -> str:
-    """Sequences per pass, or '-' where the results predate the count."""
-    return f"{w['sequences'] / w['passes']:.2f}" if w.get("sequences") is not None and w["passes"] else "-"
-
-
-def _jobs(role: str, kind: str, v: dict) -> str:
-    """'target finished: 312 / 320 jobs, 41,200 / 37,800 job-s (-8.3%)'."""
-    m, r = v.get("measured") or {}, v.get("replayed") or {}
-    if not m or not r:
-        return f"{role} {kind}: " + ("measured only" if m else "replayed only")
-    return (f"{role} {kind}: {m['jobs']:.0f} / {r['jobs']:.0f} jobs, {m['tokens']:,.0f} / {r['tokens']:,.0f} "
-            f"tokens, {m['job_s']:,.0f} / {r['job_s']:,.0f} job-s"
-            + (f" ({100 * (r['job_s'] / m['job_s'] - 1):+.1f}%)" if m["job_s"] > 0 else ""))
 
 
 def render(doc: dict) -> str:
@@ -352,36 +356,7 @@ def render(doc: dict) -> str:
                                            f"({v['requests']}, {v['blocks']})"
                                            for k, v in r["replayed_by_in_flight_within_block"].items())
                       for cfg, r in t.items()) + ".", "",
-                  "At each block's own probe, the replay's work against the measured (each forward pass "
-                  "counted once; mean batch: sequences per pass, measured / replayed): " + "; ".join(
-                      f"{cfg} makespan {_pct(r['engine_work_own_probe']['makespan_s'])}, "
-                      + ", ".join(f"{role} passes {_pct(w, 'passes')}, busy {_pct(w, 'busy_s')}, "
-                                  f"mean batch {_batch(w['measured'])} / {_batch(w['replayed'])}"
-                                  for role, w in r["engine_work_own_probe"].items() if role != "makespan_s")
-                      for cfg, r in t.items())
-                  + ". Those passes priced by the profile at the block's probe, minus measured (all / "
-                  "those holding a prompt's prefill): " + "; ".join(
-                      f"{cfg} " + ", ".join(f"{role} {v['all']['diff_pct']:+.1f}%"
-                                           + (f" / {v['with_prefill']['diff_pct']:+.1f}%" if "with_prefill" in v else "")
-                                           for role, v in r["passes_at_own_probe"].items())
-                      for cfg, r in t.items()) + ".", "",
-                  "Job by job at each block's own probe (a job's seconds: submission to its last "
-                  "token or its cancellation; the time requests spent waiting on an engine; ar's measured "
-                  "jobs are the steps of its one stream a request), measured / replayed: " + "; ".join(
-                      f"{cfg} " + ", ".join(_jobs(role, kind, v) for role, kinds in sorted(r["job_time_own_probe"].items())
-                                           for kind, v in sorted(kinds.items()))
-                      for cfg, r in t.items()) + ". The engines ran more sequences (a pass's batch, summed "
-                  "over passes) than the records' jobs hold tokens, per job: " + "; ".join(
-                      f"{cfg} " + ", ".join(f"{role} {x:+.2f}" for role, x in unrecorded(r).items())
-                      for cfg, r in t.items()) + " (the replay runs exactly its jobs' tokens). Replayed at each "
-                  "block's own probe with that tail (each finished or cancelled job leaves a sequence in its "
-                  "engine's batch that many more passes; a what-if), mean latency minus measured: "
-                  + ("; ".join(f"{cfg} {100 * (r['replayed_own_probe_with_tail']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}% "
-                               f"(without: {100 * (r['replayed_own_probe']['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%; "
-                               "sequences measured / replayed with it: "
-                               + ", ".join(f"{e} {r['engine_work_own_probe'][e]['measured']['sequences']:,.0f} / {v:,.0f}"
-                                           for e, v in r["replayed_own_probe_with_tail"]["sequences"].items()) + ")"
-                               for cfg, r in t.items() if "replayed_own_probe_with_tail" in r) or "no tail") + ".", "",
+                  *diagnosis_lines(t),
                   "Tokens/s over the blocks' makespans (measured / replayed / planned; the last arrival "
                   "bounds a block's makespan, so these differ less than latencies): "
                   + "; ".join(f"{cfg} {r['tokens_per_s']:.2f} / {r['replayed']['tokens_per_s']:.2f} / "

@@ -1,8 +1,11 @@
 """What bench_open_loop.py reports besides its predictions: the machine speed around a block
 (bracketed_speed), and where the replay's latency error sits: within a block by the requests in
 flight at arrival (by_in_flight), in the engines' work and batches (engine_work), in the passes'
-price (pass_pricing) or in the jobs (job_time: measured_jobs against the replay's, jobs_recorded). Each forward pass counted once: a record's engine_stats hold every pass of its
-lifetime, shared with the requests then in flight."""
+price (pass_pricing), in the jobs (job_time: measured_jobs against the replay's, jobs_recorded)
+or between them (measured_cover, replayed_cover: the time a request had nothing on an engine).
+Each forward pass counted once: a record's engine_stats hold every pass of its lifetime, shared
+with the requests then in flight. open_loop_report.py writes these as results/load_open.md's
+paragraphs."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -124,16 +127,32 @@ def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
     return out
 
 
+def prefill_in_blocks(ctx: float, prefill: int, block: int) -> int:
+    """A job's prefill when the prefix cache holds whole blocks only: vLLM's hit is the longest
+    run of cached full `block`-token blocks, and at least the prompt's last token is computed
+    (vllm/v1/core/kv_cache_manager.py get_computed_blocks: at most num_tokens - 1 cached), so
+    a context of `ctx` tokens of which `prefill` were never seen prefills ctx - that floor."""
+    if block <= 1 or ctx <= 0 or prefill > ctx:
+        return prefill
+    cached = min(ctx - prefill, ctx - 1)
+    return int(round(ctx - (cached // block) * block))
+
+
 @contextmanager
-def jobs_recorded(tail: dict | None = None):
-    """Every job the simulator's engines are given while inside, as [(engine name, job)], and
-    {job: simulated time it was cancelled}: the replay's work job by job (engine_work's totals,
+def jobs_recorded(tail: dict | None = None, block: int | None = None):
+    """Every job the simulator's engines are given while inside, as [(engine name, job, its
+    prefill at submission or None)], and {job: simulated time it was cancelled}: the replay's work job by job (engine_work's totals,
     by job). Patches Engine.submit / Engine.cancel for the block; the simulator itself keeps no
     job list (its hot path, issue 16). `tail` ({engine: iterations per job}): a what-if, not a
     model - each job of that engine, finished or cancelled, leaves a sequence in the batch for
     that many more iterations (a fraction carried from job to job), as a stopped or aborted
     request may stay in a real engine's batch until the abort reaches it (unrecorded: per
-    finished and cancelled job); the job itself ends as before."""
+    finished and cancelled job); the job itself ends as before. `block` (tokens): another
+    what-if - each step job of an LR tree prefills as a prefix cache of whole blocks leaves it
+    (prefill_in_blocks; the simulator counts only the tokens its engine never saw). The prefill
+    is kept for the step jobs of an LR tree (tagged with their node, each a new engine request
+    whose context holds its prefill) and every draft job; None for the others (ar's stream goes
+    on in one request); the engine zeroes a job's own once its first pass has run."""
     from lrsim.sim.engine import Engine, Job
 
     log, cancelled, carry = [], {}, {}
@@ -147,7 +166,13 @@ def jobs_recorded(tail: dict | None = None):
             submit(engine, Job(engine.env, n, ctx=job.ctx + written))   # not logged: no job
 
     def submit_logged(self, job):
-        log.append((self.name, job))
+        step = getattr(job.tag, "position", None) is not None     # a node of the LR tree
+        if block and step:
+            job.prefill = prefill_in_blocks(job.ctx, job.prefill, block)
+            job.kv_base = max(job.ctx, job.prefill)
+        # a new engine request with its prompt: a tree node's job, or any draft (LR's prompt-
+        # only draft too); ar's stream continues one request
+        log.append((self.name, job, job.prefill if step or self.name == "draft" else None))
         if tail and tail.get(self.name):
             job.done.callbacks.append(lambda _e, eng=self, j=job: leave_tail(eng, j, j.total))
         return submit(self, job)
@@ -169,11 +194,12 @@ def jobs_recorded(tail: dict | None = None):
 
 
 def replayed_jobs(log: list, cancelled: dict, seeds: int) -> dict:
-    """{engine: {"finished" | "cancelled": {"jobs", "tokens", "job_s"}}} of a replay's jobs
-    (jobs_recorded), per replay seed: a job's seconds run from its submission to its last
-    iteration (or its cancellation), its tokens are the iterations it ran."""
+    """{engine: {"finished" | "cancelled": {"jobs", "tokens", "job_s", "prompted", "prefill"}}}
+    of a replay's jobs (jobs_recorded), per replay seed: a job's seconds run from its submission
+    to its last iteration (or its cancellation), its tokens are the iterations it ran; its
+    prefill, where kept (`prompted` of the jobs), the prompt tokens it was submitted to compute."""
     out: dict = {}
-    for name, job in log:
+    for name, job, prefill in log:
         if job.finished is not None:
             kind, span, toks = "finished", job.finished - job.submitted, job.total
         elif job in cancelled:
@@ -181,10 +207,14 @@ def replayed_jobs(log: list, cancelled: dict, seeds: int) -> dict:
             toks = job.total - job.iters_left if job.started is not None else 0
         else:
             continue                      # still queued when the block's last request ended
-        row = out.setdefault(name, {}).setdefault(kind, {"jobs": 0.0, "tokens": 0.0, "job_s": 0.0})
+        row = out.setdefault(name, {}).setdefault(kind, {"jobs": 0.0, "tokens": 0.0, "job_s": 0.0,
+                                                          "prompted": 0.0, "prefill": 0.0})
         row["jobs"] += 1 / seeds
         row["tokens"] += toks / seeds
         row["job_s"] += span / seeds
+        if prefill is not None:
+            row["prompted"] += 1 / seeds
+            row["prefill"] += prefill / seeds
     return out
 
 
@@ -192,7 +222,9 @@ def measured_jobs(block: list[dict]) -> dict:
     """replayed_jobs' figures for the block's records: each step's draft and target jobs and the
     jobs it discarded (finished, not used), and those it cancelled, from their recorded start
     (submission) to end. An ar record's steps are cuts of its one streamed request, so its
-    measured "jobs" are steps (the replay's: its requests' jobs); tokens and seconds compare."""
+    measured "jobs" are steps (the replay's: its requests' jobs); tokens and seconds compare.
+    `prefill`: the prompt tokens the engine's prefix cache did not hold (prompt_tokens -
+    cached_tokens), over the `prompted` jobs whose span records both (not a cancelled one's)."""
     out: dict = {}
     for r in block:
         for s in r["steps"]:
@@ -200,10 +232,14 @@ def measured_jobs(block: list[dict]) -> dict:
             jobs += [(x["kind"], x, "finished") for x in s.get("discarded") or ()]
             jobs += [(x["kind"], x, "cancelled") for x in s.get("cancelled") or ()]
             for role, j, kind in jobs:
-                row = out.setdefault(role, {}).setdefault(kind, {"jobs": 0, "tokens": 0, "job_s": 0.0})
+                row = out.setdefault(role, {}).setdefault(kind, {"jobs": 0, "tokens": 0, "job_s": 0.0,
+                                                                  "prompted": 0, "prefill": 0})
                 row["jobs"] += 1
                 row["tokens"] += j.get("tokens") or 0
                 row["job_s"] += j["end"] - j["start"]
+                if j.get("prompt_tokens") is not None and j.get("cached_tokens") is not None:
+                    row["prompted"] += 1
+                    row["prefill"] += j["prompt_tokens"] - j["cached_tokens"]
     return out
 
 
@@ -217,9 +253,9 @@ def job_time(measured: list[dict], replayed: list[dict]) -> dict:
             for role, kinds in doc.items():
                 for kind, row in kinds.items():
                     acc = out.setdefault(role, {}).setdefault(kind, {}).setdefault(
-                        side, {"jobs": 0.0, "tokens": 0.0, "job_s": 0.0})
+                        side, {"jobs": 0.0, "tokens": 0.0, "job_s": 0.0, "prompted": 0.0, "prefill": 0.0})
                     for k in acc:
-                        acc[k] += row[k]
+                        acc[k] += row.get(k, 0.0)
     return out
 
 
@@ -233,4 +269,60 @@ def unrecorded(r: dict) -> dict:
             continue
         m = [v["measured"] for v in jobs.values() if v.get("measured")]
         out[role] = (w["measured"]["sequences"] - sum(x["tokens"] for x in m)) / sum(x["jobs"] for x in m)
+    return out
+
+
+def _union_s(spans) -> float:
+    """Seconds covered by the union of (start, end) spans."""
+    total, reach = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
+def _cover(latency: float, jobs: list[tuple[str, float, float]], before_run: float = 0.0) -> dict:
+    return {"requests": 1, "latency_s": latency, "before_run_s": before_run,
+            "any_job_s": _union_s([(a, b) for _, a, b in jobs]),
+            "target_job_s": _union_s([(a, b) for role, a, b in jobs if role == "target"])}
+
+
+def _add(acc: dict, row: dict, w: float = 1.0) -> dict:
+    for k, v in row.items():
+        acc[k] = acc.get(k, 0.0) + w * v
+    return acc
+
+
+def measured_cover(block: list[dict]) -> dict:
+    """Summed over the block's requests (s): latency from admission; the time one of its jobs was
+    on an engine (any job, and a target job: submitted, not yet finished or cancelled); the rest
+    is time the request had nothing on an engine (a verdict awaited, the scheduler's reaction)
+    and, within it, `before_run_s`: from admission to the scheduler's start (the prompt built
+    and tokenised; a block's first request also loads the tokenizer, lrreal/collect.py run_one).
+    Spans are on the scheduler's clock (its start = 0)."""
+    out: dict = {}
+    for r in block:
+        jobs = [(role, s[role]["start"], s[role]["end"]) for s in r["steps"]
+                for role in ("draft", "target") if s.get(role)]
+        jobs += [(x["kind"], x["start"], x["end"]) for s in r["steps"]
+                 for x in (s.get("discarded") or []) + (s.get("cancelled") or [])]
+        since_admission = r["load"]["latency_s"] - r["load"]["queue_s"]
+        _add(out, _cover(since_admission, jobs, max(0.0, since_admission - r["wall_time_s"])))
+    return out
+
+
+def replayed_cover(worlds: list, log: list, cancelled: dict, over: float) -> dict:
+    """measured_cover's figures for a replay (jobs_recorded's log), per replay seed; a request's
+    latency holds the profile's per-request overhead `over`, which no job covers."""
+    spans: dict = {}
+    for name, job, _ in log:
+        end = job.finished if job.finished is not None else cancelled.get(job)
+        if end is not None and job.group is not None:
+            spans.setdefault((id(job.done.env), job.group), []).append((name, job.submitted, end))
+    out: dict = {}
+    for w in worlds:
+        for rec in w.records:
+            _add(out, _cover(rec.finish - rec.arrival + over, spans.get((id(w.env), rec.rid), [])),
+                 1 / len(worlds))
     return out
