@@ -521,10 +521,39 @@ class VllmEngine:
     def shutdown(self) -> None:
         """Stop the engine core. Call it from inside the event loop the engine ran in: vLLM
         closes its asyncio zmq sockets only there, and an unclosed socket makes the zmq context
-        block forever when it is garbage-collected (a hung process at exit)."""
+        block forever when it is garbage-collected (a hung process at exit); the context is
+        then terminated here (terminate_zmq), not left to the garbage collector."""
         if self._llm is not None:
             llm, self._llm = self._llm, None
             llm.shutdown()
+            terminate_zmq(getattr(getattr(llm, "engine_core", None), "resources", None))
+
+
+# the zmq sockets vLLM's engine client keeps (v1/engine/core_client.py BackgroundResources)
+CLIENT_SOCKETS = ("output_socket", "input_socket", "first_req_send_socket", "first_req_rcv_socket",
+                  "stats_update_socket")
+
+
+def terminate_zmq(resources, wait_s: float = 5.0) -> bool:
+    """Terminate a stopped engine client's zmq context now. vLLM closes the client's sockets at
+    shutdown but leaves the context to Context.__del__, whose term() blocks while any socket on
+    it is open: a garbage-collection pass at some later moment then hangs the process (it hung a
+    full test run once, inside a later test's tokenizer load). Here the sockets the client keeps
+    are closed with linger 0 and the context is terminated in a daemon thread, waited on for
+    `wait_s`: were a socket still open, that thread would stay blocked (holding the context, so
+    no garbage-collection pass can block on it) and the caller goes on. True once terminated."""
+    ctx = getattr(resources, "ctx", None)
+    if ctx is None or ctx.closed:
+        return ctx is not None
+    for name in CLIENT_SOCKETS:
+        sock = getattr(resources, name, None)
+        if sock is not None and not sock.closed:
+            sock.close(linger=0)
+    import threading
+    t = threading.Thread(target=ctx.term, name="zmq-term", daemon=True)
+    t.start()
+    t.join(wait_s)
+    return not t.is_alive()
 
 
 def vllm_version() -> str | None:

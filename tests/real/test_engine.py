@@ -9,7 +9,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from lrreal.engine import _StatSink, finish_of, ngram_config, sd_summary
+from lrreal.engine import _StatSink, finish_of, ngram_config, sd_summary, terminate_zmq
 from lrcore.errors import UserError
 from lrreal.lock import vllm_lock
 
@@ -51,6 +51,41 @@ def test_finish_of_reads_vllm_s_finish_and_stop_reasons():
     for reason in ("abort", "error", "repetition", None):
         with pytest.raises(RuntimeError, match="finish reason"):
             finish_of(reason, None)
+
+
+def test_terminate_zmq_closes_the_client_s_sockets_and_its_context():
+    """A stopped client's context is terminated at once (its queued message dropped: linger 0),
+    so the garbage collector never meets it open; a socket the client does not list keeps the
+    context alive without blocking the caller, and the context ends once that socket closes."""
+    zmq = pytest.importorskip("zmq")
+    import time
+
+    import socket as so
+
+    with so.socket() as probe:           # a port no one listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL)
+    pull.bind("inproc://out")
+    push = ctx.socket(zmq.PUSH)          # as to a dead engine core: the send stays queued, and
+    push.connect(f"tcp://127.0.0.1:{port}")   # with the default linger term() would wait for ever
+    push.send(b"abort")
+    res = NS(ctx=ctx, output_socket=pull, input_socket=push, first_req_send_socket=None)
+    assert terminate_zmq(res, wait_s=5.0) and ctx.closed and pull.closed and push.closed
+    assert terminate_zmq(res) and terminate_zmq(NS()) is False
+
+    ctx = zmq.Context()
+    stray = ctx.socket(zmq.PAIR)         # not one of the client's: term() waits for it
+    t0 = time.monotonic()
+    assert terminate_zmq(NS(ctx=ctx), wait_s=0.2) is False
+    assert time.monotonic() - t0 < 2.0 and not ctx.closed
+    stray.close(linger=0)
+    for _ in range(100):
+        if ctx.closed:
+            break
+        time.sleep(0.02)
+    assert ctx.closed
 
 
 def test_sd_summary_is_a_window_difference():

@@ -22,9 +22,13 @@ def test_sd_records_token_level_acceptance(prepared_cache, tmp_path):
     col = Collector(spec)
     prob = load_problems("gsm8k", limit=1)[0]
 
+    clients = []
+
     async def go():
         try:
             col.start()
+            # vLLM's engine client (its zmq sockets and context: VllmEngine.shutdown)
+            clients.append(col.engines["target"]._llm.engine_core.resources)
             await col.warm_up()
             return await col.run_one(prob, 0)
         finally:
@@ -33,6 +37,9 @@ def test_sd_records_token_level_acceptance(prepared_cache, tmp_path):
 
     with vllm_lock():
         rec = asyncio.run(go())
+    # the client's zmq context is terminated at shutdown, not left to a garbage-collection pass
+    # (which blocks for ever if a socket on it is still open: lrreal/engine.py terminate_zmq)
+    assert clients and clients[0].ctx.closed
     with TraceWriter(tmp_path / "t.jsonl", resume=False) as w:
         w.write(rec)
     r = read_traces(tmp_path / "t.jsonl")[0]
