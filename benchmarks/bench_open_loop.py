@@ -232,6 +232,11 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
             row["speedup_vs_ar_ci90"] = latency_interval(sel[cfg], sel["ar"])
             for k in ("replayed", "replayed_own_probe", "replayed_bracketed"):
                 row[k]["speedup_vs_ar"] = ar[k]["mean_latency_s"] / row[k]["mean_latency_s"]
+            # the what-ifs change nothing in ar (no tail, no LR step jobs): its own-probe replay
+            for k in ("replayed_own_probe_with_tail", "replayed_own_probe_in_blocks",
+                      "replayed_own_probe_in_blocks_with_tail"):
+                if k in row:
+                    row[k]["speedup_vs_ar"] = ar["replayed_own_probe"]["mean_latency_s"] / row[k]["mean_latency_s"]
     return out
 
 

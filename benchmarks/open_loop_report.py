@@ -88,6 +88,11 @@ def diagnosis_lines(t: dict) -> list[str]:
                                for role, kinds in sorted(r["replayed_own_probe_in_blocks"]["jobs"].items())
                                for kind, v in sorted(kinds.items()) if kind == "finished")
             + f"; {r['replayed_own_probe_in_blocks']['block']}-token blocks)"
+            + (", speedup vs ar's own-probe replay " + " / ".join(
+                f"{r[k]['speedup_vs_ar']:.2f}" for k in ("replayed_own_probe_in_blocks", "replayed_own_probe_in_blocks_with_tail")
+                if "speedup_vs_ar" in r.get(k, {}))
+               + (" (with the tail too)" if "speedup_vs_ar" in r.get("replayed_own_probe_in_blocks_with_tail", {}) else "")
+               + f" against {r['speedup_vs_ar']:.2f} measured" if "speedup_vs_ar" in r["replayed_own_probe_in_blocks"] else "")
             for cfg, r in t.items() if "replayed_own_probe_in_blocks" in r) or "no block size recorded") + ".", "",
         "Request by request at each block's own probe, mean seconds (measured / replayed): a "
         "request's time from admission (the replay admits at arrival), the time one of its target "

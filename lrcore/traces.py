@@ -130,6 +130,8 @@ def _semantic_errors(rec: dict):
             yield from interval(s[part], f"{at}.{part}")
         for j, c in enumerate(s["cancelled"]):
             yield from interval(c, f"{at}.cancelled[{j}]")
+            if "finish" in c:
+                yield f"{at}.cancelled[{j}].finish", "a cancelled job did not end by itself: no finish"
         verdict = s["verify"]["verdict"] if s["verify"] else None
         if s["source"] == "draft" and (s["draft"] is None or verdict is not True):
             yield f"{at}.source", "a committed draft step needs a draft span and verify.verdict true"

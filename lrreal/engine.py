@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -520,13 +521,17 @@ class VllmEngine:
 
     def shutdown(self) -> None:
         """Stop the engine core. Call it from inside the event loop the engine ran in: vLLM
-        closes its asyncio zmq sockets only there, and an unclosed socket makes the zmq context
-        block forever when it is garbage-collected (a hung process at exit); the context is
+        closes its asyncio zmq sockets at once only there, and an unclosed socket makes the zmq
+        context block for ever when it is garbage-collected (a hung process); the context is
         then terminated here (terminate_zmq), not left to the garbage collector."""
         if self._llm is not None:
             llm, self._llm = self._llm, None
-            llm.shutdown()
-            terminate_zmq(getattr(getattr(llm, "engine_core", None), "resources", None))
+            try:
+                llm.shutdown()
+            finally:
+                if not terminate_zmq(getattr(getattr(llm, "engine_core", None), "resources", None)):
+                    print(f"lr: {self.name} engine: a zmq socket outlived shutdown; its context is "
+                          "left to a background thread", file=sys.stderr)
 
 
 # the zmq sockets vLLM's engine client keeps (v1/engine/core_client.py BackgroundResources)
@@ -535,16 +540,19 @@ CLIENT_SOCKETS = ("output_socket", "input_socket", "first_req_send_socket", "fir
 
 
 def terminate_zmq(resources, wait_s: float = 5.0) -> bool:
-    """Terminate a stopped engine client's zmq context now. vLLM closes the client's sockets at
-    shutdown but leaves the context to Context.__del__, whose term() blocks while any socket on
-    it is open: a garbage-collection pass at some later moment then hangs the process (it hung a
-    full test run once, inside a later test's tokenizer load). Here the sockets the client keeps
-    are closed with linger 0 and the context is terminated in a daemon thread, waited on for
-    `wait_s`: were a socket still open, that thread would stay blocked (holding the context, so
-    no garbage-collection pass can block on it) and the caller goes on. True once terminated."""
+    """Terminate a stopped engine client's zmq context now. vLLM makes the client's sockets
+    through an asyncio shadow of this context and closes them at shutdown (from inside its event
+    loop; from outside it, only once that loop runs again), but leaves the context itself to
+    pyzmq's Context.__del__ -> destroy(), which cannot see sockets made through the shadow and
+    whose term() blocks while any of them is open: a garbage-collection pass at some later
+    moment then hangs the process (it hung a full test run once, inside a later test's tokenizer
+    load). Here the sockets the client keeps are closed with linger 0 and the context is
+    terminated in a daemon thread, waited on for `wait_s`: were a socket still open, that thread
+    would stay blocked (holding the context, so no garbage-collection pass can block on it) and
+    the caller goes on. True once terminated (or nothing to terminate)."""
     ctx = getattr(resources, "ctx", None)
     if ctx is None or ctx.closed:
-        return ctx is not None
+        return True
     for name in CLIENT_SOCKETS:
         sock = getattr(resources, name, None)
         if sock is not None and not sock.closed:

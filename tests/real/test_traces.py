@@ -69,6 +69,25 @@ def test_spans_may_say_their_prompt_and_prefix_cache_hit():
     validate_record(make_record())
 
 
+def test_spans_may_say_why_their_engine_request_ended():
+    """`finish` on a span or a discarded (finished, unused) job: stop, eos or length; never on a
+    cancelled job (it did not end by itself), never another word."""
+    rec = make_record()
+    rec["steps"][0]["target"]["finish"] = "stop"
+    rec["steps"][1]["target"]["finish"] = "eos"
+    rec["steps"][1]["discarded"] = [{"kind": "target", "start": 1.0, "end": 2.0, "tokens": 9,
+                                     "depth": 2, "prompt_tokens": 140, "cached_tokens": 128,
+                                     "finish": "length"}]
+    validate_record(rec)
+    for pick, value in ((lambda r: r["steps"][0]["draft"], "abort"),
+                        (lambda r: r["steps"][1]["cancelled"][0], "stop"),
+                        (lambda r: r["steps"][1]["discarded"][0], "error")):
+        bad = copy.deepcopy(rec)
+        pick(bad)["finish"] = value
+        with pytest.raises(TraceError, match="finish"):
+            validate_record(bad)
+
+
 def test_sd_record_with_histogram_validates():
     rec = make_record(mode="sd")
     rec["sd"] = {"drafted": 16, "accepted": 5, "accepted_length_hist": [1, 1, 2, 0, 0]}
