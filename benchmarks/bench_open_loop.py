@@ -48,7 +48,7 @@ from benchmarks import bench_load as bl  # noqa: E402
 from benchmarks.open_loop_diagnosis import (BRACKET_GAP_S, bracketed_speed, by_in_flight,  # noqa: E402
                                             engine_work, job_time, jobs_recorded, measured_cover,
                                             measured_jobs, pass_pricing, replayed_cover,
-                                            replayed_jobs, unrecorded)
+                                            replayed_jobs, summed, unrecorded)
 from benchmarks.open_loop_report import diagnosis_lines  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
@@ -150,10 +150,6 @@ def latency_interval(cfg_blocks: list[list[dict]], ar_blocks: list[list[dict]]) 
     return [float(ci.low), float(ci.high)]
 
 
-def _summed(docs: list[dict]) -> dict:
-    return {k: float(sum(d[k] for d in docs)) for k in docs[0]}
-
-
 def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None) -> dict:
     """Per configuration: measured and replayed latency figures over the kept blocks, replayed
     at `speed` (the corpus's median probe: the idle engines' probe moved 0.36-0.54 s between
@@ -199,8 +195,8 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                     "passes_at_own_probe": pass_pricing(prof, bs),
                     "engine_work_own_probe": engine_work(bs, owns),
                     "job_time_own_probe": job_time([measured_jobs(b) for b in bs], [o["jobs"] for o in owns]),
-                    "cover_own_probe": {"measured": _summed([measured_cover(b) for b in bs]),
-                                        "replayed": _summed([o["cover"] for o in owns])},
+                    "cover_own_probe": {"measured": summed(measured_cover(b) for b in bs),
+                                        "replayed": summed(o["cover"] for o in owns)},
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},

@@ -294,6 +294,14 @@ def _add(acc: dict, row: dict, w: float = 1.0) -> dict:
     return acc
 
 
+def summed(docs) -> dict:
+    """{key: the sum over docs}: blocks' covers (measured_cover, replayed_cover) added up."""
+    out: dict = {}
+    for d in docs:
+        _add(out, d)
+    return out
+
+
 def measured_cover(block: list[dict]) -> dict:
     """Summed over the block's requests (s): latency from admission; the time one of its jobs was
     on an engine (any job, and a target job: submitted, not yet finished or cancelled); the rest
