@@ -214,8 +214,10 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
         # it (run.flags.block_size), alone and with the tail; ar's one stream a request has none
         kv_block = int(sel[cfg][0][0]["run"]["flags"].get("block_size") or 0)
         if kv_block > 1 and sel[cfg][0][0]["mode"] not in ("ar", "sd"):
-            for key, tl in (("replayed_own_probe_in_blocks", None),
-                            ("replayed_own_probe_in_blocks_with_tail", tail))[:2 if tail else 1]:
+            what_ifs = {"replayed_own_probe_in_blocks": None}
+            if tail:
+                what_ifs["replayed_own_probe_in_blocks_with_tail"] = tail
+            for key, tl in what_ifs.items():
                 reps = [replay_block(prof, b, tail=tl, kv_block=kv_block) for b in sel[cfg]]
                 row[key] = {"block": kv_block, "mean_latency_s": float(np.mean([x for rp in reps for x in rp["lat"]])),
                             "jobs": job_time([], [rp["jobs"] for rp in reps])}
