@@ -41,6 +41,7 @@ import random
 import re
 import signal
 import sys
+import tempfile
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -363,16 +364,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fault_judge: error: {e}", file=sys.stderr)
         return 2
 
-    def write_stats():
+    # Handler threads write the stats concurrently and `die` ends the process with os._exit, which
+    # drops any other thread's unflushed write: one writer at a time, each through its own temp
+    # file, and `die` exits while it holds the lock, so the file is always whole JSON.
+    stats_lock = threading.Lock()
+
+    def _write_stats_locked():
         if a.stats_file:
-            tmp = a.stats_file + ".tmp"
-            with open(tmp, "w") as f:
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.stats_file)), suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
                 json.dump(fj.stats(), f)
             os.replace(tmp, a.stats_file)
 
+    def write_stats():
+        with stats_lock:
+            _write_stats_locked()
+
     def die():
+        stats_lock.acquire()  # never released: the process ends here
         fj.dead = True
-        write_stats()
+        _write_stats_locked()
         print(json.dumps({"died": fj.stats()}), flush=True)
         os._exit(3)  # no clean-up: this is the fault
 

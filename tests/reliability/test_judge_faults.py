@@ -176,6 +176,42 @@ def test_judge_process_dying_mid_run_turns_later_checks_into_connection_rejectio
     assert json.loads(proc.stdout.read().splitlines()[-1])["died"]["chat_requests"] == 3
 
 
+def _burst(url: str, n: int) -> None:
+    """n judge chat requests at once, each on its own connection (errors are expected: it dies)."""
+    body = {"model": "m", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": S1}]}
+
+    async def one(client):
+        try:
+            await client.post(f"{url}/v1/chat/completions", json=body)
+        except httpx.HTTPError:
+            pass
+
+    async def main():
+        async with httpx.AsyncClient(timeout=10, limits=httpx.Limits(max_keepalive_connections=0)) as c:
+            await asyncio.gather(*(one(c) for _ in range(n)))
+
+    asyncio.run(main())
+
+
+def test_judge_process_stats_file_is_whole_json_when_it_dies_mid_burst(tmp_path):
+    """Handler threads rewrite the stats file while another dies with os._exit: the file left
+    behind must be whole JSON (CI once read an empty one: a writer's truncation outlived the death)."""
+    for attempt in range(5):
+        stats = tmp_path / f"s{attempt}.json"
+        proc, url = start_process("--mode", "mixed", "--mix", "garbage=1,http-error=1",
+                                  "--die-after", "6", stats=stats)
+        try:
+            _burst(url, 24)
+            assert proc.wait(timeout=10) == 3
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        got = json.loads(stats.read_text())
+        assert got["dead"] and got["served"].get("die", 0) >= 1
+        assert sum(got["served"].values()) == got["chat_requests"] >= 7
+        assert not list(tmp_path.glob("*.tmp"))  # the temp files were all renamed into place
+
+
 def test_judge_process_cli_prints_its_url_and_counts_until_sigterm():
     proc, url = start_process("--mode", "http-error", "--seed", "0")
     try:
