@@ -204,26 +204,31 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
         job, probs = block
         spec = spec_for(job, out_dir, base)
         col = await engines.collector(spec)
-        engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
-        await col.probe_run()
-        engs = engines.pool.engines
-        marks = {n: e.stats_mark() for n, e in engs.items()}   # after the probe: its passes are not the block's
-        t0 = time.monotonic()
-        recs = []
+        # The writer is opened (the file's records validated) once, before the block's clock
+        # starts. Opened per record, as it was, the validation ran in the event loop at every
+        # request's end and stalled the block's other requests with it: 9-29 s of idle target
+        # engine per request end in the open-loop corpus, growing with the file (its pass logs).
+        with TraceWriter(spec.out, resume=True) as writer:
+            engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
+            await col.probe_run()
+            engs = engines.pool.engines
+            marks = {n: e.stats_mark() for n, e in engs.items()}   # after the probe: its passes are not the block's
+            t0 = time.monotonic()
+            recs = []
 
-        def on_done(item, rec, error):
-            if error is not None:
-                raise error  # a block is a measurement: no silent gaps in it
-            with TraceWriter(spec.out, resume=True) as w, shutdown.critical():
-                w.write(rec)
-            recs.append(rec)
+            def on_done(item, rec, error):
+                if error is not None:
+                    raise error  # a block is a measurement: no silent gaps in it
+                with shutdown.critical():
+                    writer.write(rec)
+                recs.append(rec)
 
-        start = min(t for _, t in probs)   # a resumed block's first remaining arrival opens it
-        await run_in_flight([(p, 0) for p, _ in probs], job.concurrency, job.rate,
-                            [t - start for _, t in probs],
-                            lambda item, adm: col.run_one(*item, admission=adm),
-                            on_done)  # level 1 too gets a load object (its TTFT)
-        wall = time.monotonic() - t0
+            start = min(t for _, t in probs)   # a resumed block's first remaining arrival opens it
+            await run_in_flight([(p, 0) for p, _ in probs], job.concurrency, job.rate,
+                                [t - start for _, t in probs],
+                                lambda item, adm: col.run_one(*item, admission=adm),
+                                on_done)  # level 1 too gets a load object (its TTFT)
+            wall = time.monotonic() - t0
         write_pass_log(job, out_dir, {n: e.stats_since(marks[n], t0)["forward_passes"] for n, e in engs.items()},
                        col.run_info.get("probe_at_start", {}).get("t"))
         toks = sum(r["output_tokens"] for r in recs)

@@ -185,3 +185,21 @@ def test_open_blocks_arrive_by_the_rounds_poisson_process_and_resume_keeps_them(
     r1 = {c.label: sorted(r["load"]["arrival_s"] for r in read_traces(out / "gsm8k" / "rate20-n3" / f"{c.label}.jsonl")
                           if r["run"]["flags"]["load_round"] == 1) for c in lc.OPEN_CONFIGS}
     assert r1["ar"] == pytest.approx(r1["lr-d2-emb"]) and r1["ar"] != [0.0] * 3
+
+
+def test_a_block_validates_its_trace_file_once_before_its_clock_starts(monkeypatch, tmp_path):
+    """Reopening the writer per record re-validated the whole file in the event loop at every
+    request's end, stalling the block's other requests (9-29 s of idle target engine per request
+    end in traces/load-open, its pass logs): one scan per block, before the block's t0."""
+    import lrcore.traces as tr
+
+    fake_engines(monkeypatch, tmp_path, per_token_s=0.0005)
+    out = tmp_path / "load"
+    base = collect_mod.CollectSpec(max_tokens=40, target_cores="0", draft_cores="1")
+    jobs = [j for j in lc.load_plan(levels=(4,), rounds=2) if j.config.label == "ar"]
+    assert lc.collect_load(jobs[:1], out, base, log=lambda m: None) == 4   # the file exists now
+    scans, scan = [], tr._scan
+    monkeypatch.setattr(tr, "_scan", lambda path: scans.append(path) or scan(path))
+    assert lc.collect_load(jobs, out, base, log=lambda m: None) == 4
+    # pending()'s read of what is done and the block's writer (a writer per record: 1 + 4)
+    assert len(scans) == 2 and len(read_traces(out / "gsm8k" / "c4" / "ar.jsonl")) == 8
