@@ -23,9 +23,9 @@ run, other problems, no arrival process), as in bench_load.py's held-out runs. P
                beyond the records' tokens, per job (unrecorded); request by request, the time
                one of its target jobs was on the target and the time none of its jobs was on
                an engine (measured_cover, replayed_cover); the prompt tokens each job prefilled
-               (prompt_tokens - cached_tokens against the replay's), and what-ifs: the stop
-               tail (unrecorded sequences per job), each LR job's prefill in whole KV blocks
-               (prefill_in_blocks), both
+               (prompt_tokens - cached_tokens against the replay's, whose prefix cache hits
+               whole KV blocks: kvcache.request_prefill), and a what-if: the stop tail
+               (unrecorded sequences per job)
   planned      `lr plan --rate R --requests N` on the profile rescaled to the corpus's median
                probe: its own Poisson arrivals and synthetic steps (it knows the rate, the
                profile and the hardware, nothing of these problems)
@@ -48,7 +48,7 @@ from benchmarks import bench_load as bl  # noqa: E402
 from benchmarks.open_loop_diagnosis import (BRACKET_GAP_S, bracketed_speed, by_in_flight,  # noqa: E402
                                             engine_work, job_time, jobs_recorded, measured_cover,
                                             measured_jobs, pass_pricing, replayed_cover,
-                                            replayed_jobs, summed, unrecorded)
+                                            replayed_jobs, stall_summary, summed, unrecorded)
 from benchmarks.open_loop_report import diagnosis_lines  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
@@ -104,12 +104,11 @@ def full_blocks(level: dict[str, list[dict]]) -> tuple[dict[str, list[list[dict]
     return {c: [bs[k] for k in kept] for c, bs in by_cfg.items()}, left
 
 
-def replay_block(prof: Profile, block: list[dict], speed: dict | None = None, tail: dict | None = None,
-                 kv_block: int | None = None) -> dict:
+def replay_block(prof: Profile, block: list[dict], speed: dict | None = None, tail: dict | None = None) -> dict:
     """The block simulated with its own arrivals at the speed probed before it (or at `speed`,
     {engine: {"decode_s", "prefill_s"}}, one probe for every block): per request latency and
     TTFT (s, every replay seed's), and the makespan (mean over seeds)."""
-    with jobs_recorded(tail, kv_block) as (log, cancelled):
+    with jobs_recorded(tail) as (log, cancelled):
         worlds, over = bl.replay_worlds(prof, block, speed, arrivals=True)
     lat, ttft, spans, per = [], [], [], []
     for world in worlds:
@@ -197,6 +196,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
                     "job_time_own_probe": job_time([measured_jobs(b) for b in bs], [o["jobs"] for o in owns]),
                     "cover_own_probe": {"measured": summed(measured_cover(b) for b in bs),
                                         "replayed": summed(o["cover"] for o in owns)},
+                    "collector_stalls": stall_summary(bs),
                     "replayed_own_probe": {"mean_latency_s": float(np.mean(own))},
                     "replayed_bracketed": {"mean_latency_s": float(np.mean(brk)),
                                            "blocks_bracketed": sum(x for _, x in brackets)},
@@ -210,17 +210,6 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
             row["replayed_own_probe_with_tail"] = {
                 "tail": tail, "mean_latency_s": float(np.mean([x for rp in reps for x in rp["lat"]])),
                 "sequences": {e: float(sum(rp["engines"][e]["sequences"] for rp in reps)) for e in tail}}
-        # what-if: each LR step job's prefill as the engines' prefix cache of whole blocks leaves
-        # it (run.flags.block_size), alone and with the tail; ar's one stream a request has none
-        kv_block = int(sel[cfg][0][0]["run"]["flags"].get("block_size") or 0)
-        if kv_block > 1 and sel[cfg][0][0]["mode"] not in ("ar", "sd"):
-            what_ifs = {"replayed_own_probe_in_blocks": None}
-            if tail:
-                what_ifs["replayed_own_probe_in_blocks_with_tail"] = tail
-            for key, tl in what_ifs.items():
-                reps = [replay_block(prof, b, tail=tl, kv_block=kv_block) for b in sel[cfg]]
-                row[key] = {"block": kv_block, "mean_latency_s": float(np.mean([x for rp in reps for x in rp["lat"]])),
-                            "jobs": job_time([], [rp["jobs"] for rp in reps])}
     if "ar" in out:
         ar = out["ar"]
         for cfg, row in out.items():
@@ -230,11 +219,11 @@ def level_table(level: dict[str, list[dict]], prof: Profile, speed: dict | None)
             row["speedup_vs_ar_ci90"] = latency_interval(sel[cfg], sel["ar"])
             for k in ("replayed", "replayed_own_probe", "replayed_bracketed"):
                 row[k]["speedup_vs_ar"] = ar[k]["mean_latency_s"] / row[k]["mean_latency_s"]
-            # the what-ifs change nothing in ar (no tail, no LR step jobs): its own-probe replay
-            for k in ("replayed_own_probe_with_tail", "replayed_own_probe_in_blocks",
-                      "replayed_own_probe_in_blocks_with_tail"):
-                if k in row:
-                    row[k]["speedup_vs_ar"] = ar["replayed_own_probe"]["mean_latency_s"] / row[k]["mean_latency_s"]
+            # the tail what-if against ar's own-probe replay (ar's tail, where it has one, is
+            # its own what-if: this pairs the model's ar with LR's what-if)
+            if "replayed_own_probe_with_tail" in row:
+                k = "replayed_own_probe_with_tail"
+                row[k]["speedup_vs_ar"] = ar["replayed_own_probe"]["mean_latency_s"] / row[k]["mean_latency_s"]
     return out
 
 

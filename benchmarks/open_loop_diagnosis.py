@@ -127,32 +127,21 @@ def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
     return out
 
 
-def prefill_in_blocks(ctx: float, prefill: int, block: int) -> int:
-    """A job's prefill when the prefix cache holds whole blocks only: vLLM's hit is the longest
-    run of cached full `block`-token blocks, and at least the prompt's last token is computed
-    (vllm/v1/core/kv_cache_manager.py get_computed_blocks: at most num_tokens - 1 cached), so
-    a context of `ctx` tokens of which `prefill` were never seen prefills ctx - that floor."""
-    if block <= 1 or ctx <= 0 or prefill > ctx:
-        return prefill
-    cached = min(ctx - prefill, ctx - 1)
-    return int(round(ctx - (cached // block) * block))
-
-
 @contextmanager
-def jobs_recorded(tail: dict | None = None, block: int | None = None):
+def jobs_recorded(tail: dict | None = None):
     """Every job the simulator's engines are given while inside, as [(engine name, job, its
-    prefill at submission or None)], and {job: simulated time it was cancelled}: the replay's work job by job (engine_work's totals,
-    by job). Patches Engine.submit / Engine.cancel for the block; the simulator itself keeps no
-    job list (its hot path, issue 16). `tail` ({engine: iterations per job}): a what-if, not a
-    model - each job of that engine, finished or cancelled, leaves a sequence in the batch for
-    that many more iterations (a fraction carried from job to job), as a stopped or aborted
-    request may stay in a real engine's batch until the abort reaches it (unrecorded: per
-    finished and cancelled job); the job itself ends as before. `block` (tokens): another
-    what-if - each step job of an LR tree prefills as a prefix cache of whole blocks leaves it
-    (prefill_in_blocks; the simulator counts only the tokens its engine never saw). The prefill
-    is kept for the step jobs of an LR tree (tagged with their node, each a new engine request
-    whose context holds its prefill) and every draft job; None for the others (ar's stream goes
-    on in one request); the engine zeroes a job's own once its first pass has run."""
+    prefill at submission or None)], and {job: simulated time it was cancelled}: the replay's
+    work job by job (engine_work's totals, by job). Patches Engine.submit / Engine.cancel for the
+    block; the simulator itself keeps no job list (its hot path, issue 16). `tail` ({engine:
+    iterations per job}): a what-if, not a model - each job of that engine, finished or
+    cancelled, leaves a sequence in the batch for that many more iterations (a fraction carried
+    from job to job), as a stopped or aborted request may stay in a real engine's batch until
+    the abort reaches it (unrecorded: per finished and cancelled job); the job itself ends as
+    before. The prefill (what the simulator's prefix cache of whole KV blocks leaves:
+    kvcache.request_prefill) is kept for the step jobs of an LR tree (tagged with their node,
+    each a new engine request whose context holds its prefill) and every draft job; None for
+    the others (ar's stream goes on in one request); the engine zeroes a job's own once its
+    first pass has run."""
     from lrsim.sim.engine import Engine, Job
 
     log, cancelled, carry = [], {}, {}
@@ -163,13 +152,10 @@ def jobs_recorded(tail: dict | None = None, block: int | None = None):
         n = int(c)
         carry[engine.name] = c - n
         if n:
-            submit(engine, Job(engine.env, n, ctx=job.ctx + written))   # not logged: no job
+            submit(engine, Job(engine.env, n, ctx=job.kv_base + written))   # not logged: no job
 
     def submit_logged(self, job):
         step = getattr(job.tag, "position", None) is not None     # a node of the LR tree
-        if block and step:
-            job.prefill = prefill_in_blocks(job.ctx, job.prefill, block)
-            job.kv_base = max(job.ctx, job.prefill)
         # a new engine request with its prompt: a tree node's job, or any draft (LR's prompt-
         # only draft too); ar's stream continues one request
         log.append((self.name, job, job.prefill if step or self.name == "draft" else None))
@@ -334,3 +320,46 @@ def replayed_cover(worlds: list, log: list, cancelled: dict, over: float) -> dic
             _add(out, _cover(rec.finish - rec.arrival + over, spans.get((id(w.env), rec.rid), [])),
                  1 / len(worlds))
     return out
+
+
+def collector_stalls(block: list[dict], slack_s: float = 1.0) -> list[tuple[float, int]]:
+    """Seconds the target engine stood idle right after each request's end while another request
+    was in flight (the gap between passes that the end falls in, from the end on; 0 where the
+    engine ran on within `slack_s`): the collector's stall. Until lrreal/load_corpus.py opened one writer per
+    block, each finished record reopened the trace file and re-validated every record in it
+    inside the event loop, so no request could start a job meanwhile. Passes from the records'
+    engine_stats (each once: its duration names it), on the block's clock (the records' t0 =
+    arrival + latency - wall time). [(stall s, requests then in flight, each held that long)]."""
+    passes = {}
+    for r in block:
+        t0 = r["load"]["arrival_s"] + r["load"]["latency_s"] - r["wall_time_s"]
+        for p in ((r.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []:
+            passes[p["duration_s"]] = (t0 + p["start"], t0 + p["start"] + p["duration_s"])
+    spans = sorted(passes.values())
+    life = [(r["load"]["arrival_s"], r["load"]["arrival_s"] + r["load"]["latency_s"]) for r in block]
+    out = []
+    for e in sorted(end for _, end in life):
+        others = [end for a, end in life if a < e < end]
+        if not others:
+            continue                  # nothing else in flight: the engine had nothing to do
+        after = [s for s, _ in spans if s >= e - 1e-6]
+        before = [x for _, x in spans if x <= e + slack_s]
+        if not after or not before:
+            continue
+        gap = min(after[0], max(others)) - e     # (what was in flight may end without a pass)
+        out.append((gap if gap > slack_s and max(before) <= e + slack_s else 0.0, len(others)))
+    return out
+
+
+def stall_summary(bs: list[list[dict]]) -> dict:
+    """collector_stalls over the blocks: request ends with another in flight, the mean stall,
+    by round, and the request-seconds the stalls held (each in-flight request for the stall)
+    as a share of the blocks' summed latencies: roughly how much of the measured latency is the
+    collector's, not the engines' or the scheduler's."""
+    rows = {int(b[0]["run"]["flags"]["load_round"]): collector_stalls(b) for b in bs}
+    flat = [x for v in rows.values() for x in v]
+    held = sum(s * n for s, n in flat)
+    lat = sum(r["load"]["latency_s"] for b in bs for r in b)
+    return {"ends": len(flat), "mean_s": held and sum(s for s, _ in flat) / len(flat),
+            "by_round_mean_s": {str(k): (sum(s for s, _ in v) / len(v) if v else 0.0) for k, v in sorted(rows.items())},
+            "held_request_s": held, "share_of_latency": held / lat if lat else 0.0}

@@ -31,19 +31,10 @@ def _err(r: dict, key: str) -> str:
     return f"{100 * (r[key]['mean_latency_s'] / r['mean_latency_s'] - 1):+.1f}%"
 
 
-def _per_job(v: dict, key: str, per: str) -> float:
-    x = v.get("replayed") or {}
-    return x[key] / x[per] if x.get(per) else float("nan")
-
-
-def _what_if_speedups(r: dict) -> str:
-    """', speedup vs ar's own-probe replay 0.73 / 0.71 (with the tail too) against 0.73 measured'."""
-    keys = ("replayed_own_probe_in_blocks", "replayed_own_probe_in_blocks_with_tail")
-    got = [r[k]["speedup_vs_ar"] for k in keys if "speedup_vs_ar" in r.get(k, {})]
-    if "speedup_vs_ar" not in r[keys[0]]:
-        return ""
-    return (", speedup vs ar's own-probe replay " + " / ".join(f"{x:.2f}" for x in got)
-            + (" (with the tail too)" if len(got) > 1 else "") + f" against {r['speedup_vs_ar']:.2f} measured")
+def _tail_speedup(r: dict) -> str:
+    """', speedup vs ar's own-probe replay 0.71 against 0.73 measured' (LR's tail what-if)."""
+    x = r["replayed_own_probe_with_tail"].get("speedup_vs_ar")
+    return "" if x is None else f", speedup vs ar's own-probe replay {x:.2f} against {r['speedup_vs_ar']:.2f} measured"
 
 
 def _cover_text(c: dict) -> str:
@@ -55,9 +46,29 @@ def _cover_text(c: dict) -> str:
             f" (before the scheduler started {per(m, 'before_run_s'):.2f} / -)")
 
 
+def _rounds(by_round: dict, keys: list) -> str:
+    return ", ".join(f"{k}: {by_round[k]:.1f}" for k in keys if k in by_round)
+
+
+def stall_lines(t: dict) -> list[str]:
+    """The collector's stalls (open_loop_diagnosis.collector_stalls), a paragraph."""
+    rows = {cfg: r["collector_stalls"] for cfg, r in t.items() if r.get("collector_stalls", {}).get("ends")}
+    if not rows:
+        return []
+    rounds = sorted({str(k) for s in rows.values() for k in s["by_round_mean_s"]}, key=int)
+    return ["The collector's stalls (the target engine idle right after a request's end while another "
+            "was in flight: the collector re-validated its whole trace file in the event loop after "
+            "each record, fixed since; mean seconds a request end, and the request-seconds they held "
+            "as a share of the measured latency; by round, the first and last three): " + "; ".join(
+                f"{cfg} {s['mean_s']:.1f} s over {s['ends']} ends, {100 * s['share_of_latency']:.1f}% "
+                f"(rounds {_rounds({str(k): v for k, v in s['by_round_mean_s'].items()}, rounds[:3])} ... "
+                f"{_rounds({str(k): v for k, v in s['by_round_mean_s'].items()}, rounds[-3:])} s)"
+                for cfg, s in rows.items()) + ".", ""]
+
+
 def diagnosis_lines(t: dict) -> list[str]:
     """results/load_open.md's paragraphs on where the replay's error sits (level_table's rows)."""
-    return ["At each block's own probe, the replay's work against the measured (each forward pass "
+    return [*stall_lines(t), "At each block's own probe, the replay's work against the measured (each forward pass "
         "counted once; mean batch: sequences per pass, measured / replayed): " + "; ".join(
             f"{cfg} makespan {_pct(r['engine_work_own_probe']['makespan_s'])}, "
             + ", ".join(f"{role} passes {_pct(w, 'passes')}, busy {_pct(w, 'busy_s')}, "
@@ -87,18 +98,8 @@ def diagnosis_lines(t: dict) -> list[str]:
                      "sequences measured / replayed with it: "
                      + ", ".join(f"{e} {r['engine_work_own_probe'][e]['measured']['sequences']:,.0f} / {v:,.0f}"
                                  for e, v in r["replayed_own_probe_with_tail"]["sequences"].items()) + ")"
+                     + _tail_speedup(r)
                      for cfg, r in t.items() if "replayed_own_probe_with_tail" in r) or "no tail") + ".", "",
-        "Replayed at each block's own probe with each job's prefill as a prefix cache of whole "
-        "blocks leaves it (prefill_in_blocks, the records' block_size; a what-if), mean latency "
-        "minus measured: " + ("; ".join(
-            f"{cfg} {_err(r, 'replayed_own_probe_in_blocks')}"
-            + (f", with the tail too {_err(r, 'replayed_own_probe_in_blocks_with_tail')}"
-               if "replayed_own_probe_with_tail" in r else "")
-            + " (" + ", ".join(f"{role} {kind} prefill {_per_job(v, 'prefill', 'prompted'):.1f} tokens a job"
-                               for role, kinds in sorted(r["replayed_own_probe_in_blocks"]["jobs"].items())
-                               for kind, v in sorted(kinds.items()) if kind == "finished")
-            + f"; {r['replayed_own_probe_in_blocks']['block']}-token blocks)" + _what_if_speedups(r)
-            for cfg, r in t.items() if "replayed_own_probe_in_blocks" in r) or "no block size recorded") + ".", "",
         "Request by request at each block's own probe, mean seconds (measured / replayed): a "
         "request's time from admission (the replay admits at arrival), the time one of its target "
         "jobs was on the target (submitted, not yet done), and the time none of its jobs was on an "

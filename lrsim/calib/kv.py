@@ -53,7 +53,8 @@ def _one(run: dict, role: str) -> dict | None:
     recorded = (run.get("kv_cache_tokens") or {}).get(role)
     if recorded:
         return {"capacity_tokens": int(recorded), "block_tokens": block,
-                "source": "recorded: the engine's num_gpu_blocks x block_size"}
+                "source": "recorded: the engine's num_gpu_blocks x block_size",
+                "_named": bool(flags.get("block_size"))}
     space = flags.get("kv_cache_space_gib")
     if not space or (run.get("hardware") or {}).get("gpu"):
         return None
@@ -66,12 +67,16 @@ def _one(run: dict, role: str) -> dict | None:
     return {"capacity_tokens": blocks * block, "block_tokens": block, "space_gib": float(space),
             "bytes_per_token": per[0],
             "source": f"computed: {float(space):g} GiB (VLLM_CPU_KVCACHE_SPACE) in blocks of "
-                      f"{block} tokens of {per[0]:,.0f} B, {per[1]}"}
+                      f"{block} tokens of {per[0]:,.0f} B, {per[1]}",
+            "_named": bool(flags.get("block_size"))}
 
 
 def engine_kv(records: list[dict]) -> tuple[dict, list[str]]:
     """role -> the engine's KV cache, and warnings. Runs with different capacities: the smallest
-    (named in a warning)."""
+    (named in a warning), of the runs that name their block size if any do: the block is also
+    the prefix cache's granularity (each new LR request prefills its context's tail past a whole
+    block, lrsim/sim/kvcache.request_prefill), and a run that left vLLM-CPU's default (older AR
+    records) says nothing of the engines `lr collect` starts now."""
     found: dict[str, list[dict]] = {}
     for r in records:
         run = r.get("run") or {}
@@ -83,8 +88,14 @@ def engine_kv(records: list[dict]) -> tuple[dict, list[str]]:
     out, warnings = {}, []
     for role, entries in sorted(found.items()):
         caps = sorted({e["capacity_tokens"] for e in entries})
-        out[role] = min(entries, key=lambda e: e["capacity_tokens"])
+        named = [e for e in entries if e["_named"]] or entries
+        out[role] = {k: v for k, v in min(named, key=lambda e: e["capacity_tokens"]).items() if k != "_named"}
         if len(caps) > 1:
             warnings.append(f"{role} KV cache differed between the runs ({caps[0]:,}-{caps[-1]:,} "
-                            f"tokens): the profile keeps the smallest")
+                            f"tokens): the profile keeps the smallest"
+                            + (" of the runs that set their block size" if len(named) < len(entries) else ""))
+        blocks = sorted({e["block_tokens"] for e in entries})
+        if len(blocks) > 1:
+            warnings.append(f"{role} KV block size differed between the runs ({', '.join(map(str, blocks))} "
+                            f"tokens): the profile keeps {out[role]['block_tokens']}")
     return out, warnings

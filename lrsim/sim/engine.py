@@ -56,7 +56,10 @@ class Job:
         self.iters_left = self.total = iters if iters > 1 else 1    # = max(1, int(iters))
         self.tokens_per_iter = tokens_per_iter
         self.prefill = prefill
-        self.ctx = ctx
+        # the cost model's context before the first pass: the policies' ctx holds the prefill
+        # (or is 0: a fresh sequence, whose context is its prefill), and the first pass adds
+        # the prefill to it (_advance), so the context after it is kv_base
+        self.ctx = ctx - prefill if ctx > prefill else 0.0
         self.sd = sd
         self.emit_per_iter = emit_per_iter
         self.done = simpy.Event(env)
@@ -132,6 +135,9 @@ class Engine:
         self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
         self.contention = 0.0             # fractional slowdown of an iteration while the peer runs
         self.kv = KVCache(kv, name) if kv is not None else None
+        # the prefix cache's granularity (kvcache.request_prefill): the KV spec's block, else a
+        # token (no KV model: the cache holds everything the engine saw)
+        self.prefix_block = kv.block_tokens if kv is not None else 1
         self._order: dict = {}            # KV cache only: admitted jobs in admission order
 
     @property

@@ -10,6 +10,8 @@ class FreeEngine:
     Engine; no batch-boundary wait (the theory starts a target step the moment its prefix
     exists). Busy time is the union of the jobs' intervals."""
 
+    prefix_block = 1                      # prefill costs nothing here: no block rounding
+
     def __init__(self, env, name: str, unit: float, devices: list, sd_k2: int = 1, sd_unit: float = 0.0):
         self.env = env
         self.name = name

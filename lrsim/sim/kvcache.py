@@ -26,11 +26,14 @@ with PagedAttention", SOSP 2023; vLLM V1's scheduler, vllm/v1/core/sched/schedul
   used request's are evicted. A job whose request has no job running and whose cached context
   was evicted prefills that context again (the policies otherwise assume it cached). A
   preempted job recomputes its whole sequence (under the pressure that preempted it, its
-  blocks are assumed evicted).
+  blocks are assumed evicted);
+- the prefix cache hits whole blocks only, and never a prompt's last token: a new request
+  prefills what its engine never saw plus its context's tail past the last full cached block
+  (request_prefill; the engine's `prefix_block` is its KV spec's block, 1 without a KV cache).
 
 A job's KV context is max(ctx, prefill): the policies pass the whole context as `ctx` with the
 uncached part inside it as `prefill`, or ctx = 0 for a fresh sequence whose context is its
-prefill (engine.Job).
+prefill (engine.Job, which keeps ctx - prefill, the context before its first pass).
 """
 from __future__ import annotations
 
@@ -46,6 +49,21 @@ BLOCK_TOKENS = 16            # vLLM's CacheConfig.block_size default on GPUs (vL
 GPU_MEMORY_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default: share of device memory
 #                               the engine may use (weights + activations + KV cache)
 MAX_BLOCK_TOKENS = 1 << 16
+
+
+def request_prefill(ctx: float, unseen: int, block: int) -> int:
+    """The tokens a new engine request prefills when its context holds `ctx` tokens, `unseen` of
+    which its engine never processed. vLLM's prefix cache hits the longest run of cached full
+    blocks and leaves at least the prompt's last token to compute (vllm/v1/core/
+    kv_cache_manager.py, get_computed_blocks: at most num_tokens - 1 tokens cached), so the hit
+    is floor(min(ctx - unseen, ctx - 1) / block) blocks. block <= 1: the unseen tokens alone (a
+    token-granular cache, the simulator's model without a KV spec)."""
+    if block <= 1 or ctx <= 0 or unseen > ctx:
+        return unseen
+    seen = ctx - unseen
+    if seen > ctx - 1:
+        seen = ctx - 1
+    return int(round(ctx - (seen // block) * block))
 
 
 class KVCapacityError(UserError):
@@ -433,7 +451,7 @@ class KVCache:
         g = job.group
         if g is None:
             return
-        seq = job.kv_base + iterations * job.emit_per_iter if iterations else job.ctx - job.prefill
+        seq = job.kv_base + iterations * job.emit_per_iter if iterations else job.ctx
         tokens = math.ceil(seq / self.block - 1e-9) * self.block
         old = self.cached.pop(g, 0)
         self.cached[g] = max(old, tokens)
@@ -452,7 +470,7 @@ class KVCache:
             self.cached_tokens -= c
         lost = g in self.evicted
         self.evicted.discard(g)
-        assumed = job.ctx - job.prefill if job.ctx > 0 else 0   # what the policy takes as cached
+        assumed = job.ctx                 # what the policy takes as cached (Job keeps ctx - prefill)
         if not lost or assumed <= 0 or group_running:
             return 0
         miss = math.ceil(assumed - 1e-9)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import simpy
 
 from .engine import Engine, Job
+from .kvcache import request_prefill
 from .tokensd import SDStats, SDStream
 
 
@@ -79,8 +80,12 @@ class World:
                         lengths=None if lengths is None else lengths(req))
 
     def target_job(self, req, tokens: int, ctx: float, prefill: int = 0, stream=None,
-                   rounds: int | None = None, tag=None) -> Job:
-        """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions."""
+                   rounds: int | None = None, tag=None, new_request: bool = True) -> Job:
+        """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions.
+        `ctx`: its context (prompt included), `prefill` of which the engine never saw; a new
+        engine request (not ar's stream going on) prefills as the prefix cache's blocks leave it."""
+        if new_request and ctx > 0:
+            prefill = request_prefill(ctx, prefill, self.target.prefix_block)
         if stream is None:
             return Job(self.env, tokens, ctx, prefill, 1, False, tag, group=req.rid)
         if rounds is None:
@@ -91,8 +96,12 @@ class World:
         return Job(self.env, rounds, ctx, prefill, per_round, True, tag,
                    emit_per_iter=tokens / max(rounds, 1), group=req.rid)
 
-    def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None, req=None) -> Job:
-        """A draft step; `req`: its request, whose other jobs share its KV prefix."""
+    def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None, req=None,
+                  new_request: bool = True) -> Job:
+        """A draft step (target_job's ctx, prefill and new_request); `req`: its request, whose
+        other jobs share its KV prefix."""
+        if new_request and ctx > 0:
+            prefill = request_prefill(ctx, prefill, self.draft.prefix_block)
         return Job(self.env, tokens, ctx, prefill, 1, False, tag,
                    group=None if req is None else req.rid)
 

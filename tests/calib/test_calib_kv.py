@@ -37,9 +37,23 @@ def test_capacity_computed_from_the_kv_space_by_hand():
 
 
 def test_runs_before_block_size_used_vllm_cpus_128():
-    kv, _ = engine_kv(read_records(OLD))
+    old = [r for r in read_records(OLD) if not r["run"]["flags"].get("block_size")]
+    assert old
+    kv, _ = engine_kv(old)
     # 2 GiB / (128 x 57,344 B) = 292.6 -> 292 blocks of 128 = 37,376 tokens
     assert kv["target"]["capacity_tokens"] == 292 * 128 and kv["target"]["block_tokens"] == 128
+
+
+def test_runs_that_name_their_block_size_speak_for_the_profile():
+    """OLD mixes AR runs from before --block-size (vLLM-CPU's 128, 37,376 tokens) with LR runs
+    at 32 (37,440): the block is the prefix cache's granularity too, so the profile keeps the
+    runs that set it (the smallest of those), and says what differed."""
+    kv, warnings = engine_kv(read_records(OLD))
+    assert (kv["target"]["capacity_tokens"], kv["target"]["block_tokens"]) == (37_440, 32)
+    assert "_named" not in kv["target"]
+    assert any("target KV block size differed between the runs (32, 128 tokens): the profile keeps 32" in w
+               for w in warnings), warnings
+    assert any(w.endswith("the smallest of the runs that set their block size") for w in warnings), warnings
 
 
 def test_recorded_capacity_wins_gpu_runs_without_one_stay_unlimited():

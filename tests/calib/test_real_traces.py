@@ -20,9 +20,13 @@ OWN = ROOT / "tests/data/calib/cpu-gsm8k.jsonl"
 # Regression bounds on the committed traces: what calibrate + replay reach on them today, plus
 # ~20% of it. They are small (a dozen short records) and their AR ran while other engines loaded
 # the machine (test_load_drift_between_modes_is_reported), so the errors are large; a model change
-# that makes them worse fails here. Measured: target fit 0.44; replay 0.38 (ar 0.60, lr 0.26,
-# lr+sd 0.23, sd 0.09); held-out 0.23; table latency 0.36; lr with the measured draft curve 0.07.
-MAX_MAPE = {"fit": 0.52, "replay": 0.45, "ar": 0.72, "lr": 0.32, "lr+sd": 0.28, "sd": 0.12,
+# that makes them worse fails here. Measured: target fit 0.44; replay 0.41 (ar 0.60, lr 0.31,
+# lr+sd 0.29, sd 0.09); held-out 0.26; table latency 0.38; lr with the measured draft curve 0.08.
+# (Before each new LR request prefilled its context's tail past a whole KV block, replay 0.38,
+# lr 0.26, lr+sd 0.23: these records' LR is predicted slow already, 25% on the mean, and the
+# block prefill adds 4%; on the open-loop corpus, whose spans record what each job prefilled, it
+# is what brings LR's replay to the measured latency: README, "Open loop".)
+MAX_MAPE = {"fit": 0.52, "replay": 0.49, "ar": 0.72, "lr": 0.37, "lr+sd": 0.35, "sd": 0.12,
             "holdout": 0.28, "table": 0.43, "curve lr": 0.09}
 
 

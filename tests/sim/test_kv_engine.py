@@ -92,10 +92,13 @@ def test_unlimited_cache_changes_nothing():
                                           ("lr-async", {"depth": 3, "width": 2}),
                                           ("lr-sync", {"k1": 3})])
 def test_no_capacity_summary_is_the_old_one_and_a_huge_one_matches_it(policy, knobs):
+    """A capacity that never binds changes nothing; its blocks of one token keep the prefix
+    cache token-granular (the prefill in whole blocks: tests/sim/test_prefix_blocks.py)."""
     o = dict(policy=policy, requests=6, steps=12, **knobs)
     plain = simulate(build(Options(**o)))
     assert not any(k.startswith(("kv", "ar_kv")) for k in plain)
-    huge = simulate(build(Options(**o, kv_cache_tokens=1 << 40)))
+    cfg = build(Options(**o, kv_cache_tokens=1 << 40))
+    huge = simulate(replace(cfg, target=replace(cfg.target, kv=KVSpec(1 << 40, 1))))
     assert huge["kv_preemptions"] == 0 and huge["ar_kv_preemptions"] == 0
     assert {k: v for k, v in huge.items() if not k.startswith(("kv", "ar_kv"))} == plain
 
@@ -126,6 +129,17 @@ def test_evicted_context_is_prefilled_again():
     k = e.kv.summary()
     # evicted: request 1's sequence at 5.7 s, then C's (cached when it ended) to admit A2
     assert (k["evictions"], k["prefix_misses"], k["reprefilled_tokens"]) == (2, 1, 33)
+
+
+def test_evicted_context_is_prefilled_again_beside_the_jobs_own_prefill():
+    # A2 as above, 5 of its 33 tokens new to the engine (its prefill): the 28 it assumed cached
+    # are prefilled again beside them, 33 in all, the same 4.2 s pass
+    jobs = [(0, "A1", dict(iters=1, ctx=32, prefill=32, group=1)),
+            (0, "C", dict(iters=40, ctx=16, prefill=16, group=3)),
+            (50, "A2", dict(iters=2, ctx=33, prefill=5, group=1))]
+    tight, e = _run(KVSpec(64), jobs, SLOPED)
+    assert tight == pytest.approx({"A1": 5.7, "C": 44.7, "A2": 55.2})
+    assert (e.kv.prefix_misses, e.kv.reprefilled_tokens) == (1, 28)
 
 
 def test_a_sequence_that_can_never_fit_is_a_one_line_error(run_lr):

@@ -14,13 +14,13 @@ def run(world, req, rec):
     stream = world.sd_stream(req) if world.cfg.policy == "sd" else None
     ctx = 0.0
     if req.prompt_tokens:
-        pre = target.submit(world.target_job(req, 1, float(req.prompt_cached), prefill=req.prompt_uncached))
+        pre = target.submit(world.target_job(req, 1, float(req.prompt_tokens), prefill=req.prompt_uncached))
         yield pre.done
         rec.first_output = world.env.now
         tokens -= 1
         ctx = req.prompt_tokens
     if tokens > 0:
-        job = target.submit(world.target_job(req, tokens, ctx, stream=stream))
+        job = target.submit(world.target_job(req, tokens, ctx, stream=stream, new_request=False))
         yield job.done
     for n in req.step_tokens:   # every step is the target's own
         world.commit(rec, "target", n)

@@ -89,6 +89,7 @@ class AdaptiveLookahead(AsyncLookahead):
         self.est = Estimator(self.acfg, prior=neutral_prior(self.acfg))
         self.ctl = Controller(self.acfg)
         self.streams = {self.stream.k2: self.stream} if self.stream is not None else {}
+        self.on_stream = False    # the last target step was a depth-0 root's (one request writes on)
         if world.decisions is None:
             world.decisions = DecisionLog()
 
@@ -117,9 +118,14 @@ class AdaptiveLookahead(AsyncLookahead):
                                         tokens=job.total)
         super().on_draft(node)
 
-    def submit_target(self, node, prefill):
+    def submit_target(self, node, prefill, new_request=True):
+        # depth 0 is one target request writing on step after step (the real scheduler's
+        # ARStream): a root's step after a depth-0 root's is no new request
+        writing_on = node is self.root and self.max_depth == 0
+        new_request = new_request and not (writing_on and self.on_stream)
+        self.on_stream = writing_on
         stream, before = self.stream, sd_counts(self.world.sd, self.stream)
-        super().submit_target(node, prefill)
+        super().submit_target(node, prefill, new_request)
         job = node.target_job
         if job is None or job.done.triggered:
             return

@@ -150,7 +150,7 @@ class AsyncLookahead:
         if self.can_draft is not None and not self.can_draft(self.req, pos):
             if node.position == 0 and not self.prompt_seen:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
-                self.world.draft.submit(self.world.draft_job(1, float(self.req.prompt_cached),
+                self.world.draft.submit(self.world.draft_job(1, float(self.req.prompt_tokens),
                                                              prefill=self.req.prompt_uncached, req=self.req))
                 self.prompt_seen = True
                 self.d_cached = float(self.req.prompt_tokens)
@@ -182,15 +182,16 @@ class AsyncLookahead:
         if self.eager and node.parent is not None and node.parent.target_done:
             self.judge(node)              # the step it is compared with is there already
 
-    def submit_target(self, node, prefill):
-        """Ask the target for step `node.position`, the step after node's context."""
+    def submit_target(self, node, prefill, new_request=True):
+        """Ask the target for step `node.position`, the step after node's context (a new engine
+        request unless it goes on in one: lr_adaptive's depth 0)."""
         pos = node.position
         if pos >= self.n_steps:
             return
         world = self.world
         node.target_job = job = world.target.submit(world.target_job(
             self.req, self.job_len("target", pos), self.ctx_tokens(node),
-            prefill=prefill, stream=self.stream, tag=node))
+            prefill=prefill, stream=self.stream, tag=node, new_request=new_request))
         job.done.callbacks.append(lambda _e, n=node: self.on_target(n))
 
     def on_target(self, node):

@@ -5,7 +5,9 @@ stage emits X + 1 steps (X = accepted drafts before the first rejection):
     k1 <  ceil(1/c1)  (S2): ceil((X+1)/k1) batched target rounds of up to k1 steps, then
                             X mod k1 sequential draft steps;
     k1 >= ceil(1/c1)  (S1): X sequential draft steps, then one target step (the drafter paces).
-c1 is the draft/target cost ratio of one step (single sequence, from the latency models).
+c1 is the draft/target cost ratio of one step (single sequence, from the latency models). The
+stage model's steps prefill nothing (the theory's cost is per step): no job is a new request
+whose context the prefix cache rounds to whole blocks.
 The stage's verdicts are awaited after its jobs, in parallel (judge_timing is lr-async's: the
 stage model has no tree of drafts to judge early).
 """
@@ -29,12 +31,13 @@ def run(world, req, rec):
     def drafts(start, count):
         for i in range(count):
             job = world.draft.submit(world.draft_job(lens[start + i], ctx + sum(lens[pos:start + i]),
-                                                     req=req))
+                                                     req=req, new_request=False))
             yield job.done
 
     def targets(start, count):
         jobs = [world.target.submit(world.target_job(req, lens[start + i], ctx + sum(lens[pos:start + i]),
-                                                     stream=stream)) for i in range(count)]
+                                                     stream=stream, new_request=False))
+                for i in range(count)]
         yield env.all_of([j.done for j in jobs])
 
     while pos < S:
