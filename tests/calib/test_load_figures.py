@@ -87,7 +87,10 @@ def test_the_latency_fit_summary_is_the_replay_profiles(committed, recomputed):
 def test_position_factors_close_the_target_passes_total():
     """README, "Under load": the target's line alone priced every configuration's passes 2.5-4.8%
     short of their measured total; with the measured factors by verification positions all are
-    within 1.7%, and the factor of one SD proposal (v = 6) is above the plain passes' (v = 0)."""
+    within 1.7%, and the factor of one SD proposal (v = 6) is above the plain passes' (v = 0); the
+    replay (whole-block prefill) is within 10% at 14 of the 16 points, largest error 15.5% (lr-d2-emb
+    at 8 in flight, 0.60x against 0.71x), below the measured speedup of every speculative
+    configuration at 2-8 in flight (LR by 3.7-15.5%)."""
     committed = json.loads((RESULTS / "load.json").read_text())
     fit = committed["latency_fit"]["target"]
     rows = fit["by_config"].values()
@@ -96,7 +99,16 @@ def test_position_factors_close_the_target_passes_total():
     assert all(abs(r["sum_diff_pct"]) < 1.75 for r in rows)
     knots = dict(map(tuple, fit["position_factors"]))
     assert knots[6.0] > knots[0.0] > 1.0
-    assert committed["replay_speedup_error_max"] < 0.10
+    rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
+           for n, t in committed["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+    assert len(rep) == 16 and sum(abs(e) <= 0.10 for e in rep.values()) == 14
+    assert committed["replay_speedup_error_max"] == pytest.approx(0.155, abs=0.0005)
+    assert rep[("8", "lr-d2-emb")] == pytest.approx(-0.155, abs=0.0005)
+    assert sorted(k for k, e in rep.items() if abs(e) > 0.10) == [("8", "lr+sd-d2-emb"), ("8", "lr-d2-emb")]
+    loaded = [e for (n, c), e in rep.items() if n != "1"]
+    assert len(loaded) == 12 and all(e < 0 for e in loaded)
+    lr = [-e for (n, c), e in rep.items() if n != "1" and c.startswith("lr")]
+    assert round(min(lr), 3) == 0.037 and round(max(lr), 3) == 0.155
 
 
 def test_the_markdown_is_the_json_rendered(committed, run_name):
@@ -120,36 +132,62 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 def test_the_held_out_claims():
     """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
-    -7%..+8% and every speedup within 10% (12 of 12, largest 8.0%), and every break-even; each
-    block's own probe does about as well (-9.5%..+3.7%); the plan (tokens/s ratios, as measured)
-    is within 10% at 12 of 15, its misses lr-d2 and lr-d2-emb alone and lr+sd at 6, placing 3 of 4
-    break-evens, and at 15 of 15 given each level's measured step acceptance (traces/load: 18 and
-    19 of 20, its two misses lr+sd; the mean-latency ratios 18 of 20); the embedding verifier's
-    acceptance 0.62-0.67 in the calibration records, 0.55-0.58 at 4-8 and 0.53-0.57 held out; AR on
-    both cores 1.42-1.57x AR against the plan's 1.55x."""
+    -8%..+6% and speedups within 10% at 11 of 12 (largest 10.8%, lr+sd at 3: 0.61x against 0.69x;
+    below measured for every speculative configuration at 3 and 6), and every break-even; each
+    block's own probe does about as well (-11%..+2%); the plan (tokens/s ratios, as measured) is
+    within 10% at 15 of 15 (largest 9.7%, ar-er alone), placing 3 of 4 break-evens (lr-d2-emb: 1.02x
+    alone against 0.93x), and at 15 of 15 given each level's measured step acceptance (traces/load:
+    16 and 15 of 20, its four misses lr-d2-emb at 2, 4 and 8 and lr-d2 at 4, all pessimistic, two
+    inside the measured 90% interval; the mean-latency ratios 16 of 20, largest 15.6%); none of the
+    replay's three misses is inside its interval; the embedding verifier's acceptance 0.62-0.67 in
+    the calibration records, 0.55-0.58 at 4-8 and 0.53-0.57 held out; AR on both cores 1.42-1.57x AR
+    against the plan's 1.55x."""
     held = json.loads((RESULTS / "load_heldout.json").read_text())
     assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
     assert held["replay_probe"] == "the corpus's median" and held["records"] == 300
     tps, own = held["replay_tokens_per_s_error"], held["replay_tokens_per_s_error_own_probe"]
-    assert -0.07 < tps["min"] < -0.065 and 0.075 < tps["max"] < 0.085
-    assert -0.10 < own["min"] < -0.09 and 0.03 < own["max"] < 0.04
-    rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-           for t in held["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    assert len(rep) == 12 and max(rep) == pytest.approx(0.080, abs=0.0005)
+    assert round(tps["min"], 2) == -0.08 and round(tps["max"], 2) == 0.06
+    assert round(own["min"], 2) == -0.11 and round(own["max"], 2) == 0.02
+    rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
+           for n, t in held["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+    assert len(rep) == 12 and sum(abs(e) <= 0.10 for e in rep.values()) == 11
+    assert max(map(abs, rep.values())) == pytest.approx(0.108, abs=0.0005)
+    assert rep[("3", "lr+sd-d2-emb")] == pytest.approx(-0.108, abs=0.0005)
+    assert all(e < 0 for (n, c), e in rep.items() if n != "1")
     be = held["break_even"]
     lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
     assert all(be[c]["replayed_vs_ar"] == be[c]["measured_vs_ar"] for c in lr)
     assert [c for c in lr if be[c]["planned_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
     within = lambda doc, key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within(held, "planned") == 12 and within(held, "planned_at_measured_acceptance") == 15
-    assert max(bl.plan_errors(held, "planned_at_measured_acceptance")) < 0.0975
-    misses = lambda doc: [(n, c) for n, t in doc["planned"].items() for c, p in t.items()  # noqa: E731
-                          if abs(p["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
-    assert misses(held) == [("1", "lr-d2"), ("1", "lr-d2-emb"), ("6", "lr+sd-d2-emb")]
+    assert within(held, "planned") == 15 and within(held, "planned_at_measured_acceptance") == 15
+    for key in ("planned", "planned_at_measured_acceptance"):
+        assert max(bl.plan_errors(held, key)) == pytest.approx(0.097, abs=0.0005)
+    p1 = held["planned"]["1"]
+    assert max(bl.plan_errors(held, "planned")) == pytest.approx(
+        p1["ar-er"]["speedup_vs_ar"] / held["levels"]["1"]["ar-er"]["speedup_vs_ar"] - 1)
+    assert round(p1["lr-d2-emb"]["speedup_vs_ar"], 2) == 1.02
+    assert round(held["levels"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) == 0.93
+    off = lambda doc, n, c: (doc["planned"][n][c]["speedup_vs_ar"]  # noqa: E731
+                             / doc["levels"][n][c]["speedup_vs_ar"] - 1)
+    misses = lambda doc: [(n, c) for n, t in doc["planned"].items() for c in t  # noqa: E731
+                          if abs(off(doc, n, c)) > 0.10]
+    assert misses(held) == []
     load = json.loads((RESULTS / "load.json").read_text())
-    assert within(load, "planned") == 18 and within(load, "planned_at_measured_acceptance") == 19
-    assert sum(e <= 0.10 for e in bl.plan_errors(load, "planned", "latency_speedup_vs_ar")) == 18
-    assert misses(load) == [("1", "lr+sd-d2-emb"), ("8", "lr+sd-d2-emb")]
+    assert within(load, "planned") == 16 and within(load, "planned_at_measured_acceptance") == 15
+    assert max(bl.plan_errors(load, "planned")) == pytest.approx(0.137, abs=0.0005)
+    assert max(bl.plan_errors(load, "planned_at_measured_acceptance")) == pytest.approx(0.142, abs=0.0005)
+    lat = bl.plan_errors(load, "planned", "latency_speedup_vs_ar")
+    assert sum(e <= 0.10 for e in lat) == 16 and max(lat) == pytest.approx(0.156, abs=0.0005)
+    assert misses(load) == [("2", "lr-d2-emb"), ("4", "lr-d2"), ("4", "lr-d2-emb"), ("8", "lr-d2-emb")]
+    assert all(off(load, n, c) < 0 for n, c in misses(load))
+    assert bl.misses_inside_interval(load, "planned") == (2, 4)
+    for doc in (load, held):     # the replay's misses: none inside the measured 90% interval
+        for t in doc["levels"].values():
+            for r in t.values():
+                rep = r.get("predicted_speedup_vs_ar")
+                if rep and abs(rep / r["speedup_vs_ar"] - 1) > 0.10:
+                    lo, hi = r["speedup_vs_ar_ci90"]
+                    assert not lo <= rep <= hi
     emb = lambda doc, levels: [round(doc["levels"][n][c]["step_acceptance"], 2)  # noqa: E731
                                for n in levels for c in ("lr-d2-emb", "lr+sd-d2-emb")]
     assert (min(emb(load, "12")), max(emb(load, "12"))) == (0.62, 0.67)
@@ -162,35 +200,56 @@ def test_the_held_out_claims():
 
 def test_the_transfer_claims():
     """README, "Transfer": alone, nine blocks measure all three unseen configurations at 0.94x AR;
-    the replay says 1.04x for lr+sd and 1.00x / 0.98x for depths 1 and 3 (break-even 1 as measured
-    for those two, 3 for lr+sd), the plan 1.04-1.14x (3 for all three); at 6 in flight the replay
-    prices ar 9.4% slow and the LR configurations within +2.8%; replay within 10% at 7 of 9
-    (largest 13.5%), plan 3 of 9 (largest 21.9%), 6 of 9 at the measured acceptance; depth 1
-    accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; each block's own probe -9.8%..+5.9%."""
+    the replay says 1.01x for lr+sd (6.6% off) and 0.97x / 0.95x for depths 1 and 3 (break-even 1
+    as measured for those two, 3 for lr+sd), the plan 1.01-1.10x (3 for all three); at 3 in flight
+    the plan is within 10% for all three, the replay for all but depth 3 (0.77x against 0.86x); at
+    6 the replay is within 5% for all three, the plan optimistic for all three, up to 14.3% (lr+sd,
+    0.46x against 0.41x); there the replay prices ar 9.4% slow and the LR configurations 5.2-10.2%
+    slow; replay within 10% at 8 of 9 (largest 10.9%), plan 7 of 9 (largest 16.3%, lr+sd alone:
+    1.10x against 0.94x), 8 of 9 at the measured acceptance (largest 10.9%, depth 3 at 3); depth 1
+    accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; the absolute range at the median probe
+    up to +90.9%, at each block's own probe -11.9%..-2.0%."""
     doc = json.loads((RESULTS / "load_transfer.json").read_text())
     assert doc["records"] == 217 and doc["calibrated_on"]["corpus"] == "traces/load"
     one = doc["levels"]["1"]
     cfgs = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
     assert all(one[c]["blocks"] == 9 and round(one[c]["speedup_vs_ar"], 2) == 0.94 for c in cfgs)
-    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.04, 1.00, 0.98]
+    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.01, 0.97, 0.95]
+    lrsd = one["lr+sd-d3-emb"]
+    assert round(lrsd["predicted_speedup_vs_ar"] / lrsd["speedup_vs_ar"] - 1, 3) == 0.066
     planned = [doc["planned"]["1"][c]["speedup_vs_ar"] for c in cfgs]
-    assert round(min(planned), 2) == 1.04 and round(max(planned), 2) == 1.14
+    assert round(min(planned), 2) == 1.01 and round(max(planned), 2) == 1.10
     be = doc["break_even"]
     assert [be[c]["measured_vs_ar"] for c in cfgs] == ["1", "1", "1"]
     assert [be[c]["replayed_vs_ar"] for c in cfgs] == ["3", "1", "1"]
     assert [be[c]["planned_vs_ar"] for c in cfgs] == ["3", "3", "3"]
     six = doc["levels"]["6"]
     off = {c: six[c]["predicted_tokens_per_s"] / six[c]["tokens_per_s"] - 1 for c in ("ar", *cfgs)}
-    assert round(off["ar"], 3) == -0.094 and max(off[c] for c in cfgs) == pytest.approx(0.028, abs=0.0005)
-    rep = [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-           for t in doc["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
-    assert sum(e <= 0.10 for e in rep) == 7 and max(rep) == pytest.approx(0.135, abs=0.0005)
+    assert round(off["ar"], 3) == -0.094
+    assert round(min(off[c] for c in cfgs), 3) == -0.102 and round(max(off[c] for c in cfgs), 3) == -0.052
+    rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
+           for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+    assert sum(abs(e) <= 0.10 for e in rep.values()) == 8
+    assert max(map(abs, rep.values())) == pytest.approx(0.109, abs=0.0005)
+    assert [k for k, e in rep.items() if abs(e) > 0.10] == [("3", "lr-d3-emb")]
+    assert all(abs(rep[("6", c)]) < 0.05 for c in cfgs)
+    plan = {(n, c): doc["planned"][n][c]["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1
+            for n in doc["planned"] for c in cfgs}
+    assert all(abs(plan[("3", c)]) <= 0.10 for c in cfgs) and all(plan[("6", c)] > 0 for c in cfgs)
+    assert max(plan[("6", c)] for c in cfgs) == pytest.approx(plan[("6", "lr+sd-d3-emb")])
+    assert plan[("6", "lr+sd-d3-emb")] == pytest.approx(0.143, abs=0.0005)
     within = lambda key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within("planned") == 3 and within("planned_at_measured_acceptance") == 6
-    assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.219, abs=0.0005)
+    assert within("planned") == 7 and within("planned_at_measured_acceptance") == 8
+    assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.163, abs=0.0005)
+    assert max(plan.values()) == pytest.approx(plan[("1", "lr+sd-d3-emb")])
+    assert max(bl.plan_errors(doc, "planned_at_measured_acceptance")) == pytest.approx(0.109, abs=0.0005)
+    at_acc = [(n, c) for n, t in doc["planned_at_measured_acceptance"].items() for c, p in t.items()
+              if c in cfgs and abs(p["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
+    assert at_acc == [("3", "lr-d3-emb")]
     acc = lambda c: [round(t[c]["step_acceptance"], 2) for t in doc["levels"].values()]  # noqa: E731
     assert (min(acc("lr-d1-emb")), max(acc("lr-d1-emb"))) == (0.43, 0.46)
     assert (min(acc("lr-d3-emb")), max(acc("lr-d3-emb"))) == (0.53, 0.56)
     assert (min(acc("lr+sd-d3-emb")), max(acc("lr+sd-d3-emb"))) == (0.53, 0.54)
-    own = doc["replay_tokens_per_s_error_own_probe"]
-    assert round(own["min"], 3) == -0.098 and round(own["max"], 3) == 0.059
+    own, tps = doc["replay_tokens_per_s_error_own_probe"], doc["replay_tokens_per_s_error"]
+    assert round(own["min"], 3) == -0.119 and round(own["max"], 3) == -0.020
+    assert round(tps["max"], 3) == 0.909

@@ -4,7 +4,7 @@ The presets are NOT fitted to Table 1's LR or LR+SD speedups (its step acceptanc
 its SD speedup only through the n-gram acceptance it implies), so the check is deliberately loose:
 every speedup > 1, LR+SD beats both parts, LR falls with the step acceptance and SD rises with the
 n-gram acceptance like the paper's, and each prediction is within TOLERANCE of the paper's
-(18% with the measured table, whose README figure is 13.9%; 35% with the roofline). Both latency sources are checked: the measured H100 table (when shipped) and the
+(18% with the measured table, whose README figure is 14.0%; 23% with the roofline). Both latency sources are checked: the measured H100 table (when shipped) and the
 roofline. The four settings the reference publishes are simulated with few seeds (fast); all 14
 once more with short answers, for their shape.
 """
@@ -24,8 +24,8 @@ PUBLISHED = ["r1-gsm8k", "r1-aime24", "qwen3-gsm8k", "qwen3-aime24"]
 
 
 # How far a published row may be from the paper: the worst the docs quote, from runs with every
-# speedup known to +-2% - 13.9% with the measured H100 table (benchmarks/results/paper_table.md,
-# README) and 18.6% with the roofline (paper_table_roofline.md, docs/planning.md) - plus ~4 points
+# speedup known to +-2% - 14.0% with the measured H100 table (benchmarks/results/paper_table.md,
+# README) and 18.7% with the roofline (paper_table_roofline.md, docs/planning.md) - plus ~4 points
 # for the sampling noise of these shorter runs (2 seeds).
 TOLERANCE = {"auto": 0.18, "roofline": 0.23}
 
