@@ -343,11 +343,13 @@ def collector_stalls(block: list[dict], slack_s: float = 1.0) -> list[tuple[floa
         if not others:
             continue                  # nothing else in flight: the engine had nothing to do
         after = [s for s, _ in spans if s >= e - 1e-6]
-        before = [x for _, x in spans if x <= e + slack_s]
-        if not after or not before:
+        if not after:
             continue
-        gap = min(after[0], max(others)) - e     # (what was in flight may end without a pass)
-        out.append((gap if gap > slack_s and max(before) <= e + slack_s else 0.0, len(others)))
+        busy = max((x for s, x in spans if s < e - 1e-6), default=e)   # a pass running at e
+        # idle from the end (or the pass running then) to the next pass, or to the end of what
+        # was in flight (it may end without another pass)
+        gap = min(after[0], max(others)) - max(e, busy)
+        out.append((gap if gap > slack_s else 0.0, len(others)))
     return out
 
 

@@ -381,11 +381,13 @@ def main(argv: list[str] | None = None) -> int:
             _write_stats_locked()
 
     def die():
-        stats_lock.acquire()  # never released: the process ends here
-        fj.dead = True
-        _write_stats_locked()
-        print(json.dumps({"died": fj.stats()}), flush=True)
-        os._exit(3)  # no clean-up: this is the fault
+        stats_lock.acquire()  # never released: the process ends here, whatever the writes do
+        try:
+            fj.dead = True
+            _write_stats_locked()
+            print(json.dumps({"died": fj.stats()}), flush=True)
+        finally:
+            os._exit(3)  # no clean-up: this is the fault
 
     fj = FaultJudge(cfg, on_die=die)
     orig = fj.next_kind

@@ -206,7 +206,7 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
         col = await engines.collector(spec)
         # The writer is opened (the file's records validated) once, before the block's clock
         # starts. Opened per record, as it was, the validation ran in the event loop at every
-        # request's end and stalled the block's other requests with it: 9-29 s of idle target
+        # request's end and stalled the block's other requests with it: 11-28 s of idle target
         # engine per request end in the open-loop corpus, growing with the file (its pass logs).
         with TraceWriter(spec.out, resume=True) as writer:
             engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's

@@ -62,7 +62,7 @@ def request_prefill(ctx: float, unseen: int, block: int) -> int:
         return unseen
     seen = ctx - unseen
     if seen > ctx - 1:
-        seen = ctx - 1
+        seen = ctx - 1 if ctx >= 1 else 0.0
     return int(round(ctx - (seen // block) * block))
 
 

@@ -189,8 +189,8 @@ def test_open_blocks_arrive_by_the_rounds_poisson_process_and_resume_keeps_them(
 
 def test_a_block_validates_its_trace_file_once_before_its_clock_starts(monkeypatch, tmp_path):
     """Reopening the writer per record re-validated the whole file in the event loop at every
-    request's end, stalling the block's other requests (9-29 s of idle target engine per request
-    end in traces/load-open, its pass logs): one scan per block, before the block's t0."""
+    request's end, stalling the block's other requests (11-28 s of idle target engine per LR
+    request end in traces/load-open's rounds 9-18, its pass logs): one scan per block, before the block's t0."""
     import lrcore.traces as tr
 
     fake_engines(monkeypatch, tmp_path, per_token_s=0.0005)
