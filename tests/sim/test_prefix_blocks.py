@@ -106,3 +106,29 @@ def test_ar_prompt_is_rounded_and_its_stream_goes_on_in_the_same_request():
                   workload=replace(cfg.workload, prompt_tokens=300, prompt_cached=100))
     jobs = [(ctx, pre) for name, ctx, pre, _ in _submitted(cfg) if name == "target"]
     assert sorted(jobs) == [(300, 0)] * 3 + [(300, 204)] * 3
+
+
+def test_lr_adaptive_depth_0_writes_on_in_one_request_and_lr_stage_prefills_nothing(monkeypatch):
+    """lr-adaptive at depth 0 is one target request writing step after step (the real
+    scheduler's ARStream): after the prompt's job, its steps prefill nothing, block or not. The
+    stage model's jobs are no new requests either (the theory's cost is per step)."""
+    from dataclasses import replace as dc_replace
+
+    from lrcore.adaptive import Controller
+
+    def ar_only(self, est):
+        d = orig(self, est)
+        return dc_replace(d, depth=0, width=1, k2=1)
+
+    orig = Controller.decide
+    monkeypatch.setattr(Controller, "decide", ar_only)
+    kv = KVSpec(1 << 30, 32)
+    for policy in ("lr-adaptive", "lr-stage"):
+        cfg = build(Options(policy=policy, requests=2, steps=10, kv_cache_tokens=1 << 30))
+        cfg = replace(cfg, target=replace(cfg.target, kv=kv), draft=replace(cfg.draft, kv=kv))
+        jobs = [(ctx, pre) for role, ctx, pre, _ in _submitted(cfg) if role == "target"]
+        prompted = [(ctx, pre) for ctx, pre in jobs if pre]
+        if policy == "lr-adaptive":      # each request's prompt job, then its steps on the stream
+            assert len(jobs) > 2 * 5 and prompted == [(300, 300)] * 2
+        else:                            # the stage model: no prefill anywhere
+            assert jobs and prompted == []
