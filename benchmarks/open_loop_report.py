@@ -55,14 +55,14 @@ def stall_lines(t: dict) -> list[str]:
     rows = {cfg: r["collector_stalls"] for cfg, r in t.items() if r.get("collector_stalls", {}).get("ends")}
     if not rows:
         return []
-    rounds = sorted({str(k) for s in rows.values() for k in s["by_round_mean_s"]}, key=int)
+    rounds = sorted({k for s in rows.values() for k in s["by_round_mean_s"]}, key=int)   # str keys (JSON)
     return ["The collector's stalls (the target engine idle right after a request's end while another "
             "was in flight: the collector re-validated its whole trace file in the event loop after "
             "each record, fixed since; mean seconds a request end, and the request-seconds they held "
             "as a share of the measured latency; by round, the first and last three): " + "; ".join(
                 f"{cfg} {s['mean_s']:.1f} s over {s['ends']} ends, {100 * s['share_of_latency']:.1f}% "
-                f"(rounds {_rounds({str(k): v for k, v in s['by_round_mean_s'].items()}, rounds[:3])} ... "
-                f"{_rounds({str(k): v for k, v in s['by_round_mean_s'].items()}, rounds[-3:])} s)"
+                f"(rounds {_rounds(s['by_round_mean_s'], rounds[:3])} ... "
+                f"{_rounds(s['by_round_mean_s'], rounds[-3:])} s)"
                 for cfg, s in rows.items()) + ".", ""]
 
 
