@@ -1,6 +1,7 @@
-"""The README's open-loop figures (benchmarks/results/load_open.md, "Open loop" under "Under
-load") are what the committed open-loop corpus gives: the measured and replayed numbers of every
-configuration are recomputed from traces/load-open with the profile of traces/load's 1-2 in flight
+"""The README's open-loop figures (benchmarks/results/load_open.md and load_open_v2.md, "Open loop"
+under "Under load") are what the committed open-loop corpora give: the measured and replayed
+numbers of every configuration are recomputed from traces/load-open (collected with the
+collector's stall) and traces/load-open-v2 (without) with the profile of traces/load's 1-2 in flight
 (the planned ones come from `lr plan` runs, pinned by the claims test), and the .md is the JSON
 rendered. A trace edited or the replay changed without rerunning benchmarks/bench_open_loop.py
 fails here; tests/test_quoted_results.py pins the README to the .md."""
@@ -32,10 +33,35 @@ def prof():
 
 
 @pytest.fixture(scope="module")
-def recomputed(prof):
-    corpus = bo.load_open(ROOT / "traces" / "load-open")
-    speed = bl.corpus_probe(dict(enumerate(corpus.values())))
-    return corpus, {f"rate{r:g}-n{n}": bo.level_table(lv, prof, speed) for (r, n), lv in sorted(corpus.items())}
+def recompute(prof):
+    """(corpus, tables) of an open-loop corpus under traces/, each corpus replayed once."""
+    done = {}
+
+    def get(name):
+        if name not in done:
+            corpus = bo.load_open(ROOT / "traces" / name)
+            speed = bl.corpus_probe(dict(enumerate(corpus.values())))
+            done[name] = corpus, {f"rate{r:g}-n{n}": bo.level_table(lv, prof, speed)
+                                  for (r, n), lv in sorted(corpus.items())}
+        return done[name]
+    return get
+
+
+@pytest.fixture(scope="module")
+def recomputed(recompute):
+    return recompute("load-open")
+
+
+# each open-loop corpus and its results (bench_open_loop.py --load traces/<corpus> --out ...):
+# the stalled one (collected before the collector's one-writer-per-block fix) and the clean one
+CORPORA = {"load-open": "load_open", "load-open-v2": "load_open_v2"}
+
+
+@pytest.fixture(scope="module", params=sorted(CORPORA))
+def each_corpus(request, recompute):
+    """(committed results, (corpus, tables) recomputed, results file stem) of each corpus."""
+    stem = CORPORA[request.param]
+    return json.loads((RESULTS / f"{stem}.json").read_text()), recompute(request.param), stem
 
 
 def _close(want, got, where):
@@ -53,23 +79,24 @@ def _close(want, got, where):
         assert want == got, where
 
 
-def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed, recomputed):
-    corpus, tables = recomputed
+def test_measured_and_replayed_numbers_come_from_the_committed_traces(each_corpus):
+    committed, (corpus, tables), _ = each_corpus
     assert committed["records"] == sum(len(r) for lv in corpus.values() for r in lv.values())
     assert set(committed["levels"]) == set(tables)
     for name, table in tables.items():
         _close(committed["levels"][name]["configs"], table, name)
 
 
-def test_the_markdown_is_the_json_rendered(committed):
-    assert (RESULTS / "load_open.md").read_text() == bo.render(committed)
+def test_the_markdown_is_the_json_rendered(each_corpus):
+    committed, _, stem = each_corpus
+    assert (RESULTS / f"{stem}.md").read_text() == bo.render(committed)
 
 
-def test_a_round_run_beside_other_work_is_left_out(committed, recomputed):
+def test_a_round_run_beside_other_work_is_left_out(each_corpus):
     """A round is measured only where every configuration's block ran alone (bench_open_loop
     .OTHER_CPU_LIMIT of a core for processes outside the engines), and the results say which
     rounds were left out and why."""
-    corpus, _ = recomputed
+    committed, (corpus, _), _ = each_corpus
     for (rate, n), level in corpus.items():
         sel, left = bo.full_blocks(level)
         assert {str(k) for k in left} == set(committed["levels"][f"rate{rate:g}-n{n}"]["left_out"])
@@ -80,12 +107,12 @@ def test_a_round_run_beside_other_work_is_left_out(committed, recomputed):
                 assert max(why["other_cpu"].values()) > bo.OTHER_CPU_LIMIT
 
 
-def test_blocks_pair_and_arrive_as_collected(recomputed):
+def test_blocks_pair_and_arrive_as_collected(each_corpus):
     """Every configuration of a round met the same problems at the round's seeded arrival
     offsets (collect_load.py --set open --first-problem 800), so the speedup pairs per block."""
     from lrreal.load_corpus import BY_LABEL, LoadJob
 
-    corpus, _ = recomputed
+    _, (corpus, _), _ = each_corpus
     for (rate, n), level in corpus.items():
         sel, _ = bo.full_blocks(level)
         for cfg, bs in sel.items():
@@ -318,6 +345,64 @@ def test_the_open_loop_claims(committed):
     assert abs(100 * err["replayed_own_probe"]["lr"]) < abs(-11.1)
 
 
+def test_the_clean_open_loop_claims():
+    """README, "The clean open loop": rounds 0-5 of traces/load-open-v2 (96 records, two sittings,
+    none left out), the same problems and arrivals as traces/load-open's rounds 0-5; no stall
+    (0.0 s at each of its request ends); LR 0.78x measured (0.69-0.87), 0.77x replayed and
+    planned; LR's mean latency -0.6% replayed, -4.9% planned, AR's -1.8% / -5.0%; at each
+    block's own probe LR -3.8%, AR +3.1%, speedup 0.83x inside the interval's upper half; passes
+    priced -1.9% to +5.6%; within a block LR -0.8% to +0.8%, AR -0.4% to +1.1% (the stalled
+    corpus's slide, +5.4% to -4.9%, gone); the tail LR 0.74 target, 0.59 draft (1.97, 2.34 with
+    the stall), with it -3.0%; on no engine 0.37 s against 1.91 s; prefill 43.6 / 46.4 target,
+    48.2 / 42.0 draft; the stalled corpus's 0.71x inside this interval."""
+    clean = json.loads((RESULTS / "load_open_v2.json").read_text())
+    stalled = json.loads((RESULTS / "load_open.json").read_text())
+    lv, old = clean["levels"]["rate0.025-n8"], stalled["levels"]["rate0.025-n8"]
+    ar, lr = lv["configs"]["ar"], lv["configs"]["lr-d2-emb"]
+    old_lr = old["configs"]["lr-d2-emb"]
+    assert clean["records"] == 96 and lv["left_out"] == {} and ar["blocks"] == lr["blocks"] == 6
+    assert sorted(b["round"] for b in lr["by_block"]) == list(range(6))
+    assert (ROOT / "traces" / "load-open-v2" / "collection.log").read_text().count("collect_load --set open") == 2
+    # the same problems as the stalled corpus's rounds 0-5 (arrivals: test_blocks_pair_and_arrive_as_collected)
+    for cfg in ("ar", "lr-d2-emb"):
+        ids = [{json.loads(x)["problem_id"] for x in (ROOT / "traces" / d / "gsm8k" / "rate0.025-n8" / f"{cfg}.jsonl")
+                .read_text().splitlines() if json.loads(x)["run"]["flags"]["load_round"] < 6} for d in ("load-open", "load-open-v2")]
+        assert ids[0] == ids[1] and len(ids[0]) == 48
+    for r in (ar, lr):
+        st = r["collector_stalls"]
+        assert st["mean_s"] == 0.0 and st["held_request_s"] == 0.0 and st["ends"] > 30
+    ci = lr["speedup_vs_ar_ci90"]
+    assert round(lr["speedup_vs_ar"], 2) == 0.78 and [round(x, 2) for x in ci] == [0.69, 0.87]
+    assert round(lr["replayed"]["speedup_vs_ar"], 2) == 0.77 and round(lr["planned"]["speedup_vs_ar"], 2) == 0.77
+    assert ci[0] <= lr["replayed"]["speedup_vs_ar"] <= ci[1] and ci[0] <= lr["planned"]["speedup_vs_ar"] <= ci[1]
+    ks = ("replayed", "planned", "replayed_own_probe")
+    err = {c: [round(100 * (r[k]["mean_latency_s"] / r["mean_latency_s"] - 1), 1) for k in ks] for c, r in (("ar", ar), ("lr", lr))}
+    assert err == {"ar": [-1.8, -5.0, 3.1], "lr": [-0.6, -4.9, -3.8]}
+    own = lr["replayed_own_probe"]["speedup_vs_ar"]
+    assert round(own, 2) == 0.83 and (ci[0] + ci[1]) / 2 < own <= ci[1]
+    priced = [v["all"]["diff_pct"] for r in (ar, lr) for v in r["passes_at_own_probe"].values()]
+    assert (round(min(priced), 1), round(max(priced), 1)) == (-1.9, 5.6)
+    within = {c: [round(100 * (v["replayed_mean_latency_s"] / v["mean_latency_s"] - 1), 1)
+                  for v in r["replayed_by_in_flight_within_block"].values()] for c, r in (("ar", ar), ("lr", lr))}
+    assert within == {"ar": [-0.4, -0.1, 1.1], "lr": [-0.5, 0.8, -0.8]}
+    assert max(map(abs, within["lr"])) < 1 and max(map(abs, within["ar"])) < 1.5
+    from benchmarks import open_loop_diagnosis as od
+    assert {k: round(v, 2) for k, v in od.unrecorded(lr).items()} == {"target": 0.74, "draft": 0.59}
+    assert {k: round(v, 2) for k, v in od.unrecorded(old_lr).items()} == {"target": 1.97, "draft": 2.34}
+    wt = lr["replayed_own_probe_with_tail"]
+    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -3.0
+    # a request's time on no engine: 0.37 s clean, 1.91 s stalled (the request-by-request line)
+    assert "on no engine 0.37 / 0.19" in (RESULTS / "load_open_v2.md").read_text()
+    assert "on no engine 1.91 / 0.20" in (RESULTS / "load_open.md").read_text()
+
+    def prefill(row):
+        return round(row["prefill"] / row["prompted"], 1)
+    jt = lr["job_time_own_probe"]
+    assert [prefill(jt[e]["finished"][side]) for e in ("target", "draft") for side in ("measured", "replayed")] \
+        == [43.6, 46.4, 48.2, 42.0]
+    assert ci[0] <= old_lr["speedup_vs_ar"] <= ci[1] and round(old_lr["speedup_vs_ar"], 2) == 0.71
+
+
 NUMBER = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
 
 
@@ -333,9 +418,12 @@ def test_the_readme_prose_states_only_rendered_or_pinned_numbers():
     section = readme[readme.index("**Open loop: requests that arrive over time.**"):
                      readme.index("## Planning and the report")]
     prose = re.sub(r"`[^`]*`", "", re.sub(r"<!-- quote: .*?<!-- /quote -->", "", section, flags=re.S))
-    code = inspect.getsource(test_the_open_loop_claims)
-    code = code[code.index('"""', code.index('"""') + 3) + 3:]          # past the docstring
-    have = {x.lstrip("+") for text in ((RESULTS / "load_open.md").read_text(), code)
+    code = ""
+    for claims in (test_the_open_loop_claims, test_the_clean_open_loop_claims):
+        src = inspect.getsource(claims)
+        code += src[src.index('"""', src.index('"""') + 3) + 3:]        # past the docstring
+    have = {x.lstrip("+") for text in ((RESULTS / "load_open.md").read_text(),
+                                       (RESULTS / "load_open_v2.md").read_text(), code)
             for x in re.findall(NUMBER, text)}
     stated = [x.lstrip("+") for x in re.findall(NUMBER, prose)]
     assert len(stated) > 40
