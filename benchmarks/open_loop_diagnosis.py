@@ -107,6 +107,14 @@ def pass_pricing(prof: Profile, bs: list[list[dict]]) -> dict:
     return out
 
 
+def block_passes(block: list[dict], role: str) -> dict[float, tuple[dict, dict]]:
+    """One copy of each forward pass `role`'s engine ran in a block, with a record that holds it:
+    a record's engine_stats hold every pass of its lifetime, shared with the requests then in
+    flight, and a pass's duration (a float to the nanosecond) names it in a block."""
+    return {p["duration_s"]: (p, r) for r in block
+            for p in ((r.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or []}
+
+
 def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
     """Per engine, over the blocks: forward passes, busy seconds and sequences run (a pass's
     batch, summed over passes) measured (each pass once) and replayed at each block's own probe,
@@ -115,9 +123,7 @@ def engine_work(bs: list[list[dict]], owns: list[dict]) -> dict:
     out = {"makespan_s": {"measured": float(sum(bl.makespan(b) for b in bs)),
                           "replayed": float(sum(o["makespan"] for o in owns))}}
     for role in ("target", "draft"):
-        # one copy of each pass (its duration, to the nanosecond, names it in a block)
-        passes = [{p["duration_s"]: p for r in b
-                   for p in ((r.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or []} for b in bs]
+        passes = [{d: p for d, (p, _) in block_passes(b, role).items()} for b in bs]
         if any(passes):
             out[role] = {"measured": {"passes": sum(len(x) for x in passes),
                                       "busy_s": float(sum(sum(x) for x in passes)),
@@ -330,12 +336,11 @@ def collector_stalls(block: list[dict], slack_s: float = 1.0) -> list[tuple[floa
     inside the event loop, so no request could start a job meanwhile. Passes from the records'
     engine_stats (each once: its duration names it), on the block's clock (the records' t0 =
     arrival + latency - wall time). [(stall s, requests then in flight, each held that long)]."""
-    passes = {}
-    for r in block:
-        t0 = r["load"]["arrival_s"] + r["load"]["latency_s"] - r["wall_time_s"]
-        for p in ((r.get("engine_stats") or {}).get("target") or {}).get("forward_passes") or []:
-            passes[p["duration_s"]] = (t0 + p["start"], t0 + p["start"] + p["duration_s"])
-    spans = sorted(passes.values())
+    def t0(r):   # the block's clock at the record's own start
+        return r["load"]["arrival_s"] + r["load"]["latency_s"] - r["wall_time_s"]
+
+    spans = sorted((t0(r) + p["start"], t0(r) + p["start"] + d)
+                   for d, (p, r) in block_passes(block, "target").items())
     life = [(r["load"]["arrival_s"], r["load"]["arrival_s"] + r["load"]["latency_s"]) for r in block]
     out = []
     for e in sorted(end for _, end in life):

@@ -192,6 +192,7 @@ def test_a_block_validates_its_trace_file_once_before_its_clock_starts(monkeypat
     request's end, stalling the block's other requests (11-28 s of idle target engine per LR
     request end in traces/load-open's rounds 9-18, its pass logs): one scan per block, before the block's t0."""
     import lrcore.traces as tr
+    import lrreal.load as load_mod
 
     fake_engines(monkeypatch, tmp_path, per_token_s=0.0005)
     out = tmp_path / "load"
@@ -200,6 +201,15 @@ def test_a_block_validates_its_trace_file_once_before_its_clock_starts(monkeypat
     assert lc.collect_load(jobs[:1], out, base, log=lambda m: None) == 4   # the file exists now
     scans, scan = [], tr._scan
     monkeypatch.setattr(tr, "_scan", lambda path: scans.append(path) or scan(path))
+    in_flight = load_mod.run_in_flight
+
+    async def block_clock(*a, **kw):   # the block's requests start here, after its t0
+        scans.append("block starts")
+        return await in_flight(*a, **kw)
+
+    monkeypatch.setattr(load_mod, "run_in_flight", block_clock)   # imported by collect_load
     assert lc.collect_load(jobs, out, base, log=lambda m: None) == 4
-    # pending()'s read of what is done and the block's writer (a writer per record: 1 + 4)
-    assert len(scans) == 2 and len(read_traces(out / "gsm8k" / "c4" / "ar.jsonl")) == 8
+    # pending()'s read of what is done and the block's writer (a writer per record: 1 + 4),
+    # both before the block's first request
+    assert len(scans) == 3 and scans[-1] == "block starts"
+    assert len(read_traces(out / "gsm8k" / "c4" / "ar.jsonl")) == 8

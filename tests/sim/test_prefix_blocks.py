@@ -78,6 +78,16 @@ def test_lr_step_jobs_prefill_in_whole_blocks_of_the_kv_spec(policy, knobs):
     tok = {name: sum(pre for n, ctx, pre, _ in token if n == name and ctx > 0) for name in ("target", "draft")}
     blk = {name: sum(pre for n, ctx, pre in steps if n == name) for name in ("target", "draft")}
     assert all(blk[n] > tok[n] for n in blk), (blk, tok)
+    # and the rounding leaves the cache its whole blocks: no job prefills more than a block past
+    # the most a token-granular job prefilled, and a job prefills its whole context only where the
+    # token-granular cache made it too (its engine's first sight of the request); a full
+    # re-prefill of every job (ctx - pre = 0) would pass the divisibility check above, not these
+    most = max(pre for n, ctx, pre, _ in token if n in ("target", "draft") and ctx > 0)
+    assert all(pre < most + 32 for _, _, pre in steps), most
+
+    def whole(jobs):
+        return sum(pre >= ctx for n, ctx, pre, *_ in jobs if n in ("target", "draft") and ctx > 0)
+    assert whole(steps) == whole(token) < len(steps) / 4, (whole(steps), whole(token), len(steps))
 
 
 def test_lr_sync_jobs_are_the_token_cache_jobs_with_their_prefill_rounded():
