@@ -13,12 +13,12 @@ fastjsonschema speaks drafts 4, 6 and 7; our schema is draft 2020-12. The keywor
 the same in draft 7 but two: 2020-12's `prefixItems` is draft 7's array form of `items` (and
 2020-12's `items` beside it is draft 7's `additionalItems`), and draft 7 ignores the keywords
 beside a `$ref` where 2020-12 applies them (so a node with both becomes an `allOf` of the two).
-`$defs` needs no translation: `$ref` is a JSON pointer into the document either way. A keyword outside DRAFT7_SAME is refused, so a
-schema edit that uses one fails loudly instead of passing unchecked.
+`$defs` needs no translation: `$ref` is a JSON pointer into the document either way. A keyword
+outside DRAFT7_SAME is refused, so a schema edit that uses one fails loudly instead of passing
+unchecked.
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Callable
 
 # keywords that validate the same way in draft 2020-12 (jsonschema) and draft 7 (fastjsonschema),
@@ -60,11 +60,9 @@ def to_draft7(node: Any) -> Any:
     return out
 
 
-@lru_cache(maxsize=4)
-def compiled(schema_json: str) -> Callable[[Any], Any]:
-    """The fast check of a schema given as JSON text; raises fastjsonschema.JsonSchemaException."""
-    import json
-
+def compiled(schema: dict) -> Callable[[Any], Any]:
+    """The fast check of a draft 2020-12 schema (compiling takes a moment: keep the result);
+    the check raises fastjsonschema.JsonSchemaException."""
     import fastjsonschema
 
-    return fastjsonschema.compile(to_draft7(json.loads(schema_json)), use_default=False)
+    return fastjsonschema.compile(to_draft7(schema), use_default=False)

@@ -88,7 +88,7 @@ def _validator():
 def _fast_check():
     from .fastschema import compiled
 
-    return compiled(SCHEMA_PATH.read_text())
+    return compiled(json.loads(SCHEMA_PATH.read_text()))
 
 
 def _passes_fast_check(rec: dict) -> bool:
