@@ -4,9 +4,10 @@ Until lrreal/load_corpus.py opened one trace writer per block, each finished rec
 block's trace file and re-validated every record in it inside the event loop, so at a request's
 end the block's other requests could start no job (README, "Open loop"). Which corpora, levels
 and configurations that touched, and by how much, is measured here from the records themselves:
-benchmarks/open_loop_diagnosis.collector_stalls (the target engine idle right after a request's
-end while another was in flight, over 1 s) over each block (the records of one load round of a
-trace file), and the request-seconds those stalls held as a share of the measured latency.
+benchmarks/open_loop_diagnosis.stall_summary (collector_stalls, the target engine idle over 1 s
+right after a request's end while another was in flight, over each block: the records of one
+load round of a trace file), and the request-seconds those stalls held as a share of the
+measured latency.
 
     .venv/bin/python benchmarks/bench_stalls.py        # reads traces/load*/, seconds
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.open_loop_diagnosis import collector_stalls  # noqa: E402
+from benchmarks.open_loop_diagnosis import stall_summary  # noqa: E402
 from benchmarks.write import run_and_write  # noqa: E402
 from lrcore.traces import read_traces  # noqa: E402
 
@@ -40,13 +41,8 @@ def file_row(path: Path) -> dict:
     """One trace file (a level's configuration): request ends with another in flight, their mean
     stall and the largest, and the request-seconds held as a share of the records' latency."""
     bs = blocks(path)
-    flat = [x for b in bs for x in collector_stalls(b)]
-    held = sum(s * n for s, n in flat)
-    lat = sum(r["load"]["latency_s"] for b in bs for r in b)
-    return {"blocks": len(bs), "records": sum(map(len, bs)), "ends": len(flat),
-            "mean_s": sum(s for s, _ in flat) / len(flat) if flat else 0.0,
-            "max_s": max((s for s, _ in flat), default=0.0),
-            "share_of_latency": held / lat if lat else 0.0}
+    summary = {k: v for k, v in stall_summary(bs).items() if k != "by_round_mean_s"}
+    return {"blocks": len(bs), "records": sum(map(len, bs))} | summary
 
 
 def bench() -> dict:

@@ -359,8 +359,8 @@ def collector_stalls(block: list[dict], slack_s: float = 1.0) -> list[tuple[floa
 
 
 def stall_summary(bs: list[list[dict]]) -> dict:
-    """collector_stalls over the blocks: request ends with another in flight, the mean stall,
-    by round, and the request-seconds the stalls held (each in-flight request for the stall)
+    """collector_stalls over the blocks: request ends with another in flight, the mean and the
+    largest stall, the mean by round, and the request-seconds the stalls held (each in-flight request for the stall)
     as a share of the blocks' summed latencies: roughly how much of the measured latency is the
     collector's, not the engines' or the scheduler's."""
     rows = {int(b[0]["run"]["flags"]["load_round"]): collector_stalls(b) for b in bs}
@@ -368,5 +368,6 @@ def stall_summary(bs: list[list[dict]]) -> dict:
     held = sum(s * n for s, n in flat)
     lat = sum(r["load"]["latency_s"] for b in bs for r in b)
     return {"ends": len(flat), "mean_s": held and sum(s for s, _ in flat) / len(flat),
+            "max_s": max((s for s, _ in flat), default=0.0),
             "by_round_mean_s": {str(k): (sum(s for s, _ in v) / len(v) if v else 0.0) for k, v in sorted(rows.items())},
             "held_request_s": held, "share_of_latency": held / lat if lat else 0.0}
