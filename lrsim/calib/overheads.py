@@ -19,7 +19,7 @@ import numpy as np
 from lrcore.modes import LR_MODES
 from lrcore.theory import geometric_sum
 
-from ..sim.traces import prompt_cached, proposal_rate, span_cache, step_drafted
+from ..sim.traces import draft_prompt_cached, prompt_cached, proposal_rate, span_cache, step_drafted
 from .fit import Points
 
 DEFAULT_PROMPT = 300     # when a record has no prompt_tokens (lrsim.sim.traces uses the same)
@@ -189,7 +189,7 @@ def scheduling_gaps(records: list[dict]) -> dict:
 def step_lengths(records: list[dict]) -> dict:
     """Empirical step-length histograms (tokens) by source, and the lognormal fit of all steps."""
     hist: dict[str, dict[int, int]] = {"draft": {}, "target": {}, "all": {}}
-    lens, per_req, prompts, cached, first, budgets = [], [], [], [], [], []
+    lens, per_req, prompts, cached, d_cached, first, budgets = [], [], [], [], [], [], []
     for rec in records:
         st = [s for s in rec.get("steps") or [] if s["tokens"] > 0]
         if not st:
@@ -202,6 +202,9 @@ def step_lengths(records: list[dict]) -> dict:
             cached.append(c)
         if rec.get("mode") in LR_MODES:
             first.append(1.0 if step_drafted(st[0]) else 0.0)
+            d = draft_prompt_cached(rec)
+            if d is not None and c is not None:
+                d_cached.append(c - d)        # the target's hit less the drafter's, same record
         for s in st:
             n = int(s["tokens"])
             lens.append(n)
@@ -216,6 +219,10 @@ def step_lengths(records: list[dict]) -> dict:
             "steps_per_request": float(np.mean(per_req)), "prompt_tokens": float(np.mean(prompts)),
             # of them in the engines' prefix caches already (a template sent before)
             "prompt_cached_tokens": float(np.median(cached)) if cached else 0.0,
+            # in the drafter's, where its spans record it (AR never fills the drafter's cache):
+            # the target's less the median gap of the records that count both
+            **({"draft_prompt_cached_tokens": float(max(0.0, (np.median(cached) if cached else 0.0)
+                                                        - np.median(d_cached)))} if d_cached else {}),
             # share of the LR records whose first step was drafted (the boundary rule: a chat
             # prompt is no step boundary, so the real scheduler never drafts after it)
             "first_step_drafted": (float(np.mean(first)) if first else None),

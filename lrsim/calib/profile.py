@@ -171,6 +171,8 @@ class Profile:
                          step_sigma=float(s["lognormal_sigma"]),
                          prompt_tokens=int(round(s["prompt_tokens"])),
                          prompt_cached=int(round(s.get("prompt_cached_tokens", 0.0))),
+                         draft_prompt_cached=(None if s.get("draft_prompt_cached_tokens") is None
+                                              else int(round(s["draft_prompt_cached_tokens"]))),
                          # traces whose LR runs mostly never drafted after the prompt
                          draft_first=(s.get("first_step_drafted") is None or s["first_step_drafted"] >= 0.5),
                          rate=rate, seed=seed)

@@ -100,6 +100,8 @@ SCHEMA = {
                            "prompt_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            # of them already in the prefix caches (lrsim/sim/traces.prompt_cached)
                            "prompt_cached_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
+                           # in the drafter's (traces.draft_prompt_cached); absent: the same
+                           "draft_prompt_cached_tokens": {"type": "number", "minimum": 0, "maximum": 10000000},
                            "first_step_drafted": _PROB,
                            # the output budget most records stopped on (overheads.step_lengths);
                            # <= lrcore.limits.MAX_RECORD_TOKENS (a record's output)

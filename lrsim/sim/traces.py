@@ -30,6 +30,12 @@ Mapping (one record -> one request):
       (default "deferred")               "eager" as soon as it and its parent's target step existed,
                                          "deferred" once its parent was the root (records made
                                          before the option existed were deferred)
+    steps[i].draft/target.            -> spec_prefill(req, kind, position, root_position, after_draft):
+      prompt_tokens - cached_tokens      the tokens the engine computed for that job on the
+                                         committed path (vLLM's prefix cache as it was: it can
+                                         hold blocks another configuration's run of the same
+                                         problem left); the first step's draft spans ->
+                                         draft_prompt_cached (the drafter's own prompt hits)
 """
 from __future__ import annotations
 
@@ -56,11 +62,16 @@ def _read(path: Path) -> list[dict]:
 
 def _spec_lengths(steps: list[dict]) -> dict:
     """Per step: the committed draft/target job lengths, and the discarded or cancelled jobs
-    recorded when it was decided, by (kind, depth) (the longest) and in order for depth 0."""
-    committed, spec = [], []
-    for s in steps:
+    recorded when it was decided, by (kind, depth) (the longest) and in order for depth 0; and
+    the committed jobs' recorded prefill (spec_prefill), with whether their context ended in a
+    draft (the previous step was drafted and accepted)."""
+    committed, spec, prefill = [], [], []
+    for i, s in enumerate(steps):
         committed.append({k: int(s[k]["tokens"]) for k in ("draft", "target")
                           if isinstance(s.get(k), dict) and s[k].get("tokens")})
+        after_draft = i > 0 and steps[i - 1].get("source") == "draft"
+        prefill.append({k: (c[0] - c[1], after_draft) for k in ("draft", "target")
+                        if (c := span_cache(s.get(k))) is not None})
         by_depth: dict = {}
         ordered: dict = {}
         for e in list(s.get("cancelled") or []) + list(s.get("discarded") or []):
@@ -72,7 +83,7 @@ def _spec_lengths(steps: list[dict]) -> dict:
             else:
                 ordered.setdefault(e["kind"], []).append(n)
         spec.append((by_depth, ordered))
-    return {"committed": committed, "spec": spec}
+    return {"committed": committed, "spec": spec, "prefill": prefill}
 
 
 def _step_stops(rec: dict) -> tuple[str, ...]:
@@ -145,6 +156,29 @@ def prompt_cached(rec: dict) -> int | None:
         reqs += int(p["prefill_requests"])
         if reqs >= n:
             return max(0, prompt - round(tokens / reqs))
+    return None
+
+
+def draft_prompt_cached(rec: dict) -> int | None:
+    """Prompt tokens the drafter's prefix cache held when the record started, where a draft span
+    of its first step records it: the drafter's first request reads the prompt alone (the
+    prompt-only request the boundary rule leaves it, kept among the step's discarded work, or a
+    draft of the first step). None when no such span says (older records, AR): the drafter is
+    then taken to hold what the target does. The two differ where a corpus reruns its problems
+    on the same engines: AR has put the prompt in the target's cache, never in the drafter's."""
+    steps = rec.get("steps") or []
+    if not steps:
+        return None
+    s = steps[0]
+    prompt = rec.get("prompt_tokens")
+    if prompt is None:
+        first = span_cache(s.get("target"))
+        prompt = first[0] if first is not None else None
+    spans = [x for x in s.get("discarded") or () if x.get("kind") == "draft"] + [s.get("draft")]
+    for span in spans:
+        c = span_cache(span)
+        if c is not None and prompt is not None and c[0] == int(prompt):
+            return c[1]
     return None
 
 
@@ -244,7 +278,8 @@ class TraceWorkload:
         for i, (r, t) in enumerate(zip(self.records, self.arrival_times())):
             steps = [s["tokens"] for s in r["steps"] if s.get("tokens", 0) > 0]
             req = RequestSpec(i, int(r.get("prompt_tokens") or DEFAULT_PROMPT_TOKENS), steps, t,
-                              record_rng(self.seed, r, i), prompt_cached=prompt_cached(r) or 0)
+                              record_rng(self.seed, r, i), prompt_cached=prompt_cached(r) or 0,
+                              draft_prompt_cached=draft_prompt_cached(r))
             req.trace = r                        # type: ignore[attr-defined]
             req.replayed = set()                 # type: ignore[attr-defined]
             kept = [s for s in r["steps"] if s.get("tokens", 0) > 0]
@@ -286,6 +321,26 @@ class TraceWorkload:
             k = position - q - 1
             n = seq[k] if 0 <= k < len(seq) else None
         return n
+
+    def spec_prefill(self, req, kind: str, position: int, root_position: int,
+                     after_draft: bool) -> int | None:
+        """The prompt tokens the real engine computed for the `kind` job of step `position`
+        (its span's prompt_tokens - cached_tokens: vLLM's prefix cache as it was), where the
+        record counts them and the replay's job is the recorded one: on the committed path (no
+        rejection between the root and `position`) and with a context that ends as the
+        recorded one's did (`after_draft`: in a draft, not in a target step). None otherwise:
+        the policy then prices the prefix cache (kvcache.request_prefill). The recorded count
+        holds what no model of one request's tokens does: blocks another request put there -
+        the same problem's contexts run earlier by another configuration on the same engines,
+        or a target step that began with the draft's own first tokens."""
+        spec = getattr(req, "spec", None)
+        if spec is None or position >= len(spec["prefill"]):
+            return None
+        v = req.verdicts
+        if any(v[i] is not True for i in range(root_position, min(position, len(v)))):
+            return None
+        got = spec["prefill"][position].get(kind)
+        return got[0] if got is not None and got[1] == after_draft else None
 
     def _rate(self, req, depth: int) -> float:
         by = {int(d): (a / p if p else None)

@@ -38,10 +38,23 @@ class RequestSpec:
     # prompt tokens already in the engines' prefix caches when it arrives (a chat template or
     # few-shot prefix that earlier requests sent): context, but not prefilled again
     prompt_cached: int = 0
+    # of them in the drafter's prefix cache, when it differs from the target's (None: the same):
+    # a corpus that reruns its problems on the same engines has the target's cache hold prompts
+    # that AR sent before, while the drafter, which AR never uses, prefills them whole
+    draft_prompt_cached: int | None = None
 
     @property
     def prompt_uncached(self) -> int:
         return max(0, self.prompt_tokens - self.prompt_cached)
+
+    @property
+    def draft_cached(self) -> int:
+        """Prompt tokens in the drafter's prefix cache when the request arrives."""
+        return self.prompt_cached if self.draft_prompt_cached is None else self.draft_prompt_cached
+
+    @property
+    def draft_prompt_uncached(self) -> int:
+        return max(0, self.prompt_tokens - self.draft_cached)
 
     @property
     def steps(self) -> int:
@@ -77,6 +90,7 @@ class Synthetic:
     step_sigma: float = 0.5          # lognormal shape; 0 = every step exactly step_mean tokens
     prompt_tokens: int = 300
     prompt_cached: int = 0           # of them already in the prefix caches (RequestSpec)
+    draft_prompt_cached: int | None = None   # in the drafter's, if not the same (RequestSpec)
     rate: float | None = None        # Poisson arrivals per second; None = all arrive at t = 0
     seed: int = 0
     # P(a step that no draft can match): correlates sibling drafts (width > 1). The paper saw
@@ -139,6 +153,10 @@ class Synthetic:
             raise UserError(f"workload.sibling_hard = {self.sibling_hard} leaves at most "
                             f"{1 - self.sibling_hard:.3f} acceptance, but alpha is {top}")
 
+    def _draft_cached(self) -> int | None:
+        d = self.draft_prompt_cached
+        return None if d is None else min(d, self.prompt_tokens)
+
     def requests(self) -> list[RequestSpec]:
         g = np.random.default_rng([self.seed, 0x5EED])
         if self.max_tokens is not None:
@@ -152,7 +170,8 @@ class Synthetic:
             arrivals = np.zeros(self.n_requests)
         return [RequestSpec(i, self.prompt_tokens, list(map(int, lens[i])), float(arrivals[i]),
                             random.Random(self.seed * 1_000_003 + i),
-                            prompt_cached=min(self.prompt_cached, self.prompt_tokens))
+                            prompt_cached=min(self.prompt_cached, self.prompt_tokens),
+                            draft_prompt_cached=self._draft_cached())
                 for i in range(self.n_requests)]
 
     def iter_requests(self, chunk: int = 1024) -> Iterator[RequestSpec]:
@@ -170,7 +189,7 @@ class Synthetic:
             for _ in self._length_chunks(arr_g, chunk):
                 pass                                  # arr_g is now where requests() draws arrivals
         carry, first, rid = 0.0, None, 0
-        cached = min(self.prompt_cached, self.prompt_tokens)
+        cached, d_cached = min(self.prompt_cached, self.prompt_tokens), self._draft_cached()
         for rows in self._length_chunks(np.random.default_rng([self.seed, 0x5EED]), chunk):
             m = len(rows)
             if arr_g is not None:
@@ -185,7 +204,8 @@ class Synthetic:
                 arrivals = [0.0] * m
             for lens, a in zip(rows, arrivals):
                 yield RequestSpec(rid, self.prompt_tokens, list(map(int, lens)), float(a),
-                                  random.Random(self.seed * 1_000_003 + rid), prompt_cached=cached)
+                                  random.Random(self.seed * 1_000_003 + rid), prompt_cached=cached,
+                                  draft_prompt_cached=d_cached)
                 rid += 1
 
     def _length_chunks(self, g: np.random.Generator, chunk: int):

@@ -88,9 +88,10 @@ def test_position_factors_close_the_target_passes_total():
     """README, "Under load": the target's line alone priced every configuration's passes 2.5-4.8%
     short of their measured total; with the measured factors by verification positions all are
     within 1.7%, and the factor of one SD proposal (v = 6) is above the plain passes' (v = 0); the
-    replay (whole-block prefill) is within 10% at 14 of the 16 points, largest error 15.5% (lr-d2-emb
-    at 8 in flight, 0.60x against 0.71x), below the measured speedup of every speculative
-    configuration at 2-8 in flight (LR by 3.7-15.5%)."""
+    replay (whole-block prefill, or the records' own counts from round 5 on) is within 10% at 14 of
+    the 16 points, largest error 14.6% (lr-d2-emb at 8 in flight, 0.60x against 0.71x), below the
+    measured speedup of every speculative configuration at 2-8 in flight (LR by 3.5-14.6%; with
+    the block model for round 5 too, 3.7-15.5%: the README keeps that as history)."""
     committed = json.loads((RESULTS / "load.json").read_text())
     fit = committed["latency_fit"]["target"]
     rows = fit["by_config"].values()
@@ -102,13 +103,13 @@ def test_position_factors_close_the_target_passes_total():
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in committed["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
     assert len(rep) == 16 and sum(abs(e) <= 0.10 for e in rep.values()) == 14
-    assert committed["replay_speedup_error_max"] == pytest.approx(0.155, abs=0.0005)
-    assert rep[("8", "lr-d2-emb")] == pytest.approx(-0.155, abs=0.0005)
+    assert committed["replay_speedup_error_max"] == pytest.approx(0.146, abs=0.0005)
+    assert rep[("8", "lr-d2-emb")] == pytest.approx(-0.146, abs=0.0005)
     assert sorted(k for k, e in rep.items() if abs(e) > 0.10) == [("8", "lr+sd-d2-emb"), ("8", "lr-d2-emb")]
     loaded = [e for (n, c), e in rep.items() if n != "1"]
     assert len(loaded) == 12 and all(e < 0 for e in loaded)
     lr = [-e for (n, c), e in rep.items() if n != "1" and c.startswith("lr")]
-    assert round(min(lr), 3) == 0.037 and round(max(lr), 3) == 0.155
+    assert round(min(lr), 3) == 0.035 and round(max(lr), 3) == 0.146
 
 
 def test_the_markdown_is_the_json_rendered(committed, run_name):
@@ -132,9 +133,9 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 def test_the_held_out_claims():
     """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
-    -8%..+6% and speedups within 10% at 11 of 12 (largest 10.8%, lr+sd at 3: 0.61x against 0.69x;
-    below measured for every speculative configuration at 3 and 6), and every break-even; each
-    block's own probe does about as well (-11%..+2%); the plan (tokens/s ratios, as measured) is
+    -8%..+6% and speedups within 10% at 11 of 12 (largest 10.5%, lr+sd at 3: 0.62x against 0.69x;
+    below measured for every speculative configuration at 3, and at 6 for all but lr-d2-emb,
+    +0.8%), and every break-even; each block's own probe does about as well (-10%..+2%); the plan (tokens/s ratios, as measured) is
     within 10% at 15 of 15 (largest 9.7%, ar-er alone), placing 3 of 4 break-evens (lr-d2-emb: 1.02x
     alone against 0.93x), and at 15 of 15 given each level's measured step acceptance (traces/load:
     16 and 15 of 20, its four misses lr-d2-emb at 2, 4 and 8 and lr-d2 at 4, all pessimistic, two
@@ -147,13 +148,15 @@ def test_the_held_out_claims():
     assert held["replay_probe"] == "the corpus's median" and held["records"] == 300
     tps, own = held["replay_tokens_per_s_error"], held["replay_tokens_per_s_error_own_probe"]
     assert round(tps["min"], 2) == -0.08 and round(tps["max"], 2) == 0.06
-    assert round(own["min"], 2) == -0.11 and round(own["max"], 2) == 0.02
+    assert round(own["min"], 2) == -0.10 and round(own["max"], 2) == 0.02
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in held["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
     assert len(rep) == 12 and sum(abs(e) <= 0.10 for e in rep.values()) == 11
-    assert max(map(abs, rep.values())) == pytest.approx(0.108, abs=0.0005)
-    assert rep[("3", "lr+sd-d2-emb")] == pytest.approx(-0.108, abs=0.0005)
-    assert all(e < 0 for (n, c), e in rep.items() if n != "1")
+    assert max(map(abs, rep.values())) == pytest.approx(0.105, abs=0.0005)
+    assert rep[("3", "lr+sd-d2-emb")] == pytest.approx(-0.105, abs=0.0005)
+    assert all(e < 0 for (n, c), e in rep.items() if n == "3")
+    assert [c for (n, c), e in rep.items() if n == "6" and e >= 0] == ["lr-d2-emb"]
+    assert rep[("6", "lr-d2-emb")] == pytest.approx(0.008, abs=0.0005)
     be = held["break_even"]
     lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
     assert all(be[c]["replayed_vs_ar"] == be[c]["measured_vs_ar"] for c in lr)
@@ -200,23 +203,23 @@ def test_the_held_out_claims():
 
 def test_the_transfer_claims():
     """README, "Transfer": alone, nine blocks measure all three unseen configurations at 0.94x AR;
-    the replay says 1.01x for lr+sd (6.6% off) and 0.97x / 0.95x for depths 1 and 3 (break-even 1
+    the replay says 1.01x for lr+sd (7.2% off) and 0.98x / 0.97x for depths 1 and 3 (break-even 1
     as measured for those two, 3 for lr+sd), the plan 1.01-1.10x (3 for all three); at 3 in flight
-    the plan is within 10% for all three, the replay for all but depth 3 (0.77x against 0.86x); at
-    6 the replay is within 5% for all three, the plan optimistic for all three, up to 14.3% (lr+sd,
-    0.46x against 0.41x); there the replay prices ar 9.4% slow and the LR configurations 5.2-10.2%
-    slow; replay within 10% at 8 of 9 (largest 10.9%), plan 7 of 9 (largest 16.3%, lr+sd alone:
+    the plan and the replay are within 10% for all three (depth 3 replays 0.80x against 0.86x); at
+    6 the replay is within 7% for all three, above measured, the plan optimistic for all three, up
+    to 14.3% (lr+sd, 0.46x against 0.41x); there the replay prices ar 9.4% slow and the LR
+    configurations 3.2-5.5% slow; replay within 10% at 9 of 9 (largest 7.3%), plan 7 of 9 (largest 16.3%, lr+sd alone:
     1.10x against 0.94x), 8 of 9 at the measured acceptance (largest 10.9%, depth 3 at 3); depth 1
     accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; the absolute range at the median probe
-    up to +90.9%, at each block's own probe -11.9%..-2.0%."""
+    up to +91.9%, at each block's own probe -9.8%..-0.5%."""
     doc = json.loads((RESULTS / "load_transfer.json").read_text())
     assert doc["records"] == 217 and doc["calibrated_on"]["corpus"] == "traces/load"
     one = doc["levels"]["1"]
     cfgs = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
     assert all(one[c]["blocks"] == 9 and round(one[c]["speedup_vs_ar"], 2) == 0.94 for c in cfgs)
-    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.01, 0.97, 0.95]
+    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.01, 0.98, 0.97]
     lrsd = one["lr+sd-d3-emb"]
-    assert round(lrsd["predicted_speedup_vs_ar"] / lrsd["speedup_vs_ar"] - 1, 3) == 0.066
+    assert round(lrsd["predicted_speedup_vs_ar"] / lrsd["speedup_vs_ar"] - 1, 3) == 0.072
     planned = [doc["planned"]["1"][c]["speedup_vs_ar"] for c in cfgs]
     assert round(min(planned), 2) == 1.01 and round(max(planned), 2) == 1.10
     be = doc["break_even"]
@@ -226,13 +229,14 @@ def test_the_transfer_claims():
     six = doc["levels"]["6"]
     off = {c: six[c]["predicted_tokens_per_s"] / six[c]["tokens_per_s"] - 1 for c in ("ar", *cfgs)}
     assert round(off["ar"], 3) == -0.094
-    assert round(min(off[c] for c in cfgs), 3) == -0.102 and round(max(off[c] for c in cfgs), 3) == -0.052
+    assert round(min(off[c] for c in cfgs), 3) == -0.055 and round(max(off[c] for c in cfgs), 3) == -0.032
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    assert sum(abs(e) <= 0.10 for e in rep.values()) == 8
-    assert max(map(abs, rep.values())) == pytest.approx(0.109, abs=0.0005)
-    assert [k for k, e in rep.items() if abs(e) > 0.10] == [("3", "lr-d3-emb")]
-    assert all(abs(rep[("6", c)]) < 0.05 for c in cfgs)
+    assert sum(abs(e) <= 0.10 for e in rep.values()) == 9
+    assert max(map(abs, rep.values())) == pytest.approx(0.073, abs=0.0005)
+    assert rep[("3", "lr+sd-d3-emb")] == pytest.approx(-0.073, abs=0.0005)
+    assert round(rep[("3", "lr-d3-emb")], 3) == -0.069
+    assert all(0 < rep[("6", c)] < 0.07 for c in cfgs)
     plan = {(n, c): doc["planned"][n][c]["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1
             for n in doc["planned"] for c in cfgs}
     assert all(abs(plan[("3", c)]) <= 0.10 for c in cfgs) and all(plan[("6", c)] > 0 for c in cfgs)
@@ -251,5 +255,5 @@ def test_the_transfer_claims():
     assert (min(acc("lr-d3-emb")), max(acc("lr-d3-emb"))) == (0.53, 0.56)
     assert (min(acc("lr+sd-d3-emb")), max(acc("lr+sd-d3-emb"))) == (0.53, 0.54)
     own, tps = doc["replay_tokens_per_s_error_own_probe"], doc["replay_tokens_per_s_error"]
-    assert round(own["min"], 3) == -0.119 and round(own["max"], 3) == -0.020
-    assert round(tps["max"], 3) == 0.909
+    assert round(own["min"], 3) == -0.098 and round(own["max"], 3) == -0.005
+    assert round(tps["max"], 3) == 0.919

@@ -20,16 +20,19 @@ Judging early takes the verifier's latency off the critical path wherever it ove
 work. `judge_timing = "deferred"` (Config) judges a node's children only once it is the root.
 The code: `AsyncLookahead`, one method per step of the rules in that order; `run` is the policy.
 
-Three optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; a synthetic
+Four optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; a synthetic
 workload has only the first, where every context is a step boundary but, as calibrated, the
-prompt; then a draft is as long as the target's step, and the judge timing is the Config's):
+prompt; then a draft is as long as the target's step, the judge timing is the Config's and a
+new request prefills what its engine never saw, rounded to the prefix cache's blocks):
  - `can_draft(req, position)`: the boundary rule of the real scheduler - drafting only follows a
    context (of `position` steps) that ends on a step boundary (a step cut at the token cap does
    not); the drafter then only prefills the prompt meanwhile (a 1-token request), as the real
    one does;
  - `spec_tokens(req, kind, position, root_position)`: how long a draft or target job for that
    position ran in the recorded run (None: the committed step's length);
- - `judge_timing(req)`: the judge timing the recorded run used ("eager" or "deferred").
+ - `judge_timing(req)`: the judge timing the recorded run used ("eager" or "deferred");
+ - `spec_prefill(req, kind, position, root_position, after_draft)`: the prompt tokens the real
+   engine computed for that job (vLLM's cached-token count), where the record has it.
 Prefix caching on the drafter: it re-reads only the committed tokens it has not processed
 (`d_cached`), which after a stretch without drafting is more than the last step.
 """
@@ -110,13 +113,14 @@ class AsyncLookahead:
         self.stream = world.sd_stream(req)
         self.can_draft = getattr(wl, "can_draft", None)
         self.spec_len = getattr(wl, "spec_tokens", None)
+        self.spec_prefill = getattr(wl, "spec_prefill", None)
         recorded = getattr(wl, "judge_timing", None)
         timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
         # a free verdict (kind "none") has nothing to overlap: both timings decide alike
         self.eager = timing == "eager" and cfg.verifier.kind != "none"
         self.root: Node | None = None
         self.accepted_run = 0     # drafts accepted since the last target commit
-        self.d_cached = float(req.prompt_cached)  # committed tokens (prompt included) the drafter
+        self.d_cached = float(req.draft_cached)  # committed tokens (prompt included) the drafter
                                   # has processed, so its prefix cache holds them
         self.prompt_seen = False  # the drafter has prefilled this request's prompt
         self.finished = env.event()
@@ -151,7 +155,7 @@ class AsyncLookahead:
             if node.position == 0 and not self.prompt_seen:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
                 self.world.draft.submit(self.world.draft_job(1, float(self.req.prompt_tokens),
-                                                             prefill=self.req.prompt_uncached, req=self.req))
+                                                             prefill=self.req.draft_prompt_uncached, req=self.req))
                 self.prompt_seen = True
                 self.d_cached = float(self.req.prompt_tokens)
             return
@@ -163,12 +167,16 @@ class AsyncLookahead:
             self.d_cached = ctx
         else:
             prefill = 0                   # it wrote this context itself
+        recorded = (self.spec_prefill(self.req, "draft", pos, root.position, node.draft_job is not None)
+                    if self.spec_prefill is not None else None)
         n_tok = self.job_len("draft", pos)
         world, req = self.world, self.req
         for _ in range(self.width):
             c = Node(pos + 1, node, launch_depth=pos + 1 - root.position)
             node.children.append(c)
-            c.draft_job = job = world.draft.submit(world.draft_job(n_tok, ctx, prefill=prefill, tag=c, req=req))
+            c.draft_job = job = world.draft.submit(world.draft_job(
+                n_tok, ctx, prefill=prefill if recorded is None else recorded, tag=c, req=req,
+                new_request=recorded is None))    # a recorded count is the cache's own: exact
             job.done.callbacks.append(lambda _e, n=c: self.on_draft(n))
 
     def on_draft(self, node):
@@ -189,6 +197,11 @@ class AsyncLookahead:
         if pos >= self.n_steps:
             return
         world = self.world
+        if new_request and self.spec_prefill is not None:
+            recorded = self.spec_prefill(self.req, "target", pos, self.root.position,
+                                         node.draft_job is not None)
+            if recorded is not None:      # the cache's own count: exact, not rounded again
+                prefill, new_request = recorded, False
         node.target_job = job = world.target.submit(world.target_job(
             self.req, self.job_len("target", pos), self.ctx_tokens(node),
             prefill=prefill, stream=self.stream, tag=node, new_request=new_request))

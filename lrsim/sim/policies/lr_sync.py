@@ -29,7 +29,7 @@ def run(world, req, rec):
     pos = 0
     ctx = float(req.prompt_tokens)
     pre_t = req.prompt_uncached
-    d_cached = float(req.prompt_cached)  # committed tokens the drafter has processed
+    d_cached = float(req.draft_cached)  # committed tokens the drafter has processed
     while pos < S:
         g = min(cfg.k1 - 1, S - pos - 1)
         if can_draft is not None:       # drafting stops at the first context off a boundary
