@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.write import run_and_write  # noqa: E402
-from lrcore.modes import LR_MODES, MODE_POLICY  # noqa: E402
+from lrcore.modes import MODE_POLICY  # noqa: E402
 from lrcore.traces import read_traces  # noqa: E402
 from lrsim.calib.kv import CPU_DEFAULT_BLOCK  # noqa: E402
 from lrsim.sim.kvcache import request_prefill  # noqa: E402
@@ -73,13 +73,12 @@ def target_jobs(rec: dict, rerun: bool, out: dict) -> None:
         _add(out[kind], ctx - cached, modelled)
 
 
-def file_rows(path: Path, seen_before: dict) -> dict:
-    """One trace file: its LR records' target jobs by kind and the drafter's first request."""
+def file_rows(records: list[dict], seen_before: dict) -> dict:
+    """One trace file's records: its LR records' target jobs by kind and the drafter's first
+    request."""
     kinds = {k: _acc() for k in KINDS}
     drafter = {"requests": 0, "prompt": 0, "drafter_cached": 0, "target_cached": 0}
-    for rec in read_traces(path):
-        if MODE_POLICY.get(rec.get("mode"), ("",))[0] != "lr-async":
-            continue        # the tree's jobs (lr-sync's read every draft since the last commit)
+    for rec in records:
         t = (rec["run"].get("probe_at_start") or {}).get("t", 0.0)
         earlier = seen_before.get(rec["problem_id"])
         target_jobs(rec, earlier is not None and earlier < t, kinds)
@@ -93,15 +92,12 @@ def file_rows(path: Path, seen_before: dict) -> dict:
     return {"target": kinds, "drafter_prompt": drafter}
 
 
-def first_lr_runs(root: Path) -> dict:
-    """{problem_id: the earliest block start (probe_at_start.t) of an LR record of it}."""
-    out: dict = {}
-    for p in root.glob("*/*/*.jsonl"):
-        for rec in read_traces(p):
-            if rec.get("mode") in LR_MODES:
-                t = (rec["run"].get("probe_at_start") or {}).get("t", 0.0)
-                out[rec["problem_id"]] = min(t, out.get(rec["problem_id"], t))
-    return out
+def lr_async_records(path: Path) -> list[dict]:
+    """The file's lr-async records (the tree's jobs; lr-sync's read every draft since the last
+    commit); AR and SD files are not read."""
+    if path.stem in ("ar", "ar-er", "sd"):
+        return []
+    return [r for r in read_traces(path) if MODE_POLICY.get(r.get("mode"), ("",))[0] == "lr-async"]
 
 
 def bench() -> dict:
@@ -109,9 +105,13 @@ def bench() -> dict:
     corpora = {}
     for name in CORPORA:
         root = ROOT / "traces" / name
-        first = first_lr_runs(root)
-        corpora[name] = {str(p.relative_to(root)): file_rows(p, first)
-                         for p in sorted(root.glob("*/*/*.jsonl")) if p.stem != "ar" and "ar-er" != p.stem}
+        files = {str(p.relative_to(root)): lr_async_records(p) for p in sorted(root.glob("*/*/*.jsonl"))}
+        first: dict = {}         # problem -> the earliest block start of an LR record of it
+        for recs in files.values():
+            for r in recs:
+                t = (r["run"].get("probe_at_start") or {}).get("t", 0.0)
+                first[r["problem_id"]] = min(t, first.get(r["problem_id"], t))
+        corpora[name] = {f: file_rows(recs, first) for f, recs in files.items() if recs}
     return {"benchmark": "bench_prefix_hits", "corpora": corpora, "wall_s": time.perf_counter() - t0}
 
 
