@@ -10,8 +10,8 @@ their context ends in:
   root          a target step (the engine wrote it: only its last token and the block's rest);
   after draft   an accepted draft, which the target never wrote: the model prefills the draft;
 and, for after-draft jobs, whether an LR configuration ran the same problem in an earlier block
-of the corpus (rerun: in traces/load another configuration of the same round, on the same
-engines): with temperature 0 and seeded drafts its target saw the same contexts, so the
+of the corpus (rerun: the same round's other configuration on the same engines, or a run at
+another level, often hours before): with temperature 0 and seeded drafts its target saw the same contexts, so the
 engine's cache may hold them. lr-async records only (the tree's jobs). The drafter's first request (the prompt alone,
 before the first step) is set against the target's hit on the same prompt, which the replay
 charged the drafter until traces.draft_prompt_cached. The prompt's own jobs are in the JSON

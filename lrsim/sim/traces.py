@@ -33,7 +33,7 @@ Mapping (one record -> one request):
     steps[i].draft/target.            -> spec_prefill(req, kind, position, root_position, after_draft):
       prompt_tokens - cached_tokens      the tokens the engine computed for that job on the
                                          committed path (vLLM's prefix cache as it was: it can
-                                         hold blocks another configuration's run of the same
+                                         hold blocks an earlier run of the same
                                          problem left); the first step's draft spans ->
                                          draft_prompt_cached (the drafter's own prompt hits)
 """
@@ -331,7 +331,7 @@ class TraceWorkload:
         recorded one's did (`after_draft`: in a draft, not in a target step). None otherwise:
         the policy then prices the prefix cache (kvcache.request_prefill). The recorded count
         holds what no model of one request's tokens does: blocks another request put there -
-        the same problem's contexts run earlier by another configuration on the same engines,
+        the same problem's contexts an earlier run left on the same engines,
         or a target step that began with the draft's own first tokens."""
         spec = getattr(req, "spec", None)
         if spec is None or position >= len(spec["prefill"]):
