@@ -62,6 +62,10 @@ def main() -> None:
     ap.add_argument("--neutral-prior", action="store_true",
                     help="--set adaptive: start lr-adaptive from the neutral prior, not the "
                          "estimates of the corpus's last lr-adaptive record")
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="empty the engines' prefix caches before each block, so no block finds "
+                         "the contexts an earlier configuration left for the same problem "
+                         "(recorded as run.flags.cold_cache; resume a corpus the way it began)")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
 
@@ -102,7 +106,8 @@ def main() -> None:
     base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1",
                        adaptive_prior=prior)
     run_logged("collect_load", out,
-               lambda log: collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after))
+               lambda log: collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after,
+                                        cold_cache=a.cold_cache))
 
 if __name__ == "__main__":
     main()

@@ -498,6 +498,17 @@ class VllmEngine:
             await asyncio.sleep(0.01)
         return probe_summary(self._sink.passes[n0:], prompt_tokens, wall)
 
+    async def reset_prefix_cache(self) -> None:
+        """Empty the engine's prefix cache (vLLM's AsyncLLM.reset_prefix_cache), between load
+        blocks: no block then finds blocks another left. vLLM refuses while a request still runs
+        (an aborted one may linger a pass): retried for up to 5 s, then a one-line error."""
+        for _ in range(50):
+            if await self._llm.reset_prefix_cache():
+                return
+            await asyncio.sleep(0.1)
+        raise UserError(f"{self.name} engine: its prefix cache could not be reset, a request still "
+                        "runs after 5 s; records so far are kept, rerun to continue")
+
     def stats_mark(self):
         return self._sink.mark()
 

@@ -130,12 +130,12 @@ def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "g
     return jobs
 
 
-def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec) -> CollectSpec:
+def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec, cold_cache: bool = False) -> CollectSpec:
     c = job.config
+    extra = {"load_config": c.label, "load_round": job.round} | ({"cold_cache": True} if cold_cache else {})
     return c.spec(base, job.dataset, offset=job.offset, limit=job.concurrency,
                   concurrency=job.concurrency, request_rate=job.rate,
-                  equal_resources=c.equal_resources,
-                  out=str(job.path(out_dir)), extra={"load_config": c.label, "load_round": job.round})
+                  equal_resources=c.equal_resources, out=str(job.path(out_dir)), extra=extra)
 
 
 def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
@@ -183,9 +183,13 @@ def write_pass_log(job: LoadJob, out_dir: Path, passes: dict, probe_t: float | N
 
 
 def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
-                 stop_after_s: float | None = None) -> int:
+                 stop_after_s: float | None = None, cold_cache: bool = False) -> int:
     """Run the jobs' missing records on one engine pool; returns the number written. Safe to kill
-    at any point: each record is fsynced as it finishes."""
+    at any point: each record is fsynced as it finishes. `cold_cache`: empty every engine's
+    prefix cache before each block (after its probe; run.flags.cold_cache), so that no block
+    finds the contexts an earlier one left - the same problem run by another configuration
+    before, with temperature 0 and seeded drafts the same contexts (benchmarks/
+    bench_prefix_hits.py); each block's own requests still share their prefixes."""
     from lrcore.traces import TraceWriter
 
     from . import shutdown
@@ -202,7 +206,7 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
 
     async def run_block(engines: CorpusEngines, block: tuple) -> int:
         job, probs = block
-        spec = spec_for(job, out_dir, base)
+        spec = spec_for(job, out_dir, base, cold_cache)
         col = await engines.collector(spec)
         # The writer is opened (the file's records validated) once, before the block's clock
         # starts. Opened per record, as it was, the validation ran in the event loop at every
@@ -212,6 +216,9 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
             engines.pool.probes.invalidate()  # level 1's probe: fresh, not the last block's
             await col.probe_run()
             engs = engines.pool.engines
+            if cold_cache:
+                for e in engs.values():
+                    await e.reset_prefix_cache()
             marks = {n: e.stats_mark() for n, e in engs.items()}   # after the probe: its passes are not the block's
             t0 = time.monotonic()
             recs = []

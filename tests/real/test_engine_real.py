@@ -305,3 +305,25 @@ def test_two_requests_in_flight_share_the_real_engines(real, tmp_path, mode):
     assert any(sp["cached_tokens"] > 0 for sp in spans)
     if mode == "lr":      # every step of lr is a request of its own, with its own prompt
         assert all("prompt_tokens" in s["target"] for r in recs for s in r["steps"] if s["target"])
+
+
+def test_reset_prefix_cache_empties_the_real_engines(real):
+    """VllmEngine.reset_prefix_cache (collect_load.py --cold-cache, before each block): a prompt
+    sent again is found in the prefix cache in whole 32-token blocks (vLLM's num_cached_tokens);
+    after the reset, on each engine, none of it is."""
+    from lrreal.engine import GenRequest
+
+    col, loop, prob = real
+    prompt = "Reset check. " + prob.question * 3      # ~150 tokens: several whole blocks
+
+    def cached(engine, i):
+        req = GenRequest(request_id=f"reset-{engine.name}-{i}", prompt=prompt, max_tokens=1)
+        return loop.run_until_complete(engine.generate(req)).cached_tokens
+
+    for name in ("target", "draft"):
+        engine = col.engines[name]
+        cached(engine, 0)
+        again = cached(engine, 1)
+        assert again >= 64 and again % 32 == 0, (name, again)
+        loop.run_until_complete(engine.reset_prefix_cache())
+        assert cached(engine, 2) == 0, name

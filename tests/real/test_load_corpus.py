@@ -113,6 +113,49 @@ def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch
     assert any("already in" in m for m in logs)
 
 
+def test_cold_cache_empties_every_engine_before_each_block(monkeypatch, tmp_path):
+    """collect_load(cold_cache=True) (collect_load.py --cold-cache): each block starts with every
+    loaded engine's prefix cache emptied, after its probe and before its first request, and its
+    records say so (run.flags.cold_cache); without it nothing is reset and the flag is absent."""
+    from harness.fake_engine import FakeEngine
+
+    fake_engines(monkeypatch, tmp_path, per_token_s=0.0005)
+    events = []
+    generate, reset = FakeEngine.generate, FakeEngine.reset_prefix_cache
+
+    async def logged_generate(self, req, progress=None):
+        events.append(("request", self.name))
+        return await generate(self, req, progress)
+
+    async def logged_reset(self):
+        events.append(("reset", self.name))
+        await reset(self)
+    monkeypatch.setattr(FakeEngine, "generate", logged_generate)
+    monkeypatch.setattr(FakeEngine, "reset_prefix_cache", logged_reset)
+    configs = [lc.BY_LABEL["ar"], lc.BY_LABEL["lr-d2-emb"]]
+    jobs = lc.load_plan(levels=(2,), rounds=1, configs=configs)
+    base = collect_mod.CollectSpec(max_tokens=60, target_cores="0", draft_cores="1")
+    assert lc.collect_load(jobs, tmp_path / "cold", base, log=lambda m: None, cold_cache=True) == 4
+    blocks = [i for i, e in enumerate(events) if e[0] == "reset" and (i == 0 or events[i - 1][0] != "reset")]
+    assert len(blocks) == 2                       # one run of resets before each block
+    for i in blocks:
+        names = []
+        for kind, name in events[i:]:
+            if kind != "reset":
+                break
+            names.append(name)
+        assert "target" in names and len(names) == len(set(names))   # every engine once
+    assert events[-1][0] == "request" and events[blocks[1] - 1][0] == "request"
+    for c in configs:
+        recs = read_traces(tmp_path / "cold" / "gsm8k" / "c2" / f"{c.label}.jsonl")
+        assert [r["run"]["flags"]["cold_cache"] for r in recs] == [True, True]
+    events.clear()
+    assert lc.collect_load(jobs, tmp_path / "warm", base, log=lambda m: None) == 4
+    assert not any(kind == "reset" for kind, _ in events)
+    recs = read_traces(tmp_path / "warm" / "gsm8k" / "c2" / "ar.jsonl")
+    assert all("cold_cache" not in r["run"]["flags"] for r in recs)
+
+
 def test_equal_resources_is_only_for_the_target_alone():
     assert lc.BY_LABEL["ar-er"].phase == "er" and lc.BY_LABEL["ar"].phase == "plain"
     assert lc.BY_LABEL["lr+sd-d2-emb"].phase == "sd" and lc.BY_LABEL["lr-d2-emb"].phase == "plain"
