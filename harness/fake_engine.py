@@ -102,10 +102,8 @@ class FakeEngine:
     # stats interface shared with VllmEngine
     num_spec_tokens = 0
 
-    resets = 0                # reset_prefix_cache calls (the fake holds no cache)
-
     async def reset_prefix_cache(self) -> None:
-        self.resets += 1
+        """Nothing to empty: the fake holds no prefix cache."""
 
     def stats_mark(self):
         return len(self.requests)
