@@ -1,0 +1,156 @@
+"""Cold prefix caches: traces/load's levels 4 and 8 run again (ar and lr-d2-emb, the same rounds,
+so the same problems) with every engine's prefix cache emptied before each block
+(benchmarks/collect_load.py --cold-cache -> traces/load-cold), set beside the original blocks.
+
+In traces/load a block's LR engines could find contexts an earlier block of the same problem had
+left (the other LR configuration's run of the round, or a run at another level): with temperature
+0 and seeded drafts the target sees the same contexts again (results/prefix_hits.md: reruns held
+more than first runs). The replay prices those hits from the records' own counts only where a
+record counts them (traces/load: round 5 on) and by the block model elsewhere. The cold corpus
+measures the speedups without any reuse between blocks, every record counting its hits, so:
+
+  measured     tokens/s and the speedup over ar, warm (traces/load) and cold, on the blocks both
+               ran in full (paired: block k ran the same problems in both);
+  replayed     the same profile for both (traces/load's 1-2 in flight, bench_load.py's replay),
+               each block at its own probe: the speedup and its error against measured;
+  prefill      the LR records' target step jobs after an accepted draft: measured prefill tokens a
+               job against the block model's (bench_prefix_hits.py), where the records count them.
+
+    .venv/bin/python benchmarks/bench_cold_cache.py     # minutes: replays 2 x 24 blocks
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_prefix_hits import KINDS, _acc, target_jobs  # noqa: E402
+from benchmarks.load_replay import blocks, corpus_probe, level_table, load_corpus, measure  # noqa: E402
+from benchmarks.write import run_and_write  # noqa: E402
+
+WARM, COLD = "traces/load", "traces/load-cold"
+OUT = ROOT / "benchmarks" / "results" / "load_cold.json"
+
+
+def full_rounds(level: dict[str, list[dict]], n: int) -> set[int]:
+    """The rounds every configuration of the level ran with all n requests."""
+    per_cfg = [{k for k, b in blocks(recs).items() if len(b) == n} for recs in level.values()]
+    return set.intersection(*per_cfg) if per_cfg else set()
+
+
+def paired(warm: dict, cold: dict) -> tuple[dict, dict]:
+    """Both corpora cut to the cold corpus's levels and configurations and the rounds both ran in
+    full."""
+    w_out, c_out = {}, {}
+    for n, lv in sorted(cold.items()):
+        cfgs = sorted(c for c in lv if c in warm.get(n, {}))
+        w = {c: warm[n][c] for c in cfgs}
+        c = {c: lv[c] for c in cfgs}
+        rounds = full_rounds(w, n) & full_rounds(c, n)
+        if not rounds:
+            continue
+        pick = lambda recs: [r for r in recs if int(r["run"]["flags"]["load_round"]) in rounds]  # noqa: E731
+        w_out[n] = {k: pick(v) for k, v in w.items()}
+        c_out[n] = {k: pick(v) for k, v in c.items()}
+    return w_out, c_out
+
+
+def prefill(corpus: dict) -> dict:
+    """The LR records' target step jobs that count their hits, by kind (bench_prefix_hits's
+    kinds, every job counted as a first run: the split by rerun is that benchmark's)."""
+    kinds = {k: _acc() for k in KINDS}
+    for lv in corpus.values():
+        for cfg, recs in lv.items():
+            if cfg != "ar":
+                for r in recs:
+                    target_jobs(r, False, kinds)
+    return {k: v for k, v in kinds.items() if k in ("root", "after_draft_first")}
+
+
+def machine(corpus: dict) -> dict:
+    """The CPU models the corpus's records ran on (records per model) and its median probe."""
+    models: dict[str, int] = {}
+    for lv in corpus.values():
+        for recs in lv.values():
+            for r in recs:
+                m = (r["run"].get("hardware") or {}).get("cpu_model") or "?"
+                models[m] = models.get(m, 0) + 1
+    return {"cpu_models": models, "probe": corpus_probe(corpus)}
+
+
+def bench() -> dict:
+    t0 = time.perf_counter()
+    warm, cold = paired(load_corpus(ROOT / WARM), load_corpus(ROOT / COLD))
+    _, warm_t, prof = measure(ROOT / WARM, warm)       # the profile: traces/load at 1-2 in flight
+    cold_t = {n: level_table(lv, prof) for n, lv in sorted(cold.items())}
+    flags = {bool(r["run"]["flags"].get("cold_cache")) for lv in cold.values()
+             for recs in lv.values() for r in recs}
+    levels = {}
+    for n in sorted(warm_t):
+        levels[str(n)] = {cfg: {"warm": warm_t[n][cfg], "cold": cold_t[n][cfg]}
+                          for cfg in sorted(warm_t[n]) if cfg in cold_t[n]}
+    return {"benchmark": "bench_cold_cache", "warm": WARM, "cold": COLD,
+            "cold_cache_flag": sorted(flags), "levels": levels,
+            "machine": {"warm": machine(warm), "cold": machine(cold)},
+            "prefill": {"warm": prefill(warm), "cold": prefill(cold)},
+            "wall_s": time.perf_counter() - t0}
+
+
+def _err(row: dict) -> float | None:
+    p, m = row.get("predicted_speedup_vs_ar"), row.get("speedup_vs_ar")
+    return None if p is None or not m else p / m - 1
+
+
+def _pf(a: dict) -> str:
+    if not a["jobs"]:
+        return "-"
+    return f"{a['measured'] / a['jobs']:.1f} / {a['modelled'] / a['jobs']:.1f} ({a['jobs']})"
+
+
+def render(doc: dict) -> str:
+    lines = [f"{doc['warm']} (prefix caches kept across blocks) against {doc['cold']} (every engine's "
+             "prefix cache emptied before each block), the same rounds and so the same problems; "
+             "replayed with one profile (traces/load at 1-2 in flight), each block at its own probe.",
+             "",
+             "| in flight | config | blocks | tok/s warm / cold | speedup vs ar, measured warm / cold "
+             "| replayed warm / cold | replay error warm / cold |",
+             "|---|---|---|---|---|---|---|"]
+    for n, t in doc["levels"].items():
+        for cfg, r in t.items():
+            w, c = r["warm"], r["cold"]
+            if cfg == "ar":
+                lines.append(f"| {n} | ar | {w['blocks']} | {w['tokens_per_s']:.2f} / {c['tokens_per_s']:.2f} "
+                             "| - | - | - |")
+                continue
+            ew, ec = _err(w), _err(c)
+            lines.append(f"| {n} | {cfg} | {w['blocks']} | {w['tokens_per_s']:.2f} / {c['tokens_per_s']:.2f} | "
+                         f"{w['speedup_vs_ar']:.2f} / {c['speedup_vs_ar']:.2f} | "
+                         f"{w['predicted_speedup_vs_ar']:.2f} / {c['predicted_speedup_vs_ar']:.2f} | "
+                         f"{100 * ew:+.1f}% / {100 * ec:+.1f}% |")
+    pw, pc = doc["prefill"]["warm"], doc["prefill"]["cold"]
+    mw, mc = doc["machine"]["warm"], doc["machine"]["cold"]
+
+    def probe(m, role):
+        return f"{m['probe'][role]['decode_s']:.3f} s / {m['probe'][role]['prefill_s']:.2f} s"
+    lines += ["",
+              f"Machines: warm {', '.join(sorted(mw['cpu_models']))}, cold {', '.join(sorted(mc['cpu_models']))}. "
+              "Median probe of the idle engines, a decode pass / a 32-token prefill: target "
+              f"warm {probe(mw, 'target')}, cold {probe(mc, 'target')}; draft warm {probe(mw, 'draft')}, "
+              f"cold {probe(mc, 'draft')}.",
+              "",
+              "LR target step jobs that count their cache hits, prefill tokens a job measured / "
+              "modelled (jobs): after the target's own step "
+              f"warm {_pf(pw['root'])}, cold {_pf(pc['root'])}; after an accepted draft "
+              f"warm {_pf(pw['after_draft_first'])}, cold {_pf(pc['after_draft_first'])}."]
+    ar = {n: (t["ar"]["warm"], t["ar"]["cold"]) for n, t in doc["levels"].items() if "ar" in t}
+    lines += ["", "ar replayed over measured tokens/s, each block at its own probe: " + ", ".join(
+        f"{n} in flight warm {100 * (w['predicted_tokens_per_s'] / w['tokens_per_s'] - 1):+.1f}%, "
+        f"cold {100 * (c['predicted_tokens_per_s'] / c['tokens_per_s'] - 1):+.1f}%" for n, (w, c) in ar.items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    run_and_write(OUT, bench, render)
