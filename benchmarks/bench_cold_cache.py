@@ -1,6 +1,7 @@
-"""Cold prefix caches: traces/load's levels 4 and 8 run again (ar and lr-d2-emb, the same rounds,
-so the same problems) with every engine's prefix cache emptied before each block
-(benchmarks/collect_load.py --cold-cache -> traces/load-cold), set beside the original blocks.
+"""Cold prefix caches: traces/load's blocks run again (ar and lr-d2-emb, the same rounds, so the
+same problems; every round at 4 and 8 in flight, fewer at 1 and 2) with every engine's prefix
+cache emptied before each block (benchmarks/collect_load.py --cold-cache -> traces/load-cold),
+set beside the original blocks.
 
 In traces/load a block's LR engines could find contexts an earlier block of the same problem had
 left (the other LR configuration's run of the round, or a run at another level): with temperature
@@ -13,10 +14,13 @@ measures the speedups without any reuse between blocks, every record counting it
                ran in full (paired: block k ran the same problems in both);
   replayed     the same profile for both (traces/load's 1-2 in flight, bench_load.py's replay),
                each block at its own probe: the speedup and its error against measured;
+  own profile  the cold corpus replayed again with a profile calibrated on its own 1-2 in flight
+               (collected on its machine, with cold caches, where it has them): traces/load ran on
+               another CPU, and a batch-1 probe does not carry a profile between the two;
   prefill      the LR records' target step jobs after an accepted draft: measured prefill tokens a
                job against the block model's (bench_prefix_hits.py), where the records count them.
 
-    .venv/bin/python benchmarks/bench_cold_cache.py     # minutes: replays 2 x 24 blocks
+    .venv/bin/python benchmarks/bench_cold_cache.py     # about 40 s: three replays of the blocks
 """
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_prefix_hits import KINDS, _acc, target_jobs  # noqa: E402
-from benchmarks.load_replay import blocks, corpus_probe, level_table, load_corpus, measure  # noqa: E402
+from benchmarks.load_replay import (CALIB_LEVELS, blocks, calib_paths, corpus_probe, level_table,  # noqa: E402
+                                    load_corpus, measure)
 from benchmarks.write import run_and_write  # noqa: E402
 
 WARM, COLD = "traces/load", "traces/load-cold"
@@ -86,11 +91,15 @@ def bench() -> dict:
     warm, cold = paired(load_corpus(ROOT / WARM), load_corpus(ROOT / COLD))
     _, warm_t, prof = measure(ROOT / WARM, warm)       # the profile: traces/load at 1-2 in flight
     cold_t = {n: level_table(lv, prof) for n, lv in sorted(cold.items())}
+    own_t = None
+    if calib_paths(ROOT / COLD):     # the cold corpus's own 1-2 in flight: its machine's profile
+        _, own_t, _ = measure(ROOT / COLD, cold)
     flags = {bool(r["run"]["flags"].get("cold_cache")) for lv in cold.values()
              for recs in lv.values() for r in recs}
     levels = {}
     for n in sorted(warm_t):
-        levels[str(n)] = {cfg: {"warm": warm_t[n][cfg], "cold": cold_t[n][cfg]}
+        levels[str(n)] = {cfg: {"warm": warm_t[n][cfg], "cold": cold_t[n][cfg],
+                                **({"cold_own_profile": own_t[n][cfg]} if own_t else {})}
                           for cfg in sorted(warm_t[n]) if cfg in cold_t[n]}
     return {"benchmark": "bench_cold_cache", "warm": WARM, "cold": COLD,
             "cold_cache_flag": sorted(flags), "levels": levels,
@@ -113,23 +122,26 @@ def _pf(a: dict) -> str:
 def render(doc: dict) -> str:
     lines = [f"{doc['warm']} (prefix caches kept across blocks) against {doc['cold']} (every engine's "
              "prefix cache emptied before each block), the same rounds and so the same problems; "
-             "replayed with one profile (traces/load at 1-2 in flight), each block at its own probe.",
+             "replayed with one profile (traces/load at 1-2 in flight), each block at its own probe; "
+             "the last column replays the cold corpus with its own profile (its levels 1-2, on its machine).",
              "",
              "| in flight | config | blocks | tok/s warm / cold | speedup vs ar, measured warm / cold "
-             "| replayed warm / cold | replay error warm / cold |",
-             "|---|---|---|---|---|---|---|"]
+             "| replayed warm / cold | replay error warm / cold | cold, own profile: replayed (error) |",
+             "|---|---|---|---|---|---|---|---|"]
     for n, t in doc["levels"].items():
         for cfg, r in t.items():
             w, c = r["warm"], r["cold"]
+            o = r.get("cold_own_profile")
             if cfg == "ar":
                 lines.append(f"| {n} | ar | {w['blocks']} | {w['tokens_per_s']:.2f} / {c['tokens_per_s']:.2f} "
-                             "| - | - | - |")
+                             "| - | - | - | - |")
                 continue
             ew, ec = _err(w), _err(c)
+            own = "-" if o is None else f"{o['predicted_speedup_vs_ar']:.2f} ({100 * _err(o):+.1f}%)"
             lines.append(f"| {n} | {cfg} | {w['blocks']} | {w['tokens_per_s']:.2f} / {c['tokens_per_s']:.2f} | "
                          f"{w['speedup_vs_ar']:.2f} / {c['speedup_vs_ar']:.2f} | "
                          f"{w['predicted_speedup_vs_ar']:.2f} / {c['predicted_speedup_vs_ar']:.2f} | "
-                         f"{100 * ew:+.1f}% / {100 * ec:+.1f}% |")
+                         f"{100 * ew:+.1f}% / {100 * ec:+.1f}% | {own} |")
     pw, pc = doc["prefill"]["warm"], doc["prefill"]["cold"]
     mw, mc = doc["machine"]["warm"], doc["machine"]["cold"]
 
@@ -149,6 +161,12 @@ def render(doc: dict) -> str:
     lines += ["", "ar replayed over measured tokens/s, each block at its own probe: " + ", ".join(
         f"{n} in flight warm {100 * (w['predicted_tokens_per_s'] / w['tokens_per_s'] - 1):+.1f}%, "
         f"cold {100 * (c['predicted_tokens_per_s'] / c['tokens_per_s'] - 1):+.1f}%" for n, (w, c) in ar.items()) + "."]
+    own = {n: t["ar"]["cold_own_profile"] for n, t in doc["levels"].items() if "cold_own_profile" in t.get("ar", {})}
+    if own:
+        lines += ["", "The cold corpus's own profile (calibrated on its levels "
+                  f"{', '.join(map(str, CALIB_LEVELS))}: in sample there), ar replayed over measured: " + ", ".join(
+                      f"{n} in flight {100 * (o['predicted_tokens_per_s'] / o['tokens_per_s'] - 1):+.1f}%"
+                      for n, o in own.items()) + "."]
     return "\n".join(lines) + "\n"
 
 
