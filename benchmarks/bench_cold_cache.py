@@ -60,6 +60,12 @@ def paired(warm: dict, cold: dict) -> tuple[dict, dict]:
         pick = lambda recs: [r for r in recs if int(r["run"]["flags"]["load_round"]) in rounds]  # noqa: E731
         w_out[n] = {k: pick(v) for k, v in w.items()}
         c_out[n] = {k: pick(v) for k, v in c.items()}
+        for k in w_out[n]:      # a block pairs only with the one that ran the same problems
+            wb, cb = blocks(w_out[n][k]), blocks(c_out[n][k])
+            for rnd in rounds:
+                if sorted(r["problem_id"] for r in wb[rnd]) != sorted(r["problem_id"] for r in cb[rnd]):
+                    raise SystemExit(f"bench_cold_cache: {n} in flight, {k}, round {rnd}: the corpora "
+                                     "ran different problems (collected with another --first-problem?)")
     return w_out, c_out
 
 
@@ -150,8 +156,11 @@ def render(doc: dict) -> str:
     lines += ["",
               f"Machines: warm {', '.join(sorted(mw['cpu_models']))}, cold {', '.join(sorted(mc['cpu_models']))}. "
               "Median probe of the idle engines, a decode pass / a 32-token prefill: target "
-              f"warm {probe(mw, 'target')}, cold {probe(mc, 'target')}; draft warm {probe(mw, 'draft')}, "
-              f"cold {probe(mc, 'draft')}.",
+              f"warm {probe(mw, 'target')}, cold {probe(mc, 'target')} (decode "
+              f"{mc['probe']['target']['decode_s'] / mw['probe']['target']['decode_s']:.2f}x); draft warm "
+              f"{probe(mw, 'draft')}, cold {probe(mc, 'draft')}. ar's measured tokens/s, cold against warm: "
+              + ", ".join(f"{n} in flight {100 * (t['ar']['cold']['tokens_per_s'] / t['ar']['warm']['tokens_per_s'] - 1):+.0f}%"
+                          for n, t in doc["levels"].items() if "ar" in t) + ".",
               "",
               "LR target step jobs that count their cache hits, prefill tokens a job measured / "
               "modelled (jobs): after the target's own step "

@@ -1,17 +1,19 @@
-"""benchmarks/bench_cold_cache.py: traces/load's levels 4 and 8 against traces/load-cold (the same
-rounds with every engine's prefix cache emptied before each block), recomputed from the committed
-traces, and the README's claims about it ("What the prefix cache held")."""
+"""benchmarks/bench_cold_cache.py: traces/load against traces/load-cold (the same rounds, at 1, 2, 4
+and 8 in flight, with every engine's prefix cache emptied before each block), recomputed from the
+committed traces, and the README's claims about it ("Without the reuse")."""
 import json
 from pathlib import Path
 
 import pytest
 
 from benchmarks import bench_cold_cache as bc
-from test_load_figures import approx_tree  # noqa: E402  the same float tolerance
+from test_load_figures import approx_tree  # the same float tolerance
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-ROUNDS = {1: 3, 2: 2, 4: 6, 8: 6}   # full rounds of traces/load-cold by level (collection.log)
+# full rounds of traces/load-cold by level so far: resuming its collection changes them (and the
+# pinned numbers below), on purpose
+ROUNDS = {1: 3, 2: 2, 4: 6, 8: 6}
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +55,15 @@ def test_the_readme_claims(committed):
     the cold corpus ran on another CPU, whose probe decode pass was 1.96x the warm corpus's
     (target) while its ar blocks ran 16-17% slower at 4-8 in flight, so the probe-scaled replay
     put ar 12.5-18.4% below measured there (-1.0% and +0.3% at 1-2); with the cold corpus's own
-    profile LR's speedup is replayed within 10% at every level: -0.8%, -2.5%, +6.3%, -3.3%."""
+    profile LR's speedup is replayed within 10% at every level: -0.8%, -2.5% (in sample), +6.3%,
+    -3.3% (out of sample); the cold speedups inside the warm ones' 90% intervals."""
     lv = committed["levels"]
     lr = {n: lv[n]["lr-d2-emb"] for n in ("4", "8")}
     got = {n: (round(r["warm"]["speedup_vs_ar"], 2), round(r["cold"]["speedup_vs_ar"], 2)) for n, r in lr.items()}
     assert got == {"4": (0.83, 0.81), "8": (0.71, 0.76)}
+    for r in lr.values():       # the cold speedup inside the warm one's 90% interval over blocks
+        w, c = r["warm"], r["cold"]
+        assert w["speedup_vs_ar_ci90"][0] <= c["speedup_vs_ar"] <= w["speedup_vs_ar_ci90"][1]
     err = {n: (round(100 * bc._err(r["warm"]), 1), round(100 * bc._err(r["cold"]), 1)) for n, r in lr.items()}
     assert err == {"4": (-8.9, -3.6), "8": (-14.6, -13.1)}
     own = [round(100 * bc._err(lv[n]["lr-d2-emb"]["cold_own_profile"]), 1) for n in ("1", "2", "4", "8")]
