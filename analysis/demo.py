@@ -33,6 +33,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from lrcore.tables import styled
 from lrsim.theory import HybridParams, optimize, speedup_grid
 from lrsim.theory.figure import blog_curves
 from lrsim.theory.inverse import implied_c1
@@ -172,6 +173,8 @@ def loop(console: Console, args) -> dict:
             f"{role} decode x{f['decode']:.2f}, prefill x{f['prefill']:.2f}"
             for role, f in probe["factors"].items()))
         res["probe_factors"] = probe["factors"]
+        for w in probe["warnings"]:   # another machine model than the corpus's (rescale.py)
+            console.print(styled(("warning:", "yellow"), f" {w}"))
 
     console.rule(f"[bold]6. Prediction for the live run ({problem}, greedy, {MAX_TOKENS}-token budget)")
     records = _records(corpus)

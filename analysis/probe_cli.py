@@ -33,7 +33,7 @@ def probe_cmd(
     from lrcore.outputs import check_output
     from lrreal.binding import check_cores
     from lrsim.calib.profile import load_profile, save_profile
-    from lrsim.calib.rescale import factors_from_probe
+    from lrsim.calib.rescale import factors_from_probe, machine, machine_warning
 
     check_output(out, "--out", inputs=[profile])   # never the input profile, a device, a folder
     prof = load_profile(profile)
@@ -53,13 +53,14 @@ def probe_cmd(
     new = prof.rescaled(factors, "lr calibrate probe")
     new.doc["rescaled"]["probe"] = today
     save_profile(new, out, "--out")   # validated, then written atomically
+    foreign = machine_warning(prof.doc, {machine(today.get("hardware")): None}, "this machine is")
     res = {"out": str(out), "factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
-           "probe": today, "reference": prof.doc["probe"]}
+           "probe": today, "reference": prof.doc["probe"], "warnings": [foreign] if foreign else []}
     if as_json:
         print(jsonout.dumps(res))
         return
 
-    from lrcore.tables import console, table
+    from lrcore.tables import console, styled, table
 
     t = table(f"machine speed now vs {profile.name} -> {out}",
               ("engine", "ref ms", "now ms", "decode x", "prefill x"), text=("engine",),
@@ -68,6 +69,8 @@ def probe_cmd(
         t.add_row(r, f"{1e3 * prof.doc['probe'][r]['decode_s']:.0f}",
                   f"{1e3 * today['engines'][r]['decode_s']:.0f}", f"{fd:.3f}", f"{fp:.3f}")
     console().print(t)
+    for w in res["warnings"]:
+        console().print(styled(("warning:", "yellow"), f" {w}"))
 
 
 def register(calibrate: typer.Typer) -> None:

@@ -1,5 +1,5 @@
 """Cold prefix caches: traces/load's blocks run again (ar and lr-d2-emb, the same rounds, so the
-same problems; every round at 4 and 8 in flight, fewer at 1 and 2) with every engine's prefix
+same problems; rounds 0-5 at 1, 2, 4 and 8 in flight) with every engine's prefix
 cache emptied before each block (benchmarks/collect_load.py --cold-cache -> traces/load-cold),
 set beside the original blocks.
 
@@ -17,14 +17,18 @@ measures the speedups without any reuse between blocks, every record counting it
   own profile  the cold corpus replayed again with a profile calibrated on its own 1-2 in flight
                (collected on its machine, with cold caches, where it has them): traces/load ran on
                another CPU, and a batch-1 probe does not carry a profile between the two;
+  own plan     `lr plan` on that profile (at the cold corpus's median probe, as bench_load.py
+               plans): lr-d2-emb's planned speedup at each level and the break-even, measured,
+               replayed, planned and found by the plan's own search (--find-break-even);
   prefill      the LR records' target step jobs after an accepted draft: measured prefill tokens a
                job against the block model's (bench_prefix_hits.py), where the records count them.
 
-    .venv/bin/python benchmarks/bench_cold_cache.py     # about 40 s: three replays of the blocks
+    .venv/bin/python benchmarks/bench_cold_cache.py     # three replays of the blocks and the plans
 """
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,7 +38,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_prefix_hits import KINDS, _acc, target_jobs  # noqa: E402
 from benchmarks.load_replay import (CALIB_LEVELS, blocks, calib_paths, corpus_probe, level_table,  # noqa: E402
                                     load_corpus, measure)
+from benchmarks.load_plan import PLAN_PROFILES, break_even, plan_at, plan_profile, search  # noqa: E402
 from benchmarks.write import run_and_write  # noqa: E402
+from lrsim.calib.profile import save_profile  # noqa: E402
 
 WARM, COLD = "traces/load", "traces/load-cold"
 OUT = ROOT / "benchmarks" / "results" / "load_cold.json"
@@ -92,14 +98,16 @@ def machine(corpus: dict) -> dict:
     return {"cpu_models": models, "probe": corpus_probe(corpus)}
 
 
-def bench() -> dict:
+def bench(plan: bool = True) -> dict:
+    """`plan`: also ask `lr plan` (own_plan; minutes, tests pin its committed output instead)."""
     t0 = time.perf_counter()
     warm, cold = paired(load_corpus(ROOT / WARM), load_corpus(ROOT / COLD))
     _, warm_t, prof = measure(ROOT / WARM, warm)       # the profile: traces/load at 1-2 in flight
     cold_t = {n: level_table(lv, prof) for n, lv in sorted(cold.items())}
-    own_t = None
+    own_t = planned = None
     if calib_paths(ROOT / COLD):     # the cold corpus's own 1-2 in flight: its machine's profile
         _, own_t, _ = measure(ROOT / COLD, cold)
+        planned = own_plan(cold, own_t) if plan else None
     flags = {bool(r["run"]["flags"].get("cold_cache")) for lv in cold.values()
              for recs in lv.values() for r in recs}
     levels = {}
@@ -110,8 +118,27 @@ def bench() -> dict:
     return {"benchmark": "bench_cold_cache", "warm": WARM, "cold": COLD,
             "cold_cache_flag": sorted(flags), "levels": levels,
             "machine": {"warm": machine(warm), "cold": machine(cold)},
+            **({"cold_own_plan": planned} if planned else {}),
             "prefill": {"warm": prefill(warm), "cold": prefill(cold)},
             "wall_s": time.perf_counter() - t0}
+
+
+def own_plan(cold: dict, own_t: dict) -> dict:
+    """`lr plan` on the cold corpus's own profile (its levels 1-2, at the corpus's median probe,
+    as bench_load.py plans): lr-d2-emb's planned speedup over ar at every level, and the
+    break-even (the first level at which LR is not faster than ar) measured, replayed, planned
+    at the measured levels and found by the plan's bisection (--find-break-even)."""
+    cfg = "lr-d2-emb"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = save_profile(plan_profile(calib_paths(ROOT / COLD), PLAN_PROFILES["emb"][0], corpus_probe(cold)),
+                            Path(tmp) / "cold-plan.json")
+        planned = {n: plan_at({"emb": path}, n) for n in sorted(cold)}
+        searched = search({"emb": path}, max(cold))
+    return {"planned": {str(n): {"speedup_vs_ar": p[cfg]["speedup_vs_ar"]} for n, p in planned.items()},
+            "break_even": {"measured": break_even(own_t, "speedup_vs_ar", cfg),
+                           "replayed": break_even(own_t, "predicted_speedup_vs_ar", cfg),
+                           "planned": break_even(planned, "speedup_vs_ar", cfg),
+                           "searched": searched[cfg]["vs_ar"]}}
 
 
 def _err(row: dict) -> float | None:
@@ -176,6 +203,19 @@ def render(doc: dict) -> str:
                   f"{', '.join(map(str, CALIB_LEVELS))}: in sample there), ar replayed over measured: " + ", ".join(
                       f"{n} in flight {100 * (o['predicted_tokens_per_s'] / o['tokens_per_s'] - 1):+.1f}%"
                       for n, o in own.items()) + "."]
+    plan = doc.get("cold_own_plan")
+    if plan:
+        lr = {n: t["lr-d2-emb"] for n, t in doc["levels"].items()}
+        be = plan["break_even"]
+        lines += ["", "`lr plan` on the cold corpus's own profile (at the corpus's median probe), lr-d2-emb's "
+                  "speedup over ar, planned against measured: " + ", ".join(
+                      f"{n} in flight {p['speedup_vs_ar']:.2f} against {lr[n]['cold']['speedup_vs_ar']:.2f} "
+                      f"({100 * (p['speedup_vs_ar'] / lr[n]['cold']['speedup_vs_ar'] - 1):+.1f}%)"
+                      for n, p in plan["planned"].items()) + ". Break-even (the first level at which LR is "
+                  f"not faster than ar): measured {be['measured']}, replayed {be['replayed']}, planned at "
+                  f"these levels {be['planned']}; the plan's own search (`lr plan --find-break-even --objective "
+                  "throughput`, bisection over every level, against the plan's own AR: replicas on both "
+                  f"devices) {be['searched']}."]
     return "\n".join(lines) + "\n"
 
 

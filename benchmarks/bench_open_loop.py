@@ -52,6 +52,7 @@ from benchmarks.open_loop_diagnosis import (BRACKET_GAP_S, bracketed_speed, by_i
 from benchmarks.open_loop_report import diagnosis_lines  # noqa: E402
 from lrsim.calib.calibrate import calibrate, read_records  # noqa: E402
 from lrsim.calib.profile import Profile, save_profile, validate_doc  # noqa: E402
+from lrsim.calib.rescale import machines, profile_machine  # noqa: E402
 
 # the plan's label of each configuration traces/load-open runs (lrreal/load_corpus.py OPEN_CONFIGS)
 PLAN_LABELS = {"lr-d2-emb": "lr depth=2"}
@@ -281,8 +282,13 @@ def main() -> None:
             left = {str(k): v for k, v in full_blocks(level)[1].items()}
             levels[f"rate{rate:g}-n{n}"] = {"rate": rate, "n": n, "configs": table, "left_out": left}
     doc = {"benchmark": "bench_open_loop", "load": a.load, "calibrated_on": paths,
+           "calibration_corpus": a.calibrate_on.rstrip("/"),
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
            "probe_today": today, "probe_profile": replay_prof.doc.get("probe"), "levels": levels,
+           # the kept blocks' machines (a left-out round may have run on another)
+           "machines": {"corpus": machines([r for lv in corpus.values() for bs in full_blocks(lv)[0].values()
+                                            for b in bs for r in b]),
+                        "profile": profile_machine(replay_prof.doc) or "an unnamed machine"},
            "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     out = ROOT / a.out
     out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -294,7 +300,7 @@ def render(doc: dict) -> str:
     lines = [f"Open-loop corpus: {doc['records']} records ({doc['load']}; GSM8K, 192-token budget; target "
              "on core 0, draft on core 1), each block's N requests arriving by a seeded Poisson process, "
              "the same arrivals for every configuration of a round. Held out: profiles calibrated on "
-             "traces/load's blocks of 1-2 requests started together; replayed with each block's own "
+             f"{doc.get('calibration_corpus', 'traces/load')}'s blocks of 1-2 requests started together; replayed with each block's own "
              "arrivals at the corpus's median probe; planned by `lr plan --rate R --requests N` at the "
              "corpus's median probe.", ""]
     for name, lv in doc["levels"].items():
@@ -370,6 +376,10 @@ def render(doc: dict) -> str:
                  + (" against the profile's " + ", ".join(f"{e} {ref[e]['decode_s']:.3f} s" for e in sorted(ref)
                                                          if e in today)
                     if ref else "") + ".")
+    if doc.get("machines"):       # the CPU (or GPU) models: a probe carries speed within one only
+        m = doc["machines"]
+        lines.append("Machines: the corpus's kept blocks ran on " + ", ".join(f"{k} ({v} records)" for k, v in m["corpus"].items())
+                     + f"; the profile describes {m['profile']}.")
     return "\n".join(lines) + "\n"
 
 

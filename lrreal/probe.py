@@ -150,7 +150,10 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
     with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
         probes = asyncio.run(run())
     out = {"t": time.time(), **machine_load(), "repeats": repeats,
-           "cores": col.run_info["hardware"].get("cores"), "engines": {}}
+           "cores": col.run_info["hardware"].get("cores"),
+           # the machine model: a probe carries a profile's speed only within one (rescale.py)
+           "hardware": {k: v for k, v in col.run_info["hardware"].items() if k in ("cpu_model", "gpu")},
+           "engines": {}}
     for name in probes[0]["engines"]:
         es = [p["engines"][name] for p in probes]
         out["engines"][name] = {k: statistics.median(e[k] for e in es if e.get(k) is not None)

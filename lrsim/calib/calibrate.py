@@ -240,10 +240,19 @@ def _configs(records) -> dict:
 
 
 def drift_warnings(latency: dict, records: list[dict]) -> list[str]:
-    """Real differences, in plain numbers: the machine's speed changing while the traces were
-    recorded (the probes), and configurations whose forward passes the one physical model of an
+    """Real differences, in plain numbers: traces of several machine models, the machine's speed
+    changing while the traces were recorded (the probes), and configurations whose forward passes the one physical model of an
     engine does not explain (an environment the model does not describe)."""
+    from .rescale import machines
+
     out = []
+    per = machines(records)
+    if len(per) > 1:
+        out.append(f"the traces ran on {len(per)} machines ("
+                   + ", ".join(f"{m}: {n} records" for m, n in per.items())
+                   + "): the probes correct each record's speed, not the batch curve's shape, "
+                     "which differs between machine models; calibrate one machine's traces per "
+                     "profile")
     for role in ("target", "draft"):
         vals = [e["decode_s"] for r in records for side in ("before", "after")
                 for e in [(((r.get("probe") or {}).get(side) or {}).get("engines") or {}).get(role) or {}]

@@ -25,6 +25,7 @@ from ..sim.traces import TraceWorkload
 from .calibrate import calibrate, read_records, split_problems
 from .overheads import mean_alpha
 from .profile import Profile, validate_doc
+from .rescale import machine_warning, machines
 
 
 class ReplayWorkload(TraceWorkload):
@@ -151,7 +152,7 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
     reference (when AR was in the calibration set and is not being validated)."""
     from .physical import config_label
 
-    rows, not_replayed = [], 0
+    rows, replayed, not_replayed = [], [], 0
     for rec in records:
         if not rec.get("steps") or not rec.get("wall_time_s"):
             continue
@@ -159,6 +160,7 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
             not_replayed += 1
             continue
         p = predict_record(prof, rec, seed, probe)
+        replayed.append(rec)
         rows.append({"mode": rec["mode"], "config": config_label(rec),
                      "key": (rec["problem_id"], rec["sample"]),
                      "problem_id": rec["problem_id"], "sample": rec["sample"],
@@ -170,9 +172,13 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
         raise UserError("replay: no trace record with steps and a wall time to compare"
                         + (f" ({skipped})" if not_replayed else ""))
     out = compare(rows)
+    out["warnings"] = []
     if not_replayed:
         out["not_replayed"] = {ACCEPT_MODE: not_replayed}
-        out["warnings"] = [skipped]
+        out["warnings"].append(skipped)
+    foreign = machine_warning(prof.doc, machines(replayed), "the replayed records ran on")
+    if foreign:
+        out["warnings"].append(foreign)
     base_rows = []
     for rec in baseline or []:
         if rec.get("steps") and rec.get("wall_time_s") and config_label(rec) == "ar":

@@ -26,3 +26,47 @@ def factors_from_probe(reference: dict, today: dict) -> dict[str, tuple[float, f
     if "target" not in out:
         raise UserError("probe: the target engine gave no decode time; nothing to rescale by")
     return out
+
+
+# A probe measures one batch-1 pass per engine. Between two runs of one machine (another day,
+# another load) that carries the whole latency curve; between two CPU models it carries only the
+# intercept: traces/load-cold's Intel Xeon took 1.76x as long as traces/load's AMD EPYC for the
+# probe's decode pass while its AR blocks at 4-8 in flight ran only 16-17% slower
+# (benchmarks/results/load_cold.md). So a profile is only carried by probe within one machine
+# model, and the commands say so when it is not.
+
+def machine(hw: dict | None) -> str | None:
+    """The machine a trace or profile was recorded on: its GPU, else its CPU model (a host with a
+    CUDA device is named by the GPU even where the engines ran on its CPU)."""
+    hw = hw or {}
+    return hw.get("gpu") or hw.get("cpu_model")
+
+
+def profile_machine(doc: dict) -> str | None:
+    """The machine whose batch curves a profile holds: its traces' (the first record's, when they
+    ran on several: calibrate warns). A probe rescale (`lr calibrate probe`) does not change it:
+    it moves the speed, not the curve's shape."""
+    return machine(doc["source"].get("hardware"))
+
+
+def machines(records: list[dict]) -> dict[str, int]:
+    """Records per machine (records that name none are left out)."""
+    out: dict[str, int] = {}
+    for r in records:
+        m = machine((r.get("run") or {}).get("hardware"))
+        if m:
+            out[m] = out.get(m, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def machine_warning(profile_doc: dict, others: dict[str, int | None], what: str) -> str | None:
+    """A warning when `others` (machine -> record count, or None) holds a machine other than
+    the profile's; None when they all match or either side names no machine."""
+    mine = profile_machine(profile_doc)
+    foreign = {m: n for m, n in others.items() if m and m != mine}
+    if not mine or not foreign:
+        return None
+    return (f"the profile describes {mine}; {what} "
+            + ", ".join(f"{m} ({n} records)" if n else m for m, n in foreign.items())
+            + ": a probe carries a profile's speed within one machine model, not the shape of "
+              "its batch curve to another; calibrate on traces of that machine")

@@ -21,7 +21,9 @@ def test_probe_rescales_a_corpus_profile(prepared_cache, tmp_path):
     files = [str(ROOT / "traces/corpus/gsm8k" / f) for f in ("ar.jsonl", "lr-d2.jsonl")]
     if not all(Path(f).is_file() for f in files):
         pytest.skip("no corpus traces")
-    src = save_profile(calibrate(files, select_placement=False), tmp_path / "corpus.json")
+    doc = calibrate(files, select_placement=False)
+    doc["source"]["hardware"]["cpu_model"] = "Another CPU"   # not this machine: a warning
+    src = save_profile(doc, tmp_path / "corpus.json")
     out = tmp_path / "today.json"
     p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "calibrate", "probe", "--profile",
                         str(src), "-o", str(out), "--repeats", "1", "--cache-dir",
@@ -38,3 +40,10 @@ def test_probe_rescales_a_corpus_profile(prepared_cache, tmp_path):
         assert res["probe"]["engines"][role]["decode_s"] > 0
     assert res["probe"]["cores"] == {"target": "0", "draft": "1"}   # the corpus's binding
     assert after.doc["rescaled"]["factors"]["target"]["decode"] == res["factors"]["target"]["decode"]
+    # the probe names this machine, which is not the profile's: the rescale is only the intercept
+    here = res["probe"]["hardware"].get("gpu") or res["probe"]["hardware"].get("cpu_model")
+    assert here and after.doc["rescaled"]["probe"]["hardware"] == res["probe"]["hardware"]
+    assert res["warnings"] == [f"the profile describes Another CPU; this machine is {here}: a "
+                               "probe carries a profile's speed within one machine model, not the "
+                               "shape of its batch curve to another; calibrate on traces of that "
+                               "machine"]
