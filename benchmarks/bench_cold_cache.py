@@ -41,6 +41,7 @@ from benchmarks.load_replay import (CALIB_LEVELS, blocks, calib_paths, corpus_pr
 from benchmarks.load_plan import PLAN_PROFILES, break_even, plan_at, plan_profile, search  # noqa: E402
 from benchmarks.write import run_and_write  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
+from lrsim.calib.rescale import machines  # noqa: E402
 
 WARM, COLD = "traces/load", "traces/load-cold"
 OUT = ROOT / "benchmarks" / "results" / "load_cold.json"
@@ -88,14 +89,10 @@ def prefill(corpus: dict) -> dict:
 
 
 def machine(corpus: dict) -> dict:
-    """The CPU models the corpus's records ran on (records per model) and its median probe."""
-    models: dict[str, int] = {}
-    for lv in corpus.values():
-        for recs in lv.values():
-            for r in recs:
-                m = (r["run"].get("hardware") or {}).get("cpu_model") or "?"
-                models[m] = models.get(m, 0) + 1
-    return {"cpu_models": models, "probe": corpus_probe(corpus)}
+    """The machine models the corpus's records ran on (records per model: rescale.machines) and
+    its median probe."""
+    recs = [r for lv in corpus.values() for rs in lv.values() for r in rs]
+    return {"cpu_models": machines(recs), "probe": corpus_probe(corpus)}
 
 
 def bench(plan: bool = True) -> dict:

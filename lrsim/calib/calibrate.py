@@ -241,8 +241,9 @@ def _configs(records) -> dict:
 
 def drift_warnings(latency: dict, records: list[dict]) -> list[str]:
     """Real differences, in plain numbers: traces of several machine models, the machine's speed
-    changing while the traces were recorded (the probes), and configurations whose forward passes the one physical model of an
-    engine does not explain (an environment the model does not describe)."""
+    changing while the traces were recorded (the probes), and configurations whose forward
+    passes the one physical model of an engine does not explain (an environment the model does
+    not describe)."""
     from .rescale import machines
 
     out = []

@@ -41,7 +41,9 @@ def test_probe_rescales_a_corpus_profile(prepared_cache, tmp_path):
     assert res["probe"]["cores"] == {"target": "0", "draft": "1"}   # the corpus's binding
     assert after.doc["rescaled"]["factors"]["target"]["decode"] == res["factors"]["target"]["decode"]
     # the probe names this machine, which is not the profile's: the rescale is only the intercept
-    here = res["probe"]["hardware"].get("gpu") or res["probe"]["hardware"].get("cpu_model")
+    from lrsim.calib.rescale import machine
+
+    here = machine(res["probe"]["hardware"])
     assert here and after.doc["rescaled"]["probe"]["hardware"] == res["probe"]["hardware"]
     assert res["warnings"] == [f"the profile describes Another CPU; this machine is {here}: a "
                                "probe carries a profile's speed within one machine model, not the "
