@@ -58,7 +58,9 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
     ap.add_argument("--first-problem", type=int, default=0,
                     help="the GSM8K row of round 0 (a held-out corpus: past the rows another used)")
-    ap.add_argument("--stop-after", type=duration, default=None, help="stop starting blocks after this long")
+    ap.add_argument("--stop-after", type=duration, default=None,
+                    help="stop starting blocks after this long (but a round's other "
+                         "configurations at the same level still run: they are compared)")
     ap.add_argument("--neutral-prior", action="store_true",
                     help="--set adaptive: start lr-adaptive from the neutral prior, not the "
                          "estimates of the corpus's last lr-adaptive record")

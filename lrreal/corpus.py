@@ -174,10 +174,12 @@ class CorpusEngines:
 
 
 def run_jobs(jobs: list, base: CollectSpec, out_dir: Path, run_job, log, stop_after_s: float | None,
-             name: str) -> int:
+             name: str, together=None) -> int:
     """The driver of both corpora (this module and lrreal/load_corpus.py): `await run_job(engines,
     job)` for each job in turn on one CorpusEngines, under the engine lock, the signal handlers
-    and the reaper guard; no job starts once `stop_after_s` have passed. Returns the records
+    and the reaper guard; no job starts once `stop_after_s` have passed, except one whose
+    `together(job)` key equals the last job's (the rest of a group its comparison needs: the
+    configurations of one round, which a stop would otherwise split). Returns the records
     written (the sum of what run_job returns)."""
     from . import shutdown
     from .lock import vllm_lock
@@ -189,11 +191,14 @@ def run_jobs(jobs: list, base: CollectSpec, out_dir: Path, run_job, log, stop_af
         nonlocal written
         shutdown.cancel_on_signal(asyncio.current_task())
         async with CorpusEngines(base, out_dir) as engines:
+            last = None
             for job in jobs:
-                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s:
+                if stop_after_s is not None and time.monotonic() - t_start > stop_after_s and not (
+                        together is not None and last is not None and together(job) == together(last)):
                     log(f"{name}: stopping after {stop_after_s:.0f} s as asked; resume later")
                     return
                 written += await run_job(engines, job)
+                last = job
 
     with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
         asyncio.run(run())

@@ -130,6 +130,12 @@ def load_plan(levels=LEVELS, rounds: int = 3, configs=CONFIGS, dataset: str = "g
     return jobs
 
 
+def compared_together(job: LoadJob) -> tuple:
+    """The jobs a stop (--stop-after) must not split: one round's configurations of one level and
+    phase, which the benchmarks pair block by block."""
+    return job.round, job.concurrency, job.config.phase
+
+
 def spec_for(job: LoadJob, out_dir: Path, base: CollectSpec, cold_cache: bool = False) -> CollectSpec:
     c = job.config
     extra = {"load_config": c.label, "load_round": job.round} | ({"cold_cache": True} if cold_cache else {})
@@ -246,4 +252,5 @@ def collect_load(jobs: list[LoadJob], out_dir, base: CollectSpec, log=print,
             f"correct {sum(bool(r['correct']) for r in recs)}")
         return len(recs)
 
-    return run_jobs(todo, base, out_dir, run_block, log, stop_after_s, "load corpus")
+    return run_jobs(todo, base, out_dir, run_block, log, stop_after_s, "load corpus",
+                    together=lambda block: compared_together(block[0]))

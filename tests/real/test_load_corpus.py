@@ -256,3 +256,33 @@ def test_a_block_validates_its_trace_file_once_before_its_clock_starts(monkeypat
     # both before the block's first request
     assert len(scans) == 3 and scans[-1] == "block starts"
     assert len(read_traces(out / "gsm8k" / "c4" / "ar.jsonl")) == 8
+
+
+def test_stop_after_finishes_the_round_in_progress(monkeypatch, tmp_path):
+    """--stop-after never splits a round: past the time, the round's other configurations at the
+    same level still run (they are compared), and no new block of another level or round starts."""
+    import types
+
+    from lrreal import corpus
+
+    fake_engines(monkeypatch, tmp_path, per_token_s=0.0005)
+    now = [0.0]                        # a clock each block advances by 10 s
+    monkeypatch.setattr(corpus, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    ran = []
+
+    async def go(engines, job):        # the block runner's stand-in
+        ran.append((job.round, job.concurrency, job.config.label))
+        now[0] += 10.0
+        return 1
+
+    jobs = lc.load_plan(levels=(1, 2), rounds=2, configs=lc.OPEN_CONFIGS)
+    base = collect_mod.CollectSpec(max_tokens=40, target_cores="0", draft_cores="1")
+    logs = []
+    # past 5 s after the first block: its round's other configuration at that level runs, then stop
+    assert corpus.run_jobs(jobs, base, tmp_path, go, logs.append, 5.0, "t", together=lc.compared_together) == 2
+    assert ran == [(jobs[0].round, jobs[0].concurrency, c.label) for c in (jobs[0].config, jobs[1].config)]
+    assert {c for *_, c in ran} == {c.label for c in lc.OPEN_CONFIGS}
+    assert any("stopping after" in m for m in logs)
+    # without the grouping, the stop comes after the first block (the old rule)
+    ran.clear()
+    assert corpus.run_jobs(jobs, base, tmp_path, go, logs.append, 5.0, "t") == 1
