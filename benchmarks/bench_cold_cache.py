@@ -24,9 +24,12 @@ measures the speedups without any reuse between blocks, every record counting it
                job against the block model's (bench_prefix_hits.py), where the records count them.
 
     .venv/bin/python benchmarks/bench_cold_cache.py     # three replays of the blocks and the plans
+    .venv/bin/python benchmarks/bench_cold_cache.py --cold traces/load-cold-epyc \
+        --out benchmarks/results/load_cold_epyc.json  # the same design on traces/load's own CPU
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -35,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_open_loop import OTHER_CPU_LIMIT, other_cpu  # noqa: E402
 from benchmarks.bench_prefix_hits import KINDS, _acc, target_jobs  # noqa: E402
 from benchmarks.load_replay import (CALIB_LEVELS, blocks, calib_paths, corpus_probe, level_table,  # noqa: E402
                                     load_corpus, measure)
@@ -89,22 +93,40 @@ def prefill(corpus: dict) -> dict:
 
 
 def machine(corpus: dict) -> dict:
-    """The machine models the corpus's records ran on (records per model: rescale.machines) and
-    its median probe."""
+    """The machine models the corpus's records ran on (records per model: rescale.machines), its
+    median probe, and how busy the machine was besides (other_cpu: the blocks whose records
+    measured it, how many of them other processes took over bench_open_loop's limit of a core
+    in, and the largest share; every block is kept here)."""
     recs = [r for lv in corpus.values() for rs in lv.values() for r in rs]
-    return {"cpu_models": machines(recs), "probe": corpus_probe(corpus)}
+    shares = [other_cpu(b) for lv in corpus.values() for rs in lv.values() for b in blocks(rs).values()
+              if all(r["load"].get("machine_during") for r in b)]
+    return {"cpu_models": machines(recs), "probe": corpus_probe(corpus),
+            "other_cpu": {"blocks": len(shares), "over_limit": sum(x > OTHER_CPU_LIMIT for x in shares),
+                          "limit": OTHER_CPU_LIMIT, "max": max(shares, default=None)}}
 
 
-def bench(plan: bool = True) -> dict:
-    """`plan`: also ask `lr plan` (own_plan; minutes, tests pin its committed output instead)."""
+def _busy(m: dict) -> str:
+    o = m["other_cpu"]
+    if not o["blocks"]:
+        return "not measured"
+    return (f"at most {100 * o['max']:.1f}% of a core, {o['over_limit']} of {o['blocks']} blocks over "
+            f"{100 * o['limit']:.0f}%")
+
+
+def bench(plan: bool = True, cold_dir: str = COLD) -> dict:
+    """`plan`: also ask `lr plan` (own_plan; minutes, tests pin its committed output instead).
+    `cold_dir`: the cold corpus (a folder under the repository)."""
     t0 = time.perf_counter()
-    warm, cold = paired(load_corpus(ROOT / WARM), load_corpus(ROOT / COLD))
+    cold_dir = cold_dir.rstrip("/")
+    warm, cold = paired(load_corpus(ROOT / WARM), load_corpus(ROOT / cold_dir))
+    if not cold:
+        raise SystemExit(f"bench_cold_cache: {cold_dir} has no block that {WARM} also ran in full")
     _, warm_t, prof = measure(ROOT / WARM, warm)       # the profile: traces/load at 1-2 in flight
     cold_t = {n: level_table(lv, prof) for n, lv in sorted(cold.items())}
     own_t = planned = None
-    if calib_paths(ROOT / COLD):     # the cold corpus's own 1-2 in flight: its machine's profile
-        _, own_t, _ = measure(ROOT / COLD, cold)
-        planned = own_plan(cold, own_t) if plan else None
+    if calib_paths(ROOT / cold_dir):     # the cold corpus's own 1-2 in flight: its machine's profile
+        _, own_t, _ = measure(ROOT / cold_dir, cold)
+        planned = own_plan(cold, own_t, cold_dir) if plan else None
     flags = {bool(r["run"]["flags"].get("cold_cache")) for lv in cold.values()
              for recs in lv.values() for r in recs}
     levels = {}
@@ -112,7 +134,7 @@ def bench(plan: bool = True) -> dict:
         levels[str(n)] = {cfg: {"warm": warm_t[n][cfg], "cold": cold_t[n][cfg],
                                 **({"cold_own_profile": own_t[n][cfg]} if own_t else {})}
                           for cfg in sorted(warm_t[n]) if cfg in cold_t[n]}
-    return {"benchmark": "bench_cold_cache", "warm": WARM, "cold": COLD,
+    return {"benchmark": "bench_cold_cache", "warm": WARM, "cold": cold_dir,
             "cold_cache_flag": sorted(flags), "levels": levels,
             "machine": {"warm": machine(warm), "cold": machine(cold)},
             **({"cold_own_plan": planned} if planned else {}),
@@ -120,14 +142,14 @@ def bench(plan: bool = True) -> dict:
             "wall_s": time.perf_counter() - t0}
 
 
-def own_plan(cold: dict, own_t: dict) -> dict:
+def own_plan(cold: dict, own_t: dict, cold_dir: str = COLD) -> dict:
     """`lr plan` on the cold corpus's own profile (its levels 1-2, at the corpus's median probe,
     as bench_load.py plans): lr-d2-emb's planned speedup over ar at every level, and the
     break-even (the first level at which LR is not faster than ar) measured, replayed, planned
     at the measured levels and found by the plan's bisection (--find-break-even)."""
     cfg = "lr-d2-emb"
     with tempfile.TemporaryDirectory() as tmp:
-        path = save_profile(plan_profile(calib_paths(ROOT / COLD), PLAN_PROFILES["emb"][0], corpus_probe(cold)),
+        path = save_profile(plan_profile(calib_paths(ROOT / cold_dir), PLAN_PROFILES["emb"][0], corpus_probe(cold)),
                             Path(tmp) / "cold-plan.json")
         planned = {n: plan_at({"emb": path}, n) for n in sorted(cold)}
         searched = search({"emb": path}, max(cold))
@@ -182,7 +204,8 @@ def render(doc: dict) -> str:
               "Median probe of the idle engines, a decode pass / a 32-token prefill: target "
               f"warm {probe(mw, 'target')}, cold {probe(mc, 'target')} (decode "
               f"{mc['probe']['target']['decode_s'] / mw['probe']['target']['decode_s']:.2f}x); draft warm "
-              f"{probe(mw, 'draft')}, cold {probe(mc, 'draft')}. ar's measured tokens/s, cold against warm: "
+              f"{probe(mw, 'draft')}, cold {probe(mc, 'draft')}. Other processes during the blocks "
+              f"(load.machine_during): warm {_busy(mw)}; cold {_busy(mc)}. ar's measured tokens/s, cold against warm: "
               + ", ".join(f"{n} in flight {100 * (t['ar']['cold']['tokens_per_s'] / t['ar']['warm']['tokens_per_s'] - 1):+.0f}%"
                           for n, t in doc["levels"].items() if "ar" in t) + ".",
               "",
@@ -216,5 +239,15 @@ def render(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cold", default=COLD, help="the cold corpus (collect_load.py --cold-cache)")
+    ap.add_argument("--out", default=str(OUT.relative_to(ROOT)))
+    a = ap.parse_args()
+    if not (ROOT / a.cold).is_dir():
+        sys.exit(f"bench_cold_cache: {a.cold}: no such trace folder")
+    run_and_write(ROOT / a.out, lambda: bench(cold_dir=a.cold), render)
+
+
 if __name__ == "__main__":
-    run_and_write(OUT, bench, render)
+    main()

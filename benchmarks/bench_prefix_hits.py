@@ -35,7 +35,7 @@ from lrsim.calib.kv import CPU_DEFAULT_BLOCK  # noqa: E402
 from lrsim.sim.kvcache import request_prefill  # noqa: E402
 from lrsim.sim.traces import draft_prompt_cached, span_cache  # noqa: E402
 
-CORPORA = ("load", "load-heldout", "load-transfer", "load-open", "load-open-v2", "load-cold")
+CORPORA = ("load", "load-heldout", "load-transfer", "load-open", "load-open-v2", "load-cold", "load-cold-epyc")
 OUT = ROOT / "benchmarks" / "results" / "prefix_hits.json"
 KINDS = ("prompt", "root", "after_draft_first", "after_draft_rerun")
 
