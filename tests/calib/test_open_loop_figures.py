@@ -87,7 +87,10 @@ def _close(want, got, where):
         for i, (w, g) in enumerate(zip(want, got)):
             _close(w, g, f"{where}[{i}]")
     elif isinstance(got, float):
-        assert want == pytest.approx(got, rel=REL), where
+        # a percent difference 100 (a / b - 1) of two figures each reproduced to REL carries an
+        # absolute error of about 100 REL points however small it is (0.394% recomputed on
+        # another CPU as 0.3943589 against 0.3943595)
+        assert want == pytest.approx(got, rel=REL, abs=100 * REL if where.endswith("_pct") else 0.0), where
     else:
         assert want == got, where
 
