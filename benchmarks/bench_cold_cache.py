@@ -15,8 +15,9 @@ measures the speedups without any reuse between blocks, every record counting it
   replayed     the same profile for both (traces/load's 1-2 in flight, bench_load.py's replay),
                each block at its own probe: the speedup and its error against measured;
   own profile  the cold corpus replayed again with a profile calibrated on its own 1-2 in flight
-               (collected on its machine, with cold caches, where it has them): traces/load ran on
-               another CPU, and a batch-1 probe does not carry a profile between the two;
+               (collected on its machine, with cold caches, where it has them): traces/load-cold
+               ran on another CPU model than traces/load, between which a batch-1 probe did not
+               carry a profile (traces/load-cold-epyc ran on traces/load's model, a faster host);
   own plan     `lr plan` on that profile (at the cold corpus's median probe, as bench_load.py
                plans): lr-d2-emb's planned speedup at each level and the break-even, measured,
                replayed, planned and found by the plan's own search (--find-break-even);
