@@ -12,11 +12,10 @@ from test_load_figures import approx_tree  # the same float tolerance
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-EPYC_ROUNDS = {1: 6, 2: 6, 4: 6, 8: 6}
 # each cold corpus: its results' stem and the rounds it ran in full by level so far (resuming a
 # collection changes them, and the pinned numbers below, on purpose)
 CORPORA = {"traces/load-cold": ("load_cold", {1: 6, 2: 6, 4: 6, 8: 6}),
-           "traces/load-cold-epyc": ("load_cold_epyc", EPYC_ROUNDS)}
+           "traces/load-cold-epyc": ("load_cold_epyc", {1: 6, 2: 6, 4: 6, 8: 6})}
 
 
 def results(corpus: str) -> dict:
@@ -158,7 +157,7 @@ def test_the_xeon_corpus_was_not_always_alone(committed):
     assert (o["blocks"], o["over_limit"], round(100 * o["max"], 1)) == (48, 5, 9.4)
 
 
-def test_a_missing_cold_corpus_is_a_one_line_error(monkeypatch, capsys):
+def test_a_missing_cold_corpus_is_a_one_line_error(monkeypatch):
     monkeypatch.setattr("sys.argv", ["bench_cold_cache.py", "--cold", "traces/no-such-corpus"])
     with pytest.raises(SystemExit) as e:
         bc.main()
