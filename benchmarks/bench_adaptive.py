@@ -1,11 +1,11 @@
-"""Adaptive lookahead in the simulator (issue 14): lr-adaptive against every static configuration.
+"""Adaptive lookahead in the simulator: lr-adaptive against every static configuration.
 
     .venv/bin/python benchmarks/bench_adaptive.py [--jobs 2] [--presets r1-gsm8k,...]
         [--out benchmarks/results/adaptive.json]
 
 lr-adaptive (lrsim/sim/policies/lr_adaptive.py) starts every request from the neutral prior of
 lrcore/adaptive/ (SD acceptance 0.5 where SD is on offer): it is told the bounds (depth <= 4,
-width 1, SD off or k2 3, 5 or 9 up to its --k2), never the acceptance rate. Three targets of issue 14, each on the
+width 1, SD off or k2 3, 5 or 9 up to its --k2), never the acceptance rate. Three targets, each on the
 paper's hardware (presets, 4x H100):
 
   (a) presets: on each of the 14 paper presets, `lr plan`'s planner (lrsim/plan/planner.py) ranks
@@ -192,7 +192,7 @@ def static_label_of(plan_label: str) -> str:
 
 def render(o: dict) -> str:
     a, b, c = o["presets"], o["phase"], o["load"]
-    out = ["# lr-adaptive in the simulator (issue 14)", "",
+    out = ["# lr-adaptive in the simulator", "",
            "Every adaptive request starts from the neutral prior (lrcore.adaptive's: acceptance "
            "0.5 at every depth; SD acceptance 0.5 where SD is on offer): it is told the bounds (depth "
            "<= 4, width 1, SD off or k2 3, 5 or 9 up to its bound), never the acceptance rate. Hardware: the paper's (4x H100: target TP=2, draft, 13 ms judge). "

@@ -1,4 +1,4 @@
-"""Adaptive lookahead on real engines (issue 14): lr-adaptive against AR and the static LR it would
+"""Adaptive lookahead on real engines: lr-adaptive against AR and the static LR it would
 replace, at 1, 2 and 4 requests in flight, on the GSM8K problems of the load corpus.
 
     .venv/bin/python benchmarks/collect_load.py --set adaptive --rounds 2   # the records (alone)
@@ -11,7 +11,7 @@ the worst block's speedup, and what lr-adaptive chose: the share of its decision
 speculation) and how many problems its run-wide estimator had learned from
 (`adaptive.learned_from`) or where its first problem's prior came from (`adaptive.prior_from`:
 the neutral defaults, or the estimates carried from the corpus's last lr-adaptive record, as
-collect_load.py --set adaptive passes the corpus directory to --adaptive-prior). Targets (issue 14): where static LR loses, lr-adaptive within 3% of
+collect_load.py --set adaptive passes the corpus directory to --adaptive-prior). Targets: where static LR loses, lr-adaptive within 3% of
 AR's tokens/s; at 1-4 in flight never more than 3% below AR.
 Writes benchmarks/results/adaptive_real.{json,md}.
 """
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_load import blocks, interval, level_table, load_corpus, makespan  # noqa: E402
 from benchmarks.write import write_results  # noqa: E402
 
-TARGET = 0.03          # within 3% of AR (issue 14)
+TARGET = 0.03          # within 3% of AR (docs/adaptive.md)
 ADAPTIVE = "lr-adaptive-d2"
 STATIC = "lr-d2"       # the static configuration lr-adaptive replaces (depth 2, width 1)
 

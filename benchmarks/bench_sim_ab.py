@@ -1,11 +1,11 @@
-"""Simulator speed against an earlier commit, side by side (issue 16): the same workloads run by
+"""Simulator speed against an earlier commit, side by side: the same workloads run by
 this tree's simulator (B) and by a git worktree of `--base` (A), in turn A B A B ..., each run a
 fresh process timed by its own CPU seconds around the simulation (imports excluded), with the
 ratio A/B pair by pair, so a comparison holds while the shared machine's speed drifts.
 
     .venv/bin/python benchmarks/bench_sim_ab.py [--base 4fc3b39] [--pairs 7]
 
-Default base: 4fc3b39, main just before the issue-16 speed pass was merged (be418c7). Each run
+Default base: 4fc3b39, main just before the simulator speed pass was merged (be418c7). Each run
 also prints a digest of its summary, so the table says whether the two trees' outputs are the
 same, bit for bit, on every workload. Run it alone (no test suite or engine beside it).
 Writes benchmarks/results/sim_ab.{json,md}.

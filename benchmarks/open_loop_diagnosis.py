@@ -138,7 +138,7 @@ def jobs_recorded(tail: dict | None = None):
     """Every job the simulator's engines are given while inside, as [(engine name, job, its
     prefill at submission or None)], and {job: simulated time it was cancelled}: the replay's
     work job by job (engine_work's totals, by job). Patches Engine.submit / Engine.cancel for the
-    block; the simulator itself keeps no job list (its hot path, issue 16). `tail` ({engine:
+    block; the simulator itself keeps no job list (its hot path, docs/simulator.md). `tail` ({engine:
     iterations per job}): a what-if, not a model - each job of that engine, finished or
     cancelled, leaves a sequence in the batch for that many more iterations (a fraction carried
     from job to job), as a stopped or aborted request may stay in a real engine's batch until

@@ -1,4 +1,4 @@
-"""Issue 14's simulator targets for lr-adaptive as seeded scenarios on the paper's hardware
+"""Simulator targets for lr-adaptive (docs/adaptive.md) as seeded scenarios on the paper's hardware
 (preset r1-gsm8k: R1-Distill 32B/1.5B, 4x H100, 13 ms judge): golden summaries committed under
 tests/golden/sim/adaptive-*.json and diffed, and each target checked on a small seeded instance.
 Adaptive starts from the neutral prior: it is never told the acceptance rate.
@@ -91,7 +91,7 @@ def test_a_preset_reaches_97_percent_of_the_best_static():
     assert max(mine.values()) >= 0.97 * best, (mine, max(static, key=static.get), best)
 
 
-@pytest.mark.xfail(strict=True, reason="target not met (issue 14, open): lr+sd-adaptive stays "
+@pytest.mark.xfail(strict=True, reason="target not met (docs/adaptive.md): lr+sd-adaptive stays "
                    "below the best static lr+sd (benchmarks/results/adaptive.md, (b)). On the "
                    "paper's hardware the asynchronous tree is cheap, so static "
                    "depth 4 is near the best in both phases (0.7 and 0.3): there is little for "

@@ -1,4 +1,4 @@
-"""The lr-adaptive simulator policy (issue 14): it runs lrcore.adaptive's decisions on the lr-async
+"""The lr-adaptive simulator policy: it runs lrcore.adaptive's decisions on the lr-async
 tree, records them, and the mode vocabulary, planner and workload carry it."""
 import json
 

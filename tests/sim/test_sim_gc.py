@@ -1,6 +1,6 @@
 """A run leaves no reference cycles: what a request's tree nodes, jobs, callbacks and events
 hold is freed by reference counting as each finishes or is cancelled, not by the cyclic GC
-(issue 16: with cycles, a simulated lr-async step left ~20 objects that only a collection frees,
+(the simulator speed pass: with cycles, a simulated lr-async step left ~20 objects that only a collection frees,
 ~75 at width 2; the collections took 29% of the CPU at 256 concurrent lr-async requests and 35%
 of a 1,000-request Poisson run, and their cost grew with the number of live requests).
 
@@ -66,7 +66,7 @@ def test_a_run_leaves_no_cyclic_garbage(name):
     cfg.workload.rate = None
     steps, found, types = _cyclic_garbage(cfg)
     assert steps == cfg.workload.n_requests * 30
-    # before issue 16's fix, per step: lr-async 20 (74 at width 2, 77 with the tight KV cache),
+    # before the speed pass's fix, per step: lr-async 20 (74 at width 2, 77 with the tight KV cache),
     # lr-sync 5, lr-stage 2.5 (Node <-> Job via tag and parent/children, Job <-> its done
     # event's value, cancelled jobs' callbacks closing over the job or the request); now none
     assert found == 0, f"{found} objects in reference cycles after {steps} steps: {types}"

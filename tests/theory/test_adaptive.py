@@ -1,4 +1,4 @@
-"""The adaptive lookahead policy (lrcore/adaptive/, issue 14): estimator, decision rule,
+"""The adaptive lookahead policy (lrcore/adaptive/): estimator, decision rule,
 hysteresis and the Decision record, checked against the closed forms (lrcore/theory.py)."""
 import itertools
 import json
