@@ -33,7 +33,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from lrcore.tables import styled
+from lrcore.tables import console as make_console, styled
 from lrsim.theory import HybridParams, optimize, speedup_grid
 from lrsim.theory.figure import blog_curves
 from lrsim.theory.inverse import implied_c1
@@ -104,17 +104,21 @@ LIVE_CONFIGS = ("ar", "lr-d2")
 MAX_TOKENS = 384      # the corpus's GSM8K budget: answers finish (problem 0 needs ~265 tokens)
 
 
+def heading(console: Console, text: str) -> None:
+    console.rule(styled((text, "bold")))
+
+
 def lr(console: Console, *args: str, shown: str | None = None, capture: bool = False) -> str:
     """Run one `lr` command as a user would (same interpreter), stop the demo if it fails.
     `shown`: how to print it (a glob instead of ten file names); `capture`: return stdout."""
-    console.print(f"[bold cyan]$ lr {shown or shlex.join(args)}")
+    console.print(styled((f"$ lr {shown or shlex.join(args)}", "bold cyan")))
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "cli", *args], text=True,
                        stdout=subprocess.PIPE if capture else None)
     if r.returncode != 0:
-        console.print(f"[red]demo stopped: `lr {args[0]}` exited with {r.returncode}")
+        console.print(styled((f"demo stopped: `lr {args[0]}` exited with {r.returncode}", "red")))
         sys.exit(r.returncode)
-    console.print(f"[dim]({time.perf_counter() - t0:.0f} s)")
+    console.print(styled((f"({time.perf_counter() - t0:.0f} s)", "dim")))
     return r.stdout or ""
 
 
@@ -150,18 +154,18 @@ def loop(console: Console, args) -> dict:
     corpus_dir = _rel(args.corpus) / "gsm8k"
     corpus = sorted(corpus_dir.glob("*.jsonl"))
     if not corpus:
-        console.print(f"[red]demo stopped: no GSM8K trace corpus in {corpus_dir} "
-                      "(benchmarks/collect_corpus.py records it)")
+        console.print(styled((f"demo stopped: no GSM8K trace corpus in {corpus_dir} "
+                              "(benchmarks/collect_corpus.py records it)", "red")))
         sys.exit(2)
     problem = f"gsm8k/{args.problem}"
     profile, today = out / "profile.json", out / "profile-today.json"
     res: dict = {"problem": problem, "corpus": [str(p) for p in corpus]}
 
-    console.rule("[bold]4. Calibrate: one latency model per engine from the shipped trace corpus")
+    heading(console, "4. Calibrate: one latency model per engine from the shipped trace corpus")
     lr(console, "calibrate", *map(str, corpus), "-o", str(profile),
        shown=f"calibrate {corpus_dir}/*.jsonl -o {profile}")
 
-    console.rule("[bold]5. Probe: this machine's speed now vs the corpus's")
+    heading(console, "5. Probe: this machine's speed now vs the corpus's")
     if quick:
         today = profile
         console.print("(--quick) no engines: today's profile is the corpus profile as calibrated")
@@ -176,7 +180,7 @@ def loop(console: Console, args) -> dict:
         for w in probe["warnings"]:   # another machine model than the corpus's (rescale.py)
             console.print(styled(("warning:", "yellow"), f" {w}"))
 
-    console.rule(f"[bold]6. Prediction for the live run ({problem}, greedy, {MAX_TOKENS}-token budget)")
+    heading(console, f"6. Prediction for the live run ({problem}, greedy, {MAX_TOKENS}-token budget)")
     records = _records(corpus)
     pred = pl.predict(load_profile(today), records, problem, LIVE_CONFIGS, probe="none")
     console.print(f"Predicted with {today}, before running anything: the simulator replays the "
@@ -185,7 +189,7 @@ def loop(console: Console, args) -> dict:
     res["prediction"] = {c: {k: v for k, v in p.items() if k != "text"} for c, p in pred.items()}
 
     live_path = out / "live.jsonl"
-    console.rule("[bold]7. Measure: the same run for real on the packaged models")
+    heading(console, "7. Measure: the same run for real on the packaged models")
     if quick:
         live = records
         console.print("(--quick) no live run: the 'measured' column is the corpus records the "
@@ -200,12 +204,12 @@ def loop(console: Console, args) -> dict:
            "--out", str(live_path), "--resume")
         kept = [c for c in LIVE_CONFIGS if (problem, c) in before]
         if kept:
-            console.print(f"[yellow]{', '.join(kept)}: measured by an earlier run (kept by --resume); "
-                          f"delete {live_path} to measure again")
+            console.print(styled((f"{', '.join(kept)}: measured by an earlier run (kept by --resume); "
+                                  f"delete {live_path} to measure again", "yellow")))
         live = _records([live_path])
         res["live"] = str(live_path)
 
-    console.rule("[bold]8. Predicted vs measured")
+    heading(console, "8. Predicted vs measured")
     rows = pl.compare(pred, live, problem)
     console.print(pl.comparison_table(rows, f"{problem}: predicted (step 6) vs measured (step 7)"))
     lrrow = next((r for r in rows if r["config"] == "lr-d2"), rows[-1])
@@ -216,11 +220,11 @@ def loop(console: Console, args) -> dict:
                          "the corpus record's") + ".")
     res["comparison"] = rows
 
-    console.rule("[bold]9. Plan: this machine (calibrated) and the paper's 4x H100 setup")
+    heading(console, "9. Plan: this machine (calibrated) and the paper's 4x H100 setup")
     lr(console, "plan", "--profile", str(today), "--modes", "sd,lr", "--depth", "1-3", "--k2", "3")
     lr(console, "plan", "--preset", "r1-gsm8k")
 
-    console.rule("[bold]10. Report: this machine and its corpus; the paper preset apart")
+    heading(console, "10. Report: this machine and its corpus; the paper preset apart")
     report = out / "report"
     lr(console, "plot", "--profile", str(profile), "--traces", str(corpus_dir), "--preset", "r1-gsm8k",
        "--out", str(report), "--quick")
@@ -237,23 +241,23 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="trace corpus (DIR/gsm8k/*.jsonl)")
     ap.add_argument("--problem", type=int, default=0, help="GSM8K problem of the live run (default 0)")
     args = ap.parse_args(argv)
-    console = Console()
+    console = make_console()
     t0 = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
-    console.rule("[bold]1. Token level vs step + token level (the paper's blog figure)")
+    heading(console, "1. Token level vs step + token level (the paper's blog figure)")
     curves = blog_curves()
     fig = plot_blog_figure(curves, args.out / "blog_figure.png")
     (g1, s1), (g2, s2) = curves.peak("sd"), curves.peak("combined")
     console.print(f"SD alone peaks at {s1:.2f}x (gamma = {g1:.2f}); step + token at {s2:.2f}x "
                   f"(gamma = {g2:.2f}). Plot: {fig}")
 
-    console.rule("[bold]2. Optimal split of a parallelism budget M (exact, all integer splits)")
+    heading(console, "2. Optimal split of a parallelism budget M (exact, all integer splits)")
     splits = split_tables(console)
     p = HybridParams(0.63, 0.05, 0.6, 0.05, "async")
     heat = plot_split_heatmap(speedup_grid(p, 64), optimize(p, 64), args.out / "split_heatmap.png")
     console.print(f"Heatmap of h(k1, k2) under M = 64 (async): {heat}")
 
-    console.rule("[bold]3. What the paper's measurements say about overheads")
+    heading(console, "3. What the paper's measurements say about overheads")
     overheads = implied_overheads(console)
 
     summary = {"blog_peaks": {"sd": [g1, s1], "combined": [g2, s2]}, "splits": splits,
