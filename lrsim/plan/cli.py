@@ -1,6 +1,8 @@
 """`lr plan`: what-if capacity planning for a preset, a calibrated profile or a scenario.
 
-Ranges and combinations are checked in planner.py / sources.py (one-line UserError, exit 2).
+A flag's closed range is Typer's (min=/max=; cli.py turns its usage error into one line, exit 2).
+planner.py / whatif.py / sources.py check the same again for callers in code, plus open bounds
+(--rate, --slo-ms > 0), NaN and combinations (one-line UserError, exit 2).
 """
 from __future__ import annotations
 
@@ -28,20 +30,20 @@ def plan_cmd(
     target_model: str = typer.Option(None, "--target-model", help="Presets: the target's Hugging Face config.json (file, model folder or shipped name)."),
     draft_model: str = typer.Option(None, "--draft-model", help="Presets: the draft's config.json."),
     judge_model: str = typer.Option(None, "--judge-model", help="Presets: the judge's config.json (shared placement prices its passes)."),
-    target_tp: int = typer.Option(None, "--target-tp", help="Presets: the target's tensor parallelism (paper: 2)."),
-    alpha1: float = typer.Option(None, "--alpha1", help="What-if: step acceptance per judged draft."),
-    alpha2: float = typer.Option(None, "--alpha2", help="What-if: n-gram acceptance per drafted token."),
-    verifier_seconds: float = typer.Option(None, "--verifier-seconds", help="What-if: seconds per judgement, as measured on the planned devices (never rescaled)."),
+    target_tp: int = typer.Option(None, "--target-tp", min=1, max=4096, help="Presets: the target's tensor parallelism (paper: 2)."),
+    alpha1: float = typer.Option(None, "--alpha1", min=0.0, max=1.0, help="What-if: step acceptance per judged draft."),
+    alpha2: float = typer.Option(None, "--alpha2", min=0.0, max=1.0, help="What-if: n-gram acceptance per drafted token."),
+    verifier_seconds: float = typer.Option(None, "--verifier-seconds", min=0.0, max=86400.0, help="What-if: seconds per judgement, as measured on the planned devices (never rescaled)."),
     accept_by_width: str = typer.Option(None, "--accept-by-width", help="What-if: acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
-    tp_efficiency: float = typer.Option(None, "--tp-efficiency", help="Equal-resources baseline: bandwidth kept per doubling of TP (default: the profile's measurement when its traces include --equal-resources AR, else 0.9; lower = TP scales worse)."),
+    tp_efficiency: float = typer.Option(None, "--tp-efficiency", min=0.1, max=1.0, help="Equal-resources baseline: bandwidth kept per doubling of TP (default: the profile's measurement when its traces include --equal-resources AR, else 0.9; lower = TP scales worse)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
-    budget: int = typer.Option(None, "--budget", "-M", help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
+    budget: int = typer.Option(None, "--budget", "-M", min=1, help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
     concurrency: int = typer.Option(None, "--concurrency", min=1, max=MAX_WORKLOAD, help="Requests in flight (closed batch; default 1)."),
     rate: float = typer.Option(None, "--rate", help="Poisson arrivals, requests/s (open loop)."),
     requests: int = typer.Option(None, "--requests", min=1, max=MAX_WORKLOAD, help="--rate: requests simulated over the fleet (default 64)."),
     steps: int = typer.Option(None, "--steps", min=1, max=MAX_WORKLOAD, help="Reasoning steps per request (default: the source's)."),
     samples: int = typer.Option(None, "--samples", min=1, max=MAX_SAMPLES, help="Workload seed blocks per candidate: alone, exactly this many; default: 4, then more until --ci-target."),
-    ci_target: float = typer.Option(None, "--ci-target", help="Add seed blocks until each speedup's 95%% interval is within this fraction of it (default 0.02 unless --samples is given; 0 = off)."),
+    ci_target: float = typer.Option(None, "--ci-target", min=0.0, max=1.0, help="Add seed blocks until each speedup's 95%% interval is within this fraction of it (default 0.02 unless --samples is given; 0 = off)."),
     max_samples: int = typer.Option(64, "--max-samples", min=2, max=MAX_SAMPLES, help="Seed blocks per candidate at most, with --ci-target."),
     seed: int = typer.Option(0, "--seed", min=0, help="Workload seed."),
     slo_ms: float = typer.Option(None, "--slo-ms", help="Latency SLO in ms (per output token, or per request with --slo-metric latency)."),

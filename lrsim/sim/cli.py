@@ -1,7 +1,9 @@
 """`lr simulate` and `lr sweep`: the simulator's command line (registered by the top-level cli.py).
 
-Ranges are checked in build.py (UserError naming the flag -> `lr: error: ...`, exit 2), not by
-typer's min/max, so every out-of-range value gets the same one-line error.
+A flag's closed range is Typer's (min=/max=; cli.py turns its usage error into one line, exit 2).
+build.py checks the same ranges again on every Options, whoever builds it (a scenario file, a
+benchmark, `lr sweep`'s grid), plus what Typer cannot say: open bounds (--rate > 0), NaN, and
+combinations.
 """
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import typer
 
 from lrcore import jsonout
 from lrcore.cliopts import JSON
+
+from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_WORKLOAD
+from .kvcache import BLOCK_TOKENS
 
 DEFAULT_RATE_REQUESTS = 100   # --rate without --requests: this many Poisson arrivals
 
@@ -45,13 +50,23 @@ _HELP = {
 }
 
 
+# Closed ranges of the shared options, checked by Typer (build.py checks them again for Options).
+_RANGES = {
+    "alpha1": (0.0, 1.0), "c1": (0.0, 1.0), "alpha2": (0.0, 1.0), "c2": (0.0, 1.0),
+    "requests": (1, MAX_WORKLOAD), "steps": (1, MAX_WORKLOAD),
+    "kv_cache_tokens": (BLOCK_TOKENS, MAX_KV_TOKENS), "verifier_seconds": (0.0, 86400.0),
+}
+
+
 def _opts():
-    opts = {name: typer.Option(None, "--" + name.replace("_", "-"), help=text) for name, text in _HELP.items()}
+    opts = {name: typer.Option(None, "--" + name.replace("_", "-"), help=text,
+                               **dict(zip(("min", "max"), _RANGES.get(name, ()))))
+            for name, text in _HELP.items()}
     return dict(
         opts,
-        seed=typer.Option(0, "--seed", help="Seed of the workload."),
+        seed=typer.Option(0, "--seed", min=0, help="Seed of the workload."),
         ideal=typer.Option(False, "--ideal", help="The theory's world: free batching up to M, zero verifier cost, equal steps, i.i.d. acceptance."),
-        budget=typer.Option(None, "--budget", "-M", help="M: free batching up to M positions (--ideal)."),
+        budget=typer.Option(None, "--budget", "-M", min=1.0, help="M: free batching up to M positions (--ideal)."),
         equal_resources=typer.Option(False, "--equal-resources", help="AR baseline gets the draft's and judge's devices as extra TP."),
         as_json=JSON,
     )
@@ -72,10 +87,10 @@ O = _opts()
 def simulate(
     policy: Policy = typer.Option(None, "--policy", help="ar | sd | lr-sync | lr-async | lr-stage | lr-adaptive (depth, width, k2 chosen online within --depth, --width, --k2)."),
     alpha1: float = O["alpha1"], c1: float = O["c1"],
-    k1: int = typer.Option(None, "--k1", help="Target steps in parallel (drafts + 1)."),
-    depth: int = typer.Option(None, "--depth", help="lr-async: drafts ahead of the committed step (lr-adaptive: the most)."),
-    width: int = typer.Option(None, "--width", help="lr-async: sibling drafts per node (lr-adaptive: the most)."),
-    k2: int = typer.Option(None, "--k2", help="Token-level SD positions per verify pass (drafted + 1)."),
+    k1: int = typer.Option(None, "--k1", min=1, max=MAX_KNOB, help="Target steps in parallel (drafts + 1)."),
+    depth: int = typer.Option(None, "--depth", min=1, max=MAX_KNOB, help="lr-async: drafts ahead of the committed step (lr-adaptive: the most)."),
+    width: int = typer.Option(None, "--width", min=1, max=MAX_KNOB, help="lr-async: sibling drafts per node (lr-adaptive: the most)."),
+    k2: int = typer.Option(None, "--k2", min=1, max=MAX_KNOB, help="Token-level SD positions per verify pass (drafted + 1)."),
     alpha2: float = O["alpha2"], c2: float = O["c2"], ideal: bool = O["ideal"], budget: float = O["budget"],
     requests: int = O["requests"], rate: float = O["rate"], steps: int = O["steps"], seed: int = O["seed"],
     scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"], as_json: bool = O["as_json"],
@@ -158,10 +173,10 @@ def sweep(
     width: str = typer.Option("1", "--width", help="width values (lr-async)."),
     k2: str = typer.Option("1", "--k2", help="k2 values, e.g. '1-6'."),
     alpha2: float = O["alpha2"], c2: float = O["c2"], ideal: bool = O["ideal"],
-    budget: int = typer.Option(None, "--budget", "-M", help="Keep points whose target parallelism x k2 <= M."),
+    budget: int = typer.Option(None, "--budget", "-M", min=1, help="Keep points whose target parallelism x k2 <= M."),
     requests: int = O["requests"], rate: float = O["rate"], steps: int = O["steps"], seed: int = O["seed"],
     scenario: str = O["scenario"], equal_resources: bool = O["equal_resources"],
-    jobs: int = typer.Option(0, "--jobs", help="Worker processes (0 = all cores)."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="Worker processes (0 = all cores)."),
     out: Path = typer.Option(None, "--out", help="Write the full results as JSON here."),
     as_json: bool = O["as_json"],
     preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],

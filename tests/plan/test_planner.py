@@ -168,6 +168,13 @@ def test_cli_table_and_recommendation(run_lr):
     (["--placement", "floating"], "--placement"),
     (["--depth", "0-2"], "--depth"),
     (["--preset", "r1-gsm8k", "--scenario", "h100-paper"], "exclusive"),
+    # closed ranges checked by Typer (min=/max=), still one line
+    (["--alpha1", "1.5"], "--alpha1"),
+    (["--target-tp", "0"], "--target-tp"),
+    (["--tp-efficiency", "2"], "--tp-efficiency"),
+    (["--verifier-seconds", "-1"], "--verifier-seconds"),
+    (["--budget", "0"], "--budget"),
+    (["--ci-target", "-0.5"], "--ci-target"),
 ])
 def test_bad_input_is_one_line_exit_2(run_lr, args, flag):
     code, out, err = run_lr("plan", "--steps", "4", "--samples", "1", "--jobs", "1", *args)

@@ -57,6 +57,13 @@ def test_sweep_writes_json(tmp_path, capsys):
     (["simulate", "--scenario", "nope.toml"], "--scenario"),
     (["sweep", "--k2", "a-b"], "--k2"),
     (["sweep", "--depth", "1-3", "--budget", "1", "--k2", "2"], "--budget"),
+    # closed ranges checked by Typer (min=/max=), still one line
+    (["simulate", "--depth", "0"], "--depth"),
+    (["simulate", "--width", "1025"], "--width"),
+    (["simulate", "--kv-cache-tokens", "1"], "--kv-cache-tokens"),
+    (["simulate", "--seed", "-1"], "--seed"),
+    (["simulate", "--budget", "0.5"], "--budget"),
+    (["sweep", "--jobs", "-1"], "--jobs"),
 ])
 def test_bad_flags_are_one_line_errors(capsys, argv, flag):
     code, out, err = _run(argv, capsys)
