@@ -22,16 +22,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problem", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/demo.json"))
-    ap.add_argument("--render", action="store_true", help="only rewrite the .md from the .json")
-    a = ap.parse_args()
-    if a.render:
-        Path(a.out).with_suffix(".md").write_text(render(json.loads(Path(a.out).read_text())))
+    a = parse_or_render(ap, render, "runs")
+    if a is None:
         return
     with tempfile.TemporaryDirectory(prefix="lr-demo-") as tmp:
         t0 = time.perf_counter()
@@ -45,8 +46,7 @@ def main() -> None:
     res = {"problem": f"gsm8k/{a.problem}", "wall_s": round(wall, 1), "load_after": [round(x, 2) for x in load],
            "probe_factors": summary.get("probe_factors"), "prediction": summary.get("prediction"),
            "comparison": summary.get("comparison"), "corpus": summary.get("corpus")}
-    Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
-    Path(a.out).with_suffix(".md").write_text(render(res))
+    write_results(a.out, res, render)
     for r in res["comparison"] or []:
         print({k: r.get(k) for k in ("config", "predicted_s", "measured_s", "diff_pct", "pred_speedup",
                                      "meas_speedup", "correct")})

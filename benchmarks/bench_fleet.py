@@ -1,4 +1,4 @@
-"""Fleet-scale simulation (issue 16): cost and memory of one configuration from 1k requests up,
+"""Fleet-scale simulation: cost and memory of one configuration from 1k requests up,
 streamed (`lr simulate --stream`, lrsim/sim/stream.py) and, where affordable, in full.
 
     .venv/bin/python benchmarks/bench_fleet.py               # ~15 CPU-minutes
@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 
 RATE = 1.0
 STEPS = 60
@@ -215,11 +215,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="runs per point; the median CPU time is reported")
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--render", action="store_true", help="rewrite the .md from the .json (no run)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "fleet.json"))
-    a = ap.parse_args()
-    if a.render:
-        Path(a.out).with_suffix(".md").write_text(render(json.loads(Path(a.out).read_text())))
+    a = parse_or_render(ap, render, "runs")
+    if a is None:
         return
     if a.point:
         p = json.loads(a.point)

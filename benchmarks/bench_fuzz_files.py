@@ -14,7 +14,6 @@ in docs/reliability.md); `--render` rewrites the .md from the .json alone.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -28,7 +27,7 @@ import hypothesis  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
 import test_fuzz_files as fuzz  # noqa: E402  (the strategies and checks of the CI test)
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "fuzz_files.json"
 
@@ -84,14 +83,12 @@ def render(result: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no fuzzing")
     ap.add_argument("--examples", type=int, default=6000, help="inputs per reader")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kinds", default="trace,scenario,profile,dataset")
     ap.add_argument("--out", type=Path, default=RESULTS)
-    args = ap.parse_args()
-    if args.render:
-        write_results(args.out, json.loads(args.out.read_text()), render)
+    args = parse_or_render(ap, render, "fuzzing")
+    if args is None:
         return
 
     strategies = fuzz.strategies(fuzz._profile_base())

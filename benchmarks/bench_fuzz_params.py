@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import platform
 import random
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "fuzz_params.json"
 # Examples per property = CI examples x scale x this weight (the CLI properties cost 10-500 ms
@@ -43,14 +42,12 @@ def render(doc: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no fuzzing")
     ap.add_argument("--scale", type=float, default=25.0, help="multiplier of the CI example counts")
     ap.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: random, recorded)")
     ap.add_argument("--only", action="append", help="run only this property (repeatable)")
     ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
-    if args.render:
-        write_results(args.out, json.loads(args.out.read_text()), render)
+    args = parse_or_render(ap, render, "fuzzing")
+    if args is None:
         return 0
     sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "reliability")]
     from hypothesis import seed as hseed

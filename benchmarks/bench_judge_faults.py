@@ -27,7 +27,7 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 from harness.fake_engine import FakeEngine, StubTokenizer, fake_model_folder  # noqa: E402
 from harness.fake_engine import GSM8K_SCRIPT as SCRIPT  # noqa: E402
 from lrcore.traces import read_traces  # noqa: E402
@@ -145,10 +145,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/judge_faults.json"))
-    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no runs")
-    args = ap.parse_args()
-    if args.render:
-        write_results(args.out, json.loads(Path(args.out).read_text()), render)
+    args = parse_or_render(ap, render, "runs")
+    if args is None:
         return
     from lrreal.datasets import load_problems
     load_problems("gsm8k", args.problems)  # first calls are slow (data set, torch import for the

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 from harness.killtest import KillTestConfig, expected_keys, kill_test, signal_test  # noqa: E402
 
 FAKE_LIMIT, FAKE_SAMPLES = 100, 4  # 400 records: more work than 200 kills let through
@@ -157,10 +157,8 @@ def main() -> None:
     ap.add_argument("--skip-signals", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/kill.json"))
     ap.add_argument("--figure", default=str(ROOT / "docs/figures/kill_test.png"))
-    ap.add_argument("--render", action="store_true", help="rewrite the .md beside --out from it; no kills")
-    a = ap.parse_args()
-    if a.render:
-        write_results(a.out, json.loads(Path(a.out).read_text()), render)
+    a = parse_or_render(ap, render, "kills")
+    if a is None:
         return
     work = Path(tempfile.mkdtemp(prefix="lr-bench-kill-"))
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "seed": a.seed}

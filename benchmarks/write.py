@@ -19,6 +19,29 @@ def write_results(path: str | Path, doc: dict, render: Callable[[dict], str], **
     return path
 
 
+def parse_or_render(ap, render: Callable[[dict], str], skipped: str):
+    """Parse a benchmark's flags, with the --render every benchmark with a rendered .md takes
+    (`skipped`: what it then does not run). With --render: the .md rewritten (`rerender`) and None
+    returned, the caller's cue to stop; otherwise the parsed flags."""
+    ap.add_argument("--render", action="store_true",
+                    help=f"rewrite the .md beside --out from its .json alone; no {skipped}")
+    args = ap.parse_args()
+    if args.render:
+        rerender(args.out, render)
+        return None
+    return args
+
+
+def rerender(path: str | Path, render: Callable[[dict], str]) -> Path:
+    """--render: only the .md beside `path`, rendered anew from the committed JSON (a change of
+    wording, never of figures); the JSON is left as it is."""
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"{path}: no results to render (run the benchmark first)")
+    write_atomic(path.with_suffix(".md"), render(json.loads(path.read_text())))
+    return path
+
+
 def run_and_write(path: str | Path, bench: Callable[[], dict], render: Callable[[dict], str]) -> None:
     """A benchmark's main with no arguments: run it, write its results, print the Markdown."""
     doc = bench()
