@@ -74,23 +74,35 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
 
+def corpus_args(doc: str, load: str, calibrate_on: str | None, out: str, calibrate_help: str | None = None):
+    """The flags of a benchmark that predicts a load corpus from a calibration corpus's 1-2 in flight."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--load", default=load)
+    ap.add_argument("--calibrate-on", default=calibrate_on, help=calibrate_help)
+    ap.add_argument("--out", default=out)
+    return ap
+
+
+def read_or_exit(bench: str, read, folder: str, what: str, hint: str = ""):
+    """`read(ROOT / folder)`, or a one-line exit naming the folder when it found nothing."""
+    got = read(ROOT / folder)
+    if not got:
+        sys.exit(f"{bench}: no {what} under {folder}{hint}")
+    return got
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--load", default="traces/load")
-    ap.add_argument("--calibrate-on", default=None,
-                    help="calibrate on this corpus's 1-2 in flight instead (held out: every level "
-                         "of --load is predicted; default: --load itself)")
-    ap.add_argument("--out", default="benchmarks/results/load.json")
+    ap = corpus_args(__doc__, "traces/load", None, "benchmarks/results/load.json",
+                     "calibrate on this corpus's 1-2 in flight instead (held out: every level "
+                     "of --load is predicted; default: --load itself)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    corpus = load_corpus(ROOT / a.load)
-    if not corpus:
-        sys.exit(f"bench_load: no load traces under {a.load} (benchmarks/collect_load.py)")
+    corpus = read_or_exit("bench_load", load_corpus, a.load, "load traces", " (benchmarks/collect_load.py)")
     calib_root = ROOT / (a.calibrate_on or a.load)
     held_out = calib_root.resolve() != (ROOT / a.load).resolve()
-    if held_out and not calib_paths(calib_root):
-        sys.exit(f"bench_load: no level 1-2 traces under {a.calibrate_on} to calibrate on")
+    if held_out:
+        read_or_exit("bench_load", calib_paths, a.calibrate_on, "level 1-2 traces", " to calibrate on")
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below

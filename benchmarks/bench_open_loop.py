@@ -32,7 +32,6 @@ run, other problems, no arrival process), as in bench_load.py's held-out runs. P
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -255,18 +254,10 @@ def plan_open(profile: Path, rate: float, n: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--load", default="traces/load-open")
-    ap.add_argument("--calibrate-on", default="traces/load")
-    ap.add_argument("--out", default="benchmarks/results/load_open.json")
-    a = ap.parse_args()
+    a = bl.corpus_args(__doc__, "traces/load-open", "traces/load", "benchmarks/results/load_open.json").parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    corpus = load_open(ROOT / a.load)
-    if not corpus:
-        sys.exit(f"bench_open_loop: no open-loop traces under {a.load} (collect_load.py --set open)")
-    paths = bl.calib_paths(ROOT / a.calibrate_on)
-    if not paths:
-        sys.exit(f"bench_open_loop: no level 1-2 traces under {a.calibrate_on} to calibrate on")
+    corpus = bl.read_or_exit("bench_open_loop", load_open, a.load, "open-loop traces", " (collect_load.py --set open)")
+    paths = bl.read_or_exit("bench_open_loop", bl.calib_paths, a.calibrate_on, "level 1-2 traces", " to calibrate on")
     replay_prof = Profile(validate_doc(calibrate(paths, configs=set(bl.PROFILE_CONFIGS), select_placement=False)))
     today = machine_speed(corpus)
     levels = {}
