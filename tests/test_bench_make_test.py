@@ -50,3 +50,4 @@ def test_the_committed_run_is_green_within_cis_limit():
     assert p["failed"] == p["errors"] == 0 and p["passed"] > 4000
     assert doc["venv_s"] + doc["test_s"] < CI_LIMIT_S
     assert (RESULTS / "make_test.md").read_text() == bm.render(doc)
+    assert "<!-- quote: benchmarks/results/make_test.md -->" in (ROOT / "README.md").read_text()
