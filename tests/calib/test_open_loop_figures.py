@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import bench_load as bl
@@ -505,7 +506,9 @@ def test_the_cold_epyc_open_loop_claims():
     0.92x; by round LR 1.1-19.3% short (worst rounds 1, 2 and 3), AR 0.7-9.3%; a faster host than
     load-open-v2's (target probe 0.255 s against 0.464 s); v2's warm 0.78x (0.69-0.87) and this
     0.86x each inside the other's interval; the draft's prefill passes priced +276.9% (all
-    draft passes +29.8%; v2: +3.5%)."""
+    draft passes +29.8%; v2: +3.5%), the probe's: the draft's timed prefill before round 2's LR
+    block 9.533 s (the other LR blocks 0.211-0.909 s), that block's prefill passes priced 14.6x;
+    without it -10.3% (all) and +11.8% (prefill)."""
     doc = json.loads((RESULTS / "load_open_epyc.json").read_text())
     v2 = json.loads((RESULTS / "load_open_v2.json").read_text())
     lv = doc["levels"]["rate0.025-n8"]
@@ -543,6 +546,25 @@ def test_the_cold_epyc_open_loop_claims():
     draft = lr["passes_at_own_probe"]["draft"]
     assert (round(draft["all"]["diff_pct"], 1), round(draft["with_prefill"]["diff_pct"], 1)) == (29.8, 276.9)
     assert round(w["passes_at_own_probe"]["draft"]["with_prefill"]["diff_pct"], 1) == 3.5
+    # the probe's, not the profile's: one block's probe of the draft's prefill
+    from lrsim.calib.physical import pass_data, price
+    blocks = {}
+    for line in (ROOT / "traces" / "load-open-epyc" / "gsm8k" / "rate0.025-n8" / "lr-d2-emb.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        blocks.setdefault(r["run"]["flags"]["load_round"], []).append(r)
+    probed = {k: round(b[0]["run"]["probe_at_start"]["engines"]["draft"]["prefill_s"], 3) for k, b in blocks.items()}
+    assert probed[2] == 9.533 and (min(v for k, v in probed.items() if k != 2), max(v for k, v in probed.items() if k != 2)) == (0.211, 0.909)
+    prof = _profile("load-cold-epyc")
+    sums = {}
+    for k, b in blocks.items():
+        d = pass_data([r | {"probe": {"before": r["run"]["probe_at_start"]}} for r in b], "draft",
+                      prof.doc.get("probe"), probe="before", probes=False)
+        d = d.select(np.unique(d.t, return_index=True)[1])
+        pred, pre = price(prof.doc["latency"]["draft"], d), d.P > 0
+        sums[k] = (d.t.sum(), pred.sum(), d.t[pre].sum(), pred[pre].sum())
+    assert round(sums[2][3] / sums[2][2], 1) == 14.6
+    rest = [sum(v[i] for k, v in sums.items() if k != 2) for i in range(4)]
+    assert (round(100 * (rest[1] / rest[0] - 1), 1), round(100 * (rest[3] / rest[2] - 1), 1)) == (-10.3, 11.8)
 
 
 def test_collector_stalls_by_hand():
