@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -30,17 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.write import parse_or_render, write_results  # noqa: E402
+from lrreal.binding import hardware  # noqa: E402  (what trace records carry as run.hardware)
 
 # pytest -q's last line, e.g. "1 failed, 4963 passed, 14 skipped, 1 xfailed in 2582.25s (0:43:02)"
 SUMMARY = re.compile(r"^=*\s*((?:\d+ \w+(?:, )?)+) in ([\d.]+)s", re.M)
 COUNTS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def timed(cmd: list[str], cwd: Path, log) -> tuple[int, float]:
@@ -84,7 +77,7 @@ def main() -> None:
         rc_test, test_s = (timed(["make", "test"], clone, log) if rc_venv == 0 else (None, 0.0))
     text = (clone / "make_test.log").read_text()
     doc = {"benchmark": "make_test", "commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime()),
-           "cpu_model": cpu_model(), "cores": os.cpu_count(), "load_before": load_before,
+           "cpu_model": hardware().get("cpu_model", "unknown"), "cores": os.cpu_count(), "load_before": load_before,
            "venv_rc": rc_venv, "venv_s": round(venv_s, 1), "test_rc": rc_test, "test_s": round(test_s, 1),
            "pytest": parse_summary(text) if rc_venv == 0 else None}
     write_results(a.out, doc, render)
