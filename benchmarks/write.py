@@ -3,6 +3,7 @@ README and docs quote (`benchmarks/quote.py`), each written atomically (lrcore/o
 temporary file renamed over the old one), so a run killed halfway never leaves a torn figure."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Callable
@@ -47,3 +48,17 @@ def run_and_write(path: str | Path, bench: Callable[[], dict], render: Callable[
     doc = bench()
     write_results(path, doc, render)
     print(render(doc), end="")
+
+
+def bench_main(doc: str, name: str, measure: Callable[[], dict], render: Callable[[dict], str],
+               skipped: str) -> None:
+    """A benchmark's main whose only flags are --out (default results/<name>.json) and --render:
+    measure, write the .json and its .md, print the .md."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / f"{name}.json"))
+    args = parse_or_render(ap, render, skipped)
+    if args is None:
+        return
+    out = measure()
+    write_results(args.out, out, render)
+    print(render(out), end="")

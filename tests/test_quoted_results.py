@@ -49,7 +49,8 @@ def test_rendered_results_are_their_json_rendered():
     quoted = {src for doc in quote.documents() for src, _, _ in quote.blocks(doc)}
     for mod, name in (("bench_kill", "kill"), ("bench_judge_faults", "judge_faults"),
                       ("bench_fuzz_files", "fuzz_files"), ("bench_fuzz_params", "fuzz_params"),
-                      ("bench_real", "real"), ("bench_fleet", "fleet")):
+                      ("bench_real", "real"), ("bench_fleet", "fleet"),
+                      ("bench_engine_faults", "engine_faults"), ("bench_models_prepare", "models_prepare")):
         doc = json.loads((res / f"{name}.json").read_text())
         assert (res / f"{name}.md").read_text() == __import__(mod).render(doc), name
     assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
@@ -59,7 +60,8 @@ def test_rendered_results_are_their_json_rendered():
             "benchmarks/results/load_transfer.md",
             "benchmarks/results/load.md", "benchmarks/results/kv.md", "benchmarks/results/theory.md",
             "benchmarks/results/validation.md", "benchmarks/results/load_heldout.md",
-            "benchmarks/results/fleet.md"} <= quoted
+            "benchmarks/results/fleet.md", "benchmarks/results/engine_faults.md",
+            "benchmarks/results/models_prepare.md"} <= quoted
 
 
 def test_the_real_backend_figures_are_the_sample_traces_measured():
@@ -73,3 +75,20 @@ def test_the_real_backend_figures_are_the_sample_traces_measured():
     doc = json.loads(res.read_text())
     fresh = bench_real.measure(ROOT / doc["trace"], ROOT / doc["ar_1core"], ROOT / doc["embedding"], doc["depth"])
     assert json.loads(json.dumps(fresh)) == doc
+
+
+def test_the_engine_fault_times_are_the_benchmarks():
+    """The reliability rows (README, docs/reliability.md) carry bench_engine_faults' summary, and
+    the benchmark refuses a fault that does not end in its one line (exit 2)."""
+    import json
+
+    import bench_engine_faults
+    import pytest
+
+    doc = json.loads((ROOT / "benchmarks" / "results" / "engine_faults.json").read_text())
+    line = bench_engine_faults.summary(doc)
+    assert line in (ROOT / "README.md").read_text()
+    assert line in (ROOT / "docs" / "reliability.md").read_text()
+    assert all(r["seconds"] < 10 for r in doc["faults"] if r["caught"] == "before")
+    with pytest.raises(SystemExit, match="expected one line"):
+        bench_engine_faults.time_fault(["-c", "pass"], "lr: error")

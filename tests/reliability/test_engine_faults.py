@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 import struct
@@ -28,6 +27,8 @@ from lrreal import engine_checks as ee
 from lrreal import engine_errors
 from lrreal.engine_errors import StartContext, StartupCapture, translate
 from lrreal.judge_server import _group_alive, check_loopback_only, check_port_free
+
+from benchmarks.bench_engine_faults import read_line  # the benchmark times the same stops
 
 ROOT = Path(__file__).resolve().parents[2]
 LR = [sys.executable, "-c", "import cli; cli.main()"]
@@ -432,21 +433,6 @@ def test_real_engine_core_failure_is_found_in_its_log(packaged, monkeypatch, cap
     err = capfd.readouterr().err
     assert "Traceback" not in err and "To serve at least one request" not in err, err[-3000:]
     print(f"engine core KV refusal: {dt:.1f} s to error; stderr left: {err.strip()[-500:]!r}")
-
-
-def read_line(proc, stream, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    buf = b""
-    while time.monotonic() < deadline and proc.poll() is None:
-        ready, _, _ = select.select([stream], [], [], 0.5)
-        if ready:
-            ch = os.read(stream.fileno(), 1)
-            if not ch:
-                break
-            buf += ch
-            if ch == b"\n":
-                return buf.decode()
-    return buf.decode() or None
 
 
 def listening_addresses(port: int) -> set[str]:
