@@ -123,6 +123,8 @@ def test_the_epyc_claims():
     intervals (0.95-1.17, 0.90-1.10) hold 1; no block with other processes over 5% of a core."""
     doc = results("traces/load-cold-epyc")
     lv, m = doc["levels"], doc["machine"]
+    records = sum(len(f.read_text().splitlines()) for f in (ROOT / "traces" / "load-cold-epyc").rglob("*.jsonl"))
+    assert records == 180       # all six rounds at 1, 2, 4 and 8 in flight, ar and lr-d2-emb
     ns = ("1", "2", "4", "8")
     assert list(m["warm"]["cpu_models"]) == list(m["cold"]["cpu_models"]) == ["AMD EPYC"]
     assert round(m["cold"]["probe"]["target"]["decode_s"] / m["warm"]["probe"]["target"]["decode_s"], 2) == 0.67

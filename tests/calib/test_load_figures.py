@@ -228,8 +228,8 @@ def test_the_transfer_claims():
     assert [be[c]["planned_vs_ar"] for c in cfgs] == ["3", "3", "3"]
     six = doc["levels"]["6"]
     off = {c: six[c]["predicted_tokens_per_s"] / six[c]["tokens_per_s"] - 1 for c in ("ar", *cfgs)}
-    assert round(off["ar"], 3) == -0.094
-    assert round(min(off[c] for c in cfgs), 3) == -0.055 and round(max(off[c] for c in cfgs), 3) == -0.032
+    assert round(100 * off["ar"], 1) == -9.4
+    assert round(100 * min(off[c] for c in cfgs), 1) == -5.5 and round(100 * max(off[c] for c in cfgs), 1) == -3.2
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
     assert sum(abs(e) <= 0.10 for e in rep.values()) == 9
@@ -241,7 +241,7 @@ def test_the_transfer_claims():
             for n in doc["planned"] for c in cfgs}
     assert all(abs(plan[("3", c)]) <= 0.10 for c in cfgs) and all(plan[("6", c)] > 0 for c in cfgs)
     assert max(plan[("6", c)] for c in cfgs) == pytest.approx(plan[("6", "lr+sd-d3-emb")])
-    assert plan[("6", "lr+sd-d3-emb")] == pytest.approx(0.143, abs=0.0005)
+    assert round(100 * plan[("6", "lr+sd-d3-emb")], 1) == 14.3
     within = lambda key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
     assert within("planned") == 7 and within("planned_at_measured_acceptance") == 8
     assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.163, abs=0.0005)
@@ -257,3 +257,37 @@ def test_the_transfer_claims():
     own, tps = doc["replay_tokens_per_s_error_own_probe"], doc["replay_tokens_per_s_error"]
     assert round(own["min"], 3) == -0.098 and round(own["max"], 3) == -0.005
     assert round(tps["max"], 3) == 0.919
+
+
+# Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
+PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/load-transfer's --first-problem"}
+
+
+def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
+    """Every number in the README's "Under load" prose (from its heading to "Open loop", outside the
+    quoted results and code spans) is one the rendered results it cites hold, one a claims test
+    asserts (its code, not its docstring), or a named parameter; an unsigned one may be a signed
+    one's size. A figure typed by hand or left stale when the results were rerun fails here (the
+    check is by value, not by place: the open-loop prose has its own, test_open_loop_figures)."""
+    import inspect
+    import re
+
+    import test_load_cold
+
+    number = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Under load: real runs vs the simulator"):
+                     readme.index("**Open loop: requests that arrive over time.**")]
+    prose = re.sub(r"`[^`]*`", "", re.sub(r"<!-- quote: .*?<!-- /quote -->", "", section, flags=re.S))
+    code = ""
+    for claims in (test_the_held_out_claims, test_the_transfer_claims, test_load_cold.test_the_readme_claims,
+                   test_load_cold.test_the_epyc_claims):
+        src = inspect.getsource(claims)
+        code += src[src.index('"""', src.index('"""') + 3) + 3:]        # past the docstring
+    texts = [(RESULTS / f"{name}.md").read_text() for name in
+             ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "prefix_hits",
+              "collector_stalls", "plan_gap", "plan_gap_histogram")]
+    have = {x.lstrip("+") for text in (*texts, code) for x in re.findall(number, text)} | set(PARAMETERS)
+    stated = [x.lstrip("+") for x in re.findall(number, prose)]
+    assert len(stated) > 400
+    assert [x for x in stated if x not in have and "-" + x not in have] == []

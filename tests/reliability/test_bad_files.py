@@ -554,16 +554,48 @@ def test_bad_file(case: Case, command: str, run_lr, tmp_path, no_engines, reques
     assert_one_line_error(code, err, path, case.expect)
 
 
-def test_matrix_size():
-    """The figure docs/reliability.md quotes; printed with `pytest -s`."""
-    families = {}
+# docs/reliability.md's family table: its rows (by their first words) and the Case families each
+# row counts.
+DOC_ROWS = {"file:": ("file", "empty"), "syntax:": ("syntax",), "truncated": ("truncated",),
+            "wrong version": ("version",), "required field": ("missing field",),
+            "unknown / extra": ("extra field",), "out of range": ("out of range", "numbers"),
+            "wrong type": ("types",), "hand-edited": ("hand-edited",), "absurd": ("absurd values",),
+            "accepted": ("accepted",), "**files**": None}
+KINDS = ("trace", "scenario", "profile", "dataset")
+
+
+def doc_table(text: str) -> dict[str, list[int]]:
+    """{row prefix: [trace, scenario, profile, data set]} as docs/reliability.md prints it."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        for prefix in DOC_ROWS:
+            if cells[0].startswith(prefix) and len(cells) == 5:
+                rows[prefix] = [0 if c == "-" else int(c.strip("*")) for c in cells[1:]]
+    return rows
+
+
+def test_the_docs_quote_the_matrix():
+    """docs/reliability.md and the README quote this matrix's size and its family table as the
+    cases above build it: adding or removing a case without updating them fails here."""
+    counts = {(c.kind, c.family): 0 for c in ALL_CASES}
     for c in ALL_CASES:
-        families.setdefault((c.kind, c.family), 0)
-        families[(c.kind, c.family)] += 1
-    print(f"\nbad-file matrix: {N_CASES} files x their commands = {N_RUNS} runs")
-    for (kind, fam), n in sorted(families.items()):
-        print(f"  {kind:9s} {fam:14s} {n}")
-    assert N_CASES >= 150 and N_RUNS >= 400
+        counts[(c.kind, c.family)] += 1
+    families = {f for _, f in counts}
+    assert families == {f for fs in DOC_ROWS.values() if fs for f in fs}, "a family the table lacks"
+    want = {prefix: [sum(counts.get((k, f), 0) for f in fs) if fs else
+                     sum(1 for c in ALL_CASES if c.kind == k) for k in KINDS]
+            for prefix, fs in DOC_ROWS.items()}
+    doc = (REPO / "docs" / "reliability.md").read_text()
+    assert doc_table(doc) == want
+    absurd = sum(want["absurd"])
+    unreadable = sum(1 for p in MATRIX if p.values[0].name == "unreadable")
+    row = f"{N_CASES} files x their commands = {N_RUNS:,} runs ({absurd} absurd-but-valid files among them)"
+    assert row in doc
+    assert f"builds {N_CASES} files" in doc and f"**{N_RUNS:,} runs**, {len(SUBPROCESS)} also" in doc
+    assert f"({unreadable} \"permission denied\" runs" in doc
+    readme = (REPO / "README.md").read_text()
+    assert f"{N_CASES} bad trace/scenario/profile/data-set files x their commands = {N_RUNS:,} runs" in readme
 
 
 # A few cases through a real subprocess: nothing but the one line reaches stderr.

@@ -1,0 +1,73 @@
+"""No figure in the README is typed by hand: every number in its prose (outside code blocks, code
+spans and the blocks benchmarks/quote.py keeps verbatim) is one a committed benchmark rendered into
+benchmarks/results/*.md, one a claims test asserts (its code, not its docstring: those tests
+recompute the figure from the committed results or traces), or a parameter named below with what
+it is. A measurement typed into the prose, or left stale when its benchmark was rerun, fails here.
+
+The check is by value, not by place (a stale figure that happens to equal some other rendered
+figure passes); the sections with most prose figures have their own, stricter tests by section
+(tests/calib/test_open_loop_figures.py, test_load_figures.py)."""
+import inspect
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "calib"))
+
+import test_load_cold  # noqa: E402
+import test_load_figures  # noqa: E402
+import test_open_loop_figures  # noqa: E402
+import test_prefix_hits  # noqa: E402
+
+NUMBER = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
+
+# Numbers in the README that are not measurements, each with what it is.
+PARAMETERS = {
+    "2025": "the paper's venue (NeurIPS 2025) and the AIME 2025 data set",
+    "2506.19830": "the paper's arXiv id",
+    "3.11": "the Python version of the machines",
+    "1.157": "App. B Theorem 3's constant (../shared/reference/theory.md)",
+    "10,000": "--stream's automatic threshold (lrsim/sim/runner.py STREAM_AUTO_REQUESTS)",
+    "127.0.0.1": "the loopback address lr judge serve binds",
+    "0.013": "the paper's 7B-judge latency per step (../shared/reference/method.md)",
+    "339,840": "the 32B target's KV capacity on 2 H100s, tests/plan/test_plan_kv.py",
+    "37,440": "the corpus target's KV capacity (2 GiB in 32-token blocks), tests/calib/test_calib_kv.py",
+    "413": "the HTTP status a judge endpoint answers an oversized body with",
+    "275": "the bad-file matrix's files, tests/reliability/test_bad_files.py::test_the_docs_quote_the_matrix",
+    "1,010": "the bad-file matrix's runs, same test",
+    "1,561": "the bad-CLI matrix's cases, tests/reliability/test_bad_cli.py::test_the_docs_quote_the_case_count",
+}
+CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
+          test_load_figures.test_the_held_out_claims, test_load_figures.test_the_transfer_claims,
+          test_open_loop_figures.test_the_open_loop_claims, test_open_loop_figures.test_the_clean_open_loop_claims,
+          test_open_loop_figures.test_the_xeon_open_loop_claims,
+          test_open_loop_figures.test_the_cold_epyc_open_loop_claims, test_prefix_hits.test_the_readme_claims)
+
+
+def prose(text: str) -> str:
+    """`text` without fenced code, quoted result blocks and code spans."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"<!-- quote: .*?<!-- /quote -->", "", text, flags=re.S)
+    return re.sub(r"`[^`]*`", "", text)
+
+
+def known_numbers() -> set[str]:
+    texts = [f.read_text() for f in sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
+    for claims in CLAIMS:
+        src = inspect.getsource(claims)
+        texts.append(src[src.index('"""', src.index('"""') + 3) + 3:])     # past the docstring
+    return {x.lstrip("+") for text in texts for x in re.findall(NUMBER, text)} | set(PARAMETERS)
+
+
+def test_every_readme_number_is_rendered_pinned_or_a_parameter():
+    have = known_numbers()
+    stated = [x.lstrip("+") for x in re.findall(NUMBER, prose((ROOT / "README.md").read_text()))]
+    assert len(stated) > 1000
+    assert [x for x in stated if x not in have and "-" + x not in have] == []
+
+
+def test_a_typed_figure_is_caught():
+    have = known_numbers()
+    text = "Measured: 0.8137x AR (`lr collect`), see\n<!-- quote: x.md -->\n9.87654\n<!-- /quote -->\n"
+    assert [x for x in re.findall(NUMBER, prose(text)) if x not in have] == ["0.8137"]
