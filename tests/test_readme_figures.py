@@ -7,7 +7,6 @@ it is. A measurement typed into the prose, or left stale when its benchmark was 
 The check is by value, not by place (a stale figure that happens to equal some other rendered
 figure passes); the sections with most prose figures have their own, stricter tests by section
 (tests/calib/test_open_loop_figures.py, test_load_figures.py)."""
-import inspect
 import re
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import test_load_figures  # noqa: E402
 import test_open_loop_figures  # noqa: E402
 import test_prefix_hits  # noqa: E402
 
-NUMBER = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
+from tests.figures import NUMBER, claims_code, numbers, prose, untraced  # noqa: E402
 
 # Numbers in the README that are not measurements, each with what it is.
 PARAMETERS = {
@@ -45,29 +44,17 @@ CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_cl
           test_open_loop_figures.test_the_cold_epyc_open_loop_claims, test_prefix_hits.test_the_readme_claims)
 
 
-def prose(text: str) -> str:
-    """`text` without fenced code, quoted result blocks and code spans."""
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    text = re.sub(r"<!-- quote: .*?<!-- /quote -->", "", text, flags=re.S)
-    return re.sub(r"`[^`]*`", "", text)
-
-
 def known_numbers() -> set[str]:
     texts = [f.read_text() for f in sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
-    for claims in CLAIMS:
-        src = inspect.getsource(claims)
-        texts.append(src[src.index('"""', src.index('"""') + 3) + 3:])     # past the docstring
-    return {x.lstrip("+") for text in texts for x in re.findall(NUMBER, text)} | set(PARAMETERS)
+    return numbers(*texts, claims_code(*CLAIMS)) | set(PARAMETERS)
 
 
 def test_every_readme_number_is_rendered_pinned_or_a_parameter():
-    have = known_numbers()
-    stated = [x.lstrip("+") for x in re.findall(NUMBER, prose((ROOT / "README.md").read_text()))]
-    assert len(stated) > 1000
-    assert [x for x in stated if x not in have and "-" + x not in have] == []
+    text = prose((ROOT / "README.md").read_text())
+    assert len(re.findall(NUMBER, text)) > 1000
+    assert untraced(text, known_numbers()) == []
 
 
 def test_a_typed_figure_is_caught():
-    have = known_numbers()
     text = "Measured: 0.8137x AR (`lr collect`), see\n<!-- quote: x.md -->\n9.87654\n<!-- /quote -->\n"
-    assert [x for x in re.findall(NUMBER, prose(text)) if x not in have] == ["0.8137"]
+    assert untraced(prose(text), known_numbers()) == ["0.8137"]

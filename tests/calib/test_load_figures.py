@@ -269,25 +269,19 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     asserts (its code, not its docstring), or a named parameter; an unsigned one may be a signed
     one's size. A figure typed by hand or left stale when the results were rerun fails here (the
     check is by value, not by place: the open-loop prose has its own, test_open_loop_figures)."""
-    import inspect
     import re
 
     import test_load_cold
 
-    number = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
+    from tests.figures import NUMBER, claims_code, numbers, prose, untraced
+
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Under load: real runs vs the simulator"):
-                     readme.index("**Open loop: requests that arrive over time.**")]
-    prose = re.sub(r"`[^`]*`", "", re.sub(r"<!-- quote: .*?<!-- /quote -->", "", section, flags=re.S))
-    code = ""
-    for claims in (test_the_held_out_claims, test_the_transfer_claims, test_load_cold.test_the_readme_claims,
-                   test_load_cold.test_the_epyc_claims):
-        src = inspect.getsource(claims)
-        code += src[src.index('"""', src.index('"""') + 3) + 3:]        # past the docstring
+    section = prose(readme[readme.index("### Under load: real runs vs the simulator"):
+                           readme.index("**Open loop: requests that arrive over time.**")])
+    code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_load_cold.test_the_readme_claims,
+                       test_load_cold.test_the_epyc_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "prefix_hits",
               "collector_stalls", "plan_gap", "plan_gap_histogram")]
-    have = {x.lstrip("+") for text in (*texts, code) for x in re.findall(number, text)} | set(PARAMETERS)
-    stated = [x.lstrip("+") for x in re.findall(number, prose)]
-    assert len(stated) > 400
-    assert [x for x in stated if x not in have and "-" + x not in have] == []
+    assert len(re.findall(NUMBER, section)) > 400
+    assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

@@ -443,35 +443,23 @@ def test_the_clean_open_loop_claims():
     assert ci[0] <= old_lr["speedup_vs_ar"] <= ci[1] and round(old_lr["speedup_vs_ar"], 2) == 0.71
 
 
-NUMBER = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
-
-
 def test_the_readme_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Open loop" prose (outside the quoted results and code spans)
     is one the rendered results hold or one test_the_open_loop_claims asserts (its code, not its
     docstring); an unsigned one may be a signed one's size ("short by 12.0%"). A figure typed by
     hand, or left stale when the results were rerun, fails here - unless it happens to equal
     another figure of the results (the check is by value, not by place)."""
-    import inspect
+    from tests.figures import NUMBER, claims_code, numbers, prose, untraced
 
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("**Open loop: requests that arrive over time.**"):
-                     readme.index("## Planning and the report")]
-    prose = re.sub(r"`[^`]*`", "", re.sub(r"<!-- quote: .*?<!-- /quote -->", "", section, flags=re.S))
-    code = ""
-    for claims in (test_the_open_loop_claims, test_the_clean_open_loop_claims, test_the_xeon_open_loop_claims,
-                   test_the_cold_epyc_open_loop_claims):
-        src = inspect.getsource(claims)
-        code += src[src.index('"""', src.index('"""') + 3) + 3:]        # past the docstring
-    have = {x.lstrip("+") for text in ((RESULTS / "load_open.md").read_text(),
-                                       (RESULTS / "load_open_v2.md").read_text(),
-                                       (RESULTS / "load_open_xeon.md").read_text(),
-                                       (RESULTS / "load_open_epyc.md").read_text(),
-                                       (RESULTS / "collector_stalls.md").read_text(), code)
-            for x in re.findall(NUMBER, text)}
-    stated = [x.lstrip("+") for x in re.findall(NUMBER, prose)]
-    assert len(stated) > 40
-    assert [x for x in stated if x not in have and "-" + x not in have] == []
+    section = prose(readme[readme.index("**Open loop: requests that arrive over time.**"):
+                           readme.index("## Planning and the report")])
+    code = claims_code(test_the_open_loop_claims, test_the_clean_open_loop_claims, test_the_xeon_open_loop_claims,
+                       test_the_cold_epyc_open_loop_claims)
+    have = numbers(*((RESULTS / f"{name}.md").read_text() for name in
+                     ("load_open", "load_open_v2", "load_open_xeon", "load_open_epyc", "collector_stalls")), code)
+    assert len(re.findall(NUMBER, section)) > 40
+    assert untraced(section, have) == []
 
 
 def test_the_xeon_open_loop_claims():
