@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_verifiers import group_rss_gib, judge_model  # the benchmark's own
 from lrreal.judge_server import _group_alive
 from lrreal.lock import LOCK_PATH, lock_holders
 from lrreal.verifiers import make_verifier
@@ -29,17 +30,6 @@ ROOT = Path(__file__).parents[2]
 STARTUP_TIMEOUT_S = 900  # vLLM CPU start-up: 34-66 s measured, slower on busy CI runners
 SAME = ("Natalia sold 48/2 = 24 clips in May.", "In May, Natalia sold half of 48, which is 24 clips.")
 UNRELATED = ("Natalia sold 48/2 = 24 clips in May.", "The weather in Paris is rainy today.")
-
-
-def judge_model() -> Path:
-    """The packaged 0.5B model's HF folder (prepared once via core's lrreal.models if needed)."""
-    from lrcore.errors import UserError
-    from lrreal import models
-
-    try:
-        return models.resolve("draft")
-    except UserError:
-        return models.prepare("draft", models.cache_dir())
 
 
 def read_line(proc, timeout_s):
@@ -76,18 +66,6 @@ def served(tmp_path_factory):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         err.close()
-
-
-def group_rss_gib(pgid: int) -> float:
-    """Resident memory of a process group (the server and its engine core)."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
-                total += int((stat.parent / "statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            pass
-    return total / 2**30
 
 
 def run_judge(spec, url, pairs):
