@@ -31,8 +31,9 @@ def test_capacity_computed_from_the_kv_space_by_hand():
     assert t["bytes_per_token"] == 2 * 28 * 2 * 128 * 4
     assert (t["capacity_tokens"], t["block_tokens"], t["space_gib"]) == (37_440, 32, 2.0)
     # Qwen2.5-Coder-0.5B: 2 x 24 x 2 x 64 x 4 = 24,576 B; 2 GiB / (32 x 24,576) = 2,730 blocks
+    # = 87,360 tokens
     d = kv["draft"]
-    assert d["bytes_per_token"] == 24_576 and d["capacity_tokens"] == 2_730 * 32
+    assert d["bytes_per_token"] == 24_576 and d["capacity_tokens"] == 2_730 * 32 == 87_360
     assert "VLLM_CPU_KVCACHE_SPACE" in t["source"] and "qwen2.5-coder-1.5b-instruct" in t["source"]
 
 
