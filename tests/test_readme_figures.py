@@ -39,6 +39,7 @@ PARAMETERS = {
 }
 CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
           test_load_figures.test_the_held_out_claims, test_load_figures.test_the_transfer_claims,
+          test_load_figures.test_the_cold_all_configuration_claims,
           test_open_loop_figures.test_the_open_loop_claims, test_open_loop_figures.test_the_clean_open_loop_claims,
           test_open_loop_figures.test_the_xeon_open_loop_claims,
           test_open_loop_figures.test_the_cold_epyc_open_loop_claims, test_prefix_hits.test_the_readme_claims)

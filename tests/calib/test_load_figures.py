@@ -28,7 +28,9 @@ def approx_tree(x):
 
 # (results file, measured corpus, calibration corpus): bench_load.py's default and its held-out run
 RUNS = {"load": ("traces/load", "traces/load"), "load_heldout": ("traces/load-heldout", "traces/load"),
-        "load_transfer": ("traces/load-transfer", "traces/load")}
+        "load_transfer": ("traces/load-transfer", "traces/load"),
+        "load_cold_epyc_all": ("traces/load-cold-epyc-all", "traces/load-cold-epyc-all"),
+        "load_cold_epyc_all_heldout": ("traces/load-cold-epyc-all", "traces/load")}
 
 
 @pytest.fixture(scope="module", params=sorted(RUNS))
@@ -125,10 +127,16 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
     if run_name == "load_transfer":     # its corpus runs no ar-er (collect_load.py --set transfer)
         assert not any("ar-er" in t for t in committed["levels"].values())
         return
+    # the cold all-configuration corpus's ar-er grew with the load (1.36x at 2 in flight, 1.62x at
+    # 8): one efficiency misses its ends, its own (0.69) at 8, traces/load's (0.78) at 1-2
+    misses = {"load_cold_epyc_all": ["8"], "load_cold_epyc_all_heldout": ["1", "2"]}.get(run_name, [])
+    off = []
     for n, planned in committed["planned"].items():
         assert planned["ar-er"]["speedup_vs_ar"] == pytest.approx(eff["speedup"], rel=1e-6), n
         measured = committed["levels"][n]["ar-er"]["speedup_vs_ar"]
-        assert planned["ar-er"]["speedup_vs_ar"] == pytest.approx(measured, rel=0.10), n
+        if planned["ar-er"]["speedup_vs_ar"] != pytest.approx(measured, rel=0.10):
+            off.append(n)
+    assert off == misses
 
 
 def test_the_held_out_claims():
@@ -259,6 +267,50 @@ def test_the_transfer_claims():
     assert round(tps["max"], 3) == 0.919
 
 
+def test_the_cold_all_configuration_claims():
+    """README, "Every configuration with cold caches": traces/load-cold-epyc-all (540 records)
+    measured sd 1.21 / 1.15 / 0.84 / 0.69x AR at 1 / 2 / 4 / 8 in flight, lr+sd 1.22 / 1.02 / 0.64 /
+    0.47x, lr-d2-emb 1.05 / 0.89 / 0.77 / 0.71x, lr-d2 0.84 / 0.79 / 0.70 / 0.64x (warm: sd and lr+sd
+    1.04x and 0.97x alone), break-even sd 4, lr+sd 4, lr-d2-emb 2, lr-d2 1; AR on both cores
+    1.36-1.62x. Its own profile: replay within 10% at 10 of 16 (largest 17.7%, sd at 8), plan 17 of
+    20 (largest 14.9%), the plan's break-even right for sd and lr-d2 only; traces/load's profile,
+    held out: replay 15 of 16 (largest 13.9%, sd at 2: 0.99x against 1.15x), break-even right for
+    both LR configurations without SD (sd and lr+sd at 2 instead of 4), plan 15 of 20 (largest
+    15.2%), tokens/s at the corpus's median probe -11.9% to +8.4%."""
+    own = json.loads((RESULTS / "load_cold_epyc_all.json").read_text())
+    held = json.loads((RESULTS / "load_cold_epyc_all_heldout.json").read_text())
+    warm = json.loads((RESULTS / "load.json").read_text())
+    ns = ("1", "2", "4", "8")
+    assert own["records"] == held["records"] == 540 and not own["calibrated_on"]["held_out"]
+    assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
+    speed = lambda doc, c: [round(doc["levels"][n][c]["speedup_vs_ar"], 2) for n in ns]  # noqa: E731
+    assert speed(own, "sd") == [1.21, 1.15, 0.84, 0.69]
+    assert speed(own, "lr+sd-d2-emb") == [1.22, 1.02, 0.64, 0.47]
+    assert speed(own, "lr-d2-emb") == [1.05, 0.89, 0.77, 0.71]
+    assert speed(own, "lr-d2") == [0.84, 0.79, 0.70, 0.64]
+    assert (speed(warm, "sd")[0], speed(warm, "lr+sd-d2-emb")[0]) == (1.04, 0.97)
+    er = speed(own, "ar-er")
+    assert (min(er), max(er)) == (1.36, 1.62)
+    lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
+    be = lambda doc, key: [doc["break_even"][c][key] for c in lr]  # noqa: E731
+    assert be(own, "measured_vs_ar") == be(held, "measured_vs_ar") == ["4", "1", "2", "4"]
+    assert be(own, "planned_vs_ar") == ["2", "1", "1", "4"]
+    assert be(held, "replayed_vs_ar") == ["2", "1", "2", "2"]
+    rep = lambda doc: {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1  # noqa: E731
+                       for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+    mine, theirs = rep(own), rep(held)
+    assert sum(abs(e) <= 0.10 for e in mine.values()) == 10 and len(mine) == 16
+    assert max(mine, key=lambda k: abs(mine[k])) == ("8", "sd") and round(100 * mine[("8", "sd")], 1) == 17.7
+    assert sum(abs(e) <= 0.10 for e in theirs.values()) == 15
+    assert max(theirs, key=lambda k: abs(theirs[k])) == ("2", "sd") and round(100 * theirs[("2", "sd")], 1) == -13.9
+    assert round(held["levels"]["2"]["sd"]["predicted_speedup_vs_ar"], 2) == 0.99
+    within = lambda doc: sum(e <= 0.10 for e in bl.plan_errors(doc, "planned"))  # noqa: E731
+    assert within(own) == 17 and round(100 * max(bl.plan_errors(own, "planned")), 1) == 14.9
+    assert within(held) == 15 and round(100 * max(bl.plan_errors(held, "planned")), 1) == 15.2
+    tps = held["replay_tokens_per_s_error"]
+    assert (round(100 * tps["min"], 1), round(100 * tps["max"], 1)) == (-11.9, 8.4)
+
+
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
 PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/load-transfer's --first-problem"}
 
@@ -278,10 +330,11 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     readme = (ROOT / "README.md").read_text()
     section = prose(readme[readme.index("### Under load: real runs vs the simulator"):
                            readme.index("**Open loop: requests that arrive over time.**")])
-    code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_load_cold.test_the_readme_claims,
-                       test_load_cold.test_the_epyc_claims)
+    code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_the_cold_all_configuration_claims,
+                       test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
-             ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "prefix_hits",
+             ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
+              "load_cold_epyc_all_heldout", "prefix_hits",
               "collector_stalls", "plan_gap", "plan_gap_histogram")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
