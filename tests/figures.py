@@ -3,8 +3,10 @@ tests/calib/test_load_figures.py and test_open_loop_figures.py): the numbers a t
 numbers the committed results and claims tests hold, compared by value."""
 import inspect
 import re
+from pathlib import Path
 
 NUMBER = r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*"
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def prose(text: str) -> str:
@@ -31,3 +33,9 @@ def untraced(text: str, have: set[str]) -> list[str]:
     """The numbers `text` states that `have` lacks (an unsigned one may be a signed one's size)."""
     stated = [x.lstrip("+") for x in re.findall(NUMBER, text)]
     return [x for x in stated if x not in have and "-" + x not in have]
+
+
+def rendered_or_asserted(*tests) -> set[str]:
+    """The numbers every rendered benchmarks/results/*.md holds and the claims `tests` assert."""
+    texts = [f.read_text() for f in sorted(RESULTS.glob("*.md"))]
+    return numbers(*texts, claims_code(*tests))

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from test_readme_figures import CLAIMS  # noqa: E402
 
-from tests.figures import NUMBER, claims_code, numbers, prose, untraced  # noqa: E402
+from tests.figures import numbers, prose, rendered_or_asserted, untraced  # noqa: E402
 
 DOCS = ROOT / "docs"
 JUDGE = "the paper's 7B-judge latency per step (../shared/reference/method.md)"
@@ -111,8 +111,7 @@ def test_the_planning_claims():
 @functools.cache
 def known() -> frozenset[str]:
     """The numbers results and claims hold, read once for all the docs."""
-    texts = [f.read_text() for f in sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
-    return frozenset(numbers(*texts, claims_code(*CLAIMS, test_the_planning_claims)))
+    return frozenset(rendered_or_asserted(*CLAIMS, test_the_planning_claims))
 
 
 @pytest.mark.parametrize("doc", sorted(p.name for p in DOCS.glob("*.md")))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_engine_faults import read_line
 from benchmarks.bench_verifiers import group_rss_gib, judge_model  # the benchmark's own
 from lrreal.judge_server import _group_alive
 from lrreal.lock import LOCK_PATH, lock_holders
@@ -32,17 +32,6 @@ SAME = ("Natalia sold 48/2 = 24 clips in May.", "In May, Natalia sold half of 48
 UNRELATED = ("Natalia sold 48/2 = 24 clips in May.", "The weather in Paris is rainy today.")
 
 
-def read_line(proc, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return None
-        ready, _, _ = select.select([proc.stdout], [], [], 1.0)
-        if ready:
-            return proc.stdout.readline()
-    return None
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     model = judge_model()
@@ -54,7 +43,7 @@ def served(tmp_path_factory):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True,
                             start_new_session=True)
     try:
-        line = read_line(proc, STARTUP_TIMEOUT_S)
+        line = read_line(proc, proc.stdout, STARTUP_TIMEOUT_S)
         if not line:
             proc.kill()
             err.flush()
