@@ -14,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "calib"))
 
+import test_block_speed  # noqa: E402
 import test_load_cold  # noqa: E402
 import test_load_figures  # noqa: E402
 import test_open_loop_figures  # noqa: E402
@@ -42,7 +43,8 @@ CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_cl
           test_load_figures.test_the_cold_all_configuration_claims,
           test_open_loop_figures.test_the_open_loop_claims, test_open_loop_figures.test_the_clean_open_loop_claims,
           test_open_loop_figures.test_the_xeon_open_loop_claims,
-          test_open_loop_figures.test_the_cold_epyc_open_loop_claims, test_prefix_hits.test_the_readme_claims)
+          test_open_loop_figures.test_the_cold_epyc_open_loop_claims, test_prefix_hits.test_the_readme_claims,
+          test_block_speed.test_the_readme_claims)
 
 
 def known_numbers() -> set[str]:

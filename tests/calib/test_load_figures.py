@@ -323,6 +323,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     check is by value, not by place: the open-loop prose has its own, test_open_loop_figures)."""
     import re
 
+    import test_block_speed
     import test_load_cold
 
     from tests.figures import NUMBER, claims_code, numbers, prose, untraced
@@ -331,10 +332,11 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     section = prose(readme[readme.index("### Under load: real runs vs the simulator"):
                            readme.index("**Open loop: requests that arrive over time.**")])
     code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_the_cold_all_configuration_claims,
-                       test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims)
+                       test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
+                       test_block_speed.test_the_readme_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "prefix_hits",
-              "collector_stalls", "plan_gap", "plan_gap_histogram")]
+              "collector_stalls", "plan_gap", "plan_gap_histogram", "block_speed")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
