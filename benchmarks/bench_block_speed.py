@@ -48,7 +48,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.load_replay import blocks, load_corpus  # noqa: E402
+from benchmarks.load_replay import block_probe, blocks, load_corpus  # noqa: E402
 from benchmarks.write import write_results  # noqa: E402
 
 CORPORA = ("traces/load", "traces/load-heldout", "traces/load-cold-epyc", "traces/load-cold-epyc-all")
@@ -56,12 +56,6 @@ ENGINES = ("target", "draft")
 MIN_PASSES = 5          # single-sequence decode passes a block needs before its median is kept
 MIN_GROUP = 3           # blocks a (level, configuration) group needs to enter r and the spread
 TARGET = 0.10           # issue 12's target: predicted speedup within 10% of measured
-
-
-def block_probe(block: list[dict]) -> dict:
-    """The probe taken before the block: a lone record's own, else its run's of the idle engines."""
-    first = block[0]
-    return (first.get("probe") or {}).get("before") or first["run"].get("probe_at_start") or {}
 
 
 def single_decode_passes(block: list[dict], engine: str) -> list[float]:
@@ -87,7 +81,8 @@ def corpus_rows(corpus: dict, engine: str) -> list[dict]:
     for n, level in sorted(corpus.items()):
         for cfg, recs in sorted(level.items()):
             for k, blk in sorted(blocks(recs).items()):
-                probe = ((block_probe(blk).get("engines") or {}).get(engine) or {}).get("decode_s")
+                before = block_probe(blk).get("before") or {}
+                probe = ((before.get("engines") or {}).get(engine) or {}).get("decode_s")
                 passes = single_decode_passes(blk, engine)
                 if probe and len(passes) >= MIN_PASSES:
                     rows.append({"level": n, "config": cfg, "block": k, "probe_s": float(probe),

@@ -59,6 +59,16 @@ def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -
     return sum(spans) / len(spans) + over
 
 
+def block_probe(block: list[dict]) -> dict:
+    """The probes a block ran at: a lone record's own (before and after it), else its run's probe
+    of the idle engines before the first request, for both sides ({} without either)."""
+    first = block[0]
+    if first.get("probe"):
+        return first["probe"]
+    p = first["run"].get("probe_at_start")
+    return {"before": p, "after": p} if p else {}
+
+
 def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
                   arrivals: bool = False) -> tuple[list, float]:
     """The block's records simulated together (predict_block's machine speed), once per replay
@@ -67,12 +77,7 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
     from lrsim.sim.runner import run
 
     first = block[0]
-    probe = first.get("probe") or {}
-    if speed is not None:
-        probe = {"before": {"engines": speed}}
-    elif not probe and first["run"].get("probe_at_start"):
-        p = first["run"]["probe_at_start"]
-        probe = {"before": p, "after": p}
+    probe = {"before": {"engines": speed}} if speed is not None else block_probe(block)
     prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before")
     worlds = []
     for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
