@@ -97,7 +97,7 @@ def summarise(rows: list[dict]) -> dict | None:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["level"], r["config"]), []).append(r)
-    xs, ys, spreads, resid = [], [], [], []
+    xs, ys, spreads, resid, probes = [], [], [], [], []
     for g in groups.values():
         if len(g) < MIN_GROUP:
             continue
@@ -106,6 +106,7 @@ def summarise(rows: list[dict]) -> dict | None:
         ys += list(lb - lb.mean())
         spreads.append(100 * float(np.std(lb, ddof=1)))
         resid.append(100 * float(np.std(lb - lp, ddof=1)))
+        probes.append(100 * float(np.std(lp, ddof=1)))    # how much the probe moved between blocks
     r = stats.pearsonr(xs, ys) if len(xs) >= 3 else None
     return {"blocks": len(rows), "groups": len(spreads),
             "ratio_median": float(np.median(ratio)),
@@ -115,14 +116,7 @@ def summarise(rows: list[dict]) -> dict | None:
             "r_pvalue": float(r.pvalue) if r is not None else None,
             "spread_pct_median": float(np.median(spreads)) if spreads else None,
             "residual_spread_pct_median": float(np.median(resid)) if resid else None,
-            "probe_spread_pct_median": _probe_spread(groups)}
-
-
-def _probe_spread(groups: dict) -> float | None:
-    """The same spread of the probes themselves (how much the probe moved between blocks)."""
-    s = [100 * float(np.std(np.log([r["probe_s"] for r in g]), ddof=1)) for g in groups.values()
-         if len(g) >= MIN_GROUP]
-    return float(np.median(s)) if s else None
+            "probe_spread_pct_median": float(np.median(probes)) if probes else None}
 
 
 def noise_floor(corpus: dict, target: dict | None) -> dict | None:

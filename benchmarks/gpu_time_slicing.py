@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import queue
 import statistics
 import sys
 import time
@@ -71,7 +72,17 @@ def measure(device: str, gbs: dict, seconds: float) -> dict:
     procs = [ctx.Process(target=worker, args=(r, gbs[r], device, barrier, seconds, out)) for r in ROLES]
     for p in procs:
         p.start()
-    got = [out.get(timeout=600 + 10 * seconds) for _ in range(3 * len(ROLES))]
+    got, deadline = [], time.monotonic() + 600 + 3 * (seconds + 10)   # start-up + three phases
+    while len(got) < 3 * len(ROLES):
+        try:
+            got.append(out.get(timeout=1.0))
+        except queue.Empty:   # a worker that died (out of memory, say) leaves the other at the barrier
+            dead = [r for r, p in zip(ROLES, procs) if p.exitcode not in (None, 0)]
+            if dead or time.monotonic() > deadline:
+                for p in procs:
+                    p.kill()
+                why = f"the {dead[0]} process exited" if dead else "the workers stopped reporting"
+                sys.exit(f"gpu_time_slicing: {why} (see its error above)")
     for p in procs:
         p.join(timeout=60)
         if p.exitcode != 0:

@@ -38,3 +38,13 @@ def test_bad_sizes_are_one_line_errors(tmp_path):
                         "--out", str(tmp_path / "x.json")], capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == ["gpu_time_slicing: --target-gb, --draft-gb and --seconds must be > 0"]
+
+
+def test_a_worker_that_dies_ends_the_run_with_one_line(tmp_path):
+    """A worker that cannot allocate its weights (a GPU out of memory, here 10 PB on the CPU)
+    leaves the other waiting at the barrier: the run ends at once, its last line naming the role."""
+    p = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--target-gb", "1e7",
+                        "--draft-gb", "0.001", "--seconds", "0.3", "--out", str(tmp_path / "x.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0 and not (tmp_path / "x.json").exists()
+    assert p.stderr.strip().splitlines()[-1] == "gpu_time_slicing: the target process exited (see its error above)"
