@@ -32,15 +32,21 @@ def grid(points: int) -> list[planner.Candidate]:
     return cands[:points]          # the baselines come first and are always kept
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def sweep_args(doc: str, out: str) -> argparse.ArgumentParser:
+    """The sweep's flags (grid size, workload, preset, --out), shared with bench_plan_ray.py."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--points", type=int, default=100)
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--rate", type=float, default=2.0, help="requests/s over the 4-GPU fleet")
-    ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--preset", default="r1-gsm8k")
-    ap.add_argument("--out", default="benchmarks/results/plan.json")
+    ap.add_argument("--out", default=out)
+    return ap
+
+
+def main(argv=None) -> dict:
+    ap = sweep_args(__doc__, "benchmarks/results/plan.json")
+    ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     cands = grid(args.points)
     load = planner.Load(rate=args.rate, requests=args.requests, steps=args.steps, samples=1)

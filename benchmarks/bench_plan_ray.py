@@ -14,7 +14,6 @@ overhead across raylets, not a network. Run it alone: it is a timing.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_plan import grid  # noqa: E402
+from benchmarks.bench_plan import grid, sweep_args  # noqa: E402
 from benchmarks.write import write_results  # noqa: E402
 
 from lrsim.plan import planner  # noqa: E402
@@ -75,14 +74,7 @@ def render(doc: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--points", type=int, default=100)
-    ap.add_argument("--requests", type=int, default=1000)
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--rate", type=float, default=2.0, help="requests/s over the 4-GPU fleet")
-    ap.add_argument("--preset", default="r1-gsm8k")
-    ap.add_argument("--out", default="benchmarks/results/plan_ray.json")
-    a = ap.parse_args(argv)
+    a = sweep_args(__doc__, "benchmarks/results/plan_ray.json").parse_args(argv)
     if a.points < 1 or a.requests < 1 or a.steps < 1 or not a.rate > 0:
         sys.exit("bench_plan_ray: --points, --requests and --steps must be >= 1, --rate > 0")
     doc = measure(a.points, a.requests, a.steps, a.rate, a.preset)
