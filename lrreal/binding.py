@@ -28,14 +28,31 @@ def check_cores(flag: str, cores: str) -> None:
                         f"(this machine has CPUs 0-{ncpu - 1})")
 
 
+ISA_FLAGS = {"avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16"}
+
+
+def cpu_identity(cpuinfo: str) -> dict:
+    """The first CPU of /proc/cpuinfo: its model name, and (a virtual machine may name every host
+    generation alike, "AMD EPYC") its family, model and the vector units the engines' kernels use,
+    which tell hosts of one name apart."""
+    first = cpuinfo.split("\n\n", 1)[0]
+    cpu = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in first.splitlines())}
+    info = {}
+    if "model name" in cpu:
+        info["cpu_model"] = cpu["model name"]
+    if "cpu family" in cpu:
+        info["cpu_id"] = f"family {cpu['cpu family']} model {cpu.get('model', '?')} " \
+                         f"stepping {cpu.get('stepping', '?')}"
+    if "flags" in cpu:
+        info["cpu_isa"] = sorted(set(cpu["flags"].split()) & ISA_FLAGS)
+    return info
+
+
 def hardware() -> dict:
     info = {"platform": platform.platform(), "machine": platform.machine(),
             "cpus": os.cpu_count(), "python": platform.python_version()}
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu_model"] = line.split(":", 1)[1].strip()
-                break
+        info |= cpu_identity(Path("/proc/cpuinfo").read_text())
         mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()
         info["mem_gib"] = round(int(mem[1]) / 2**20, 1)
     except OSError:
