@@ -60,13 +60,11 @@ def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -
 
 
 def block_probe(block: list[dict]) -> dict:
-    """The probes a block ran at: a lone record's own (before and after it), else its run's probe
-    of the idle engines before the first request, for both sides ({} without either)."""
-    first = block[0]
-    if first.get("probe"):
-        return first["probe"]
-    p = first["run"].get("probe_at_start")
-    return {"before": p, "after": p} if p else {}
+    """The probes a block ran at: its first record's (lrsim.calib.physical.record_probe: a lone
+    record's own, else its run's probe of the idle engines before the first request)."""
+    from lrsim.calib.physical import record_probe
+
+    return record_probe(block[0])
 
 
 def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
@@ -212,10 +210,4 @@ def corpus_probe(corpus: dict) -> dict:
     run's probe of the idle engines before each block above): the machine speed it ran at."""
     from lrsim.calib.physical import reference_probe
 
-    recs = []
-    for lv in corpus.values():
-        for rs in lv.values():
-            for r in rs:
-                p = r["run"].get("probe_at_start")
-                recs.append(r if r.get("probe") or not p else {"probe": {"before": p}})
-    return reference_probe(recs) or {}
+    return reference_probe([r for lv in corpus.values() for rs in lv.values() for r in rs]) or {}

@@ -90,8 +90,7 @@ def pass_pricing(prof: Profile, bs: list[list[dict]]) -> dict:
         t, pred, pre = [], [], []
         for b in bs:
             # the open-loop records carry the run's probe (run.probe_at_start), not one per record
-            recs = [r | {"probe": {"before": r["run"]["probe_at_start"]}} for r in b]
-            d = pass_data(recs, role, prof.doc.get("probe"), probe="before", probes=False)
+            d = pass_data(b, role, prof.doc.get("probe"), probe="before", probes=False)
             if not len(d):
                 continue
             # a record holds every pass of its lifetime, shared with the requests then in flight:

@@ -244,6 +244,7 @@ def drift_warnings(latency: dict, records: list[dict]) -> list[str]:
     changing while the traces were recorded (the probes), and configurations whose forward
     passes the one physical model of an engine does not explain (an environment the model does
     not describe)."""
+    from .physical import record_probe
     from .rescale import machines
 
     out = []
@@ -256,7 +257,7 @@ def drift_warnings(latency: dict, records: list[dict]) -> list[str]:
                      "profile")
     for role in ("target", "draft"):
         vals = [e["decode_s"] for r in records for side in ("before", "after")
-                for e in [(((r.get("probe") or {}).get(side) or {}).get("engines") or {}).get(role) or {}]
+                for e in [((record_probe(r).get(side) or {}).get("engines") or {}).get(role) or {}]
                 if e.get("decode_s")]
         if vals and max(vals) > PROBE_SPREAD * min(vals):
             out.append(f"{role} probe decode pass ranged {1e3 * min(vals):.0f}-{1e3 * max(vals):.0f} ms "

@@ -108,7 +108,7 @@ def speed_factors(rec: dict, engine: str, ref: dict | None, which: str = "both")
     probes before and after: the best estimate of the speed during the record), "none"."""
     if not ref or which == "none":
         return 1.0, 1.0
-    probe = rec.get("probe") or {}
+    probe = record_probe(rec)
     sides = ["before"] if which == "before" else ["before", "after"]
     dec, pre = [], []
     for side in sides:
@@ -123,15 +123,38 @@ def speed_factors(rec: dict, engine: str, ref: dict | None, which: str = "both")
     return f_dec, f_pre
 
 
-def reference_probe(records: list[dict]) -> dict | None:
-    """Median probe of every engine over the records (the profile's reference speed)."""
-    vals: dict[str, dict[str, list[float]]] = {}
+def record_probe(rec: dict) -> dict:
+    """The probes a record ran at: its own (before and after it), else its run's probe of the idle
+    engines before the first request, for both sides ({} without either). Records run beside
+    others (a load level above 1) have no probe of their own; the fit prices their passes at the
+    run's probe, as the replay does (benchmarks/load_replay.block_probe), not at the reference."""
+    if rec.get("probe"):
+        return rec["probe"]
+    p = (rec.get("run") or {}).get("probe_at_start")
+    return {"before": p, "after": p} if p else {}
+
+
+def _distinct_probes(records: list[dict]):
+    """Every probe the records ran at, once (a run's start probe is shared by its records)."""
+    seen = set()
     for rec in records:
-        for side in ("before", "after"):
-            for eng, e in (((rec.get("probe") or {}).get(side) or {}).get("engines") or {}).items():
-                for k in ("decode_s", "prefill_s"):
-                    if e.get(k):
-                        vals.setdefault(eng, {}).setdefault(k, []).append(float(e[k]))
+        probe = record_probe(rec)
+        for pr in (probe.get("before"), probe.get("after")):
+            key = (pr or {}).get("t", id(pr))
+            if pr and key not in seen:
+                seen.add(key)
+                yield pr
+
+
+def reference_probe(records: list[dict]) -> dict | None:
+    """Median probe of every engine over the records' probes before and after each (the profile's
+    reference speed; a probe shared by several records counts once for each)."""
+    vals: dict[str, dict[str, list[float]]] = {}
+    for pr in (record_probe(rec).get(side) for rec in records for side in ("before", "after")):
+        for eng, e in ((pr or {}).get("engines") or {}).items():
+            for k in ("decode_s", "prefill_s"):
+                if e.get(k):
+                    vals.setdefault(eng, {}).setdefault(k, []).append(float(e[k]))
     if not vals:
         return None
     return {eng: {k: float(np.median(v)) for k, v in d.items()} | {"n": len(d.get("decode_s", []))}
@@ -195,26 +218,22 @@ def pass_data(records: list[dict], engine: str, ref: dict | None, probe: str = "
 def _probe_passes(records: list[dict], engine: str, ref: dict | None, cols: dict) -> None:
     """The probes as passes run with the other engine idle (o = 0): they pin the alone speed,
     which a draft that only ever runs beside a busy target would otherwise not show."""
-    seen = set()
-    for rec in records:
-        for side in ("before", "after"):
-            pr = (rec.get("probe") or {}).get(side) or {}
-            e = (pr.get("engines") or {}).get(engine) or {}
-            if not e.get("decode_s") or pr.get("t") in seen:
-                continue
-            seen.add(pr.get("t"))
-            r = (ref or {}).get(engine) or {}
-            f_dec = e["decode_s"] / r["decode_s"] if r.get("decode_s") else 1.0
-            f_pre = (e["prefill_s"] / r["prefill_s"] if r.get("prefill_s") and e.get("prefill_s")
-                     else f_dec)
-            n = int(e.get("prefill_tokens", 32))
-            rows = [(1, 0, n, e["decode_s"])]
-            if e.get("prefill_s"):
-                rows.append((0, n, n, e["prefill_s"]))
-            for q, P, C, t in rows:
-                for k, v in (("q", q), ("B", 1), ("P", P), ("C", C), ("o", 0.0), ("f_dec", f_dec),
-                             ("f_pre", f_pre), ("t", t), ("config", "probe")):
-                    cols[k].append(v)
+    for pr in _distinct_probes(records):
+        e = (pr.get("engines") or {}).get(engine) or {}
+        if not e.get("decode_s"):
+            continue
+        r = (ref or {}).get(engine) or {}
+        f_dec = e["decode_s"] / r["decode_s"] if r.get("decode_s") else 1.0
+        f_pre = (e["prefill_s"] / r["prefill_s"] if r.get("prefill_s") and e.get("prefill_s")
+                 else f_dec)
+        n = int(e.get("prefill_tokens", 32))
+        rows = [(1, 0, n, e["decode_s"])]
+        if e.get("prefill_s"):
+            rows.append((0, n, n, e["prefill_s"]))
+        for q, P, C, t in rows:
+            for k, v in (("q", q), ("B", 1), ("P", P), ("C", C), ("o", 0.0), ("f_dec", f_dec),
+                         ("f_pre", f_pre), ("t", t), ("config", "probe")):
+                cols[k].append(v)
 
 
 def predict(x: np.ndarray, d: PassData, knots: list | None = None) -> np.ndarray:

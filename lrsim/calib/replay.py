@@ -66,10 +66,10 @@ def _knobs(rec: dict, prof: Profile) -> dict:
 def probe_scaled(prof: Profile, rec: dict, which: str = "before") -> Profile:
     """The profile at the machine speed of this record's probe (taken before the record: known
     before the run, so a prediction may use it); unchanged without probes on either side."""
-    from .physical import speed_factors
+    from .physical import record_probe, speed_factors
 
     ref = prof.doc.get("probe")
-    if not ref or not rec.get("probe") or which == "none":
+    if not ref or not record_probe(rec) or which == "none":
         return prof
     factors = {role: speed_factors(rec, role, ref, which) for role in ("target", "draft")
                if role in ref}

@@ -87,31 +87,33 @@ def test_the_latency_fit_summary_is_the_replay_profiles(committed, recomputed):
 
 
 def test_position_factors_close_the_target_passes_total():
-    """README, "Under load": the target's line alone priced every configuration's passes 2.5-4.8%
-    short of their measured total; with the measured factors by verification positions all are
-    within 1.7%, and the factor of one SD proposal (v = 6) is above the plain passes' (v = 0); the
-    replay (whole-block prefill, or the records' own counts from round 5 on) is within 10% at 14 of
-    the 16 points, largest error 14.6% (lr-d2-emb at 8 in flight, 0.60x against 0.71x), below the
-    measured speedup of every speculative configuration at 2-8 in flight (LR by 3.5-14.6%; with
-    the block model for round 5 too, 3.7-15.5%: the README keeps that as history)."""
+    """README, "Under load": with each record priced at its own or its run's probe in the fit (as
+    the replay does), the target's line alone prices every configuration's passes within -0.9% to
+    +3.6% of their measured total and with the measured factors by verification positions all are
+    within 1.8%; the draft's line within 3.3%; the replay (whole-block prefill, or the records' own
+    counts from round 5 on) is within 10% at 15 of the 16 points, largest error 12.7% (lr-d2-emb
+    at 8 in flight, 0.62x against 0.71x), below the measured speedup of the LR configurations
+    without SD at 2-8 in flight (by 2.7-12.7%), while sd and lr+sd are within 5.7% either side."""
     committed = json.loads((RESULTS / "load.json").read_text())
     fit = committed["latency_fit"]["target"]
     rows = fit["by_config"].values()
     assert len(rows) == 5
-    assert all(-5.0 < r["linear_sum_diff_pct"] < -2.0 for r in rows)
-    assert all(abs(r["sum_diff_pct"]) < 1.75 for r in rows)
+    assert all(-1.0 < r["linear_sum_diff_pct"] < 3.6 for r in rows)
+    assert all(abs(r["sum_diff_pct"]) < 1.8 for r in rows)
+    draft = committed["latency_fit"]["draft"]["by_config"].values()
+    assert len(draft) == 3 and all(abs(r["sum_diff_pct"]) < 3.3 for r in draft)
     knots = dict(map(tuple, fit["position_factors"]))
-    assert knots[6.0] > knots[0.0] > 1.0
+    assert knots[6.0] > knots[0.0]
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in committed["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    assert len(rep) == 16 and sum(abs(e) <= 0.10 for e in rep.values()) == 14
-    assert committed["replay_speedup_error_max"] == pytest.approx(0.146, abs=0.0005)
-    assert rep[("8", "lr-d2-emb")] == pytest.approx(-0.146, abs=0.0005)
-    assert sorted(k for k, e in rep.items() if abs(e) > 0.10) == [("8", "lr+sd-d2-emb"), ("8", "lr-d2-emb")]
-    loaded = [e for (n, c), e in rep.items() if n != "1"]
-    assert len(loaded) == 12 and all(e < 0 for e in loaded)
-    lr = [-e for (n, c), e in rep.items() if n != "1" and c.startswith("lr")]
-    assert round(min(lr), 3) == 0.035 and round(max(lr), 3) == 0.146
+    assert len(rep) == 16 and sum(abs(e) <= 0.10 for e in rep.values()) == 15
+    assert committed["replay_speedup_error_max"] == pytest.approx(0.127, abs=0.0005)
+    assert rep[("8", "lr-d2-emb")] == pytest.approx(-0.127, abs=0.0005)
+    assert sorted(k for k, e in rep.items() if abs(e) > 0.10) == [("8", "lr-d2-emb")]
+    lr = [-e for (n, c), e in rep.items() if n != "1" and c in ("lr-d2", "lr-d2-emb")]
+    assert len(lr) == 6 and round(min(lr), 3) == 0.027 and round(max(lr), 3) == 0.127
+    sd = [e for (n, c), e in rep.items() if n != "1" and "sd" in c]
+    assert len(sd) == 6 and max(abs(e) for e in sd) < 0.057
 
 
 def test_the_markdown_is_the_json_rendered(committed, run_name):
@@ -141,57 +143,69 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 def test_the_held_out_claims():
     """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
-    -8%..+6% and speedups within 10% at 11 of 12 (largest 10.5%, lr+sd at 3: 0.62x against 0.69x;
-    below measured for every speculative configuration at 3, and at 6 for all but lr-d2-emb,
-    +0.8%), and every break-even; each block's own probe does about as well (-10%..+2%); the plan (tokens/s ratios, as measured) is
-    within 10% at 15 of 15 (largest 9.7%, ar-er alone), placing 3 of 4 break-evens (lr-d2-emb: 1.02x
-    alone against 0.93x), and at 15 of 15 given each level's measured step acceptance (traces/load:
-    16 and 15 of 20, its four misses lr-d2-emb at 2, 4 and 8 and lr-d2 at 4, all pessimistic, two
-    inside the measured 90% interval; the mean-latency ratios 16 of 20, largest 15.6%); none of the
-    replay's three misses is inside its interval; the embedding verifier's acceptance 0.62-0.67 in
-    the calibration records, 0.55-0.58 at 4-8 and 0.53-0.57 held out; AR on both cores 1.42-1.57x AR
-    against the plan's 1.55x."""
+    -6%..+8% and speedups within 10% at 12 of 12 (largest 9.3%, lr+sd at 6: 0.51x against 0.46x;
+    below measured for every speculative configuration at 3, and at 6 above for all but lr-d2,
+    -0.1%), and every break-even; each block's own probe does about as well (-11%..+4%); the plan
+    (tokens/s ratios, as measured) is within 10% at 13 of 15 (largest 16.3%, lr+sd at 6: 0.54x
+    against 0.46x; lr-d2-emb alone 1.03x against 0.93x), placing 3 of 4 break-evens, and at 14 of 15
+    given each level's measured step acceptance (largest 12.3%; traces/load: 17 and 14 of 20, its
+    three misses lr-d2-emb at 2 (inside the measured 90% interval), lr-d2 at 4 and lr+sd at 8
+    (+14.9%); the mean-latency ratios 15 of 20, largest 15.6%); the replay's one miss is not inside
+    its interval; the embedding verifier's acceptance 0.62-0.67 in the calibration records,
+    0.55-0.58 at 4-8 and 0.53-0.57 held out; AR on both cores 1.42-1.57x AR against the plan's
+    1.55x."""
     held = json.loads((RESULTS / "load_heldout.json").read_text())
     assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
     assert held["replay_probe"] == "the corpus's median" and held["records"] == 300
     tps, own = held["replay_tokens_per_s_error"], held["replay_tokens_per_s_error_own_probe"]
-    assert round(tps["min"], 2) == -0.08 and round(tps["max"], 2) == 0.06
-    assert round(own["min"], 2) == -0.10 and round(own["max"], 2) == 0.02
+    assert round(tps["min"], 3) == -0.056 and round(tps["max"], 3) == 0.085
+    assert round(own["min"], 3) == -0.110 and round(own["max"], 3) == 0.039
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in held["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    assert len(rep) == 12 and sum(abs(e) <= 0.10 for e in rep.values()) == 11
-    assert max(map(abs, rep.values())) == pytest.approx(0.105, abs=0.0005)
-    assert rep[("3", "lr+sd-d2-emb")] == pytest.approx(-0.105, abs=0.0005)
+    assert len(rep) == 12 and sum(abs(e) <= 0.10 for e in rep.values()) == 12
+    assert max(map(abs, rep.values())) == pytest.approx(0.093, abs=0.0005)
+    assert rep[("6", "lr+sd-d2-emb")] == pytest.approx(0.093, abs=0.0005)
     assert all(e < 0 for (n, c), e in rep.items() if n == "3")
-    assert [c for (n, c), e in rep.items() if n == "6" and e >= 0] == ["lr-d2-emb"]
-    assert rep[("6", "lr-d2-emb")] == pytest.approx(0.008, abs=0.0005)
+    assert [c for (n, c), e in rep.items() if n == "6" and e < 0] == ["lr-d2"]
+    assert rep[("6", "lr-d2")] == pytest.approx(-0.001, abs=0.0005)
     be = held["break_even"]
     lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
     assert all(be[c]["replayed_vs_ar"] == be[c]["measured_vs_ar"] for c in lr)
     assert [c for c in lr if be[c]["planned_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
     within = lambda doc, key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within(held, "planned") == 15 and within(held, "planned_at_measured_acceptance") == 15
-    for key in ("planned", "planned_at_measured_acceptance"):
-        assert max(bl.plan_errors(held, key)) == pytest.approx(0.097, abs=0.0005)
-    p1 = held["planned"]["1"]
-    assert max(bl.plan_errors(held, "planned")) == pytest.approx(
-        p1["ar-er"]["speedup_vs_ar"] / held["levels"]["1"]["ar-er"]["speedup_vs_ar"] - 1)
-    assert round(p1["lr-d2-emb"]["speedup_vs_ar"], 2) == 1.02
+    assert within(held, "planned") == 13 and within(held, "planned_at_measured_acceptance") == 14
+    assert max(bl.plan_errors(held, "planned")) == pytest.approx(0.163, abs=0.0005)
+    assert max(bl.plan_errors(held, "planned_at_measured_acceptance")) == pytest.approx(0.123, abs=0.0005)
+    p1, p6 = held["planned"]["1"], held["planned"]["6"]
+    assert round(p1["lr-d2-emb"]["speedup_vs_ar"], 2) == 1.03
     assert round(held["levels"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) == 0.93
+    assert round(p6["lr+sd-d2-emb"]["speedup_vs_ar"], 2) == 0.54
+    assert round(held["levels"]["6"]["lr+sd-d2-emb"]["speedup_vs_ar"], 2) == 0.46
     off = lambda doc, n, c: (doc["planned"][n][c]["speedup_vs_ar"]  # noqa: E731
                              / doc["levels"][n][c]["speedup_vs_ar"] - 1)
-    misses = lambda doc: [(n, c) for n, t in doc["planned"].items() for c in t  # noqa: E731
-                          if abs(off(doc, n, c)) > 0.10]
-    assert misses(held) == []
+    misses = lambda doc: sorted((n, c) for n, t in doc["planned"].items() for c in t  # noqa: E731
+                                if abs(off(doc, n, c)) > 0.10)
+    assert misses(held) == [("1", "lr-d2-emb"), ("6", "lr+sd-d2-emb")]
     load = json.loads((RESULTS / "load.json").read_text())
-    assert within(load, "planned") == 16 and within(load, "planned_at_measured_acceptance") == 15
-    assert max(bl.plan_errors(load, "planned")) == pytest.approx(0.137, abs=0.0005)
-    assert max(bl.plan_errors(load, "planned_at_measured_acceptance")) == pytest.approx(0.142, abs=0.0005)
+    assert within(load, "planned") == 17 and within(load, "planned_at_measured_acceptance") == 14
+    assert round(max(bl.plan_errors(load, "planned")), 3) == 0.149
+    assert max(bl.plan_errors(load, "planned_at_measured_acceptance")) == pytest.approx(0.144, abs=0.0005)
     lat = bl.plan_errors(load, "planned", "latency_speedup_vs_ar")
-    assert sum(e <= 0.10 for e in lat) == 16 and max(lat) == pytest.approx(0.156, abs=0.0005)
-    assert misses(load) == [("2", "lr-d2-emb"), ("4", "lr-d2"), ("4", "lr-d2-emb"), ("8", "lr-d2-emb")]
-    assert all(off(load, n, c) < 0 for n, c in misses(load))
-    assert bl.misses_inside_interval(load, "planned") == (2, 4)
+    assert sum(e <= 0.10 for e in lat) == 15 and max(lat) == pytest.approx(0.156, abs=0.0005)
+    assert misses(load) == [("2", "lr-d2-emb"), ("4", "lr-d2"), ("8", "lr+sd-d2-emb")]
+    assert round(off(load, "8", "lr+sd-d2-emb"), 3) == 0.149
+    assert bl.misses_inside_interval(load, "planned") == (1, 3)
+    # history the README keeps: before the fit priced each record at its own or its run's probe
+    # (lrsim/calib/physical.record_probe) the replay held 14 of 16 points within 10% on traces/load,
+    # 11 of 12 held out, 10 of 16 on load-cold-epyc-all's own profile and 15 of 16 (largest 13.9%)
+    # on it held out; none of those counts fell
+    cea = json.loads((RESULTS / "load_cold_epyc_all.json").read_text())
+    ceah = json.loads((RESULTS / "load_cold_epyc_all_heldout.json").read_text())
+    replayed = lambda doc: [r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1  # noqa: E731
+                            for t in doc["levels"].values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    now = [sum(abs(e) <= 0.10 for e in replayed(d)) for d in (load, held, cea, ceah)]
+    assert now == [15, 12, 13, 15] and all(a >= b for a, b in zip(now, [14, 11, 10, 15]))
+    assert 100 * max(map(abs, replayed(ceah))) < 13.9
     for doc in (load, held):     # the replay's misses: none inside the measured 90% interval
         for t in doc["levels"].values():
             for r in t.values():
@@ -211,60 +225,65 @@ def test_the_held_out_claims():
 
 def test_the_transfer_claims():
     """README, "Transfer": alone, nine blocks measure all three unseen configurations at 0.94x AR;
-    the replay says 1.01x for lr+sd (7.2% off) and 0.98x / 0.97x for depths 1 and 3 (break-even 1
-    as measured for those two, 3 for lr+sd), the plan 1.01-1.10x (3 for all three); at 3 in flight
-    the plan and the replay are within 10% for all three (depth 3 replays 0.80x against 0.86x); at
-    6 the replay is within 7% for all three, above measured, the plan optimistic for all three, up
-    to 14.3% (lr+sd, 0.46x against 0.41x); there the replay prices ar 9.4% slow and the LR
-    configurations 3.2-5.5% slow; replay within 10% at 9 of 9 (largest 7.3%), plan 7 of 9 (largest 16.3%, lr+sd alone:
-    1.10x against 0.94x), 8 of 9 at the measured acceptance (largest 10.9%, depth 3 at 3); depth 1
-    accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; the absolute range at the median probe
-    up to +91.9%, at each block's own probe -9.8%..-0.5%."""
+    the replay says 1.04x for lr+sd (9.7% off) and 0.98x / 0.97x for depths 1 and 3 (break-even 1
+    as measured for those two, 3 for lr+sd), the plan 1.02-1.14x (3 for all three); at 3 in flight
+    the replay is within 10% for all three (depth 3 replays 0.81x against 0.86x), the plan for all
+    but lr+sd (+10.1%); at 6 the replay is above measured for all three (lr+sd 16.0%), the plan
+    optimistic for all three, up to 26.9% (lr+sd, 0.51x against 0.41x); there the replay prices ar
+    11.1% slow and the LR configurations -6.1% to +3.2%; replay within 10% at 8 of 9 (largest
+    16.0%), plan 5 of 9 (largest 26.9%), 7 of 9 at the measured acceptance (largest 18.1%, lr+sd at
+    6; lr+sd alone 12.9%); depth 1 accepted 0.43-0.46, depth 3 0.53-0.56, lr+sd 0.53-0.54; the
+    absolute range at the median probe up to +101.0%, at each block's own probe -11.9%..+3.1%."""
     doc = json.loads((RESULTS / "load_transfer.json").read_text())
     assert doc["records"] == 217 and doc["calibrated_on"]["corpus"] == "traces/load"
     one = doc["levels"]["1"]
     cfgs = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
     assert all(one[c]["blocks"] == 9 and round(one[c]["speedup_vs_ar"], 2) == 0.94 for c in cfgs)
-    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.01, 0.98, 0.97]
+    assert [round(one[c]["predicted_speedup_vs_ar"], 2) for c in cfgs] == [1.04, 0.98, 0.97]
     lrsd = one["lr+sd-d3-emb"]
-    assert round(lrsd["predicted_speedup_vs_ar"] / lrsd["speedup_vs_ar"] - 1, 3) == 0.072
+    assert round(100 * (lrsd["predicted_speedup_vs_ar"] / lrsd["speedup_vs_ar"] - 1), 1) == 9.7
     planned = [doc["planned"]["1"][c]["speedup_vs_ar"] for c in cfgs]
-    assert round(min(planned), 2) == 1.01 and round(max(planned), 2) == 1.10
+    assert round(min(planned), 2) == 1.02 and round(max(planned), 2) == 1.14
     be = doc["break_even"]
     assert [be[c]["measured_vs_ar"] for c in cfgs] == ["1", "1", "1"]
     assert [be[c]["replayed_vs_ar"] for c in cfgs] == ["3", "1", "1"]
     assert [be[c]["planned_vs_ar"] for c in cfgs] == ["3", "3", "3"]
     six = doc["levels"]["6"]
     off = {c: six[c]["predicted_tokens_per_s"] / six[c]["tokens_per_s"] - 1 for c in ("ar", *cfgs)}
-    assert round(100 * off["ar"], 1) == -9.4
-    assert round(100 * min(off[c] for c in cfgs), 1) == -5.5 and round(100 * max(off[c] for c in cfgs), 1) == -3.2
+    assert round(100 * off["ar"], 1) == -11.1
+    assert round(100 * min(off[c] for c in cfgs), 1) == -6.1 and round(100 * max(off[c] for c in cfgs), 1) == 3.2
+    assert [round(six[c][k], 2) for c in cfgs for k in ("predicted_speedup_vs_ar", "speedup_vs_ar")] == \
+        [0.47, 0.41, 0.74, 0.68, 0.68, 0.65]
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    assert sum(abs(e) <= 0.10 for e in rep.values()) == 9
-    assert max(map(abs, rep.values())) == pytest.approx(0.073, abs=0.0005)
-    assert rep[("3", "lr+sd-d3-emb")] == pytest.approx(-0.073, abs=0.0005)
-    assert round(rep[("3", "lr-d3-emb")], 3) == -0.069
-    assert all(0 < rep[("6", c)] < 0.07 for c in cfgs)
+    assert sum(abs(e) <= 0.10 for e in rep.values()) == 8
+    assert max(map(abs, rep.values())) == pytest.approx(0.160, abs=0.0005)
+    assert rep[("6", "lr+sd-d3-emb")] == pytest.approx(0.160, abs=0.0005)
+    assert round(doc["levels"]["3"]["lr-d3-emb"]["predicted_speedup_vs_ar"], 2) == 0.81
+    assert all(abs(rep[("3", c)]) <= 0.10 for c in cfgs) and all(rep[("6", c)] > 0 for c in cfgs)
     plan = {(n, c): doc["planned"][n][c]["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1
             for n in doc["planned"] for c in cfgs}
-    assert all(abs(plan[("3", c)]) <= 0.10 for c in cfgs) and all(plan[("6", c)] > 0 for c in cfgs)
-    assert max(plan[("6", c)] for c in cfgs) == pytest.approx(plan[("6", "lr+sd-d3-emb")])
-    assert round(100 * plan[("6", "lr+sd-d3-emb")], 1) == 14.3
+    assert [c for c in cfgs if abs(plan[("3", c)]) > 0.10] == ["lr+sd-d3-emb"]
+    assert round(100 * plan[("3", "lr+sd-d3-emb")], 1) == 10.1
+    assert all(plan[("6", c)] > 0 for c in cfgs)
+    assert max(plan.values()) == pytest.approx(plan[("6", "lr+sd-d3-emb")])
+    assert round(100 * plan[("6", "lr+sd-d3-emb")], 1) == 26.9
+    assert round(doc["planned"]["6"]["lr+sd-d3-emb"]["speedup_vs_ar"], 2) == 0.51
     within = lambda key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within("planned") == 7 and within("planned_at_measured_acceptance") == 8
-    assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.163, abs=0.0005)
-    assert max(plan.values()) == pytest.approx(plan[("1", "lr+sd-d3-emb")])
-    assert max(bl.plan_errors(doc, "planned_at_measured_acceptance")) == pytest.approx(0.109, abs=0.0005)
-    at_acc = [(n, c) for n, t in doc["planned_at_measured_acceptance"].items() for c, p in t.items()
-              if c in cfgs and abs(p["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
-    assert at_acc == [("3", "lr-d3-emb")]
+    assert within("planned") == 5 and within("planned_at_measured_acceptance") == 7
+    assert max(bl.plan_errors(doc, "planned")) == pytest.approx(0.269, abs=0.0005)
+    assert max(bl.plan_errors(doc, "planned_at_measured_acceptance")) == pytest.approx(0.181, abs=0.0005)
+    at_acc = {(n, c): round(100 * (p["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1), 1)
+              for n, t in doc["planned_at_measured_acceptance"].items() for c, p in t.items()
+              if c in cfgs and abs(p["speedup_vs_ar"] / doc["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10}
+    assert at_acc == {("1", "lr+sd-d3-emb"): 12.9, ("6", "lr+sd-d3-emb"): 18.1}
     acc = lambda c: [round(t[c]["step_acceptance"], 2) for t in doc["levels"].values()]  # noqa: E731
     assert (min(acc("lr-d1-emb")), max(acc("lr-d1-emb"))) == (0.43, 0.46)
     assert (min(acc("lr-d3-emb")), max(acc("lr-d3-emb"))) == (0.53, 0.56)
     assert (min(acc("lr+sd-d3-emb")), max(acc("lr+sd-d3-emb"))) == (0.53, 0.54)
     own, tps = doc["replay_tokens_per_s_error_own_probe"], doc["replay_tokens_per_s_error"]
-    assert round(own["min"], 3) == -0.098 and round(own["max"], 3) == -0.005
-    assert round(tps["max"], 3) == 0.919
+    assert round(own["min"], 3) == -0.119 and round(own["max"], 3) == 0.031
+    assert round(tps["max"], 3) == 1.010
 
 
 def test_the_cold_all_configuration_claims():
@@ -272,11 +291,12 @@ def test_the_cold_all_configuration_claims():
     measured sd 1.21 / 1.15 / 0.84 / 0.69x AR at 1 / 2 / 4 / 8 in flight, lr+sd 1.22 / 1.02 / 0.64 /
     0.47x, lr-d2-emb 1.05 / 0.89 / 0.77 / 0.71x, lr-d2 0.84 / 0.79 / 0.70 / 0.64x (warm: sd and lr+sd
     1.04x and 0.97x alone), break-even sd 4, lr+sd 4, lr-d2-emb 2, lr-d2 1; AR on both cores
-    1.36-1.62x. Its own profile: replay within 10% at 10 of 16 (largest 17.7%, sd at 8), plan 17 of
-    20 (largest 14.9%), the plan's break-even right for sd and lr-d2 only; traces/load's profile,
-    held out: replay 15 of 16 (largest 13.9%, sd at 2: 0.99x against 1.15x), break-even right for
-    both LR configurations without SD (sd and lr+sd at 2 instead of 4), plan 15 of 20 (largest
-    15.2%), tokens/s at the corpus's median probe -11.9% to +8.4%."""
+    1.36-1.62x. Its own profile: replay within 10% at 13 of 16 (largest 22.6%, sd at 8; lr+sd at 8
+    14.8%, sd at 1 10.0%), every break-even right, plan 15 of 20 (largest 16.6%), the plan's
+    break-even right for all but lr+sd; traces/load's profile, held out: replay 15 of 16 (largest
+    11.1%, sd at 2: 1.02x against 1.15x), break-even right for sd and both LR configurations
+    without SD (lr+sd at 2 instead of 4), plan 15 of 20 (largest 14.6%), tokens/s at the corpus's
+    median probe -8.4% to +10.5%."""
     own = json.loads((RESULTS / "load_cold_epyc_all.json").read_text())
     held = json.loads((RESULTS / "load_cold_epyc_all_heldout.json").read_text())
     warm = json.loads((RESULTS / "load.json").read_text())
@@ -294,21 +314,24 @@ def test_the_cold_all_configuration_claims():
     lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
     be = lambda doc, key: [doc["break_even"][c][key] for c in lr]  # noqa: E731
     assert be(own, "measured_vs_ar") == be(held, "measured_vs_ar") == ["4", "1", "2", "4"]
-    assert be(own, "planned_vs_ar") == ["2", "1", "1", "4"]
-    assert be(held, "replayed_vs_ar") == ["2", "1", "2", "2"]
+    assert be(own, "planned_vs_ar") == ["2", "1", "2", "4"]
+    assert be(own, "replayed_vs_ar") == ["4", "1", "2", "4"]
+    assert be(held, "replayed_vs_ar") == ["2", "1", "2", "4"]
     rep = lambda doc: {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1  # noqa: E731
                        for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
     mine, theirs = rep(own), rep(held)
-    assert sum(abs(e) <= 0.10 for e in mine.values()) == 10 and len(mine) == 16
-    assert max(mine, key=lambda k: abs(mine[k])) == ("8", "sd") and round(100 * mine[("8", "sd")], 1) == 17.7
+    assert sum(abs(e) <= 0.10 for e in mine.values()) == 13 and len(mine) == 16
+    assert max(mine, key=lambda k: abs(mine[k])) == ("8", "sd") and round(100 * mine[("8", "sd")], 1) == 22.6
+    assert {k: round(100 * e, 1) for k, e in mine.items() if abs(e) > 0.10} == \
+        {("1", "sd"): 10.0, ("8", "lr+sd-d2-emb"): 14.8, ("8", "sd"): 22.6}
     assert sum(abs(e) <= 0.10 for e in theirs.values()) == 15
-    assert max(theirs, key=lambda k: abs(theirs[k])) == ("2", "sd") and round(100 * theirs[("2", "sd")], 1) == -13.9
-    assert round(held["levels"]["2"]["sd"]["predicted_speedup_vs_ar"], 2) == 0.99
+    assert max(theirs, key=lambda k: abs(theirs[k])) == ("2", "sd") and round(100 * theirs[("2", "sd")], 1) == -11.1
+    assert round(held["levels"]["2"]["sd"]["predicted_speedup_vs_ar"], 2) == 1.02
     within = lambda doc: sum(e <= 0.10 for e in bl.plan_errors(doc, "planned"))  # noqa: E731
-    assert within(own) == 17 and round(100 * max(bl.plan_errors(own, "planned")), 1) == 14.9
-    assert within(held) == 15 and round(100 * max(bl.plan_errors(held, "planned")), 1) == 15.2
+    assert within(own) == 15 and round(100 * max(bl.plan_errors(own, "planned")), 1) == 16.6
+    assert within(held) == 15 and round(100 * max(bl.plan_errors(held, "planned")), 1) == 14.6
     tps = held["replay_tokens_per_s_error"]
-    assert (round(100 * tps["min"], 1), round(100 * tps["max"], 1)) == (-11.9, 8.4)
+    assert (round(100 * tps["min"], 1), round(100 * tps["max"], 1)) == (-8.4, 10.5)
 
 
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.

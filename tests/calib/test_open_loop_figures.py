@@ -274,51 +274,52 @@ def test_a_block_is_bracketed_by_the_next_probe_only_when_it_follows_at_once():
 
 def test_the_open_loop_claims(committed):
     """README, "Open loop": both predictions put lr-d2-emb below ar as measured: at the median
-    probe 0.78x replayed and 0.77x planned against 0.71x measured, above its interval 0.66-0.75
-    over seventeen kept rounds (the median probe: theirs); ar's mean latency +2.6% / +1.2%, LR's
-    -7.8% / -7.6%; at each block's own probe ar -3.1%, LR -5.5%, speedup 0.72x, inside the
-    interval; per-block errors LR -25.1% to +3.5%, ar -8.8% to +26.1%; probes 0.36-0.54 s; passes
-    priced -2.1% to +5.9%; within a block LR's error slides with the in-flight count (+5.2% at 0-1
-    to -4.7% at 4+; ar +0.1% to -0.7%), as the stalls would make it; the prefill: measured 41.8 (target) and 47.9
+    probe 0.79x replayed and planned against 0.71x measured, above its interval 0.66-0.75
+    over seventeen kept rounds (the median probe: theirs); ar's mean latency +3.4% / +1.4%, LR's
+    -7.9% / -9.5%; at each block's own probe ar -2.4%, LR -5.8%, speedup 0.73x, inside the
+    interval; per-block errors LR -25.7% to +4.3%, ar -6.2% to +27.2%; probes 0.36-0.54 s; passes
+    priced -2.1% to +1.0%; within a block LR's error slides with the in-flight count (+4.8% at 0-1
+    to -4.6% at 4+; ar -0.2% to -0.4%), as the stalls would make it; the prefill: measured 41.8 (target) and 47.9
     (draft) tokens a job against 42.6 and 48.0 replayed (the records' own counts; 45.0 and 40.0
     in whole 32-token blocks, the token-granular model's 31.9 / 26.4 and -11.1% before that:
     history, pinned in the prose as such); the collector's stalls: 12.7 s a request end for LR,
     2.9 s for ar, 0.2 s in round 0 to 23-28 s in rounds 17-18, 17.8% and 4.8% of the measured
     latency; the tail: ar none, LR target 1.97, draft 2.34 a job, with it LR's own-probe replay
-    -3.4% and 0.71x; tokens/s replayed within 5%, planned 8-13% high; rounds 0-18, 1 and 2 left out (over 5% of
+    -3.7% and 0.71x; tokens/s replayed within 5%, planned 9-14% high; rounds 0-18, 1 and 2 left out (over 5% of
     a core); pass logs since round 9; six sittings (counted in the collection log)."""
     from benchmarks import open_loop_diagnosis as od
 
     lv = committed["levels"]["rate0.025-n8"]
     ar, lr = lv["configs"]["ar"], lv["configs"]["lr-d2-emb"]
     assert set(lv["left_out"]) == {"1", "2"} and ar["blocks"] == lr["blocks"] == 17
-    assert committed["probe_today"]["target"]["n"] == 17 * 2 * 8       # the kept blocks' records
+    # the kept blocks' records, each counting its run's probe before and after it (record_probe)
+    assert committed["probe_today"]["target"]["n"] == 17 * 2 * 8 * 2
     assert committed["records"] == 304
     ci = lr["speedup_vs_ar_ci90"]
     assert round(lr["speedup_vs_ar"], 2) == 0.71 and [round(x, 2) for x in ci] == [0.66, 0.75]
-    assert round(lr["replayed"]["speedup_vs_ar"], 2) == 0.78 and round(lr["planned"]["speedup_vs_ar"], 2) == 0.77
+    assert round(lr["replayed"]["speedup_vs_ar"], 2) == 0.79 and round(lr["planned"]["speedup_vs_ar"], 2) == 0.79
     assert max(lr["speedup_vs_ar"], lr["replayed"]["speedup_vs_ar"], lr["planned"]["speedup_vs_ar"]) < 1
     assert min(lr["replayed"]["speedup_vs_ar"], lr["planned"]["speedup_vs_ar"]) > ci[1]
     own = lr["replayed_own_probe"]["speedup_vs_ar"]
-    assert round(own, 2) == 0.72 and ci[0] <= own <= ci[1]
+    assert round(own, 2) == 0.73 and ci[0] <= own <= ci[1]
     ks = ("replayed", "planned", "replayed_own_probe")
     err = {k: {c: r[k]["mean_latency_s"] / r["mean_latency_s"] - 1 for c, r in (("ar", ar), ("lr", lr))} for k in ks}
-    assert [round(100 * err[k]["ar"], 1) for k in ks] == [2.6, 1.2, -3.1]
-    assert [round(100 * err[k]["lr"], 1) for k in ks] == [-7.8, -7.6, -5.5]
+    assert [round(100 * err[k]["ar"], 1) for k in ks] == [3.4, 1.4, -2.4]
+    assert [round(100 * err[k]["lr"], 1) for k in ks] == [-7.9, -9.5, -5.8]
     per = [b["replayed_mean_latency_s"] / b["mean_latency_s"] - 1 for b in lr["by_block"]]
-    assert (round(100 * min(per), 1), round(100 * max(per), 1)) == (-25.1, 3.5)
+    assert (round(100 * min(per), 1), round(100 * max(per), 1)) == (-25.7, 4.3)
     per_ar = [b["replayed_mean_latency_s"] / b["mean_latency_s"] - 1 for b in ar["by_block"]]
-    assert (round(100 * min(per_ar), 1), round(100 * max(per_ar), 1)) == (-8.8, 26.1)
+    assert (round(100 * min(per_ar), 1), round(100 * max(per_ar), 1)) == (-6.2, 27.2)
     probes = [b["probe_decode_s"]["target"] for r in (ar, lr) for b in r["by_block"]]
     assert (round(min(probes), 2), round(max(probes), 2)) == (0.36, 0.54)
     priced = [v["all"]["diff_pct"] for r in (ar, lr) for v in r["passes_at_own_probe"].values()]
-    assert (round(min(priced), 1), round(max(priced), 1)) == (-2.1, 5.9)
+    assert (round(min(priced), 1), round(max(priced), 1)) == (-2.1, 1.0)
     # passes counted once: a block's target cannot be busy longer than the block lasted
     for r in (ar, lr):
         assert r["engine_work_own_probe"]["target"]["measured"]["busy_s"] <= r["engine_work_own_probe"]["makespan_s"]["measured"]
     within = {c: [100 * (v["replayed_mean_latency_s"] / v["mean_latency_s"] - 1)
                   for v in r["replayed_by_in_flight_within_block"].values()] for c, r in (("ar", ar), ("lr", lr))}
-    assert [round(x, 1) for x in within["ar"]] == [0.1, 0.1, -0.7] and [round(x, 1) for x in within["lr"]] == [5.2, -1.5, -4.7]
+    assert [round(x, 1) for x in within["ar"]] == [-0.2, 0.3, -0.4] and [round(x, 1) for x in within["lr"]] == [4.8, -1.3, -4.6]
     # the prefill, per finished job: measured against the replay's (the records' own counts)
     def prefill(row):
         return round(row["prefill"] / row["prompted"], 1)
@@ -344,15 +345,15 @@ def test_the_open_loop_claims(committed):
     assert "replayed_own_probe_with_tail" not in ar
     wt = lr["replayed_own_probe_with_tail"]
     assert {k: round(v, 2) for k, v in wt["tail"].items()} == {"target": 1.97, "draft": 2.34}
-    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -3.4
+    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -3.7
     assert round(wt["speedup_vs_ar"], 2) == 0.71
     # ... and with it the replay runs nearly as many sequences as the engines did (within 1.5%)
     for e, v in wt["sequences"].items():
         assert v == pytest.approx(lr["engine_work_own_probe"][e]["measured"]["sequences"], rel=0.015)
     replayed = [round(100 * (r["replayed"]["tokens_per_s"] / r["tokens_per_s"] - 1), 1) for r in (ar, lr)]
     planned = [round(100 * (r["planned"]["tokens_per_s"] / r["tokens_per_s"] - 1), 1) for r in (ar, lr)]
-    assert replayed == [-1.0, 4.8] and max(map(abs, replayed)) < 5
-    assert planned == [8.7, 13.0] and 8 <= min(planned) and max(planned) <= 13
+    assert replayed == [-1.1, 4.8] and max(map(abs, replayed)) < 5
+    assert planned == [8.6, 13.9] and 8.5 <= min(planned) and max(planned) <= 14
     # the corpus: rounds 0-18, the left-out rule (over 5% of a core), pass logs since round 9,
     # six sittings (the collection log's run headers)
     rounds = [b["round"] for b in lr["by_block"]]
@@ -374,12 +375,12 @@ def test_the_clean_open_loop_claims():
     sittings; rounds 6 and 7 left out, other processes over the 5% limit, and they ran on another
     CPU), the kept rounds 0-5
     the same problems and arrivals as traces/load-open's rounds 0-5; no stall (0.0 s at each of
-    its request ends); LR 0.78x measured (0.69-0.87), 0.77x replayed and planned (at the kept
-    rounds' median probe); LR's mean latency -1.5% replayed, -4.9% planned, AR's -1.8% / -5.0%;
-    at each block's own probe LR -4.4%, AR +3.1%, speedup 0.84x inside the interval's upper
-    half; passes priced -1.9% to +5.6%; within a block LR -0.7% to +0.8%, AR -0.4% to +1.1% (the
-    stalled corpus's slide, +5.2% to -4.7%, gone); the tail LR 0.74 target, 0.59 draft (1.97, 2.34 with the stall), with
-    it -3.7%; on no engine 0.37 s against 1.91 s; prefill 43.6 / 44.6 target, 48.2 / 49.0 draft
+    its request ends); LR 0.78x measured (0.69-0.87), 0.78x replayed and 0.79x planned (at the kept
+    rounds' median probe); LR's mean latency -1.8% replayed, -7.0% planned, AR's -0.8% / -4.8%;
+    at each block's own probe LR -4.5%, AR +4.3%, speedup 0.85x inside the interval's upper
+    half; passes priced -5.1% to +5.7%; within a block LR -0.7% to +0.8%, AR -0.8% to +1.3% (the
+    stalled corpus's slide, +4.8% to -4.6%, gone); the tail LR 0.74 target, 0.59 draft (1.97, 2.34 with the stall), with
+    it -3.8%; on no engine 0.37 s against 1.91 s; prefill 43.6 / 44.9 target, 48.2 / 49.0 draft
     (46.4 and 42.0 before the replay took each job's recorded count and the drafter's own
     prompt hit); the stalled corpus's 0.71x inside this interval."""
     clean = json.loads((RESULTS / "load_open_v2.json").read_text())
@@ -389,7 +390,7 @@ def test_the_clean_open_loop_claims():
     old_lr = old["configs"]["lr-d2-emb"]
     assert clean["records"] == 128 and ar["blocks"] == lr["blocks"] == 6
     # the machine's speed is the kept blocks' median probe: a left-out block's is not this setup's
-    assert clean["probe_today"]["target"]["n"] == clean["probe_today"]["draft"]["n"] == 96
+    assert clean["probe_today"]["target"]["n"] == clean["probe_today"]["draft"]["n"] == 2 * 96   # both sides
     assert {k: v["why"] for k, v in lv["left_out"].items()} == {"6": "other processes ran", "7": "other processes ran"}
     assert [round(100 * max(v["other_cpu"].values()), 1) for v in lv["left_out"].values()] == [5.4, 15.8]
     assert sorted(b["round"] for b in lr["by_block"]) == list(range(6))
@@ -410,33 +411,33 @@ def test_the_clean_open_loop_claims():
         assert st["mean_s"] == 0.0 and st["held_request_s"] == 0.0 and st["ends"] > 30
     ci = lr["speedup_vs_ar_ci90"]
     assert round(lr["speedup_vs_ar"], 2) == 0.78 and [round(x, 2) for x in ci] == [0.69, 0.87]
-    assert round(lr["replayed"]["speedup_vs_ar"], 2) == 0.77 and round(lr["planned"]["speedup_vs_ar"], 2) == 0.77
+    assert round(lr["replayed"]["speedup_vs_ar"], 2) == 0.78 and round(lr["planned"]["speedup_vs_ar"], 2) == 0.79
     assert ci[0] <= lr["replayed"]["speedup_vs_ar"] <= ci[1] and ci[0] <= lr["planned"]["speedup_vs_ar"] <= ci[1]
     ks = ("replayed", "planned", "replayed_own_probe")
     err = {c: [round(100 * (r[k]["mean_latency_s"] / r["mean_latency_s"] - 1), 1) for k in ks] for c, r in (("ar", ar), ("lr", lr))}
-    assert err == {"ar": [-1.8, -5.0, 3.1], "lr": [-1.5, -4.9, -4.4]}
+    assert err == {"ar": [-0.8, -4.8, 4.3], "lr": [-1.8, -7.0, -4.5]}
     own = lr["replayed_own_probe"]["speedup_vs_ar"]
-    assert round(own, 2) == 0.84 and (ci[0] + ci[1]) / 2 < own <= ci[1]
+    assert round(own, 2) == 0.85 and (ci[0] + ci[1]) / 2 < own <= ci[1]
     priced = [v["all"]["diff_pct"] for r in (ar, lr) for v in r["passes_at_own_probe"].values()]
-    assert (round(min(priced), 1), round(max(priced), 1)) == (-1.9, 5.6)
+    assert (round(min(priced), 1), round(max(priced), 1)) == (-5.1, 5.7)
     within = {c: [round(100 * (v["replayed_mean_latency_s"] / v["mean_latency_s"] - 1), 1)
                   for v in r["replayed_by_in_flight_within_block"].values()] for c, r in (("ar", ar), ("lr", lr))}
-    assert within == {"ar": [-0.4, -0.1, 1.1], "lr": [-0.5, 0.8, -0.7]}
+    assert within == {"ar": [-0.8, 0.1, 1.3], "lr": [-0.7, 0.8, -0.5]}
     assert max(map(abs, within["lr"])) < 1 and max(map(abs, within["ar"])) < 1.5
     from benchmarks import open_loop_diagnosis as od
     assert {k: round(v, 2) for k, v in od.unrecorded(lr).items()} == {"target": 0.74, "draft": 0.59}
     assert {k: round(v, 2) for k, v in od.unrecorded(old_lr).items()} == {"target": 1.97, "draft": 2.34}
     wt = lr["replayed_own_probe_with_tail"]
-    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -3.7
+    assert round(100 * (wt["mean_latency_s"] / lr["mean_latency_s"] - 1), 1) == -3.8
     # a request's time on no engine: 0.37 s clean, 1.91 s stalled (the request-by-request line)
-    assert "on no engine 0.37 / 0.20" in (RESULTS / "load_open_v2.md").read_text()
+    assert "on no engine 0.37 / 0.21" in (RESULTS / "load_open_v2.md").read_text()
     assert "on no engine 1.91 / 0.20" in (RESULTS / "load_open.md").read_text()
 
     def prefill(row):
         return round(row["prefill"] / row["prompted"], 1)
     jt = lr["job_time_own_probe"]
     assert [prefill(jt[e]["finished"][side]) for e in ("target", "draft") for side in ("measured", "replayed")] \
-        == [43.6, 44.6, 48.2, 49.0]
+        == [43.6, 44.9, 48.2, 49.0]
     block_model = (46.4, 42.0)       # (target, draft) before the records' counts: further off
     assert all(abs(prefill(jt[e]["finished"]["replayed"]) - prefill(jt[e]["finished"]["measured"]))
                < abs(old - prefill(jt[e]["finished"]["measured"])) for e, old in zip(("target", "draft"), block_model))
@@ -466,7 +467,7 @@ def test_the_xeon_open_loop_claims():
     """README, "The open loop on the Xeon": traces/load-open-xeon (48 records, rounds 0-2, the same
     problems as load-open-v2's rounds 0-2) on the Intel Xeon, predicted by traces/load-cold's
     profile of that machine; one block kept (rounds 0 and 2 left out, other processes 5.3% of a
-    core); LR 0.85x measured, 1.02x replayed, 1.03x planned."""
+    core); LR 0.85x measured, 0.98x replayed, 0.99x planned."""
     doc = json.loads((RESULTS / "load_open_xeon.json").read_text())
     lv = doc["levels"]["rate0.025-n8"]
     lr = lv["configs"]["lr-d2-emb"]
@@ -477,7 +478,7 @@ def test_the_xeon_open_loop_claims():
         == {"0": ("other processes ran", 5.3), "2": ("other processes ran", 5.3)}
     assert lr["blocks"] == 1 and lr["speedup_vs_ar_ci90"] is None      # too few blocks for one
     got = [round(x, 2) for x in (lr["speedup_vs_ar"], lr["replayed"]["speedup_vs_ar"], lr["planned"]["speedup_vs_ar"])]
-    assert got == [0.85, 1.02, 1.03]
+    assert got == [0.85, 0.98, 0.99]
     v2, xeon_ids = ({json.loads(x)["problem_id"] for x in (ROOT / "traces" / d / "gsm8k" / "rate0.025-n8" / "ar.jsonl")
                      .read_text().splitlines() if json.loads(x)["run"]["flags"]["load_round"] < 3}
                     for d in ("load-open-v2", "load-open-xeon"))
@@ -488,14 +489,16 @@ def test_the_cold_epyc_open_loop_claims():
     """README, "The open loop on the EPYC with cold caches": traces/load-open-epyc (96 records,
     load-open-v2's rounds 0-5: the same problems and arrivals) on AMD EPYCs with --cold-cache in two
     sittings, predicted by traces/load-cold-epyc's profile; every round kept; LR 0.86x measured
-    (0.77-0.95), 0.95x replayed and planned (10.5% high), inside the interval; LR's mean latency
-    12.9% / 13.1% short, AR's 3.7% / 3.8%; at each block's own probe LR 2.9% short, AR 4.3% long,
-    0.92x; by round LR 1.1-19.3% short (worst rounds 1, 2 and 3), AR 0.7-9.3%; a faster host than
-    load-open-v2's (target probe 0.255 s against 0.464 s); v2's warm 0.78x (0.69-0.87) and this
-    0.86x each inside the other's interval; the draft's prefill passes priced +276.9% (all
-    draft passes +29.8%; v2: +3.5%), the probe's: the draft's timed prefill before round 2's LR
-    block 9.533 s (the other LR blocks 0.211-0.909 s), that block's prefill passes priced 14.6x;
-    without it -10.3% (all) and +11.8% (prefill)."""
+    (0.77-0.95), 0.96x replayed and 0.97x planned (12.1% / 12.2% high), just above the interval;
+    LR's mean latency 15.8% short replayed and planned, AR's 5.6%; at each block's own probe LR
+    7.8% short, AR 2.3% long, 0.96x; by round LR 4.3-22.5% short (worst rounds 3, 2 and 1), AR
+    2.4-10.9%; a faster host than load-open-v2's (target probe 0.255 s against 0.464 s); v2's warm
+    0.78x (0.69-0.87) and this 0.86x each inside the other's interval; the draft's prefill passes
+    priced +75.0% (all draft passes -1.5%; v2: +3.7%), the probe's: the draft's timed prefill
+    before round 2's LR block 9.533 s (the other LR blocks 0.211-0.909 s), that block's prefill
+    passes priced 6.4x; without it -17.5% (all) and -39.1% (prefill), the calibration's: three
+    of load-cold-epyc's six lr-d2-emb start probes at 2 in flight timed the draft's prefill at
+    0.54-0.72 s, the other three 0.21-0.23 s, their decode passes alike."""
     doc = json.loads((RESULTS / "load_open_epyc.json").read_text())
     v2 = json.loads((RESULTS / "load_open_v2.json").read_text())
     lv = doc["levels"]["rate0.025-n8"]
@@ -512,17 +515,20 @@ def test_the_cold_epyc_open_loop_claims():
         assert ids[0] == ids[1] and len(ids[0]) == 48
     ci = lr["speedup_vs_ar_ci90"]
     meas, rep, plan = lr["speedup_vs_ar"], lr["replayed"]["speedup_vs_ar"], lr["planned"]["speedup_vs_ar"]
-    assert [round(x, 2) for x in (meas, *ci, rep, plan)] == [0.86, 0.77, 0.95, 0.95, 0.95]
-    assert ci[0] <= rep <= ci[1] and ci[0] <= plan <= ci[1]
-    assert round(100 * (rep / meas - 1), 1) == 10.5
+    assert [round(x, 2) for x in (meas, *ci, rep, plan)] == [0.86, 0.77, 0.95, 0.96, 0.97]
+    assert rep > ci[1] and plan > ci[1]
+    assert [round(100 * (x / meas - 1), 1) for x in (rep, plan)] == [12.1, 12.2]
+    # history the README keeps: 0.95x, 10.5% high, before the fit priced each record at its run's
+    # probe (lrsim/calib/physical.record_probe) and learnt a cheaper draft prefill (below)
+    assert 100 * (rep / meas - 1) > 10.5 and round(rep, 2) > 0.95
     ks = ("replayed", "planned", "replayed_own_probe")
     err = {c: [round(100 * (r[k]["mean_latency_s"] / r["mean_latency_s"] - 1), 1) for k in ks] for c, r in (("ar", ar), ("lr", lr))}
-    assert err == {"ar": [-3.7, -3.8, 4.3], "lr": [-12.9, -13.1, -2.9]}
-    assert round(lr["replayed_own_probe"]["speedup_vs_ar"], 2) == 0.92
+    assert err == {"ar": [-5.6, -5.6, 2.3], "lr": [-15.8, -15.8, -7.8]}
+    assert round(lr["replayed_own_probe"]["speedup_vs_ar"], 2) == 0.96
     by_round = {c: {b["round"]: round(100 * (b["replayed_mean_latency_s"] / b["mean_latency_s"] - 1), 1)
                     for b in r["by_block"]} for c, r in (("ar", ar), ("lr", lr))}
-    assert (min(by_round["lr"].values()), max(by_round["lr"].values())) == (-19.3, -1.1)
-    assert (min(by_round["ar"].values()), max(by_round["ar"].values())) == (-9.3, -0.7)
+    assert (min(by_round["lr"].values()), max(by_round["lr"].values())) == (-22.5, -4.3)
+    assert (min(by_round["ar"].values()), max(by_round["ar"].values())) == (-10.9, -2.4)
     assert sorted(by_round["lr"], key=by_round["lr"].get)[:3] == [3, 2, 1]
     assert round(doc["probe_today"]["target"]["decode_s"], 3) == 0.255
     assert round(v2["probe_today"]["target"]["decode_s"], 3) == 0.464
@@ -531,8 +537,8 @@ def test_the_cold_epyc_open_loop_claims():
     assert round(w["speedup_vs_ar"], 2) == 0.78 and [round(x, 2) for x in wci] == [0.69, 0.87]
     assert ci[0] <= w["speedup_vs_ar"] <= ci[1] and wci[0] <= meas <= wci[1]
     draft = lr["passes_at_own_probe"]["draft"]
-    assert (round(draft["all"]["diff_pct"], 1), round(draft["with_prefill"]["diff_pct"], 1)) == (29.8, 276.9)
-    assert round(w["passes_at_own_probe"]["draft"]["with_prefill"]["diff_pct"], 1) == 3.5
+    assert (round(draft["all"]["diff_pct"], 1), round(draft["with_prefill"]["diff_pct"], 1)) == (-1.5, 75.0)
+    assert round(w["passes_at_own_probe"]["draft"]["with_prefill"]["diff_pct"], 1) == 3.7
     # the probe's, not the profile's: one block's probe of the draft's prefill
     from benchmarks import open_loop_diagnosis as od
     blocks = {}
@@ -545,8 +551,18 @@ def test_the_cold_epyc_open_loop_claims():
     # the benchmark's own pass pricing (passes_at_own_probe), on round 2's block and on the others
     alone = od.pass_pricing(prof, [blocks[2]])["draft"]
     rest = od.pass_pricing(prof, [b for k, b in blocks.items() if k != 2])["draft"]
-    assert round(1 + alone["with_prefill"]["diff_pct"] / 100, 1) == 14.6
-    assert (round(rest["all"]["diff_pct"], 1), round(rest["with_prefill"]["diff_pct"], 1)) == (-10.3, 11.8)
+    assert round(1 + alone["with_prefill"]["diff_pct"] / 100, 1) == 6.4
+    assert (round(rest["all"]["diff_pct"], 1), round(rest["with_prefill"]["diff_pct"], 1)) == (-17.5, -39.1)
+    # ... the calibration's: single-pass prefill probes at the start of load-cold-epyc's blocks
+    starts = {}
+    for f in (ROOT / "traces" / "load-cold-epyc" / "gsm8k" / "c2").glob("lr-d2-emb.jsonl"):
+        for line in f.read_text().splitlines():
+            p = json.loads(line)["run"]["probe_at_start"]
+            starts[p["t"]] = (p["engines"]["draft"]["prefill_s"], p["engines"]["draft"]["decode_s"])
+    pre = sorted(round(v[0], 2) for v in starts.values())
+    assert len(pre) == 6 and pre[:3] == [0.21, 0.22, 0.23] and (pre[3], pre[5]) == (0.54, 0.72)
+    dec = [v[1] for v in starts.values()]
+    assert max(dec) / min(dec) < 1.6          # the decode passes did not move with them
 
 
 def test_collector_stalls_by_hand():

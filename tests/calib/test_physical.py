@@ -114,6 +114,28 @@ def test_speed_factors_before_and_both():
     assert ph.speed_factors({"probe": None}, "draft", ref) == (1.0, 1.0)
 
 
+def test_records_beside_others_are_priced_at_their_runs_probe():
+    """A record run beside others (load level 2+) has no probe of its own: the fit, the reference
+    speed and the replay all read its run's probe of the idle engines (both sides), so a slow
+    sitting's passes are not priced at the reference speed in the fit while the replay scales them."""
+    start = {"t": 5.0, "engines": {"draft": {"decode_s": 0.2, "prefill_s": 2.0}}}
+    passes = [{"batch_size": 2, "tokens_scheduled": 2, "prefill_tokens": 0, "duration_s": 0.3,
+               "start": 0.0, "kv_tokens": 100}]
+    beside = [{"mode": "ar", "probe": None, "run": {"probe_at_start": start},
+               "engine_stats": {"draft": {"forward_passes": passes}}, "steps": []} for _ in range(2)]
+    lone = _rec(0.1, 0.1)
+    assert ph.record_probe(beside[0]) == {"before": start, "after": start}
+    assert ph.record_probe(lone) is lone["probe"] and ph.record_probe({"run": {}}) == {}
+    ref = {"draft": {"decode_s": 0.1, "prefill_s": 1.0}}
+    assert ph.speed_factors(beside[0], "draft", ref, "before") == pytest.approx((2.0, 2.0))
+    assert ph.speed_factors(beside[0], "draft", ref, "both") == pytest.approx((2.0, 2.0))
+    # each record's sides count in the median: the shared start probe weighs as its two records
+    assert ph.reference_probe(beside + [lone])["draft"]["decode_s"] == pytest.approx(0.2)
+    d = ph.pass_data(beside, "draft", ref)
+    assert list(d.f_dec[d.config != "probe"]) == [2.0, 2.0]
+    assert (d.config == "probe").sum() == 2    # the shared start probe once: decode + prefill
+
+
 def test_config_label():
     assert ph.config_label({"mode": "lr", "run": {"flags": {"corpus_config": "lr-d3"}}}) == "lr-d3"
     assert ph.config_label({"mode": "ar", "run": {"flags": {}}}) == "ar"
