@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +62,11 @@ def test_collect_writes_resumes_and_summarizes(fake_collect):
     first = recs[0]
     assert first["problem_id"] == "gsm8k/0" and first["correct"] is True  # gold 18
     assert first["run"]["flags"]["max_tokens"] == 200 and first["run"]["seeds"]["run_seed"] == 0
+    # the host's identity beside its name (lrreal/binding.cpu_identity), where /proc/cpuinfo has it
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if "cpu family" in info:
+        hw = first["run"]["hardware"]
+        assert hw["cpu_id"].startswith("family ") and set(hw["cpu_isa"]) <= binding_mod.ISA_FLAGS
     lr = [r for r in recs if r["mode"] == "lr"]
     assert all(r["step_acceptance"]["proposed"] > r["step_acceptance"]["accepted"] for r in lr)
     rows = {r["mode"]: r for r in summary_mod.summarize(recs)}
