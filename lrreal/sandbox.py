@@ -128,10 +128,13 @@ def expose(path, root):  # read-only, submounts included
 root = cfg["root"]
 os.umask(0o022)
 mount("lr-sandbox", root, "tmpfs", NOSUID | NODEV, "size=1m,mode=0755")
-for path in cfg["expose"]:
-    expose(path, root)
 for d in ("dev", "proc", "tmp"):
     os.mkdir(f"{root}/{d}")
+# the writable /tmp before the exposed paths: a Python under the host's /tmp (a checkout there) is
+# then bound read-only on top of it, not made first and hidden (or refused) by it
+mount("lr-tmp", f"{root}/tmp", "tmpfs", NOSUID | NODEV, f"size={cfg['tmp_bytes']},mode=1777")
+for path in cfg["expose"]:
+    expose(path, root)
 for name in ("null", "zero", "full", "random", "urandom"):
     open(f"{root}/dev/{name}", "a").close()
     mount(f"/dev/{name}", f"{root}/dev/{name}", None, BIND)
@@ -139,7 +142,6 @@ for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
     os.symlink(f"/proc/self/fd/{fd}", f"{root}/dev/{name}")
 os.symlink("/proc/self/fd", f"{root}/dev/fd")
 mount("proc", f"{root}/proc", "proc", NOSUID | NODEV | NOEXEC)
-mount("lr-tmp", f"{root}/tmp", "tmpfs", NOSUID | NODEV, f"size={cfg['tmp_bytes']},mode=1777")
 mount(None, root, None, REMOUNT | RDONLY | NOSUID | NODEV)
 old = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
 os.chdir(root)

@@ -558,3 +558,26 @@ def test_execute_code_refused_in_one_line_without_the_sandbox(tmp_path, monkeypa
                             "--out", tmp_path / "t.jsonl")
     assert code == 2 and err.count("\n") == 1 and err.startswith("lr: error: --execute-code")
     assert says in err and "Traceback" not in err and not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_path_under_the_hosts_tmp_is_exposed_read_only_above_the_sandbox_tmp(he0, tmp_path):
+    # Before: exposing anything under /tmp (a checkout there, its .venv the sandbox's Python) made
+    # the sandbox root's tmp/ first, so making /tmp failed (FileExistsError) and every sandboxed
+    # test skipped as "this machine cannot make the sandbox"; now the writable /tmp comes first
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "note.txt").write_text("host")
+    script = textwrap.dedent(f"""
+        import os
+        open('/tmp/mine.txt', 'w').write('x')          # the sandbox's own /tmp stays writable
+        try:
+            open({str(shared / 'new.txt')!r}, 'w')
+            wrote = 'yes'
+        except OSError:
+            wrote = 'no'
+        print(open({str(shared / 'note.txt')!r}).read(), wrote, sorted(os.listdir('/tmp'))[:1])
+    """)
+    r = sandbox.run(script, wall_s=10.0, cpu_s=5, expose=[str(shared)])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:2] == ["host", "no"]
+    assert not (shared / "new.txt").exists() and not (tmp_path / "mine.txt").exists()
