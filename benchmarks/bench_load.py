@@ -37,7 +37,9 @@ machine, on other problems and at other levels (benchmarks/collect_load.py --fir
 --levels 1,3,6): every level is out of sample. The replay and the plan's profiles are rescaled
 once to the held-out corpus's median probe (what a user does: `lr calibrate probe`, then plan; a
 single probe of idle engines is noisy), so the replayed tokens/s are absolute predictions too; the
-replay at each block's own probe is reported beside it.
+replay at each block's own probe is reported beside it, and, as a diagnosis, the replay with the
+profile's contention replaced by the held-out corpus's own fit (what the alone probe cannot carry;
+docs/calibration.md, "Contention").
 
 Transfer (`--calibrate-on traces/load --load traces/load-transfer`): the same, on configurations
 the profiles never ran (benchmarks/collect_load.py --set transfer: lr at depths 1 and 3, lr+sd at
@@ -69,7 +71,8 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     PROFILE_CONFIGS, REPLAY_SEEDS, _median, _ratio, blocks,
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
-                                    replay_speedup_errors, replay_worlds, speedup_interval)
+                                    replay_speedup_errors, replay_worlds, speedup_interval,
+                                    contention_whatif)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -109,6 +112,7 @@ def main() -> None:
     paths, measured, replay_profile = measure(calib_root, corpus, today)
     own = (replay_errors({n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())})
            if held_out else None)       # the same profile, not calibrated a second time
+    whatif = contention_whatif(replay_profile, ROOT / a.load, corpus, today) if held_out else None
     with tempfile.TemporaryDirectory() as tmp:
         profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
@@ -152,6 +156,8 @@ def main() -> None:
            "replay_probe": "the corpus's median" if held_out else "its own",
            # held out: the same replay with each block at its own probe
            "replay_tokens_per_s_error_own_probe": {"min": min(own), "max": max(own)} if own else None,
+           # held out: the replay again with the corpus's own fitted contention (a diagnosis)
+           "contention_whatif": whatif,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
@@ -269,6 +275,17 @@ def render(out: dict) -> str:
         lines += ["", "Machine speed, this corpus's median probe over the profile's (decode pass): " + ", ".join(
             f"{role} {ms['corpus'][role]['decode_s'] / ms['profile'][role]['decode_s']:.2f}x"
             for role in ("target", "draft") if role in ms["corpus"] and role in ms["profile"]) + "."]
+    wi = out.get("contention_whatif")
+    if wi:
+        e = [abs(x) for x in wi["replay_speedup_error"].values()]
+        t = out["target"]["speedup_rel_error"]
+        lines += ["", "Contention (each engine's slowdown while the other runs a pass; a diagnosis, not a "
+                  "prediction): the profile's (" + ", ".join(f"{r} {b:.3f}" for r, b in wi["profile"].items())
+                  + ") replaced by this corpus's own fit on its levels 1-2 ("
+                  + ", ".join(f"{r} {b:.3f}" for r, b in wi["held_out_fit"].items())
+                  + f"): replayed speedup within {t:.0%} at {sum(x <= t for x in e)} of {len(e)} pairs, "
+                  f"largest error {max(e):.1%} (" + ", ".join(
+                      f"{k} {v:+.1%}" for k, v in wi["replay_speedup_error"].items()) + ")."]
     for role, fit in (out.get("latency_fit") or {}).items():
         rows = ", ".join(f"{c} {r['linear_sum_diff_pct']:+.1f}% / {r['sum_diff_pct']:+.1f}%"
                          for c, r in fit["by_config"].items() if "linear_sum_diff_pct" in r)

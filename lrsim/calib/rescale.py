@@ -1,7 +1,8 @@
 """Carry a profile to another machine speed: factors from a probe (lrreal/probe.py).
 
     factors = factors_from_probe(profile.doc["probe"], today)   # {"target": (f_dec, f_pre), ...}
-    prof_today = profile.rescaled(factors)
+    scales = contention_scales(profile.doc["probe"], [today["engines"]])   # {"target": 0.4, ...}
+    prof_today = profile.rescaled(factors, contention=scales)
 
 A forward pass on CPU is bound by memory bandwidth when decoding and by arithmetic when
 prefilling, and another job on the machine slows the two differently, so each engine gets two
@@ -25,6 +26,40 @@ def factors_from_probe(reference: dict, today: dict) -> dict[str, tuple[float, f
         out[role] = (f_dec, f_pre)
     if "target" not in out:
         raise UserError("probe: the target engine gave no decode time; nothing to rescale by")
+    return out
+
+
+# The fit's contention (physical.py: a pass slowed by 1 + contention * o while the other engine
+# runs) is the machine's too, and the alone probe cannot carry it: traces/load-cold-epyc-more's
+# host ran the probe's passes 4.6x as long as traces/load-cold-epyc-all's, under the same CPU name,
+# but slowed its target's passes beside the draft's about a third as much (README, "A host four
+# times slower"). Probes that ran the engines side by side (lrreal/probe.side_by_side) measure it:
+# c = contended_decode_s / decode_s - 1, and the profile's contention is scaled by c today over c
+# in its reference probe.
+CONTENTION_FLOOR = 0.02   # a reference slowed less than this beside the other engine is noise,
+                          # not a contention to scale: the profile's is kept as fitted
+
+
+def probe_contention(e: dict | None) -> float | None:
+    """c of one engine's probe: its decode pass beside the other engine over alone, minus 1 (never
+    below 0); None without a side-by-side run."""
+    e = e or {}
+    if not e.get("contended_decode_s") or not e.get("decode_s"):
+        return None
+    return max(0.0, float(e["contended_decode_s"]) / float(e["decode_s"]) - 1.0)
+
+
+def contention_scales(reference: dict, probes: list[dict]) -> dict[str, float]:
+    """{role: c now / c of the reference}: the factor on the profile's contention at the speed of
+    `probes` (the engines of one or more probes: their c is averaged); roles whose reference or
+    probes lack a side-by-side run, or whose reference c is under CONTENTION_FLOOR, are left out
+    (their contention stays as fitted)."""
+    out = {}
+    for role, ref in reference.items():
+        c_ref = probe_contention(ref)
+        now = [c for c in (probe_contention((p or {}).get(role)) for p in probes) if c is not None]
+        if c_ref is not None and c_ref >= CONTENTION_FLOOR and now:
+            out[role] = (sum(now) / len(now)) / c_ref
     return out
 
 
