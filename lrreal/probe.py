@@ -167,9 +167,10 @@ class ProbeClock:
 
 def probe_machine(target: str = "target", draft: str | None = "draft", target_cores: str = "0",
                   draft_cores: str = "1", repeats: int = 3, cache_dir: str | None = None,
-                  dtype: str = "float32", max_model_len: int = 4096) -> dict:
+                  dtype: str = "float32", max_model_len: int = 4096, keep: bool = False) -> dict:
     """Start the engines as `lr collect` would, probe them `repeats` times, stop them; the median
-    of each engine's probes (what `lr calibrate probe` compares with a profile's reference).
+    of each engine's probes (what `lr calibrate probe` compares with a profile's reference), and
+    with `keep` every probe too (`each`: benchmarks/bench_contention_probe.py reads their spread).
     Engine start-up (about a minute per engine on CPU) dominates; the probes take seconds."""
     import asyncio
     import statistics
@@ -209,4 +210,6 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
                                 for k in ("decode_s", "prefill_s", "contended_decode_s")
                                 if any(e.get(k) for e in es)}
         out["engines"][name]["runs"] = [e.get("decode_s") for e in es]
+    if keep:
+        out["each"] = probes
     return out
