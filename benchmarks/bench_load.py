@@ -86,6 +86,33 @@ def corpus_args(doc: str, load: str, calibrate_on: str | None, out: str, calibra
     return ap
 
 
+def parse_rounds(text: str | None) -> set[int] | None:
+    if not text:
+        return None
+    try:
+        out = {int(x) for x in text.split(",")}
+    except ValueError:
+        sys.exit(f"bench_load: --rounds {text!r}: comma-separated round numbers (0, 1, ...)")
+    if min(out) < 0:
+        sys.exit(f"bench_load: --rounds {text!r}: rounds count from 0")
+    return out
+
+
+def only_rounds(corpus: dict, rounds: set[int] | None) -> dict:
+    """The corpus's records of `rounds` only (all when None): a corpus whose sittings ran the host
+    at different speeds is compared within the rounds one sitting ran every configuration of,
+    since a measured speedup over ar pairs blocks of one round."""
+    if rounds is None:
+        return corpus
+    out: dict = {}
+    for n, lv in corpus.items():
+        for cfg, recs in lv.items():
+            keep = [r for r in recs if int(r["run"]["flags"]["load_round"]) in rounds]
+            if keep:
+                out.setdefault(n, {})[cfg] = keep
+    return out
+
+
 def read_or_exit(bench: str, read, folder: str, what: str, hint: str = ""):
     """`read(ROOT / folder)`, or a one-line exit naming the folder when it found nothing."""
     got = read(ROOT / folder)
@@ -99,9 +126,14 @@ def main() -> None:
                      "calibrate on this corpus's 1-2 in flight instead (held out: every level "
                      "of --load is predicted; default: --load itself)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rounds", help="comma-separated rounds (run.flags.load_round) of --load to "
+                    "predict, e.g. those one sitting ran all configurations of (default: all)")
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    corpus = read_or_exit("bench_load", load_corpus, a.load, "load traces", " (benchmarks/collect_load.py)")
+    rounds = parse_rounds(a.rounds)
+    corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds), a.load,
+                          "load traces" + (f" of rounds {a.rounds}" if rounds else ""),
+                          " (benchmarks/collect_load.py)")
     calib_root = ROOT / (a.calibrate_on or a.load)
     held_out = calib_root.resolve() != (ROOT / a.load).resolve()
     if held_out:
@@ -160,6 +192,7 @@ def main() -> None:
            "contention_whatif": whatif,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
+           "rounds": sorted(rounds) if rounds else None,
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
                               for rs in lv.values() for r in rs),
            "elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
@@ -207,7 +240,8 @@ def render(out: dict) -> str:
                 f"{', '.join(map(str, cal['levels']))} (another run, machine and problems"
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")
-                + "), rescaled to this corpus's median probe." if cal.get("held_out") else ""),
+                + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")
+             + (f" Rounds {', '.join(map(str, out['rounds']))} only." if out.get("rounds") else ""),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
              + (" / planned at the level's acceptance" if acc is not None else "") + ") "
