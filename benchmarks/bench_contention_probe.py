@@ -81,7 +81,7 @@ def render(out: dict) -> str:
         fitted = ("-" if e["fitted_contention"] is None else f"{e['fitted_contention']:.3f}") + \
             (" (not identified)" if e["fitted_fixed"] else "")
         corpus = e["corpus_probe_decode_s"]
-        lines.append(f"| {role} | {1e3 * statistics.median(al):.0f} | "
+        lines.append(f"| {role} | {(f'{1e3 * statistics.median(al):.0f}' if al else '-')} | "
                      f"{(f'{1e3 * statistics.median(bs):.0f}' if bs else '-')} | "
                      + (f"{e['c_median']:.3f} ({min(c):.3f}-{max(c):.3f})" if c else "-")
                      + f" | {fitted} | {(f'{1e3 * corpus:.0f}' if corpus else '-')} |")

@@ -74,7 +74,7 @@ async def side_by_side(target, draft, alone: dict, salt: int) -> dict:
     `decode_s` it measures the machine's contention (how much one core's pass slows while the
     other core runs a pass: memory bandwidth, shared caches, SMT siblings), which the fit's
     `contention` holds for the traces' machine and a probe of another machine carries
-    (lrsim/calib/physical.contention_ratio). {} when an alone probe timed nothing."""
+    (lrsim/calib/rescale.contention_scales). {} when an alone probe timed nothing."""
     import asyncio
     import math
 

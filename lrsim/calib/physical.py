@@ -131,15 +131,21 @@ def _distinct_probes(records: list[dict]):
 
 def reference_probe(records: list[dict]) -> dict | None:
     """Median probe of every engine over the records' probes before and after each (the profile's
-    reference speed; a probe shared by several records counts once for each), and of the decode
-    pass beside the other engine where the probes ran side by side (lrreal/probe.side_by_side:
-    the reference for lrsim/calib/rescale.contention_scales)."""
+    reference speed; a probe shared by several records counts once for each), and where the
+    probes ran side by side (lrreal/probe.side_by_side) the decode pass beside the other engine
+    and `contention`, the median of each probe's own c (rescale.probe_contention: the reference
+    of rescale.contention_scales)."""
+    from .rescale import probe_contention
+
     vals: dict[str, dict[str, list[float]]] = {}
     for pr in (record_probe(rec).get(side) for rec in records for side in ("before", "after")):
         for eng, e in ((pr or {}).get("engines") or {}).items():
             for k in ("decode_s", "prefill_s", "contended_decode_s"):
                 if e.get(k):
                     vals.setdefault(eng, {}).setdefault(k, []).append(float(e[k]))
+            c = probe_contention(e)      # per probe: its own alone and beside passes, paired
+            if c is not None:
+                vals.setdefault(eng, {}).setdefault("contention", []).append(c)
     if not vals:
         return None
     return {eng: {k: float(np.median(v)) for k, v in d.items()} | {"n": len(d.get("decode_s", []))}

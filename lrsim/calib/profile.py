@@ -95,10 +95,12 @@ class Profile:
 
         contention = contention or {}
         doc = copy.deepcopy(self.doc)
+        applied = {}
         for key, lat in doc["latency"].items():
             role = key.split("@", 1)[0]
             if role in contention and "contention" in lat:
                 lat["contention"] = float(lat["contention"]) * contention[role]
+                applied[role] = contention[role]
             if role not in factors or lat["kind"] != "roofline":
                 continue
             f_dec, f_pre = factors[role]
@@ -110,8 +112,8 @@ class Profile:
                     lat[k] = float(lat[k]) * f
         doc["rescaled"] = {"factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
                            "why": why}
-        if contention:
-            doc["rescaled"]["contention"] = dict(contention)
+        if applied:
+            doc["rescaled"]["contention"] = applied
         return Profile(doc, self.path)
 
     def kv(self, role: str) -> KVSpec | None:

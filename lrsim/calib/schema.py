@@ -62,6 +62,7 @@ SCHEMA = {
             "properties": {"decode_s": {"type": "number", "minimum": 1e-6},
                            "prefill_s": {"type": "number", "minimum": 1e-6},
                            "contended_decode_s": {"type": "number", "minimum": 1e-6},
+                           "contention": {"type": "number", "minimum": 0},
                            "n": {"type": "integer", "minimum": 0}}}},
         "rescaled": {"type": "object"},
         "created": {"type": "string"},
