@@ -98,16 +98,18 @@ def parse_rounds(text: str | None) -> set[int] | None:
     return out
 
 
-def only_rounds(corpus: dict, rounds: set[int] | None) -> dict:
-    """The corpus's records of `rounds` only (all when None): a corpus whose sittings ran the host
-    at different speeds is compared within the rounds one sitting ran every configuration of,
-    since a measured speedup over ar pairs blocks of one round."""
-    if rounds is None:
+def only_rounds(corpus: dict, rounds: set[int] | None, configs: set[str] | None = None) -> dict:
+    """The corpus's records of `rounds` and `configs` only (all when None): a corpus whose
+    sittings ran the host at different speeds is compared within what one sitting ran, since a
+    measured speedup over ar pairs blocks of one round."""
+    if rounds is None and configs is None:
         return corpus
     out: dict = {}
     for n, lv in corpus.items():
         for cfg, recs in lv.items():
-            keep = [r for r in recs if int(r["run"]["flags"]["load_round"]) in rounds]
+            if configs is not None and cfg not in configs:
+                continue
+            keep = [r for r in recs if rounds is None or int(r["run"]["flags"]["load_round"]) in rounds]
             if keep:
                 out.setdefault(n, {})[cfg] = keep
     return out
@@ -128,11 +130,15 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rounds", help="comma-separated rounds (run.flags.load_round) of --load to "
                     "predict, e.g. those one sitting ran all configurations of (default: all)")
+    ap.add_argument("--configs", help="comma-separated configurations of --load to predict "
+                    "(default: all; ar is always kept: speedups are over it)")
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
-    corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds), a.load,
-                          "load traces" + (f" of rounds {a.rounds}" if rounds else ""),
+    configs = set(a.configs.split(",")) | {"ar"} if a.configs else None
+    corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds, configs),
+                          a.load, "load traces" + (f" of rounds {a.rounds}" if rounds else "")
+                          + (f" of configurations {a.configs}" if configs else ""),
                           " (benchmarks/collect_load.py)")
     calib_root = ROOT / (a.calibrate_on or a.load)
     held_out = calib_root.resolve() != (ROOT / a.load).resolve()
@@ -193,6 +199,7 @@ def main() -> None:
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
            "rounds": sorted(rounds) if rounds else None,
+           "configs": sorted(configs) if configs else None,
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
                               for rs in lv.values() for r in rs),
            "elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
@@ -241,7 +248,8 @@ def render(out: dict) -> str:
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")
                 + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")
-             + (f" Rounds {', '.join(map(str, out['rounds']))} only." if out.get("rounds") else ""),
+             + (f" Rounds {', '.join(map(str, out['rounds']))} only." if out.get("rounds") else "")
+             + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else ""),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
              + (" / planned at the level's acceptance" if acc is not None else "") + ") "

@@ -119,6 +119,8 @@ def test_only_rounds_keeps_the_rounds_one_sitting_ran():
     one = bl.only_rounds(corpus, {1})
     assert one == {1: {"ar": [corpus[1]["ar"][1]]}}            # empty configurations and levels go
     assert bl.only_rounds(corpus, None) is corpus
+    assert bl.only_rounds(corpus, {0}, {"ar"}) == {1: {"ar": [corpus[1]["ar"][0]]}, 2: corpus[2]}
+    assert bl.only_rounds(corpus, None, {"sd"}) == {1: {"sd": corpus[1]["sd"]}}
     assert bl.parse_rounds("0,1") == {0, 1} and bl.parse_rounds(None) is None
     for bad in ("x", "-1"):
         with pytest.raises(SystemExit, match="--rounds"):
