@@ -33,7 +33,7 @@ def probe_cmd(
     from lrcore.outputs import check_output
     from lrreal.binding import check_cores
     from lrsim.calib.profile import load_profile, save_profile
-    from lrsim.calib.rescale import factors_from_probe, machine, machine_warning
+    from lrsim.calib.rescale import contention_scales, factors_from_probe, machine, machine_warning
 
     check_output(out, "--out", inputs=[profile])   # never the input profile, a device, a folder
     prof = load_profile(profile)
@@ -50,11 +50,13 @@ def probe_cmd(
     today = probe_machine(target, draft if prof.has("draft") else None, t_cores, d_cores,
                           repeats, cache_dir)
     factors = factors_from_probe(prof.doc["probe"], today)
-    new = prof.rescaled(factors, "lr calibrate probe")
+    scales = contention_scales(prof.doc["probe"], [today["engines"]])
+    new = prof.rescaled(factors, "lr calibrate probe", contention=scales)
     new.doc["rescaled"]["probe"] = today
     save_profile(new, out, "--out")   # validated, then written atomically
     foreign = machine_warning(prof.doc, {machine(today.get("hardware")): None}, "this machine is")
     res = {"out": str(out), "factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
+           "contention": scales,
            "probe": today, "reference": prof.doc["probe"], "warnings": [foreign] if foreign else []}
     if as_json:
         print(jsonout.dumps(res))
@@ -69,6 +71,9 @@ def probe_cmd(
         t.add_row(r, f"{1e3 * prof.doc['probe'][r]['decode_s']:.0f}",
                   f"{1e3 * today['engines'][r]['decode_s']:.0f}", f"{fd:.3f}", f"{fp:.3f}")
     console().print(t)
+    for r, f in scales.items():
+        console().print(f"{r}: contention beside the other engine x{f:.2f} "
+                        f"({100 * prof.contention(r):.0f}% -> {100 * new.contention(r):.0f}%)")
     for w in res["warnings"]:
         console().print(styled(("warning:", "yellow"), f" {w}"))
 

@@ -37,7 +37,9 @@ machine, on other problems and at other levels (benchmarks/collect_load.py --fir
 --levels 1,3,6): every level is out of sample. The replay and the plan's profiles are rescaled
 once to the held-out corpus's median probe (what a user does: `lr calibrate probe`, then plan; a
 single probe of idle engines is noisy), so the replayed tokens/s are absolute predictions too; the
-replay at each block's own probe is reported beside it.
+replay at each block's own probe is reported beside it, and, as a diagnosis, the replay with the
+profile's contention replaced by the held-out corpus's own fit (what the alone probe cannot carry;
+docs/calibration.md, "Contention").
 
 Transfer (`--calibrate-on traces/load --load traces/load-transfer`): the same, on configurations
 the profiles never ran (benchmarks/collect_load.py --set transfer: lr at depths 1 and 3, lr+sd at
@@ -69,7 +71,8 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     PROFILE_CONFIGS, REPLAY_SEEDS, _median, _ratio, blocks,
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
-                                    replay_speedup_errors, replay_worlds, speedup_interval)
+                                    replay_speedup_errors, replay_worlds, speedup_interval,
+                                    contention_whatif)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -81,6 +84,35 @@ def corpus_args(doc: str, load: str, calibrate_on: str | None, out: str, calibra
     ap.add_argument("--calibrate-on", default=calibrate_on, help=calibrate_help)
     ap.add_argument("--out", default=out)
     return ap
+
+
+def parse_rounds(text: str | None) -> set[int] | None:
+    if not text:
+        return None
+    try:
+        out = {int(x) for x in text.split(",")}
+    except ValueError:
+        sys.exit(f"bench_load: --rounds {text!r}: comma-separated round numbers (0, 1, ...)")
+    if min(out) < 0:
+        sys.exit(f"bench_load: --rounds {text!r}: rounds count from 0")
+    return out
+
+
+def only_rounds(corpus: dict, rounds: set[int] | None, configs: set[str] | None = None) -> dict:
+    """The corpus's records of `rounds` and `configs` only (all when None): a corpus whose
+    sittings ran the host at different speeds is compared within what one sitting ran, since a
+    measured speedup over ar pairs blocks of one round."""
+    if rounds is None and configs is None:
+        return corpus
+    out: dict = {}
+    for n, lv in corpus.items():
+        for cfg, recs in lv.items():
+            if configs is not None and cfg not in configs:
+                continue
+            keep = [r for r in recs if rounds is None or int(r["run"]["flags"]["load_round"]) in rounds]
+            if keep:
+                out.setdefault(n, {})[cfg] = keep
+    return out
 
 
 def read_or_exit(bench: str, read, folder: str, what: str, hint: str = ""):
@@ -96,9 +128,18 @@ def main() -> None:
                      "calibrate on this corpus's 1-2 in flight instead (held out: every level "
                      "of --load is predicted; default: --load itself)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--rounds", help="comma-separated rounds (run.flags.load_round) of --load to "
+                    "predict, e.g. those one sitting ran all configurations of (default: all)")
+    ap.add_argument("--configs", help="comma-separated configurations of --load to predict "
+                    "(default: all; ar is always kept: speedups are over it)")
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    corpus = read_or_exit("bench_load", load_corpus, a.load, "load traces", " (benchmarks/collect_load.py)")
+    rounds = parse_rounds(a.rounds)
+    configs = set(a.configs.split(",")) | {"ar"} if a.configs else None
+    corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds, configs),
+                          a.load, "load traces" + (f" of rounds {a.rounds}" if rounds else "")
+                          + (f" of configurations {a.configs}" if configs else ""),
+                          " (benchmarks/collect_load.py)")
     calib_root = ROOT / (a.calibrate_on or a.load)
     held_out = calib_root.resolve() != (ROOT / a.load).resolve()
     if held_out:
@@ -109,6 +150,7 @@ def main() -> None:
     paths, measured, replay_profile = measure(calib_root, corpus, today)
     own = (replay_errors({n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())})
            if held_out else None)       # the same profile, not calibrated a second time
+    whatif = contention_whatif(replay_profile, ROOT / a.load, corpus, today) if held_out else None
     with tempfile.TemporaryDirectory() as tmp:
         profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items()}
@@ -152,8 +194,12 @@ def main() -> None:
            "replay_probe": "the corpus's median" if held_out else "its own",
            # held out: the same replay with each block at its own probe
            "replay_tokens_per_s_error_own_probe": {"min": min(own), "max": max(own)} if own else None,
+           # held out: the replay again with the corpus's own fitted contention (a diagnosis)
+           "contention_whatif": whatif,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
+           "rounds": sorted(rounds) if rounds else None,
+           "configs": sorted(configs) if configs else None,
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
                               for rs in lv.values() for r in rs),
            "elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
@@ -201,7 +247,9 @@ def render(out: dict) -> str:
                 f"{', '.join(map(str, cal['levels']))} (another run, machine and problems"
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")
-                + "), rescaled to this corpus's median probe." if cal.get("held_out") else ""),
+                + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")
+             + (f" Rounds {', '.join(map(str, out['rounds']))} only." if out.get("rounds") else "")
+             + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else ""),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
              + (" / planned at the level's acceptance" if acc is not None else "") + ") "
@@ -269,6 +317,17 @@ def render(out: dict) -> str:
         lines += ["", "Machine speed, this corpus's median probe over the profile's (decode pass): " + ", ".join(
             f"{role} {ms['corpus'][role]['decode_s'] / ms['profile'][role]['decode_s']:.2f}x"
             for role in ("target", "draft") if role in ms["corpus"] and role in ms["profile"]) + "."]
+    wi = out.get("contention_whatif")
+    if wi:
+        e = [abs(x) for x in wi["replay_speedup_error"].values()]
+        t = out["target"]["speedup_rel_error"]
+        lines += ["", "Contention (each engine's slowdown while the other runs a pass; a diagnosis, not a "
+                  "prediction): the profile's (" + ", ".join(f"{r} {b:.3f}" for r, b in wi["profile"].items())
+                  + ") replaced by this corpus's own fit on its levels 1-2 ("
+                  + ", ".join(f"{r} {b:.3f}" for r, b in wi["held_out_fit"].items())
+                  + f"): replayed speedup within {t:.0%} at {sum(x <= t for x in e)} of {len(e)} pairs, "
+                  f"largest error {max(e):.1%} (" + ", ".join(
+                      f"{k} {v:+.1%}" for k, v in wi["replay_speedup_error"].items()) + ")."]
     for role, fit in (out.get("latency_fit") or {}).items():
         rows = ", ".join(f"{c} {r['linear_sum_diff_pct']:+.1f}% / {r['sum_diff_pct']:+.1f}%"
                          for c, r in fit["by_config"].items() if "linear_sum_diff_pct" in r)

@@ -39,12 +39,13 @@ BOTH_DEVICES = ("--modes", "sd,lr,lr+sd")
 
 def plan_profile(paths: list[str], cfgs, today: dict | None) -> Profile:
     """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out)."""
-    from lrsim.calib.rescale import factors_from_probe
+    from lrsim.calib.rescale import contention_scales, factors_from_probe
 
     prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
     if today:
         prof = prof.rescaled(factors_from_probe(prof.doc["probe"], {"engines": today}),
-                             "the held-out corpus's median probe")
+                             "the held-out corpus's median probe",
+                             contention=contention_scales(prof.doc["probe"], [today]))
     return prof
 
 

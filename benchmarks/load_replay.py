@@ -76,7 +76,9 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
 
     first = block[0]
     probe = {"before": {"engines": speed}} if speed is not None else block_probe(block)
-    prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before")
+    # one probe for every block (a corpus's median) carries the machine's contention too
+    prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before",
+                        contention=speed is not None)
     worlds = []
     for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
@@ -211,3 +213,27 @@ def corpus_probe(corpus: dict) -> dict:
     from lrsim.calib.physical import reference_probe
 
     return reference_probe([r for lv in corpus.values() for rs in lv.values() for r in rs]) or {}
+
+
+def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict | None) -> dict:
+    """A diagnosis, not a prediction: the replay once more with the profile's contention (each
+    engine's slowdown beside the other, lrsim/calib/physical.py) replaced by the one the held-out
+    corpus's own levels 1-2 fit (every round of them, whatever the replay predicts). How much of
+    a held-out miss the machine's contention explains,
+    which a probe of idle engines cannot carry (docs/calibration.md, "Contention")."""
+    import copy
+
+    own = calibrate(calib_paths(held_root), configs=set(CALIB_CONFIGS), select_placement=False)
+    doc = copy.deepcopy(prof.doc)
+    beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
+            if r in own["latency"] and r in doc["latency"]}
+    for r, b in beta.items():
+        doc["latency"][r]["contention"] = b
+        # replaced outright: no side-by-side probe may scale it again (rescale.contention_scales)
+        for k in ("contended_decode_s", "contention"):
+            (doc.get("probe") or {}).get(r, {}).pop(k, None)
+    levels = {n: level_table(lv, Profile(validate_doc(doc)), speed) for n, lv in sorted(corpus.items())}
+    errs = {f"{cfg}@{n}": row["predicted_speedup_vs_ar"] / row["speedup_vs_ar"] - 1
+            for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}
+    return {"profile": {r: float(prof.doc["latency"][r].get("contention", 0.0)) for r in beta},
+            "held_out_fit": beta, "replay_speedup_error": errs}

@@ -76,7 +76,8 @@ class CollectSpec:
     target_devices: str | None = None     # CUDA_VISIBLE_DEVICES of each engine, e.g. "0,1" / "2"
     draft_devices: str | None = None
     probe: bool = True                    # time a reference pass per engine around each record
-                                          # (lrreal/probe.py): ~5 s that make drift visible; under
+                                          # (lrreal/probe.py): ~5 s alone and ~5 s side by
+                                          # side on 2 cores, that make drift visible; under
                                           # load once, before the run (a probe beside other
                                           # requests would time them, not the machine)
     concurrency: int = 1                  # requests in flight on the same engines (lrreal/load.py)

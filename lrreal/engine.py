@@ -483,6 +483,14 @@ class VllmEngine:
         `prompt_tokens` pseudo-random token ids (unique per `salt`, so the prefix cache never
         hits) and `decode_tokens` single-token decode passes at that context (random ids give
         n-gram SD nothing to match, so an SD engine decodes one token per pass too)."""
+        passes, wall = await self.probe_passes(salt, prompt_tokens, decode_tokens)
+        return probe_summary(passes, prompt_tokens, wall)
+
+    async def probe_passes(self, salt: int, prompt_tokens: int = PROBE_PROMPT_TOKENS,
+                           decode_tokens: int = PROBE_DECODE_TOKENS) -> tuple[list[dict], float]:
+        """The probe request's forward passes (each with its `start` and `t_end` on this
+        process's monotonic clock) and its wall seconds: what `probe` summarises, and what the
+        side-by-side probe (lrreal/probe.py) lines up against the other engine's passes."""
         from vllm import SamplingParams
 
         ids = probe_token_ids(salt, prompt_tokens)
@@ -496,7 +504,7 @@ class VllmEngine:
             if len(self._sink.passes) - n0 >= 1 + decode_tokens:
                 break
             await asyncio.sleep(0.01)
-        return probe_summary(self._sink.passes[n0:], prompt_tokens, wall)
+        return [p | {"start": p["t_end"] - p["duration_s"]} for p in self._sink.passes[n0:]], wall
 
     async def reset_prefix_cache(self) -> None:
         """Empty the engine's prefix cache (vLLM's AsyncLLM.reset_prefix_cache), between load

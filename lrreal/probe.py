@@ -6,12 +6,17 @@ lrsim/calib/rescale.py).
     p = await probe_engines(engines, salt=7)
     # {"t": 1732350000.0, "loadavg": [1.02, 0.98, 0.91], "procs_running": 2,
     #  "engines": {"target": {"prefill_tokens": 32, "prefill_s": 1.31, "decode_s": 0.552,
-    #                         "decode_passes": 4, "wall_s": 3.6}, "draft": {...}}}
+    #                         "decode_passes": 4, "wall_s": 3.6, "contended_decode_s": 0.61,
+    #                         "contended_passes": 4}, "draft": {...}}}
 
 Each engine runs one request with a 32-token pseudo-random prompt (unique per salt, so no prefix
 cache hit) and 4 forward decode passes (`VllmEngine.probe`); engines are probed one after the
-other so that neither slows the other. Cost: about 4 s on the 1.5B target on one CPU core, 1 s
-on the 0.5B draft. What the rest of the machine was doing is recorded beside it: the 1/5/15-min
+other so that neither slows the other. Then the two run side by side (`side_by_side`): the
+target's probe again while the draft decodes all along, so each engine's decode pass is timed
+beside the other's too (`contended_decode_s`): how much this machine slows a pass while the other
+core works, which the alone probe cannot see and which differs between machines (README, "A host
+four times slower"). Cost: about 4 s on the 1.5B
+target on one CPU core, 1 s on the 0.5B draft, and the side-by-side run about twice the target's. What the rest of the machine was doing is recorded beside it: the 1/5/15-min
 load averages and the number of runnable processes (/proc), and, over the record itself
 (`probe.during`), the CPU time that processes outside the collector used: probes before and after
 cannot see load that came and went in between; this can (a test suite run beside a collection
@@ -39,13 +44,57 @@ def machine_load() -> dict:
 
 
 async def probe_engines(engines: dict, salt: int) -> dict:
-    """Probe every engine that supports it (VllmEngine; fake engines report synthetic times)."""
+    """Probe every engine that supports it (VllmEngine; fake engines report synthetic times),
+    alone, then the target and the draft side by side (`side_by_side`) where both can."""
     rec = {"t": time.time(), **machine_load(), "engines": {}}
     for name in sorted(engines, key=lambda n: n != "target"):  # target first: it is the slow one
         eng = engines[name]
         if hasattr(eng, "probe"):
             rec["engines"][name] = await eng.probe(salt)
+    if all(hasattr(engines.get(n), "probe_passes") for n in ("target", "draft")):
+        beside = await side_by_side(engines["target"], engines["draft"], rec["engines"], salt)
+        for name, summary in beside.items():
+            rec["engines"][name].update(summary)
     return rec
+
+
+# The draft keeps decoding while the target's probe runs: for SIDE_SPAN times the target probe's
+# alone wall time, so that every target pass runs beside a draft pass even when the machine
+# slows the target up to this much while the draft runs (the fits of this repository's traces
+# find well under 2x: docs/calibration.md); capped in passes so a stalled probe stays bounded.
+SIDE_SPAN = 1.5
+SIDE_MAX_PASSES = 256
+SIDE_COVERED = 0.9        # a pass counts as run beside the other engine when this much is covered
+
+
+async def side_by_side(target, draft, alone: dict, salt: int) -> dict:
+    """Each engine's decode pass while the other engine runs (`contended_decode_s`, the median
+    over `contended_passes` passes at least SIDE_COVERED covered by the other's passes): the
+    target's probe with the draft decoding beside it all along. Over the alone probe's
+    `decode_s` it measures the machine's contention (how much one core's pass slows while the
+    other core runs a pass: memory bandwidth, shared caches, SMT siblings), which the fit's
+    `contention` holds for the traces' machine and a probe of another machine carries
+    (lrsim/calib/rescale.contention_scales). {} when an alone probe timed nothing."""
+    import asyncio
+    import math
+
+    from lrcore.intervals import covered_fraction
+
+    t_alone, d_alone = alone.get("target") or {}, alone.get("draft") or {}
+    if not t_alone.get("wall_s") or not d_alone.get("decode_s"):
+        return {}
+    n = min(SIDE_MAX_PASSES, math.ceil(SIDE_SPAN * t_alone["wall_s"] / d_alone["decode_s"]))
+    (t_passes, _), (d_passes, _) = await asyncio.gather(
+        target.probe_passes(salt + 1), draft.probe_passes(salt + 1, decode_tokens=n))
+    out = {}
+    for name, mine, other in (("target", t_passes, d_passes), ("draft", d_passes, t_passes)):
+        spans = [(p["start"], p["t_end"]) for p in mine]
+        cov = covered_fraction(spans, [(p["start"], p["t_end"]) for p in other])
+        dec = sorted(p["duration_s"] for p, c in zip(mine, cov) if c >= SIDE_COVERED
+                     and p.get("prefill_tokens", 0) == 0 and p.get("tokens_scheduled") == 1)
+        out[name] = {"contended_decode_s": dec[len(dec) // 2] if dec else None,
+                     "contended_passes": len(dec)}
+    return out
 
 
 def _tree_pids(root: int) -> set[int]:
@@ -118,9 +167,10 @@ class ProbeClock:
 
 def probe_machine(target: str = "target", draft: str | None = "draft", target_cores: str = "0",
                   draft_cores: str = "1", repeats: int = 3, cache_dir: str | None = None,
-                  dtype: str = "float32", max_model_len: int = 4096) -> dict:
+                  dtype: str = "float32", max_model_len: int = 4096, keep: bool = False) -> dict:
     """Start the engines as `lr collect` would, probe them `repeats` times, stop them; the median
-    of each engine's probes (what `lr calibrate probe` compares with a profile's reference).
+    of each engine's probes (what `lr calibrate probe` compares with a profile's reference), and
+    with `keep` every probe too (`each`: benchmarks/bench_contention_probe.py reads their spread).
     Engine start-up (about a minute per engine on CPU) dominates; the probes take seconds."""
     import asyncio
     import statistics
@@ -157,6 +207,9 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
     for name in probes[0]["engines"]:
         es = [p["engines"][name] for p in probes]
         out["engines"][name] = {k: statistics.median(e[k] for e in es if e.get(k) is not None)
-                                for k in ("decode_s", "prefill_s") if any(e.get(k) for e in es)}
+                                for k in ("decode_s", "prefill_s", "contended_decode_s")
+                                if any(e.get(k) for e in es)}
         out["engines"][name]["runs"] = [e.get("decode_s") for e in es]
+    if keep:
+        out["each"] = probes
     return out

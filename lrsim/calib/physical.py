@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lrcore.errors import UserError
+from lrcore.intervals import covered_fraction
 
 # internal parameter order; the profile stores per_token_s = p + L (the simulator's slope per
 # extra decode position), prefill_per_token_s = p and per_seq_s = s (lrsim/calib/models.py)
@@ -76,24 +77,6 @@ class PassData:
 
     def select(self, mask) -> "PassData":
         return PassData(*(getattr(self, k)[mask] for k in self.__dataclass_fields__))
-
-
-def _overlap(passes, other) -> list[float]:
-    """Fraction of each pass (start, end) covered by the union of `other` intervals."""
-    if not other:
-        return [0.0] * len(passes)
-    other = sorted(other)
-    out = []
-    j = 0
-    for s, e in passes:
-        while j < len(other) and other[j][1] <= s:
-            j += 1
-        cov, k = 0.0, j
-        while k < len(other) and other[k][0] < e:
-            cov += max(0.0, min(e, other[k][1]) - max(s, other[k][0]))
-            k += 1
-        out.append(min(1.0, cov / (e - s)) if e > s else 0.0)
-    return out
 
 
 def _intervals(rec: dict, engine: str) -> list[tuple[float, float]]:
@@ -148,13 +131,21 @@ def _distinct_probes(records: list[dict]):
 
 def reference_probe(records: list[dict]) -> dict | None:
     """Median probe of every engine over the records' probes before and after each (the profile's
-    reference speed; a probe shared by several records counts once for each)."""
+    reference speed; a probe shared by several records counts once for each), and where the
+    probes ran side by side (lrreal/probe.side_by_side) the decode pass beside the other engine
+    and `contention`, the median of each probe's own c (rescale.probe_contention: the reference
+    of rescale.contention_scales)."""
+    from .rescale import probe_contention
+
     vals: dict[str, dict[str, list[float]]] = {}
     for pr in (record_probe(rec).get(side) for rec in records for side in ("before", "after")):
         for eng, e in ((pr or {}).get("engines") or {}).items():
-            for k in ("decode_s", "prefill_s"):
+            for k in ("decode_s", "prefill_s", "contended_decode_s"):
                 if e.get(k):
                     vals.setdefault(eng, {}).setdefault(k, []).append(float(e[k]))
+            c = probe_contention(e)      # per probe: its own alone and beside passes, paired
+            if c is not None:
+                vals.setdefault(eng, {}).setdefault("contention", []).append(c)
     if not vals:
         return None
     return {eng: {k: float(np.median(v)) for k, v in d.items()} | {"n": len(d.get("decode_s", []))}
@@ -190,7 +181,7 @@ def pass_data(records: list[dict], engine: str, ref: dict | None, probe: str = "
         if not fp:
             continue
         mine = _intervals(rec, engine)
-        ov = _overlap(mine, _intervals(rec, peer))
+        ov = covered_fraction(mine, _intervals(rec, peer))
         f_dec, f_pre = speed_factors(rec, engine, ref, probe)
         sp = None
         label = config_label(rec)

@@ -85,15 +85,22 @@ class Profile:
         key = f"{role}@{mode}" if mode and f"{role}@{mode}" in lat else role
         return float((lat.get(key) or {}).get("contention", 0.0))
 
-    def rescaled(self, factors: dict, why: str = "") -> "Profile":
+    def rescaled(self, factors: dict, why: str = "", contention: dict | None = None) -> "Profile":
         """A copy whose latency models run `factors[role] = (f_dec, f_pre)` times slower: decode
-        terms (weights, extra positions, context) by f_dec, prefill by f_pre. How a probe of the
-        machine today (or before a record) carries a profile to that speed."""
+        terms (weights, extra positions, context) by f_dec, prefill by f_pre; and whose
+        `contention[role]` (rescale.contention_scales) scales that engine's slowdown beside the
+        other. How a probe of the machine today (or before a record) carries a profile to that
+        speed."""
         import copy
 
+        contention = contention or {}
         doc = copy.deepcopy(self.doc)
+        applied = {}
         for key, lat in doc["latency"].items():
             role = key.split("@", 1)[0]
+            if role in contention and "contention" in lat:
+                lat["contention"] = float(lat["contention"]) * contention[role]
+                applied[role] = contention[role]
             if role not in factors or lat["kind"] != "roofline":
                 continue
             f_dec, f_pre = factors[role]
@@ -105,6 +112,8 @@ class Profile:
                     lat[k] = float(lat[k]) * f
         doc["rescaled"] = {"factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
                            "why": why}
+        if applied:
+            doc["rescaled"]["contention"] = applied
         return Profile(doc, self.path)
 
     def kv(self, role: str) -> KVSpec | None:

@@ -63,17 +63,25 @@ def _knobs(rec: dict, prof: Profile) -> dict:
     return k
 
 
-def probe_scaled(prof: Profile, rec: dict, which: str = "before") -> Profile:
+def probe_scaled(prof: Profile, rec: dict, which: str = "before", contention: bool = False) -> Profile:
     """The profile at the machine speed of this record's probe (taken before the record: known
-    before the run, so a prediction may use it); unchanged without probes on either side."""
+    before the run, so a prediction may use it); unchanged without probes on either side. With
+    `contention` (the probe is an aggregate: a corpus's median, load_replay's `speed`), the
+    profile's contention is carried too where both ran side by side (rescale.contention_scales;
+    one record's probe is too noisy for it, and the fit divides out speed only)."""
     from .physical import record_probe, speed_factors
+    from .rescale import contention_scales
 
     ref = prof.doc.get("probe")
-    if not ref or not record_probe(rec) or which == "none":
+    probe = record_probe(rec)
+    if not ref or not probe or which == "none":
         return prof
     factors = {role: speed_factors(rec, role, ref, which) for role in ("target", "draft")
                if role in ref}
-    return prof.rescaled(factors, f"probe {which} {rec.get('problem_id')}")
+    sides = ["before"] if which == "before" else ["before", "after"]
+    scales = (contention_scales(ref, [(probe.get(s) or {}).get("engines") for s in sides])
+              if contention else {})
+    return prof.rescaled(factors, f"probe {which} {rec.get('problem_id')}", contention=scales)
 
 
 def predict_record(prof: Profile, rec: dict, seed: int = 0, probe: str = "before") -> dict:

@@ -1,7 +1,8 @@
 """Carry a profile to another machine speed: factors from a probe (lrreal/probe.py).
 
     factors = factors_from_probe(profile.doc["probe"], today)   # {"target": (f_dec, f_pre), ...}
-    prof_today = profile.rescaled(factors)
+    scales = contention_scales(profile.doc["probe"], [today["engines"]])   # {"target": 0.4, ...}
+    prof_today = profile.rescaled(factors, contention=scales)
 
 A forward pass on CPU is bound by memory bandwidth when decoding and by arithmetic when
 prefilling, and another job on the machine slows the two differently, so each engine gets two
@@ -25,6 +26,50 @@ def factors_from_probe(reference: dict, today: dict) -> dict[str, tuple[float, f
         out[role] = (f_dec, f_pre)
     if "target" not in out:
         raise UserError("probe: the target engine gave no decode time; nothing to rescale by")
+    return out
+
+
+# The fit's contention (physical.py: a pass slowed by 1 + contention * o while the other engine
+# runs) is the machine's too, and the alone probe cannot carry it: load-cold-epyc-all's profile,
+# carried by the alone probe to a host whose passes took four times as long, priced that host's
+# LR (whose target runs beside its drafter) slow while AR was right, and that host's own fit found
+# a smaller contention (README, "A host four times slower"). Probes that ran the engines side by
+# side (lrreal/probe.side_by_side) measure it: c = contended_decode_s / decode_s - 1, and the
+# profile's contention is scaled by c now over c of its reference. One probe's c rests on a few
+# passes of a small slowdown, so only aggregates carry it (the median over a corpus's probes,
+# `lr calibrate probe`'s repeats), never a single record's probe (lrsim/calib/replay.probe_scaled).
+CONTENTION_FLOOR = 0.02   # a reference slowed less than this beside the other engine is noise,
+                          # not a contention to scale: the profile's is kept as fitted
+CONTENTION_SCALE_MAX = 4.0   # at most this many times the profile's (a stalled probe is not a host)
+MIN_BESIDE_PASSES = 2     # passes wholly beside the other engine before a probe's c counts
+
+
+def probe_contention(e: dict | None) -> float | None:
+    """c of one engine's probe (its decode pass beside the other engine over alone, minus 1, never
+    below 0), or an aggregate's `contention` (reference_probe: the median of its probes' c); None
+    without a side-by-side run of at least MIN_BESIDE_PASSES passes."""
+    e = e or {}
+    if e.get("contention") is not None:
+        return float(e["contention"])
+    if not e.get("contended_decode_s") or not e.get("decode_s") \
+            or e.get("contended_passes", MIN_BESIDE_PASSES) < MIN_BESIDE_PASSES:
+        return None
+    return max(0.0, float(e["contended_decode_s"]) / float(e["decode_s"]) - 1.0)
+
+
+def contention_scales(reference: dict, probes: list[dict]) -> dict[str, float]:
+    """{role: c now / c of the reference, at most CONTENTION_SCALE_MAX}: the factor on the
+    profile's contention at `probes` (the engines of one or more probes: the median of their c);
+    roles whose reference or probes lack a side-by-side run, or whose reference c is under
+    CONTENTION_FLOOR, are left out (their contention stays as fitted)."""
+    import statistics
+
+    out = {}
+    for role, ref in reference.items():
+        c_ref = probe_contention(ref)
+        now = [c for c in (probe_contention((p or {}).get(role)) for p in probes) if c is not None]
+        if c_ref is not None and c_ref >= CONTENTION_FLOOR and now:
+            out[role] = min(CONTENTION_SCALE_MAX, statistics.median(now) / c_ref)
     return out
 
 

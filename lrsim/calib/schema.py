@@ -61,6 +61,8 @@ SCHEMA = {
             # >= 1 microsecond: machine-speed factors divide by them
             "properties": {"decode_s": {"type": "number", "minimum": 1e-6},
                            "prefill_s": {"type": "number", "minimum": 1e-6},
+                           "contended_decode_s": {"type": "number", "minimum": 1e-6},
+                           "contention": {"type": "number", "minimum": 0},
                            "n": {"type": "integer", "minimum": 0}}}},
         "rescaled": {"type": "object"},
         "created": {"type": "string"},

@@ -110,3 +110,18 @@ def test_plan_misses_inside_the_measured_interval_are_counted_apart():
                              "c": {"speedup_vs_ar": 0.8}, "d": {"speedup_vs_ar": 1.05}}}}
     # a: off by 15%, inside [0.8, 1.2]; b: off, outside; c: off, no interval; d: a hit
     assert bl.misses_inside_interval(out, "planned") == (1, 3)
+
+
+def test_only_rounds_keeps_the_rounds_one_sitting_ran():
+    corpus = {1: {"ar": [rec("ar", "p0", 0, 0, 10, 10), rec("ar", "p1", 1, 0, 10, 10)],
+                  "sd": [rec("sd", "p0", 0, 0, 5, 5, mode="sd")]},
+              2: {"ar": [rec("ar", "p2", 0, 0, 10, 10)]}}
+    one = bl.only_rounds(corpus, {1})
+    assert one == {1: {"ar": [corpus[1]["ar"][1]]}}            # empty configurations and levels go
+    assert bl.only_rounds(corpus, None) is corpus
+    assert bl.only_rounds(corpus, {0}, {"ar"}) == {1: {"ar": [corpus[1]["ar"][0]]}, 2: corpus[2]}
+    assert bl.only_rounds(corpus, None, {"sd"}) == {1: {"sd": corpus[1]["sd"]}}
+    assert bl.parse_rounds("0,1") == {0, 1} and bl.parse_rounds(None) is None
+    for bad in ("x", "-1"):
+        with pytest.raises(SystemExit, match="--rounds"):
+            bl.parse_rounds(bad)
