@@ -68,7 +68,9 @@ def measure(corpus: str, repeats: int) -> dict:
 
 
 def render(out: dict) -> str:
-    hw = out["hardware"]
+    hw = dict(out["hardware"])
+    if isinstance(hw.get("cpu_isa"), list):
+        hw["cpu_isa"] = " ".join(hw["cpu_isa"])
     lines = [f"Side-by-side probe on this machine ({hw.get('cpu_model')}, {hw.get('cpu_id', '?')}, "
              f"{hw.get('cpu_isa', '?')}; {out['repeats']} probes after the engines' start) against "
              f"the contention the physical model fits on {out['corpus']}'s levels 1-2.", "",

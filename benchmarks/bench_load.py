@@ -135,10 +135,10 @@ def main() -> None:
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
-    configs = set(a.configs.split(",")) | {"ar"} if a.configs else None
-    corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds, configs),
+    wanted = set(a.configs.split(",")) | {"ar"} if a.configs else None
+    corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds, wanted),
                           a.load, "load traces" + (f" of rounds {a.rounds}" if rounds else "")
-                          + (f" of configurations {a.configs}" if configs else ""),
+                          + (f" of configurations {a.configs}" if wanted else ""),
                           " (benchmarks/collect_load.py)")
     calib_root = ROOT / (a.calibrate_on or a.load)
     held_out = calib_root.resolve() != (ROOT / a.load).resolve()
@@ -199,7 +199,7 @@ def main() -> None:
            "target": {"speedup_rel_error": SPEEDUP_TARGET},
            "records": sum(len(r) for lv in corpus.values() for r in lv.values()),
            "rounds": sorted(rounds) if rounds else None,
-           "configs": sorted(configs) if configs else None,
+           "configs": sorted(wanted) if wanted else None,
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
                               for rs in lv.values() for r in rs),
            "elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
