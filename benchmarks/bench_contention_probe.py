@@ -32,17 +32,12 @@ from benchmarks.write import write_results  # noqa: E402
 ENGINES = ("target", "draft")
 
 
-def c_of(e: dict) -> float | None:
-    from lrsim.calib.rescale import probe_contention
-
-    return probe_contention(e)
-
-
 def measure(corpus: str, repeats: int) -> dict:
     from benchmarks.load_replay import CALIB_CONFIGS, calib_paths
     from lrreal.binding import hardware
     from lrreal.probe import machine_load, probe_machine
     from lrsim.calib.calibrate import calibrate
+    from lrsim.calib.rescale import probe_contention
 
     fit = calibrate(calib_paths(ROOT / corpus), configs=set(CALIB_CONFIGS), select_placement=False)
     t0 = time.perf_counter()
@@ -54,7 +49,7 @@ def measure(corpus: str, repeats: int) -> dict:
            "load_before": before, "load_after": machine_load(), "elapsed_s": time.perf_counter() - t0}
     for role in ENGINES:
         each = [pr["engines"].get(role) or {} for pr in p["each"]]
-        cs = [c for c in (c_of(e) for e in each) if c is not None]
+        cs = [c for c in map(probe_contention, each) if c is not None]
         lat = fit["latency"].get(role) or {}
         out["engines"][role] = {
             "alone_decode_s": [e.get("decode_s") for e in each],
