@@ -86,15 +86,15 @@ def corpus_args(doc: str, load: str, calibrate_on: str | None, out: str, calibra
     return ap
 
 
-def parse_rounds(text: str | None) -> set[int] | None:
+def parse_rounds(text: str | None, flag: str = "--rounds") -> set[int] | None:
     if not text:
         return None
     try:
         out = {int(x) for x in text.split(",")}
     except ValueError:
-        sys.exit(f"bench_load: --rounds {text!r}: comma-separated round numbers (0, 1, ...)")
+        sys.exit(f"bench_load: {flag} {text!r}: comma-separated round numbers (0, 1, ...)")
     if min(out) < 0:
-        sys.exit(f"bench_load: --rounds {text!r}: rounds count from 0")
+        sys.exit(f"bench_load: {flag} {text!r}: rounds count from 0")
     return out
 
 
@@ -132,22 +132,33 @@ def main() -> None:
                     "predict, e.g. those one sitting ran all configurations of (default: all)")
     ap.add_argument("--configs", help="comma-separated configurations of --load to predict "
                     "(default: all; ar is always kept: speedups are over it)")
+    ap.add_argument("--calibrate-rounds", help="calibrate on these rounds of the calibration "
+                    "corpus only, e.g. a sitting's first round to predict its later ones with "
+                    "--rounds (held out when the two do not overlap)")
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
+    cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
     wanted = set(a.configs.split(",")) | {"ar"} if a.configs else None
+    calib_root = ROOT / (a.calibrate_on or a.load)
+    same = calib_root.resolve() == (ROOT / a.load).resolve()
+    if same and cal_rounds is not None and (rounds is None or rounds & cal_rounds):
+        sys.exit(f"bench_load: --calibrate-rounds {a.calibrate_rounds} of the corpus predicted: "
+                 "--rounds must name other rounds (a held-out prediction)")
     corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds, wanted),
                           a.load, "load traces" + (f" of rounds {a.rounds}" if rounds else "")
                           + (f" of configurations {a.configs}" if wanted else ""),
                           " (benchmarks/collect_load.py)")
-    calib_root = ROOT / (a.calibrate_on or a.load)
-    held_out = calib_root.resolve() != (ROOT / a.load).resolve()
-    if held_out:
-        read_or_exit("bench_load", calib_paths, a.calibrate_on, "level 1-2 traces", " to calibrate on")
+    # held out: another corpus, or other rounds of this one (a later part of its sitting)
+    held_out = not same or cal_rounds is not None
+    scratch = tempfile.TemporaryDirectory()
+    cal_paths = read_or_exit("bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name)),
+                             a.calibrate_on or a.load, "level 1-2 traces"
+                             + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""), " to calibrate on")
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
-    paths, measured, replay_profile = measure(calib_root, corpus, today)
+    paths, measured, replay_profile = measure(calib_root, corpus, today, cal_paths)
     own = (replay_errors({n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())})
            if held_out else None)       # the same profile, not calibrated a second time
     whatif = contention_whatif(replay_profile, ROOT / a.load, corpus, today) if held_out else None
@@ -181,6 +192,8 @@ def main() -> None:
            "planned_at_measured_acceptance": {str(n): t for n, t in planned_acc.items()},
            "break_even": be,
            "calibrated_on": {"corpus": a.calibrate_on or a.load, "levels": list(CALIB_LEVELS),
+                             "rounds": sorted(cal_rounds) if cal_rounds else None,
+                             "same_corpus": same,
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,
                              # configurations predicted that no calibration record ran
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
@@ -203,6 +216,7 @@ def main() -> None:
            "max_tokens": next(r["run"]["flags"]["max_tokens"] for lv in corpus.values()
                               for rs in lv.values() for r in rs),
            "elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
+    scratch.cleanup()
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
     md = render(out)
     Path(a.out).with_suffix(".md").write_text(md)
@@ -243,8 +257,11 @@ def render(out: dict) -> str:
     acc = out.get("planned_at_measured_acceptance")
     lines = [f"Load corpus: {out['records']} records (GSM8K, {out['max_tokens']}-token budget; target on core 0, "
              "draft on core 1; ar-er = AR on both cores)."
-             + (f" Held out: every prediction comes from profiles calibrated on {cal['corpus']}'s levels "
-                f"{', '.join(map(str, cal['levels']))} (another run, machine and problems"
+             + (f" Held out: every prediction comes from profiles calibrated on "
+                + (f"round {', '.join(map(str, cal['rounds']))} of " if cal.get("rounds") else "")
+                + f"{cal['corpus']}'s levels {', '.join(map(str, cal['levels']))} ("
+                + ("other rounds of the same sitting, on other problems" if cal.get("same_corpus")
+                   else "another run, machine and problems")
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")
                 + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")

@@ -5,6 +5,7 @@ those replays use (calibrated on 1-2 in flight). bench_load.py, bench_open_loop.
 bench_plan_gap.py and bench_adaptive_real.py build on it."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -168,15 +169,31 @@ def _ratio(sel, a, b):
     return num / den if den else None
 
 
-def calib_paths(load_root: Path) -> list[str]:
-    return [str(p) for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
+def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path | None = None) -> list[str]:
+    """The corpus's level 1-2 trace files; with `rounds`, copies of them holding those rounds'
+    records only (run.flags.load_round), written under `scratch`: a profile from one round of a
+    sitting, to predict its later rounds."""
+    paths = [p for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
+    if rounds is None:
+        return [str(p) for p in paths]
+    out = []
+    for p in paths:
+        keep = [line for line in p.read_text().splitlines()
+                if line.strip() and int(json.loads(line)["run"]["flags"]["load_round"]) in rounds]
+        if keep:
+            dst = Path(scratch) / p.parent.name / p.name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text("\n".join(keep) + "\n")
+            out.append(str(dst))
+    return out
 
 
-def measure(calib_root: Path, corpus: dict, speed: dict | None = None) -> tuple[list[str], dict, Profile]:
+def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
+            paths: list[str] | None = None) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
-    flight of the corpus at `calib_root`; `speed`: every block replayed at that one probe);
-    returns the calibration files and that profile too."""
-    paths = calib_paths(calib_root)
+    flight of the corpus at `calib_root`, or on `paths`; `speed`: every block replayed at that
+    one probe); returns the calibration files and that profile too."""
+    paths = paths or calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
     return paths, {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}, prof
 
@@ -209,10 +226,14 @@ def fit_summary(prof: Profile) -> dict:
 
 def corpus_probe(corpus: dict) -> dict:
     """The median probe of every engine over a corpus (each record's own probes at level 1, the
-    run's probe of the idle engines before each block above): the machine speed it ran at."""
+    run's probe of the idle engines before each block above): the machine speed it ran at. The
+    equal-resources blocks' probes are left out, as calibrate leaves them out of a profile's
+    reference: their target runs on both cores (a decode pass ~0.6x the one-core target's)."""
+    from lrsim.calib.equal import is_equal_resources
     from lrsim.calib.physical import reference_probe
 
-    return reference_probe([r for lv in corpus.values() for rs in lv.values() for r in rs]) or {}
+    return reference_probe([r for lv in corpus.values() for rs in lv.values() for r in rs
+                            if not is_equal_resources(r)]) or {}
 
 
 def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict | None) -> dict:

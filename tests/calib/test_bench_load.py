@@ -125,3 +125,43 @@ def test_only_rounds_keeps_the_rounds_one_sitting_ran():
     for bad in ("x", "-1"):
         with pytest.raises(SystemExit, match="--rounds"):
             bl.parse_rounds(bad)
+
+
+def test_calibrate_rounds_keeps_those_rounds_records_of_levels_1_and_2(tmp_path):
+    import json
+    corpus = tmp_path / "corpus"
+    for n, label, rounds in ((1, "ar", (0, 1)), (2, "ar", (0, 1)), (2, "lr-d2", (1,)), (4, "ar", (0, 1))):
+        f = corpus / "gsm8k" / f"c{n}" / f"{label}.jsonl"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("".join(json.dumps(rec(label, f"p{n}-{r}", r, 0, 10, 10)) + "\n" for r in rounds))
+    every = bl.calib_paths(corpus)
+    assert [p.split("gsm8k/")[1] for p in every] == ["c1/ar.jsonl", "c2/ar.jsonl", "c2/lr-d2.jsonl"]
+    got = bl.calib_paths(corpus, {0}, tmp_path / "scratch")
+    # lr-d2 ran round 1 only: no file; level 4 is never calibration data
+    assert [p.split("scratch/")[1] for p in got] == ["c1/ar.jsonl", "c2/ar.jsonl"]
+    kept = [json.loads(line) for p in got for line in open(p)]
+    assert [r["problem_id"] for r in kept] == ["p1-0", "p2-0"]
+    assert (corpus / "gsm8k" / "c1" / "ar.jsonl").read_text().count("\n") == 2   # the corpus untouched
+    with pytest.raises(SystemExit, match="--calibrate-rounds 'x'"):
+        bl.parse_rounds("x", "--calibrate-rounds")
+
+
+def test_calibrate_rounds_of_the_predicted_corpus_must_be_other_rounds(monkeypatch, capsys):
+    for rounds in ([], ["--rounds", "0,1"]):
+        monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load", "--calibrate-rounds", "0", *rounds])
+        with pytest.raises(SystemExit, match="--rounds must name other rounds"):
+            bl.main()
+
+
+def test_the_corpus_probe_leaves_the_equal_resources_blocks_out():
+    # ar-er's target runs on both cores: its probe's decode pass is ~0.6x the one-core target's,
+    # so counting it would make a held-out corpus look faster than its own blocks ran
+    def probed(cfg, target_s, er=False):
+        r = rec(cfg, "p", 0, 0, 10, 10)
+        r["run"]["flags"]["equal_resources"] = er
+        r["run"]["probe_at_start"] = {"t": target_s, "engines": {"target": {"decode_s": target_s},
+                                                                 "draft": {"decode_s": 0.1}}}
+        return r
+    corpus = {1: {"ar": [probed("ar", 0.30)], "lr-d2": [probed("lr-d2", 0.32)],
+                  "ar-er": [probed("ar-er", 0.10, er=True), probed("ar-er", 0.11, er=True)]}}
+    assert bl.corpus_probe(corpus)["target"]["decode_s"] == pytest.approx(0.31)
