@@ -165,3 +165,15 @@ def test_the_corpus_probe_leaves_the_equal_resources_blocks_out():
     corpus = {1: {"ar": [probed("ar", 0.30)], "lr-d2": [probed("lr-d2", 0.32)],
                   "ar-er": [probed("ar-er", 0.10, er=True), probed("ar-er", 0.11, er=True)]}}
     assert bl.corpus_probe(corpus)["target"]["decode_s"] == pytest.approx(0.31)
+
+
+def test_the_render_states_the_speedup_error_at_each_blocks_own_probe():
+    out = {"calibrated_on": {"corpus": "c", "levels": [1, 2], "held_out": True, "same_corpus": False},
+           "levels": {"1": {"ar": {"tokens_per_s": 1.0, "ttft_p50_s": 1, "tpot_p50_s": 1, "blocks": 1}}},
+           "planned": {}, "break_even": {}, "records": 1, "max_tokens": 8, "replay_speedup_error_max": None,
+           "target": {"speedup_rel_error": 0.10},
+           "replay_speedup_error_own_probe": {"lr@1": 0.05, "lr@2": -0.156, "lr+sd@2": 0.10}}
+    md = bl.render(out)
+    assert "Each block at its own probe" in md and "within 10% at 2 of 3 pairs, largest error 15.6%" in md
+    out["calibrated_on"] |= {"rounds": [0], "same_corpus": True}
+    assert "calibrated on round 0 of c's levels 1, 2 (other rounds of the same sitting" in bl.render(out)

@@ -142,13 +142,14 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 
 def test_the_held_out_claims():
-    """README, "Held out": at the corpus's median probe the replay predicts tokens/s within
-    -6%..+8% and speedups within 10% at 12 of 12 (largest 9.3%, lr+sd at 6: 0.51x against 0.46x;
-    below measured for every speculative configuration at 3, and at 6 above for all but lr-d2,
-    -0.1%), and every break-even; each block's own probe does about as well (-11%..+4%); the plan
-    (tokens/s ratios, as measured) is within 10% at 13 of 15 (largest 16.3%, lr+sd at 6: 0.54x
-    against 0.46x; lr-d2-emb alone 1.03x against 0.93x), placing 3 of 4 break-evens, and at 14 of 15
-    given each level's measured step acceptance (largest 12.3%; traces/load: 17 and 14 of 20, its
+    """README, "Held out": at the corpus's median probe (its equal-resources blocks' probes left
+    out) the replay predicts tokens/s within -6.4%..+7.4% and speedups within 10% at 12 of 12
+    (largest 9.5%, lr+sd at 6: 0.51x against 0.46x; below measured for every speculative
+    configuration at 3, and at 6 above for all but lr-d2, 0.0%), and every break-even; each
+    block's own probe does about as well (-11%..+4%); the plan (tokens/s ratios, as measured) is
+    within 10% at 12 of 15 (largest 16.6%, lr+sd at 6: 0.54x against 0.46x; lr-d2-emb alone 1.03x
+    against 0.93x, lr+sd alone 1.14x against 1.03x), placing 3 of 4 break-evens, and at 14 of 15
+    given each level's measured step acceptance (largest 12.5%; traces/load: 17 and 14 of 20, its
     three misses lr-d2-emb at 2 (inside the measured 90% interval), lr-d2 at 4 and lr+sd at 8
     (+14.9%); the mean-latency ratios 15 of 20, largest 15.6%); the replay's one miss is not inside
     its interval; the embedding verifier's acceptance 0.62-0.67 in the calibration records,
@@ -158,24 +159,24 @@ def test_the_held_out_claims():
     assert held["calibrated_on"]["held_out"] and held["calibrated_on"]["corpus"] == "traces/load"
     assert held["replay_probe"] == "the corpus's median" and held["records"] == 300
     tps, own = held["replay_tokens_per_s_error"], held["replay_tokens_per_s_error_own_probe"]
-    assert round(tps["min"], 3) == -0.056 and round(tps["max"], 3) == 0.085
+    assert round(tps["min"], 3) == -0.064 and round(tps["max"], 3) == 0.074
     assert round(own["min"], 3) == -0.110 and round(own["max"], 3) == 0.039
     rep = {(n, c): r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
            for n, t in held["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
     assert len(rep) == 12 and sum(abs(e) <= 0.10 for e in rep.values()) == 12
-    assert max(map(abs, rep.values())) == pytest.approx(0.093, abs=0.0005)
-    assert rep[("6", "lr+sd-d2-emb")] == pytest.approx(0.093, abs=0.0005)
+    assert max(map(abs, rep.values())) == pytest.approx(0.095, abs=0.0005)
+    assert rep[("6", "lr+sd-d2-emb")] == pytest.approx(0.095, abs=0.0005)
     assert all(e < 0 for (n, c), e in rep.items() if n == "3")
     assert [c for (n, c), e in rep.items() if n == "6" and e < 0] == ["lr-d2"]
-    assert rep[("6", "lr-d2")] == pytest.approx(-0.001, abs=0.0005)
+    assert rep[("6", "lr-d2")] == pytest.approx(0.0, abs=0.0005)
     be = held["break_even"]
     lr = ("lr+sd-d2-emb", "lr-d2", "lr-d2-emb", "sd")
     assert all(be[c]["replayed_vs_ar"] == be[c]["measured_vs_ar"] for c in lr)
     assert [c for c in lr if be[c]["planned_vs_ar"] != be[c]["measured_vs_ar"]] == ["lr-d2-emb"]
     within = lambda doc, key: sum(e <= 0.10 for e in bl.plan_errors(doc, key))  # noqa: E731
-    assert within(held, "planned") == 13 and within(held, "planned_at_measured_acceptance") == 14
-    assert max(bl.plan_errors(held, "planned")) == pytest.approx(0.163, abs=0.0005)
-    assert max(bl.plan_errors(held, "planned_at_measured_acceptance")) == pytest.approx(0.123, abs=0.0005)
+    assert within(held, "planned") == 12 and within(held, "planned_at_measured_acceptance") == 14
+    assert max(bl.plan_errors(held, "planned")) == pytest.approx(0.166, abs=0.0005)
+    assert max(bl.plan_errors(held, "planned_at_measured_acceptance")) == pytest.approx(0.125, abs=0.0005)
     p1, p6 = held["planned"]["1"], held["planned"]["6"]
     assert round(p1["lr-d2-emb"]["speedup_vs_ar"], 2) == 1.03
     assert round(held["levels"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) == 0.93
@@ -185,7 +186,9 @@ def test_the_held_out_claims():
                              / doc["levels"][n][c]["speedup_vs_ar"] - 1)
     misses = lambda doc: sorted((n, c) for n, t in doc["planned"].items() for c in t  # noqa: E731
                                 if abs(off(doc, n, c)) > 0.10)
-    assert misses(held) == [("1", "lr-d2-emb"), ("6", "lr+sd-d2-emb")]
+    assert misses(held) == [("1", "lr+sd-d2-emb"), ("1", "lr-d2-emb"), ("6", "lr+sd-d2-emb")]
+    assert round(p1["lr+sd-d2-emb"]["speedup_vs_ar"], 2) == 1.14
+    assert round(held["levels"]["1"]["lr+sd-d2-emb"]["speedup_vs_ar"], 2) == 1.03
     load = json.loads((RESULTS / "load.json").read_text())
     assert within(load, "planned") == 17 and within(load, "planned_at_measured_acceptance") == 14
     assert round(max(bl.plan_errors(load, "planned")), 3) == 0.149
@@ -296,7 +299,7 @@ def test_the_cold_all_configuration_claims():
     break-even right for all but lr+sd; traces/load's profile, held out: replay 15 of 16 (largest
     11.1%, sd at 2: 1.02x against 1.15x), break-even right for sd and both LR configurations
     without SD (lr+sd at 2 instead of 4), plan 15 of 20 (largest 14.6%), tokens/s at the corpus's
-    median probe -8.4% to +10.5%."""
+    median probe -11.7% to +6.6% (its equal-resources blocks' probes left out)."""
     own = json.loads((RESULTS / "load_cold_epyc_all.json").read_text())
     held = json.loads((RESULTS / "load_cold_epyc_all_heldout.json").read_text())
     warm = json.loads((RESULTS / "load.json").read_text())
@@ -331,7 +334,7 @@ def test_the_cold_all_configuration_claims():
     assert within(own) == 15 and round(100 * max(bl.plan_errors(own, "planned")), 1) == 16.6
     assert within(held) == 15 and round(100 * max(bl.plan_errors(held, "planned")), 1) == 14.6
     tps = held["replay_tokens_per_s_error"]
-    assert (round(100 * tps["min"], 1), round(100 * tps["max"], 1)) == (-8.4, 10.5)
+    assert (round(100 * tps["min"], 1), round(100 * tps["max"], 1)) == (-11.7, 6.6)
 
 
 def test_the_slow_host_claims():
