@@ -41,6 +41,12 @@ replay at each block's own probe is reported beside it, and, as a diagnosis, the
 profile's contention replaced by the held-out corpus's own fit (what the alone probe cannot carry;
 docs/calibration.md, "Contention").
 
+Held out in time (`--load traces/load-cold-epyc-side --calibrate-rounds 0 --rounds 1`): the profiles
+come from one round's levels 1-2 and predict the corpus's other rounds, collected after them in
+the same sitting. A held-out corpus's median probe leaves its equal-resources blocks' probes out
+(their target runs on both cores), and the replay is also reported with each block at its own
+probe, since a speedup over ar pairs blocks that collect_load ran in different engine phases.
+
 Transfer (`--calibrate-on traces/load --load traces/load-transfer`): the same, on configurations
 the profiles never ran (benchmarks/collect_load.py --set transfer: lr at depths 1 and 3, lr+sd at
 depth 3, all with the embedding verifier, beside ar on problems 600 on). The replay moves the
@@ -61,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lrsim.calib.profile import save_profile  # noqa: E402
+from lrsim.calib.rescale import contention_scales  # noqa: E402
 
 # the corpus and its replay (load_replay.py) and the plan's side (load_plan.py); the names other
 # benchmarks and tests read through this module are re-exported here
@@ -204,6 +211,9 @@ def main() -> None:
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - set(PROFILE_CONFIGS))},
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
+           # held out: the factor on each engine's fitted contention the side-by-side probes carried
+           # (c of the corpus's probes over the profile's; {} where either has none)
+           "contention_scales": contention_scales(replay_profile.doc["probe"], [today]) if held_out else None,
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
@@ -349,6 +359,10 @@ def render(out: dict) -> str:
         lines += ["", "Machine speed, this corpus's median probe over the profile's (decode pass): " + ", ".join(
             f"{role} {ms['corpus'][role]['decode_s'] / ms['profile'][role]['decode_s']:.2f}x"
             for role in ("target", "draft") if role in ms["corpus"] and role in ms["profile"]) + "."]
+    cs = out.get("contention_scales")
+    if cs:
+        lines += ["", "Contention carried by the side-by-side probes (c of this corpus's over the profile's): "
+                  + ", ".join(f"{r} x{v:.2f}" for r, v in sorted(cs.items())) + "."]
     wi = out.get("contention_whatif")
     if wi:
         e = [abs(x) for x in wi["replay_speedup_error"].values()]

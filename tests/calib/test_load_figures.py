@@ -399,9 +399,77 @@ def test_the_contention_probe_claims():
     assert doc["repeats"] == 5 and all(n and n >= 2 for n in t["beside_passes"])
 
 
+def test_the_side_by_side_corpus_claims():
+    """README, "One sitting with side-by-side probes": traces/load-cold-epyc-side (120 records,
+    problems 1100 on, one sitting): lr-d2-emb 0.88x and lr+sd 0.78x AR alone (break-even 1), AR on
+    both cores 1.65-1.74x against the plan's 1.66x; own profile: replay 7 of 8 (largest 10.8%, lr+sd
+    at 4), plan 9 of 12 (largest 20.1%), 11 of 12 at measured acceptance, every break-even; round
+    0 predicts round 1: replay at 4 and 8 within 10% at all 4 (largest 9.6%), at 1-2 at 1 of 4
+    (lr+sd at 2, 28.9%), 5 of 8; plan 4 of 12, 8 at measured acceptance; carried contention x1.10
+    target, x1.05 draft; load-cold-epyc-more's profile (0.65x the target probe): lr-d2-emb 4 of 4,
+    lr+sd 2 of 4 (26.0% at 2), 6 of 8, own probes 7 of 8 (largest 15.6%), plan 8 of 12 (largest
+    29.0%), lr+sd's break-even planned 2, measured 1; per probe the target's c 0.080 -> 0.148 and
+    its fit 0.044 -> 0.106 from round 0 to 1, c 0.000-0.269 over the sitting's probes, 1.85 per
+    probe against x1.10 per request."""
+    own = json.loads((RESULTS / "load_cold_epyc_side.json").read_text())
+    r1 = json.loads((RESULTS / "load_cold_epyc_side_r1_heldout.json").read_text())
+    held = json.loads((RESULTS / "load_cold_epyc_side_heldout.json").read_text())
+    ct = json.loads((RESULTS / "contention_traces.json").read_text())
+    assert own["records"] == 120 and r1["records"] == 60 and r1["rounds"] == [1]
+    assert r1["calibrated_on"]["rounds"] == [0] and r1["calibrated_on"]["same_corpus"]
+    assert held["calibrated_on"]["corpus"] == "traces/load-cold-epyc-more"
+    sp = lambda doc, c: [round(doc["levels"][n][c]["speedup_vs_ar"], 2) for n in ("1", "2", "4", "8")]  # noqa: E731
+    assert sp(own, "lr-d2-emb")[0] == 0.88 and sp(own, "lr+sd-d2-emb")[0] == 0.78
+    er = sp(own, "ar-er")
+    assert (min(er), max(er)) == (1.65, 1.74)
+    assert {round(own["planned"][n]["ar-er"]["speedup_vs_ar"], 2) for n in own["planned"]} == {1.66}
+    for doc in (own, r1):
+        assert all(b["measured_vs_ar"] == "1" for c, b in doc["break_even"].items() if c != "ar-er")
+    assert all(b["planned_vs_ar"] == b["replayed_vs_ar"] == b["measured_vs_ar"] == "1"
+               for c, b in own["break_even"].items() if c != "ar-er")
+    rep = lambda doc: {(n, c): 100 * (r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)  # noqa: E731
+                       for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+    within = lambda errs: sum(abs(e) <= 10 for e in errs)  # noqa: E731
+    mine = rep(own)
+    assert within(mine.values()) == 7 and len(mine) == 8
+    assert max(mine, key=lambda k: abs(mine[k])) == ("4", "lr+sd-d2-emb") and round(abs(mine[("4", "lr+sd-d2-emb")]), 1) == 10.8
+    plan = lambda doc, key: [100 * e for e in bl.plan_errors(doc, key)]  # noqa: E731
+    assert within(plan(own, "planned")) == 9 and round(max(plan(own, "planned")), 1) == 20.1
+    assert within(plan(own, "planned_at_measured_acceptance")) == 11
+    e1 = rep(r1)
+    hi = {k: e for k, e in e1.items() if k[0] in ("4", "8")}
+    lo = {k: e for k, e in e1.items() if k[0] in ("1", "2")}
+    assert within(hi.values()) == 4 and round(max(map(abs, hi.values())), 1) == 9.6
+    assert within(lo.values()) == 1 and round(e1[("2", "lr+sd-d2-emb")], 1) == 28.9 == round(max(map(abs, lo.values())), 1)
+    assert within(e1.values()) == 5
+    assert within(plan(r1, "planned")) == 4 and within(plan(r1, "planned_at_measured_acceptance")) == 8
+    cs = r1["contention_scales"]
+    assert (round(cs["target"], 2), round(cs["draft"], 2)) == (1.10, 1.05)
+    eh = rep(held)
+    assert within(v for (n, c), v in eh.items() if c == "lr-d2-emb") == 4
+    assert within(v for (n, c), v in eh.items() if c == "lr+sd-d2-emb") == 2 and within(eh.values()) == 6
+    assert round(eh[("2", "lr+sd-d2-emb")], 1) == 26.0 == round(max(map(abs, eh.values())), 1)
+    ownp = [100 * abs(v) for v in held["replay_speedup_error_own_probe"].values()]
+    assert within(ownp) == 7 and round(max(ownp), 1) == 15.6
+    assert within(plan(held, "planned")) == 8 and round(max(plan(held, "planned")), 1) == 29.0
+    assert held["break_even"]["lr+sd-d2-emb"]["planned_vs_ar"] == "2" and held["break_even"]["lr+sd-d2-emb"]["measured_vs_ar"] == "1"
+    ms = held["machine_speed"]
+    assert round(ms["corpus"]["target"]["decode_s"] / ms["profile"]["target"]["decode_s"], 2) == 0.65
+    assert not held["contention_scales"]          # that profile's probes never ran side by side
+    rows = ct["corpora"]["traces/load-cold-epyc-side"]["rows"]
+    t0, t1 = rows["round 0"]["target"], rows["round 1"]["target"]
+    assert (round(t0["c_median"], 3), round(t1["c_median"], 3)) == (0.080, 0.148)
+    assert (round(t0["fitted_contention"], 3), round(t1["fitted_contention"], 3)) == (0.044, 0.106)
+    assert t0["c_median"] > t0["fitted_contention"] and t1["c_median"] > t1["fitted_contention"]
+    every = rows["all"]["target"]["c"]          # one sitting's probes, once each
+    assert (round(min(every), 3), round(max(every), 3)) == (0.0, 0.269)
+    assert round(t1["c_median"] / t0["c_median"], 2) == 1.85
+
+
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
 PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/load-transfer's --first-problem",
-              "1000": "traces/load-cold-epyc-more's --first-problem"}
+              "1000": "traces/load-cold-epyc-more's --first-problem",
+              "1100": "traces/load-cold-epyc-side's --first-problem"}
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
@@ -423,11 +491,13 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_the_cold_all_configuration_claims,
                        test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
                        test_block_speed.test_the_readme_claims, test_the_slow_host_claims,
-                       test_the_slow_host_second_sitting_claims)
+                       test_the_slow_host_second_sitting_claims, test_the_side_by_side_corpus_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
               "load_cold_epyc_more_r1_heldout", "contention_probe", "prefix_hits",
+              "load_cold_epyc_side", "load_cold_epyc_side_r1_heldout", "load_cold_epyc_side_heldout",
+              "contention_traces",
               "collector_stalls", "plan_gap", "plan_gap_histogram", "block_speed")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
