@@ -52,7 +52,8 @@ def fitted(corpus: Path, rounds: set[int] | None) -> dict:
     from lrsim.calib.calibrate import calibrate
 
     with tempfile.TemporaryDirectory() as tmp:
-        fit = calibrate(calib_paths(corpus, rounds, Path(tmp)), configs=set(CALIB_CONFIGS), select_placement=False)
+        paths = calib_paths(corpus, rounds, Path(tmp))
+        fit = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False) if paths else {"latency": {}}
     out = {}
     for role in ENGINES:
         lat = fit["latency"].get(role) or {}

@@ -170,13 +170,22 @@ def main() -> None:
     # blocks that may have run at different host speeds (collect_load's phases restart the engines)
     own_levels = {n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())} if held_out else None
     own = replay_errors(own_levels) if held_out else None
-    whatif = contention_whatif(replay_profile, ROOT / a.load, corpus, today) if held_out else None
+    # the held-out corpus's own contention: of the rounds predicted when the profile is of its others
+    whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
+                                rounds if same else None, Path(scratch.name) / "predicted")
+              if held_out else None)
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
         # the embedding verifier only)
         ran = {Path(p).stem for p in paths}
-        profiles = {name: save_profile(plan_profile(paths, cfgs, today), Path(tmp) / f"load-profile-{name}.json")
-                    for name, (cfgs, _) in PLAN_PROFILES.items() if ran & set(ACCEPTANCE_CONFIGS[name])}
+        # sd is priced by the exact profile (PLAN_PROFILES): kept where the corpus ran sd alone
+        wanted_profiles = [name for name in PLAN_PROFILES
+                           if ran & (set(ACCEPTANCE_CONFIGS[name]) | ({"sd"} if name == "exact" else set()))]
+        if not wanted_profiles:
+            sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at 1-2 in flight "
+                     "to calibrate a plan profile on")
+        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today),
+                                       Path(tmp) / f"load-profile-{name}.json") for name in wanted_profiles}
         # the plan prices every configuration of its grid; kept: those the corpus measured, and
         # the equal-resources baseline
         def kept(n, rows):
@@ -213,7 +222,7 @@ def main() -> None:
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
            # held out: the factor on each engine's fitted contention the side-by-side probes carried
            # (c of the corpus's probes over the profile's; {} where either has none)
-           "contention_scales": contention_scales(replay_profile.doc["probe"], [today]) if held_out else None,
+           "contention_scales": contention_scales(replay_profile.doc.get("probe") or {}, [today]) if held_out else None,
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
@@ -279,7 +288,7 @@ def render(out: dict) -> str:
              + (f" Held out: every prediction comes from profiles calibrated on "
                 + (f"round {', '.join(map(str, cal['rounds']))} of " if cal.get("rounds") else "")
                 + f"{cal['corpus']}'s levels {', '.join(map(str, cal['levels']))} ("
-                + ("other rounds of the same sitting, on other problems" if cal.get("same_corpus")
+                + ("other rounds of the same sitting" if cal.get("same_corpus")
                    else "another run, machine and problems")
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")

@@ -236,15 +236,17 @@ def corpus_probe(corpus: dict) -> dict:
                             if not is_equal_resources(r)]) or {}
 
 
-def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict | None) -> dict:
+def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict | None,
+                      rounds: set[int] | None = None, scratch: Path | None = None) -> dict:
     """A diagnosis, not a prediction: the replay once more with the profile's contention (each
     engine's slowdown beside the other, lrsim/calib/physical.py) replaced by the one the held-out
-    corpus's own levels 1-2 fit (every round of them, whatever the replay predicts). How much of
-    a held-out miss the machine's contention explains,
-    which a probe of idle engines cannot carry (docs/calibration.md, "Contention")."""
+    corpus's own levels 1-2 fit (every round of them unless `rounds`: those the replay predicts,
+    when the profile came from the corpus's other rounds). How much of a held-out miss the
+    machine's contention explains, which a probe of idle engines cannot carry
+    (docs/calibration.md, "Contention")."""
     import copy
 
-    own = calibrate(calib_paths(held_root), configs=set(CALIB_CONFIGS), select_placement=False)
+    own = calibrate(calib_paths(held_root, rounds, scratch), configs=set(CALIB_CONFIGS), select_placement=False)
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}

@@ -177,3 +177,24 @@ def test_the_render_states_the_speedup_error_at_each_blocks_own_probe():
     assert "Each block at its own probe" in md and "within 10% at 2 of 3 pairs, largest error 15.6%" in md
     out["calibrated_on"] |= {"rounds": [0], "same_corpus": True}
     assert "calibrated on round 0 of c's levels 1, 2 (other rounds of the same sitting" in bl.render(out)
+
+
+def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypatch):
+    import json
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def measure(root, corpus, speed, paths):
+        seen["predicted"] = {r["run"]["flags"]["load_round"] for lv in corpus.values() for rs in lv.values() for r in rs}
+        seen["calibrated"] = {json.loads(line)["run"]["flags"]["load_round"] for p in paths for line in open(p)}
+        raise Stop
+
+    monkeypatch.setattr(bl, "measure", measure)
+    monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load-cold-epyc-side",
+                                     "--calibrate-rounds", "0", "--rounds", "1"])
+    with pytest.raises(Stop):
+        bl.main()
+    assert seen["predicted"] == {1} and seen["calibrated"] == {0}
