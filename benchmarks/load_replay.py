@@ -226,14 +226,11 @@ def fit_summary(prof: Profile) -> dict:
 
 def corpus_probe(corpus: dict) -> dict:
     """The median probe of every engine over a corpus (each record's own probes at level 1, the
-    run's probe of the idle engines before each block above): the machine speed it ran at. The
-    equal-resources blocks' probes are left out, as calibrate leaves them out of a profile's
-    reference: their target runs on both cores (a decode pass ~0.6x the one-core target's)."""
-    from lrsim.calib.equal import is_equal_resources
+    run's probe of the idle engines before each block above): the machine speed it ran at (the
+    equal-resources blocks' probes left out, as in a profile's reference)."""
     from lrsim.calib.physical import reference_probe
 
-    return reference_probe([r for lv in corpus.values() for rs in lv.values() for r in rs
-                            if not is_equal_resources(r)]) or {}
+    return reference_probe([r for lv in corpus.values() for rs in lv.values() for r in rs]) or {}
 
 
 def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict | None,

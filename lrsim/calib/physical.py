@@ -134,11 +134,14 @@ def reference_probe(records: list[dict]) -> dict | None:
     reference speed; a probe shared by several records counts once for each), and where the
     probes ran side by side (lrreal/probe.side_by_side) the decode pass beside the other engine
     and `contention`, the median of each probe's own c (rescale.probe_contention: the reference
-    of rescale.contention_scales)."""
+    of rescale.contention_scales). Equal-resources records are left out: their probe times a
+    target on every core (its decode pass ~0.6x the split machine's, its c meaningless)."""
+    from .equal import is_equal_resources
     from .rescale import probe_contention
 
     vals: dict[str, dict[str, list[float]]] = {}
-    for pr in (record_probe(rec).get(side) for rec in records for side in ("before", "after")):
+    for pr in (record_probe(rec).get(side) for rec in records if not is_equal_resources(rec)
+               for side in ("before", "after")):
         for eng, e in ((pr or {}).get("engines") or {}).items():
             for k in ("decode_s", "prefill_s", "contended_decode_s"):
                 if e.get(k):

@@ -131,6 +131,10 @@ def test_records_beside_others_are_priced_at_their_runs_probe():
     assert ph.speed_factors(beside[0], "draft", ref, "both") == pytest.approx((2.0, 2.0))
     # each record's sides count in the median: the shared start probe weighs as its two records
     assert ph.reference_probe(beside + [lone])["draft"]["decode_s"] == pytest.approx(0.2)
+    # an equal-resources record's probe (the target on every core) is no probe of this machine
+    er = _rec(0.01, 0.01)
+    er["run"]["flags"] = {"equal_resources": True}
+    assert ph.reference_probe(beside + [lone, er, er])["draft"]["decode_s"] == pytest.approx(0.2)
     d = ph.pass_data(beside, "draft", ref)
     assert list(d.f_dec[d.config != "probe"]) == [2.0, 2.0]
     assert (d.config == "probe").sum() == 2    # the shared start probe once: decode + prefill
