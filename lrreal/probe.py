@@ -7,20 +7,20 @@ lrsim/calib/rescale.py).
     # {"t": 1732350000.0, "loadavg": [1.02, 0.98, 0.91], "procs_running": 2,
     #  "engines": {"target": {"prefill_tokens": 32, "prefill_s": 1.31, "decode_s": 0.552,
     #                         "decode_passes": 4, "wall_s": 3.6, "contended_decode_s": 0.61,
-    #                         "contended_passes": 4}, "draft": {...}}}
+    #                         "contended_passes": 12}, "draft": {...}}}
 
 Each engine runs one request with a 32-token pseudo-random prompt (unique per salt, so no prefix
 cache hit) and 4 forward decode passes (`VllmEngine.probe`); engines are probed one after the
 other so that neither slows the other. Then the two run side by side (`side_by_side`): the
-target's probe again while the draft decodes all along, so each engine's decode pass is timed
-beside the other's too (`contended_decode_s`): how much this machine slows a pass while the other
-core works, which the alone probe cannot see and which differs between machines (README, "A host
-four times slower"). Cost: about 4 s on the 1.5B
-target on one CPU core, 1 s on the 0.5B draft, and the side-by-side run about twice the target's. What the rest of the machine was doing is recorded beside it: the 1/5/15-min
-load averages and the number of runnable processes (/proc), and, over the record itself
-(`probe.during`), the CPU time that processes outside the collector used: probes before and after
-cannot see load that came and went in between; this can (a test suite run beside a collection
-shows as tens of CPU-seconds).
+target's probe again, with 12 decode passes, while the draft decodes all along, so each engine's
+decode pass is timed beside the other's too (`contended_decode_s`): how much this machine slows
+a pass while the other core works, which the alone probe cannot see and which differs between
+machines (README, "A host four times slower"). Cost: about 4 s on the 1.5B target on one CPU
+core, 1 s on the 0.5B draft, and the side-by-side run about three times the target's. What the
+rest of the machine was doing is recorded beside it: the 1/5/15-min load averages and the number
+of runnable processes (/proc), and, over the record itself (`probe.during`), the CPU time that
+processes outside the collector used: probes before and after cannot see load that came and went
+in between; this can (a test suite run beside a collection shows as tens of CPU-seconds).
 """
 from __future__ import annotations
 
@@ -64,6 +64,10 @@ async def probe_engines(engines: dict, salt: int) -> dict:
 # find well under 2x: docs/calibration.md); capped in passes so a stalled probe stays bounded.
 SIDE_SPAN = 1.5
 SIDE_MAX_PASSES = 256
+# The target decodes this many passes beside the draft (the alone probe: 4). With 4, one probe's
+# c scattered 0.000-0.269 within one sitting (benchmarks/results/contention_traces.md); a median
+# of 12 passes costs about 8 target passes more per probe (~3 s on the slow host's 1.5B target).
+SIDE_TARGET_PASSES = 12
 SIDE_COVERED = 0.9        # a pass counts as run beside the other engine when this much is covered
 
 
@@ -83,9 +87,13 @@ async def side_by_side(target, draft, alone: dict, salt: int) -> dict:
     t_alone, d_alone = alone.get("target") or {}, alone.get("draft") or {}
     if not t_alone.get("wall_s") or not d_alone.get("decode_s"):
         return {}
-    n = min(SIDE_MAX_PASSES, math.ceil(SIDE_SPAN * t_alone["wall_s"] / d_alone["decode_s"]))
+    # the target's side-by-side wall, from its alone probe: the same prefill, more decode passes
+    t_wall = t_alone["wall_s"] + (SIDE_TARGET_PASSES - t_alone.get("decode_passes", 4)) \
+        * t_alone.get("decode_s", 0.0)
+    n = min(SIDE_MAX_PASSES, math.ceil(SIDE_SPAN * t_wall / d_alone["decode_s"]))
     (t_passes, _), (d_passes, _) = await asyncio.gather(
-        target.probe_passes(salt + 1), draft.probe_passes(salt + 1, decode_tokens=n))
+        target.probe_passes(salt + 1, decode_tokens=SIDE_TARGET_PASSES),
+        draft.probe_passes(salt + 1, decode_tokens=n))
     out = {}
     for name, mine, other in (("target", t_passes, d_passes), ("draft", d_passes, t_passes)):
         spans = [(p["start"], p["t_end"]) for p in mine]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import math
 
 import pytest
 
@@ -50,19 +51,24 @@ def _run(durs, t0=0.0, prefill=None):
 
 
 def test_side_by_side_keeps_only_passes_wholly_beside_the_other_engine():
-    from lrreal.probe import SIDE_SPAN, side_by_side
+    from lrreal.probe import SIDE_SPAN, SIDE_TARGET_PASSES, side_by_side
 
     # target: prefill 0-0.6, then decodes of 0.30, 0.34, 0.40, 0.31 s (ending 0.90, 1.24, 1.64,
-    # 1.95); the draft: prefill 0-0.3, 16 decodes of 0.100-0.115 s (0.3 to about 2.0), then one
-    # more pass at 2.2-2.4, after the target's last: not beside it
-    t_durs = [0.30, 0.34, 0.40, 0.31, 0.5]
+    # 1.95; the layout gives 4 whatever the probe asks); the draft: prefill 0-0.3, 16 decodes of
+    # 0.100-0.115 s (0.3 to about 2.0), then one more pass at 2.2-2.4, after the target's last:
+    # not beside it
+    t_durs = [0.30, 0.34, 0.40, 0.31]
     d_durs = [0.1 + 0.001 * i for i in range(16)]
     target = _Timed(lambda n: _run(t_durs[:n], prefill=0.6))
     draft = _Timed(lambda n: _run(d_durs, prefill=0.3) + [_pass(2.2, 0.2)])
-    alone = {"target": {"wall_s": 1.5, "decode_s": 0.25}, "draft": {"decode_s": 0.08}}
+    alone = {"target": {"wall_s": 1.5, "decode_s": 0.25, "decode_passes": 4},
+             "draft": {"decode_s": 0.08}}
     out = asyncio.run(side_by_side(target, draft, alone, salt=1))
-    assert draft.asked == [int(-(-SIDE_SPAN * 1.5 // 0.08))]     # the draft decodes all along
-    assert target.asked == [4]
+    # the target decodes SIDE_TARGET_PASSES beside the draft, which decodes all along: for
+    # SIDE_SPAN times the target's alone wall with the extra passes at its alone decode time
+    assert SIDE_TARGET_PASSES >= 12 and target.asked == [SIDE_TARGET_PASSES]
+    t_wall = 1.5 + (SIDE_TARGET_PASSES - 4) * 0.25
+    assert draft.asked == [math.ceil(SIDE_SPAN * t_wall / 0.08)]
     end = 0.3 + sum(d_durs)                                      # the draft's 16th decode ends
     assert 1.95 < end < 2.2                                      # so all 4 target decodes are under
     assert out["target"] == {"contended_decode_s": 0.34, "contended_passes": 4}   # upper median
