@@ -5,7 +5,7 @@
 
 The physical model prices a pass (1 + contention * o) times its alone time when the other engine
 ran for a fraction o of it (lrsim/calib/physical.py), and that contention is the host's: a
-profile carried to a slower host by the alone probe priced its LR runs slow (README, "A host four
+profile carried to a slower host by the alone probe priced its LR runs slow (docs/load.md, "A host four
 times slower"). The side-by-side probe (lrreal/probe.side_by_side) times each engine's decode pass
 beside the other's, c = beside / alone - 1, and a rescale multiplies the profile's contention by c
 now over c of its reference (lrsim/calib/rescale.contention_scales). That needs c to move with the

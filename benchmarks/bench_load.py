@@ -207,7 +207,8 @@ def main() -> None:
           for c in configs}
     errs = replay_speedup_errors(measured)
     tps = replay_errors(measured)
-    out = {"levels": {str(n): t for n, t in measured.items()},
+    out = {"corpus": a.load,                                  # the corpus predicted
+           "levels": {str(n): t for n, t in measured.items()},
            "planned": {str(n): t for n, t in planned.items()},
            # the plan given each level's measured step acceptance (measured_acceptance)
            "planned_at_measured_acceptance": {str(n): t for n, t in planned_acc.items()},

@@ -2,7 +2,7 @@
 
 Until lrreal/load_corpus.py opened one trace writer per block, each finished record reopened the
 block's trace file and re-validated every record in it inside the event loop, so at a request's
-end the block's other requests could start no job (README, "Open loop"). Which corpora, levels
+end the block's other requests could start no job (docs/load.md, "Open loop"). Which corpora, levels
 and configurations that touched, and by how much, is measured here from the records themselves:
 benchmarks/open_loop_diagnosis.stall_summary (collector_stalls, the target engine idle over 1 s
 right after a request's end while another was in flight, over each block: the records of one

@@ -15,7 +15,7 @@ other so that neither slows the other. Then the two run side by side (`side_by_s
 target's probe again, with 12 decode passes, while the draft decodes all along, so each engine's
 decode pass is timed beside the other's too (`contended_decode_s`): how much this machine slows
 a pass while the other core works, which the alone probe cannot see and which differs between
-machines (README, "A host four times slower"). Cost: about 4 s on the 1.5B target on one CPU
+machines (docs/load.md, "A host four times slower"). Cost: about 4 s on the 1.5B target on one CPU
 core, 1 s on the 0.5B draft, and the side-by-side run about three times the target's. What the
 rest of the machine was doing is recorded beside it: the 1/5/15-min load averages and the number
 of runnable processes (/proc), and, over the record itself (`probe.during`), the CPU time that

@@ -33,7 +33,7 @@ def factors_from_probe(reference: dict, today: dict) -> dict[str, tuple[float, f
 # runs) is the machine's too, and the alone probe cannot carry it: load-cold-epyc-all's profile,
 # carried by the alone probe to a host whose passes took four times as long, priced that host's
 # LR (whose target runs beside its drafter) slow while AR was right, and that host's own fit found
-# a smaller contention (README, "A host four times slower"). Probes that ran the engines side by
+# a smaller contention (docs/load.md, "A host four times slower"). Probes that ran the engines side by
 # side (lrreal/probe.side_by_side) measure it: c = contended_decode_s / decode_s - 1, and the
 # profile's contention is scaled by c now over c of its reference. One probe's c rests on a few
 # passes of a small slowdown, so only aggregates carry it (the median over a corpus's probes,

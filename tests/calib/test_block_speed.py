@@ -1,4 +1,4 @@
-"""benchmarks/results/block_speed.* (README, "How much of the miss is the machine") is what
+"""benchmarks/results/block_speed.* (docs/load.md, "How much of the miss is the machine") is what
 bench_block_speed.py computes from the committed load corpora today, rendered; and the README's
 reading of it holds."""
 import json
@@ -53,7 +53,7 @@ def test_the_noise_floor_is_the_normal_chance():
 
 
 def test_the_readme_claims(committed):
-    """README, "How much of the miss is the machine": on traces/load the probe follows the blocks
+    """docs/load.md, "How much of the miss is the machine": on traces/load the probe follows the blocks
     (target r 0.88) and its own probe leaves 8.0% spread; on traces/load-cold-epyc-all the target's
     blocks spread 11.6% in a group, the probe hardly tells which (r 0.40 target, 0.16 draft), and
     priced at each block's probe the spread grows to 15.3%; a perfect model's expected pairs within

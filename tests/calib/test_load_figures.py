@@ -142,7 +142,7 @@ def test_the_planned_equal_resources_baseline_is_the_measured_one(committed, run
 
 
 def test_the_held_out_claims():
-    """README, "Held out": at the corpus's median probe (its equal-resources blocks' probes left
+    """docs/load.md, "Held out": at the corpus's median probe (its equal-resources blocks' probes left
     out) the replay predicts tokens/s within -6.4%..+7.4% and speedups within 10% at 12 of 12
     (largest 9.5%, lr+sd at 6: 0.51x against 0.46x; below measured for every speculative
     configuration at 3, and at 6 above for all but lr-d2, 0.0%), and every break-even; each
@@ -227,7 +227,7 @@ def test_the_held_out_claims():
 
 
 def test_the_transfer_claims():
-    """README, "Transfer": alone, nine blocks measure all three unseen configurations at 0.94x AR;
+    """docs/load.md, "Transfer": alone, nine blocks measure all three unseen configurations at 0.94x AR;
     the replay says 1.04x for lr+sd (9.7% off) and 0.98x / 0.97x for depths 1 and 3 (break-even 1
     as measured for those two, 3 for lr+sd), the plan 1.02-1.14x (3 for all three); at 3 in flight
     the replay is within 10% for all three (depth 3 replays 0.81x against 0.86x), the plan for all
@@ -290,7 +290,7 @@ def test_the_transfer_claims():
 
 
 def test_the_cold_all_configuration_claims():
-    """README, "Every configuration with cold caches": traces/load-cold-epyc-all (540 records)
+    """docs/load.md, "Every configuration with cold caches": traces/load-cold-epyc-all (540 records)
     measured sd 1.21 / 1.15 / 0.84 / 0.69x AR at 1 / 2 / 4 / 8 in flight, lr+sd 1.22 / 1.02 / 0.64 /
     0.47x, lr-d2-emb 1.05 / 0.89 / 0.77 / 0.71x, lr-d2 0.84 / 0.79 / 0.70 / 0.64x (warm: sd and lr+sd
     1.04x and 0.97x alone), break-even sd 4, lr+sd 4, lr-d2-emb 2, lr-d2 1; AR on both cores
@@ -338,7 +338,7 @@ def test_the_cold_all_configuration_claims():
 
 
 def test_the_slow_host_claims():
-    """README, "A host four times slower": traces/load-cold-epyc-more (45 records: round 0's ar,
+    """docs/load.md, "A host four times slower": traces/load-cold-epyc-more (45 records: round 0's ar,
     lr-d2, lr-d2-emb at 1-8 in flight) on a host whose probe decode pass took 4.56x / 4.60x
     load-cold-epyc-all's; that corpus's profile at the median probe prices AR's tokens/s within
     -6.8%..+7.8% and LR's 3.7-17.0% slow, and replays LR's speedup low at all eight points, by
@@ -367,7 +367,7 @@ def test_the_slow_host_claims():
 
 
 def test_the_slow_host_second_sitting_claims():
-    """README, "A host four times slower": round 1's ar, lr-d2, lr-d2-emb (45 records) at 1.70x
+    """docs/load.md, "A host four times slower": round 1's ar, lr-d2, lr-d2-emb (45 records) at 1.70x
     load-cold-epyc-all's target probe; that profile replays LR's speedup within 10% at all 8
     points (largest 8.7%; tokens/s -4.0%..+9.5%), plans it within 10% at 6 of 8 (largest 12.5%);
     with the corpus's own contention the largest error is 4.6%."""
@@ -389,7 +389,7 @@ def test_the_slow_host_second_sitting_claims():
 
 
 def test_the_contention_probe_claims():
-    """README, "A host four times slower": the side-by-side probe's c above the fitted contention
+    """docs/load.md, "A host four times slower": the side-by-side probe's c above the fitted contention
     for the target, and well above it for the draft, whose contention these traces leave
     unidentified."""
     doc = json.loads((RESULTS / "contention_probe.json").read_text())
@@ -400,7 +400,7 @@ def test_the_contention_probe_claims():
 
 
 def test_the_side_by_side_corpus_claims():
-    """README, "One sitting with side-by-side probes": traces/load-cold-epyc-side (120 records,
+    """docs/load.md, "One sitting with side-by-side probes": traces/load-cold-epyc-side (120 records,
     problems 1100 on, one sitting): lr-d2-emb 0.88x and lr+sd 0.78x AR alone (break-even 1), AR on
     both cores 1.65-1.74x against the plan's 1.66x; own profile: replay 7 of 8 (largest 10.8%, lr+sd
     at 4), plan 9 of 12 (largest 20.1%), 11 of 12 at measured acceptance, every break-even; round
@@ -486,8 +486,8 @@ PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/loa
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
-    """Every number in the README's "Under load" prose (from its heading to "Open loop", outside the
-    quoted results and code spans) is one the rendered results it cites hold, one a claims test
+    """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
+    the quoted results and code spans) is one the rendered results it cites hold, one a claims test
     asserts (its code, not its docstring), or a named parameter; an unsigned one may be a signed
     one's size. A figure typed by hand or left stale when the results were rerun fails here (the
     check is by value, not by place: the open-loop prose has its own, test_open_loop_figures)."""
@@ -498,9 +498,10 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
 
     from tests.figures import NUMBER, claims_code, numbers, prose, untraced
 
-    readme = (ROOT / "README.md").read_text()
+    readme, doc = (ROOT / "README.md").read_text(), (ROOT / "docs" / "load.md").read_text()
     section = prose(readme[readme.index("### Under load: real runs vs the simulator"):
-                           readme.index("**Open loop: requests that arrive over time.**")])
+                           readme.index("## Planning and the report")]
+                    + doc[:doc.index("**Open loop: requests that arrive over time.**")])
     code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_the_cold_all_configuration_claims,
                        test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
                        test_block_speed.test_the_readme_claims, test_the_slow_host_claims,
@@ -510,7 +511,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
               "load_cold_epyc_more_r1_heldout", "contention_probe", "prefix_hits",
               "load_cold_epyc_side", "load_cold_epyc_side_r1_heldout", "load_cold_epyc_side_heldout",
-              "contention_traces",
+              "contention_traces", "load_summary",
               "collector_stalls", "plan_gap", "plan_gap_histogram", "block_speed")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

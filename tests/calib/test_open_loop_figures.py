@@ -273,7 +273,7 @@ def test_a_block_is_bracketed_by_the_next_probe_only_when_it_follows_at_once():
 
 
 def test_the_open_loop_claims(committed):
-    """README, "Open loop": both predictions put lr-d2-emb below ar as measured: at the median
+    """docs/load.md, "Open loop": both predictions put lr-d2-emb below ar as measured: at the median
     probe 0.79x replayed and planned against 0.71x measured, above its interval 0.66-0.75
     over seventeen kept rounds (the median probe: theirs); ar's mean latency +3.4% / +1.4%, LR's
     -7.9% / -9.5%; at each block's own probe ar -2.4%, LR -5.8%, speedup 0.73x, inside the
@@ -371,7 +371,7 @@ def test_the_open_loop_claims(committed):
 
 
 def test_the_clean_open_loop_claims():
-    """README, "The clean open loop": traces/load-open-v2 (128 records, rounds 0-7 in three
+    """docs/load.md, "The clean open loop": traces/load-open-v2 (128 records, rounds 0-7 in three
     sittings; rounds 6 and 7 left out, other processes over the 5% limit, and they ran on another
     CPU), the kept rounds 0-5
     the same problems and arrivals as traces/load-open's rounds 0-5; no stall (0.0 s at each of
@@ -445,16 +445,15 @@ def test_the_clean_open_loop_claims():
 
 
 def test_the_readme_prose_states_only_rendered_or_pinned_numbers():
-    """Every number in the README's "Open loop" prose (outside the quoted results and code spans)
+    """Every number in docs/load.md's "Open loop" prose (outside the quoted results and code spans)
     is one the rendered results hold or one test_the_open_loop_claims asserts (its code, not its
     docstring); an unsigned one may be a signed one's size ("short by 12.0%"). A figure typed by
     hand, or left stale when the results were rerun, fails here - unless it happens to equal
     another figure of the results (the check is by value, not by place)."""
     from tests.figures import NUMBER, claims_code, numbers, prose, untraced
 
-    readme = (ROOT / "README.md").read_text()
-    section = prose(readme[readme.index("**Open loop: requests that arrive over time.**"):
-                           readme.index("## Planning and the report")])
+    doc = (ROOT / "docs" / "load.md").read_text()
+    section = prose(doc[doc.index("**Open loop: requests that arrive over time.**"):])
     code = claims_code(test_the_open_loop_claims, test_the_clean_open_loop_claims, test_the_xeon_open_loop_claims,
                        test_the_cold_epyc_open_loop_claims)
     have = numbers(*((RESULTS / f"{name}.md").read_text() for name in
@@ -464,7 +463,7 @@ def test_the_readme_prose_states_only_rendered_or_pinned_numbers():
 
 
 def test_the_xeon_open_loop_claims():
-    """README, "The open loop on the Xeon": traces/load-open-xeon (48 records, rounds 0-2, the same
+    """docs/load.md, "The open loop on the Xeon": traces/load-open-xeon (48 records, rounds 0-2, the same
     problems as load-open-v2's rounds 0-2) on the Intel Xeon, predicted by traces/load-cold's
     profile of that machine; one block kept (rounds 0 and 2 left out, other processes 5.3% of a
     core); LR 0.85x measured, 0.98x replayed, 0.99x planned."""
@@ -486,7 +485,7 @@ def test_the_xeon_open_loop_claims():
 
 
 def test_the_cold_epyc_open_loop_claims():
-    """README, "The open loop on the EPYC with cold caches": traces/load-open-epyc (96 records,
+    """docs/load.md, "The open loop on the EPYC with cold caches": traces/load-open-epyc (96 records,
     load-open-v2's rounds 0-5: the same problems and arrivals) on AMD EPYCs with --cold-cache in two
     sittings, predicted by traces/load-cold-epyc's profile; every round kept; LR 0.86x measured
     (0.77-0.95), 0.96x replayed and 0.97x planned (12.1% / 12.2% high), just above the interval;

@@ -25,7 +25,7 @@ OWN = ROOT / "tests/data/calib/cpu-gsm8k.jsonl"
 # (Before each new LR request prefilled its context's tail past a whole KV block, replay 0.38,
 # lr 0.26, lr+sd 0.23: these records' LR is predicted slow already, 25% on the mean, and the
 # block prefill adds 4%; on the open-loop corpus, whose spans record what each job prefilled, it
-# is what brings LR's replay to the measured latency: README, "Open loop".)
+# is what brings LR's replay to the measured latency: docs/load.md, "Open loop".)
 MAX_MAPE = {"fit": 0.52, "replay": 0.49, "ar": 0.72, "lr": 0.37, "lr+sd": 0.35, "sd": 0.12,
             "holdout": 0.28, "table": 0.43, "curve lr": 0.09}
 

@@ -1,0 +1,122 @@
+"""Every prediction of a real load corpus in one table: what each of bench_load.py's committed
+results predicted, from which profile, and how much of it held.
+
+    .venv/bin/python benchmarks/load_summary.py [--json]
+
+Reads benchmarks/results/<stem>.json for each entry of PREDICTIONS (bench_load.py's outputs; the
+command that made each is its entry's last field) and writes benchmarks/results/load_summary.{json,
+md}. No simulation runs here: the counts are the ones bench_load.py rendered into each result's own
+.md, recomputed from its JSON with bench_load's own functions. Per result:
+
+  replayed     speculative (configuration, level) pairs whose replayed speedup over ar is within
+               the target (10%) of the measured one, and the largest error
+  planned      the same for `lr plan --concurrency N`'s speedup (ar-er's rows included)
+  break-even   configurations whose planned break-even level (the first level at which the speedup
+               is <= 1) is the measured one, against ar and against ar-er
+  held out     the profile was calibrated on records the prediction does not include (another
+               corpus, or other rounds of the same one); "own": levels 1-2 of the same records
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+
+# (result stem, corpus predicted, what it asks, the command that wrote it; "..." = --out <stem>.json)
+PREDICTIONS = (
+    ("load", "traces/load", "its own levels 1-2 predict 4 and 8",
+     "bench_load.py"),
+    ("load_heldout", "traces/load-heldout", "another machine, other problems, other levels",
+     "bench_load.py --load traces/load-heldout --calibrate-on traces/load ..."),
+    ("load_transfer", "traces/load-transfer", "depths 1 and 3 the profile never ran",
+     "bench_load.py --load traces/load-transfer --calibrate-on traces/load ..."),
+    ("load_cold_epyc_all", "traces/load-cold-epyc-all", "its own levels 1-2, cold caches",
+     "bench_load.py --load traces/load-cold-epyc-all ..."),
+    ("load_cold_epyc_all_heldout", "traces/load-cold-epyc-all", "traces/load's profile, cold caches",
+     "bench_load.py --load traces/load-cold-epyc-all --calibrate-on traces/load ..."),
+    ("load_cold_epyc_more_heldout", "traces/load-cold-epyc-more", "a host 4x slower, round 0",
+     "bench_load.py --load traces/load-cold-epyc-more --calibrate-on traces/load-cold-epyc-all "
+     "--rounds 0 --configs lr-d2,lr-d2-emb ..."),
+    ("load_cold_epyc_more_r1_heldout", "traces/load-cold-epyc-more", "the same, round 1 (another sitting)",
+     "bench_load.py --load traces/load-cold-epyc-more --calibrate-on traces/load-cold-epyc-all "
+     "--rounds 1 --configs lr-d2,lr-d2-emb ..."),
+    ("load_cold_epyc_side", "traces/load-cold-epyc-side", "its own levels 1-2, side-by-side probes",
+     "bench_load.py --load traces/load-cold-epyc-side ..."),
+    ("load_cold_epyc_side_r1_heldout", "traces/load-cold-epyc-side", "its round 0 predicts round 1",
+     "bench_load.py --load traces/load-cold-epyc-side --calibrate-rounds 0 --rounds 1 ..."),
+    ("load_cold_epyc_side_heldout", "traces/load-cold-epyc-side", "another sitting's profile",
+     "bench_load.py --load traces/load-cold-epyc-side --calibrate-on traces/load-cold-epyc-more ..."),
+)
+TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
+
+
+def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
+    from benchmarks.bench_load import plan_errors, replay_speedup_errors
+
+    out = json.loads((RESULTS / f"{stem}.json").read_text())
+    if out.get("corpus") not in (None, corpus):
+        raise SystemExit(f"error: {stem}.json predicted {out['corpus']}, PREDICTIONS says {corpus}")
+    cal = out["calibrated_on"]
+    rep, plan = replay_speedup_errors(out["levels"]), plan_errors(out, "planned")
+    be = {k: [0, 0] for k in ("vs_ar", "vs_ar-er")}
+    for b in out["break_even"].values():
+        for k in be:
+            if b[f"measured_{k}"] != "-" and b[f"planned_{k}"] != "-":
+                be[k][0] += b[f"measured_{k}"] == b[f"planned_{k}"]
+                be[k][1] += 1
+    prof = ("own" if not cal.get("held_out") else
+            (f"round {', '.join(map(str, cal['rounds']))}" if cal.get("rounds") else cal["corpus"]))
+    return {"result": stem, "corpus": corpus, "asks": asks, "command": command,
+            "profile": prof, "held_out": bool(cal.get("held_out")), "records": out["records"],
+            "rounds": out.get("rounds"), "levels": sorted(map(int, out["levels"])),
+            "replayed": {"within": sum(e <= TARGET for e in rep), "pairs": len(rep),
+                         "largest": max(rep) if rep else None},
+            "planned": {"within": sum(e <= TARGET for e in plan), "pairs": len(plan),
+                        "largest": max(plan) if plan else None},
+            "break_even": {k: {"as_measured": v[0], "configs": v[1]} for k, v in be.items()}}
+
+
+def render(rows: list[dict]) -> str:
+    cell = lambda c: f"{c['within']} of {c['pairs']} ({c['largest']:.1%})" if c["pairs"] else "-"  # noqa: E731
+    lines = ["Every prediction of a real load corpus (bench_load.py's results; replayed and planned: "
+             f"speculative (configuration, level) pairs within {TARGET:.0%} of the measured speedup "
+             "over ar, with the largest error; break-even: configurations whose planned break-even "
+             "level is the measured one).", "",
+             "| result | corpus | what it asks | profile | records | replayed | planned | break-even vs ar / ar-er |",
+             "|---|---|---|---|---|---|---|---|"]
+    be = lambda b: f"{b['as_measured']}/{b['configs']}" if b["configs"] else "-"  # noqa: E731
+    for r in rows:
+        b = r["break_even"]
+        lines.append(f"| {r['result']} | {r['corpus'].removeprefix('traces/')} | {r['asks']} | "
+                     f"{r['profile'].removeprefix('traces/')} | {r['records']} | {cell(r['replayed'])} | "
+                     f"{cell(r['planned'])} | {be(b['vs_ar'])} / {be(b['vs_ar-er'])} |")
+    for name, keep in (("In sample (a profile of the same records' levels 1-2)", lambda r: not r["held_out"]),
+                       ("Held out (a profile of other records)", lambda r: r["held_out"])):
+        sel = [r for r in rows if keep(r)]
+        t = {k: [sum(r[k]["within"] for r in sel), sum(r[k]["pairs"] for r in sel)] for k in ("replayed", "planned")}
+        be = [sum(r["break_even"][k]["as_measured"] for r in sel for k in r["break_even"]),
+              sum(r["break_even"][k]["configs"] for r in sel for k in r["break_even"])]
+        lines += ["", f"{name}: {len(sel)} results; replayed within {TARGET:.0%} at {t['replayed'][0]} of "
+                  f"{t['replayed'][1]} pairs, planned at {t['planned'][0]} of {t['planned'][1]}; break-even "
+                  f"as measured for {be[0]} of {be[1]} (configuration, baseline) pairs."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows = [summarise(*p) for p in PREDICTIONS]
+    (RESULTS / "load_summary.json").write_text(json.dumps({"target": TARGET, "results": rows}, indent=1) + "\n")
+    md = render(rows)
+    (RESULTS / "load_summary.md").write_text(md)
+    print(json.dumps(rows, indent=1) if a.json else md)
+
+
+if __name__ == "__main__":
+    main()
