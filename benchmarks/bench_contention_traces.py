@@ -31,8 +31,9 @@ ENGINES = ("target", "draft")
 CORPORA = ("traces/load-cold-epyc-side",)
 
 
-def probes_c(records: list[dict]) -> dict[str, list[float]]:
-    """Each engine's c over the records' distinct side-by-side probes (a block's start probe once)."""
+def probes_c(records: list[dict], passes: dict | None = None) -> dict[str, list[float]]:
+    """Each engine's c over the records' distinct side-by-side probes (a block's start probe once);
+    `passes`, when given, gets each counted probe's passes beside the other engine, per engine."""
     from lrsim.calib.equal import is_equal_resources
     from lrsim.calib.physical import _distinct_probes
     from lrsim.calib.rescale import probe_contention
@@ -40,10 +41,21 @@ def probes_c(records: list[dict]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {r: [] for r in ENGINES}
     for pr in _distinct_probes([r for r in records if not is_equal_resources(r)]):
         for role in ENGINES:
-            c = probe_contention((pr.get("engines") or {}).get(role))
+            e = (pr.get("engines") or {}).get(role)
+            c = probe_contention(e)
             if c is not None:
                 out[role].append(c)
+                if passes is not None:
+                    passes.setdefault(role, []).append(e.get("contended_passes"))
     return out
+
+
+def quartiles(xs: list[float]) -> tuple[float, float] | None:
+    """The 25th and 75th percentiles (statistics.quantiles, inclusive), None under 2 values."""
+    if len(xs) < 2:
+        return None
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[2]
 
 
 def fitted(corpus: Path, rounds: set[int] | None) -> dict:
@@ -74,9 +86,15 @@ def measure(corpora: list[str]) -> dict:
         rows = {}
         for sel in [None] + [{k} for k in rounds]:
             mine = [r for r in recs if sel is None or int(r["run"]["flags"]["load_round"]) in sel]
-            cs, fit = probes_c(mine), fitted(ROOT / name, sel)
+            beside: dict = {}
+            cs, fit = probes_c(mine, beside), fitted(ROOT / name, sel)
             rows["all" if sel is None else f"round {min(sel)}"] = {
                 role: {"c": cs[role], "c_median": statistics.median(cs[role]) if cs[role] else None,
+                       "c_quartiles": quartiles(cs[role]),
+                       # passes beside the other engine behind each probe's c (the target's: 4 before
+                       # lrreal/probe.SIDE_TARGET_PASSES, 12 after)
+                       "passes_median": statistics.median(p for p in beside[role] if p is not None)
+                       if any(p is not None for p in beside.get(role, [])) else None,
                        "fitted_contention": fit[role]["contention"], "fitted_fixed": fit[role]["fixed"]}
                 for role in ENGINES}
         out["corpora"][name] = {"records": len(recs), "rows": rows}
@@ -87,15 +105,18 @@ def measure(corpora: list[str]) -> dict:
 def render(out: dict) -> str:
     lines = ["Side-by-side probes recorded in a corpus (one per block, equal-resources blocks left out) "
              "against the contention the physical model fits on the same corpus's levels 1-2.", "",
-             "| corpus | rounds | engine | probes | c: median (min-max) | fitted contention |",
-             "|---|---|---|---|---|---|"]
+             "| corpus | rounds | engine | probes | passes beside, median | c: median (min-max) | c: p25-p75 "
+             "| fitted contention |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, doc in out["corpora"].items():
         for sel, row in doc["rows"].items():
             for role, e in row.items():
-                c = e["c"]
+                c, q, pm = e["c"], e.get("c_quartiles"), e.get("passes_median")
                 fit = "-" if e["fitted_contention"] is None else f"{e['fitted_contention']:.3f}"
-                lines.append(f"| {name} | {sel} | {role} | {len(c)} | "
+                lines.append(f"| {name.removeprefix('traces/')} | {sel} | {role} | {len(c)} | "
+                             f"{'-' if pm is None else f'{pm:g}'} | "
                              + (f"{e['c_median']:.3f} ({min(c):.3f}-{max(c):.3f})" if c else "-")
+                             + f" | {'-' if not q else f'{q[0]:.3f}-{q[1]:.3f}'}"
                              + f" | {fit}{' (not identified)' if e['fitted_fixed'] else ''} |")
     lines += ["", "c = the decode pass beside the other engine's over the alone one, minus 1 "
               "(lrsim/calib/rescale.probe_contention; at least 2 passes beside); fitted contention: the "

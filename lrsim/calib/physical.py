@@ -133,19 +133,24 @@ def reference_probe(records: list[dict]) -> dict | None:
     """Median probe of every engine over the records' probes before and after each (the profile's
     reference speed; a probe shared by several records counts once for each), and where the
     probes ran side by side (lrreal/probe.side_by_side) the decode pass beside the other engine
-    and `contention`, the median of each probe's own c (rescale.probe_contention: the reference
-    of rescale.contention_scales). Equal-resources records are left out: their probe times a
-    target on every core (its decode pass ~0.6x the split machine's, its c meaningless)."""
+    and `contention`, the median of each distinct probe's own c, each probe once
+    (rescale.probe_contention: the reference of rescale.contention_scales; counted per record, a
+    block of 8 requests would weigh its one probe 8 times, and a single probe's c is noisy:
+    docs/load.md, "One sitting with side-by-side probes"). Equal-resources records are left out:
+    their probe times a target on every core (its decode pass ~0.6x the split machine's, its c
+    meaningless)."""
     from .equal import is_equal_resources
     from .rescale import probe_contention
 
+    split = [rec for rec in records if not is_equal_resources(rec)]
     vals: dict[str, dict[str, list[float]]] = {}
-    for pr in (record_probe(rec).get(side) for rec in records if not is_equal_resources(rec)
-               for side in ("before", "after")):
+    for pr in (record_probe(rec).get(side) for rec in split for side in ("before", "after")):
         for eng, e in ((pr or {}).get("engines") or {}).items():
             for k in ("decode_s", "prefill_s", "contended_decode_s"):
                 if e.get(k):
                     vals.setdefault(eng, {}).setdefault(k, []).append(float(e[k]))
+    for pr in _distinct_probes(split):
+        for eng, e in (pr.get("engines") or {}).items():
             c = probe_contention(e)      # per probe: its own alone and beside passes, paired
             if c is not None:
                 vals.setdefault(eng, {}).setdefault("contention", []).append(c)

@@ -207,3 +207,21 @@ def test_the_reference_probe_holds_the_median_contended_pass():
     assert ref["target"]["contention"] == pytest.approx(0.2)          # median of 0.1, 0.2, 0.5
     assert ref["target"]["decode_s"] == pytest.approx(0.2)
     assert "contended_decode_s" not in reference_probe([rec(None)])["target"]
+
+
+def test_the_reference_contention_counts_each_probe_once():
+    """A block's one start probe is shared by its N records: counted per record, the 8 requests of
+    one block would outvote every probe of the blocks of one (the x1.10 vs 1.64 of docs/load.md's
+    side-by-side corpus). The speed medians keep counting per record, as the fit prices them."""
+    from lrsim.calib.physical import reference_probe
+
+    def eng(c):
+        return {"target": {"decode_s": 0.2, "contended_decode_s": 0.2 * (1 + c), "contended_passes": 12}}
+
+    block = {"t": 100.0, "engines": eng(0.5)}
+    in_block = [{"run": {"probe_at_start": block}} for _ in range(8)]
+    alone = [{"probe": {"before": {"t": t, "engines": eng(0.1)}, "after": {"t": t + 1, "engines": eng(0.1)}}}
+             for t in (1.0, 3.0)]
+    ref = reference_probe(in_block + alone)
+    assert ref["target"]["contention"] == pytest.approx(0.1)      # probes 0.5, 0.1 x 4
+    assert ref["target"]["contended_decode_s"] == pytest.approx(0.3)   # per record: 16 of 20 at 0.3

@@ -21,8 +21,12 @@ def test_each_probe_counts_once_and_the_equal_resources_ones_not_at_all():
     recs = [probed(1.0, 0.30, 0.33), probed(1.0, 0.30, 0.33),      # one block of two: one probe
             probed(2.0, 0.30, 0.36), probed(3.0, 0.10, 0.60, er=True),
             probed(4.0, 0.30, 0.30, passes=1)]                       # too few passes beside
-    got = bct.probes_c(recs)
+    beside = {}
+    got = bct.probes_c(recs, beside)
     assert got["target"] == pytest.approx([0.10, 0.20]) and got["draft"] == []
+    assert beside == {"target": [4, 4]}
+    assert bct.quartiles([0.1]) is None
+    assert bct.quartiles([0.0, 0.1, 0.2, 0.3, 0.4]) == pytest.approx((0.1, 0.3))
 
 
 def test_the_committed_result_is_what_the_traces_give():
@@ -34,4 +38,5 @@ def test_the_committed_result_is_what_the_traces_give():
             for role, e in row.items():
                 mine = again["corpora"][name]["rows"][sel][role]
                 assert mine["c"] == pytest.approx(e["c"])
+                assert mine["passes_median"] == e["passes_median"]
                 assert mine["fitted_contention"] == pytest.approx(e["fitted_contention"], abs=1e-6)
