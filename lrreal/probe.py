@@ -59,14 +59,16 @@ async def probe_engines(engines: dict, salt: int) -> dict:
 
 
 # The draft keeps decoding while the target's probe runs: for SIDE_SPAN times the target probe's
-# alone wall time, so that every target pass runs beside a draft pass even when the machine
-# slows the target up to this much while the draft runs (the fits of this repository's traces
-# find well under 2x: docs/calibration.md); capped in passes so a stalled probe stays bounded.
+# wall (its alone probe's, with the extra decode passes at its alone decode time), so that every
+# target pass runs beside a draft pass even when the machine slows the target up to this much
+# while the draft runs (the fits of this repository's traces find well under 2x:
+# docs/calibration.md); capped in passes so a stalled probe stays bounded.
 SIDE_SPAN = 1.5
 SIDE_MAX_PASSES = 256
 # The target decodes this many passes beside the draft (the alone probe: 4). With 4, one probe's
 # c scattered 0.000-0.269 within one sitting (benchmarks/results/contention_traces.md); a median
-# of 12 passes costs about 8 target passes more per probe (~3 s on the slow host's 1.5B target).
+# of 12 passes costs 8 target passes more per probe (3-4.5 s on the slow host's 1.5B target,
+# the draft's span 1.5x that).
 SIDE_TARGET_PASSES = 12
 SIDE_COVERED = 0.9        # a pass counts as run beside the other engine when this much is covered
 
@@ -88,8 +90,10 @@ async def side_by_side(target, draft, alone: dict, salt: int) -> dict:
     if not t_alone.get("wall_s") or not d_alone.get("decode_s"):
         return {}
     # the target's side-by-side wall, from its alone probe: the same prefill, more decode passes
-    t_wall = t_alone["wall_s"] + (SIDE_TARGET_PASSES - t_alone.get("decode_passes", 4)) \
-        * t_alone.get("decode_s", 0.0)
+    # (an alone probe that timed no decode pass has decode_s None: its wall alone then)
+    passes = t_alone.get("decode_passes")
+    t_wall = t_alone["wall_s"] + (SIDE_TARGET_PASSES - (4 if passes is None else passes)) \
+        * (t_alone.get("decode_s") or 0.0)
     n = min(SIDE_MAX_PASSES, math.ceil(SIDE_SPAN * t_wall / d_alone["decode_s"]))
     (t_passes, _), (d_passes, _) = await asyncio.gather(
         target.probe_passes(salt + 1, decode_tokens=SIDE_TARGET_PASSES),

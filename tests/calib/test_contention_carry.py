@@ -69,6 +69,11 @@ def test_side_by_side_keeps_only_passes_wholly_beside_the_other_engine():
     assert SIDE_TARGET_PASSES >= 12 and target.asked == [SIDE_TARGET_PASSES]
     t_wall = 1.5 + (SIDE_TARGET_PASSES - 4) * 0.25
     assert draft.asked == [math.ceil(SIDE_SPAN * t_wall / 0.08)]
+    # an alone target probe that timed no decode pass (decode_s None): its wall alone, no crash
+    draft.asked.clear()
+    lame = {"target": {"wall_s": 1.5, "decode_s": None, "decode_passes": 0}, "draft": {"decode_s": 0.08}}
+    asyncio.run(side_by_side(target, draft, lame, salt=1))
+    assert draft.asked == [math.ceil(SIDE_SPAN * 1.5 / 0.08)]
     end = 0.3 + sum(d_durs)                                      # the draft's 16th decode ends
     assert 1.95 < end < 2.2                                      # so all 4 target decodes are under
     assert out["target"] == {"contended_decode_s": 0.34, "contended_passes": 4}   # upper median
