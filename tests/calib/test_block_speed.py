@@ -1,5 +1,5 @@
 """benchmarks/results/block_speed.* (docs/load.md, "How much of the miss is the machine") is what
-bench_block_speed.py computes from the committed load corpora today, rendered; and the README's
+bench_block_speed.py computes from the committed load corpora today, rendered; and docs/load.md's
 reading of it holds."""
 import json
 from pathlib import Path

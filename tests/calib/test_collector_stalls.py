@@ -1,5 +1,5 @@
 """benchmarks/results/collector_stalls.{json,md} (bench_stalls.py) are what the committed load
-corpora give, and the README's reading of them holds: the profiles' calibration levels (1-2 in
+corpora give, and docs/load.md's reading of them holds: the profiles' calibration levels (1-2 in
 flight) hold no stall over 1 s, the stall grows with the requests in flight, and the corpus
 collected after the fix holds none. The open-loop corpus's own rows are recomputed by
 tests/calib/test_open_loop_figures.py (its kept rounds) and are the slowest to redo: left out here."""
@@ -44,7 +44,7 @@ def test_rows_recompute_from_the_traces(committed, corpus, files):
 
 
 def test_the_readme_reading(committed):
-    """README ("Under load" and "Open loop"): none at 1-2 in flight (the calibration levels); at
+    """docs/load.md ("traces/load, predicted from its own levels 1-2" and "Open loop"): none at 1-2 in flight (the calibration levels); at
     most 0.8% at 4 and 6.4% at 8 in traces/load (lr-d2; lr-d2-emb 4.8%, ar 1.6%); at most 2.0%
     in the held-out, transfer and adaptive corpora; the open loop the worst; none after the fix."""
     c = committed["corpora"]

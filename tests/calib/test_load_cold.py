@@ -1,7 +1,7 @@
 """benchmarks/bench_cold_cache.py: traces/load against its cold corpora (the same rounds, at 1, 2, 4
 and 8 in flight, with every engine's prefix cache emptied before each block: traces/load-cold on
 an Intel Xeon, traces/load-cold-epyc on traces/load's own AMD EPYC), recomputed from the
-committed traces, and the README's claims about them ("Without the reuse")."""
+committed traces, and docs/load.md's claims about them ("Without the reuse")."""
 import json
 from pathlib import Path
 
@@ -153,7 +153,7 @@ def test_the_epyc_claims():
 
 
 def test_the_xeon_corpus_was_not_always_alone(committed):
-    """README: some of traces/load-cold's blocks ran beside other processes (5 of 48 over 5% of a
+    """docs/load.md: some of traces/load-cold's blocks ran beside other processes (5 of 48 over 5% of a
     core, at most 9.4%); bench_cold_cache keeps every block, as the numbers above assume."""
     o = committed["machine"]["cold"]["other_cpu"]
     assert (o["blocks"], o["over_limit"], round(100 * o["max"], 1)) == (48, 5, 9.4)

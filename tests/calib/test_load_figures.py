@@ -1,10 +1,10 @@
-"""The README's load figures (benchmarks/results/load.md, quoted in "Under load", load_heldout.md,
-the held-out check, and load_transfer.md, configurations the profile never ran) are what the
+"""The load figures of the README's "Under load" and docs/load.md (benchmarks/results/load.md,
+load_heldout.md, the held-out check, and load_transfer.md, configurations the profile never ran) are what the
 committed load corpora give: every measured and replayed number of each results file is
 recomputed from its traces (traces/load; traces/load-heldout and traces/load-transfer predicted
 from traces/load's profile), and each .md is its rendering. A trace edited, or the replay
 changed, without rerunning benchmarks/bench_load.py fails here (tests/test_quoted_results.py pins
-the README to the .md files)."""
+the README and docs/load.md to the .md files)."""
 import json
 from pathlib import Path
 
@@ -198,7 +198,7 @@ def test_the_held_out_claims():
     assert misses(load) == [("2", "lr-d2-emb"), ("4", "lr-d2"), ("8", "lr+sd-d2-emb")]
     assert round(off(load, "8", "lr+sd-d2-emb"), 3) == 0.149
     assert bl.misses_inside_interval(load, "planned") == (1, 3)
-    # history the README keeps: before the fit priced each record at its own or its run's probe
+    # history docs/load.md keeps: before the fit priced each record at its own or its run's probe
     # (lrsim/calib/physical.record_probe) the replay held 14 of 16 points within 10% on traces/load,
     # 11 of 12 held out, 10 of 16 on load-cold-epyc-all's own profile and 15 of 16 (largest 13.9%)
     # on it held out; none of those counts fell
@@ -501,7 +501,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     readme, doc = (ROOT / "README.md").read_text(), (ROOT / "docs" / "load.md").read_text()
     section = prose(readme[readme.index("### Under load: real runs vs the simulator"):
                            readme.index("## Planning and the report")]
-                    + doc[:doc.index("**Open loop: requests that arrive over time.**")])
+                    + doc[:doc.index("## Open loop: requests that arrive over time")])
     code = claims_code(test_the_held_out_claims, test_the_transfer_claims, test_the_cold_all_configuration_claims,
                        test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
                        test_block_speed.test_the_readme_claims, test_the_slow_host_claims,

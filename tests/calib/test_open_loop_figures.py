@@ -453,7 +453,7 @@ def test_the_readme_prose_states_only_rendered_or_pinned_numbers():
     from tests.figures import NUMBER, claims_code, numbers, prose, untraced
 
     doc = (ROOT / "docs" / "load.md").read_text()
-    section = prose(doc[doc.index("**Open loop: requests that arrive over time.**"):])
+    section = prose(doc[doc.index("## Open loop: requests that arrive over time"):])
     code = claims_code(test_the_open_loop_claims, test_the_clean_open_loop_claims, test_the_xeon_open_loop_claims,
                        test_the_cold_epyc_open_loop_claims)
     have = numbers(*((RESULTS / f"{name}.md").read_text() for name in

@@ -1,5 +1,5 @@
 """benchmarks/bench_prefix_hits.py: what vLLM's prefix cache held for the load corpora's LR jobs
-against the simulator's block model, recomputed from the committed traces, and the README's
+against the simulator's block model, recomputed from the committed traces, and docs/load.md's
 claims ("What the prefix cache held")."""
 import json
 from pathlib import Path
