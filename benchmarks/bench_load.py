@@ -79,7 +79,7 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
                                     replay_speedup_errors, replay_worlds, speedup_interval,
-                                    contention_whatif)
+                                    contention_whatif, without_carry)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -174,6 +174,9 @@ def main() -> None:
     whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
                                 rounds if same else None, Path(scratch.name) / "predicted")
               if held_out else None)
+    # held out with a contention carried: the same replay without it, to see whether it helps
+    carried = contention_scales(replay_profile.doc.get("probe") or {}, [today]) if held_out else None
+    no_carry = without_carry(replay_profile, corpus, today) if carried else None
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
         # the embedding verifier only)
@@ -223,7 +226,9 @@ def main() -> None:
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
            # held out: the factor on each engine's fitted contention the side-by-side probes carried
            # (c of the corpus's probes over the profile's; {} where either has none)
-           "contention_scales": contention_scales(replay_profile.doc.get("probe") or {}, [today]) if held_out else None,
+           "contention_scales": carried,
+           # ... and the replayed speedup's error without that carry (None: nothing carried)
+           "replay_speedup_error_no_carry": no_carry,
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
@@ -373,6 +378,11 @@ def render(out: dict) -> str:
     if cs:
         lines += ["", "Contention carried by the side-by-side probes (c of this corpus's over the profile's): "
                   + ", ".join(f"{r} x{v:.2f}" for r, v in sorted(cs.items())) + "."]
+    nc = out.get("replay_speedup_error_no_carry")
+    if nc:
+        e, t = [abs(x) for x in nc.values()], out["target"]["speedup_rel_error"]
+        lines += ["", f"Without that carry (the profile's contention as fitted): replayed speedup within "
+                  f"{t:.0%} at {sum(x <= t for x in e)} of {len(e)} pairs, largest error {max(e):.1%}."]
     wi = out.get("contention_whatif")
     if wi:
         e = [abs(x) for x in wi["replay_speedup_error"].values()]

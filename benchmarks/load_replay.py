@@ -257,3 +257,19 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
             for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}
     return {"profile": {r: float(prof.doc["latency"][r].get("contention", 0.0)) for r in beta},
             "held_out_fit": beta, "replay_speedup_error": errs}
+
+
+def without_carry(prof: Profile, corpus: dict, speed: dict | None) -> dict[str, float]:
+    """The held-out replay's speedup errors ({config@level: replayed / measured - 1}) with the
+    profile's contention as fitted, not scaled by the side-by-side probes (the reference's
+    contention dropped, so rescale.contention_scales finds none): beside the replay that carries
+    it, whether the carry helps."""
+    import copy
+
+    doc = copy.deepcopy(prof.doc)
+    for e in (doc.get("probe") or {}).values():
+        for k in ("contended_decode_s", "contention"):
+            e.pop(k, None)
+    levels = {n: level_table(lv, Profile(validate_doc(doc)), speed) for n, lv in sorted(corpus.items())}
+    return {f"{cfg}@{n}": row["predicted_speedup_vs_ar"] / row["speedup_vs_ar"] - 1
+            for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}

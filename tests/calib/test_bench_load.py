@@ -198,3 +198,41 @@ def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypa
     with pytest.raises(Stop):
         bl.main()
     assert seen["predicted"] == {1} and seen["calibrated"] == {0}
+
+
+def test_the_replay_without_the_carry_drops_only_the_references_contention(monkeypatch):
+    # the profile's contention stays as fitted: its reference loses c, so contention_scales finds
+    # nothing to scale; its speed (decode_s) stays, so the block is still priced at the corpus probe
+    import benchmarks.load_replay as lr
+    from lrsim.calib.rescale import contention_scales
+
+    seen = []
+
+    class P:
+        def __init__(self, doc):
+            self.doc = doc
+
+    def table(level, prof, speed):
+        seen.append((prof.doc, speed))
+        return {"lr": {"predicted_speedup_vs_ar": 0.9, "speedup_vs_ar": 1.0}, "ar": {}}
+
+    monkeypatch.setattr(lr, "level_table", table)
+    monkeypatch.setattr(lr, "Profile", P)
+    monkeypatch.setattr(lr, "validate_doc", lambda d: d)
+    ref = {"target": {"decode_s": 0.3, "contended_decode_s": 0.33, "contention": 0.1},
+           "draft": {"decode_s": 0.1}}
+    prof = P({"probe": ref, "latency": {"target": {"contention": 0.05}}})
+    today = {"target": {"decode_s": 0.4, "contended_decode_s": 0.48}}
+    assert contention_scales(ref, [today]) == {"target": pytest.approx(2.0)}
+    errs = lr.without_carry(prof, {2: {}, 4: {}}, today)
+    assert errs == {"lr@2": pytest.approx(-0.1), "lr@4": pytest.approx(-0.1)}
+    doc, speed = seen[0]
+    assert speed is today and doc["probe"]["target"] == {"decode_s": 0.3}
+    assert contention_scales(doc["probe"], [today]) == {}
+    assert prof.doc["probe"]["target"]["contention"] == 0.1          # the profile itself untouched
+    out = {"calibrated_on": {"corpus": "c", "levels": [1, 2], "held_out": True, "same_corpus": False},
+           "levels": {"1": {"ar": {"tokens_per_s": 1.0, "ttft_p50_s": 1, "tpot_p50_s": 1, "blocks": 1}}},
+           "planned": {}, "break_even": {}, "records": 1, "max_tokens": 8, "replay_speedup_error_max": None,
+           "target": {"speedup_rel_error": 0.10}, "replay_speedup_error_no_carry": {"lr@1": 0.05, "lr@2": -0.2}}
+    assert "Without that carry (the profile's contention as fitted): replayed speedup within 10% at 1 of 2 " \
+        "pairs, largest error 20.0%" in bl.render(out)
