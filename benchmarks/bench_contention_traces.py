@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.write import write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
-CORPORA = ("traces/load-cold-epyc-side",)
+CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12")
 
 
 def probes_c(records: list[dict], passes: dict | None = None) -> dict[str, list[float]]:

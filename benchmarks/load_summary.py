@@ -53,6 +53,14 @@ PREDICTIONS = (
      "bench_load.py --load traces/load-cold-epyc-side --calibrate-rounds 0 --rounds 1 ..."),
     ("load_cold_epyc_side_heldout", "traces/load-cold-epyc-side", "another sitting's profile",
      "bench_load.py --load traces/load-cold-epyc-side --calibrate-on traces/load-cold-epyc-more ..."),
+    ("load_cold_epyc_side12", "traces/load-cold-epyc-side12", "its own levels 1-2, 12-pass probes",
+     "bench_load.py --load traces/load-cold-epyc-side12 ..."),
+    ("load_cold_epyc_side12_r1_heldout", "traces/load-cold-epyc-side12", "its round 0 predicts round 1",
+     "bench_load.py --load traces/load-cold-epyc-side12 --calibrate-rounds 0 --rounds 1 ..."),
+    ("load_cold_epyc_side12_heldout", "traces/load-cold-epyc-side12", "the other side-by-side sitting's profile",
+     "bench_load.py --load traces/load-cold-epyc-side12 --calibrate-on traces/load-cold-epyc-side ..."),
+    ("load_cold_epyc_side_heldout12", "traces/load-cold-epyc-side", "the reverse: side12's profile",
+     "bench_load.py --load traces/load-cold-epyc-side --calibrate-on traces/load-cold-epyc-side12 ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

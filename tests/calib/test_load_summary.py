@@ -62,8 +62,9 @@ def test_a_result_of_another_corpus_is_refused(tmp_path, monkeypatch):
 
 def test_the_readme_reading_of_the_table():
     """README, "Under load", "How to read it": the held-out totals it states are the summary's,
-    and of the held-out break-even misses against ar, all but one sit at a level whose measured
-    speedup is within 7% of 1 while the plan's lies on the other side of 1."""
+    and of the held-out break-even misses against ar, those not at a level whose measured speedup
+    is within 7% of 1 (the plan's on the other side of 1) are the slow host's sittings at 1 in
+    flight, where LR alone measured above AR in one sitting and below it in the other."""
     from benchmarks.load_summary import BASELINES, PREDICTIONS
 
     readme = (ROOT / "README.md").read_text()
@@ -79,8 +80,8 @@ def test_the_readme_reading_of_the_table():
     assert f"AR on both cores is planned within 10% at {tot['ar_er_planned'][0]} of {tot['ar_er_planned'][1]}" in text
     assert f"is the measured one for {be['vs_ar'][0]} of {be['vs_ar'][1]} speculative configurations" in text
     assert be["vs_ar-er"][0] == be["vs_ar-er"][1] and f"it is right {be['vs_ar-er'][0]} of {be['vs_ar-er'][1]} times" in text
-    assert (f"acceptance the held-out plan holds {tot['planned_measured_acceptance'][0]} of "
-            f"{tot['planned_measured_acceptance'][1]} pairs within 10%") in text
+    assert (f"({tot['planned_measured_acceptance'][0]} of {tot['planned_measured_acceptance'][1]} given "
+            "each level's measured step acceptance") in text
     # the misses: the first level at which one of measured and planned says <= 1 and the other not
     near, far = [], []
     for stem, *_ in PREDICTIONS:
@@ -96,7 +97,15 @@ def test_the_readme_reading_of_the_table():
                 if m and p and (m <= 1) != (p <= 1):
                     (near if abs(m - 1) <= 0.07 else far).append(round(m, 2))
                     break
-    assert len(near) + len(far) == be["vs_ar"][1] - be["vs_ar"][0] and len(far) == 1
-    words = {6: "six", 7: "seven", 8: "eight", 9: "nine"}
+    assert len(near) + len(far) == be["vs_ar"][1] - be["vs_ar"][0]
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 13: "thirteen"}
     assert f"{words[len(near)]} of the {words[len(near) + len(far)]} misses" in text
     assert f"within 7% of 1 ({min(near):.2f}-{max(near):.2f}x)" in text
+    assert f"the other {words[len(far)]} are on the slow host across sittings" in text
+    # ... where LR alone (1 in flight) measured above AR in one sitting and below in the other
+    side12, side = (json.loads((RESULTS / f"{s}.json").read_text())["levels"]["1"]
+                    for s in ("load_cold_epyc_side12", "load_cold_epyc_side"))
+    lr = ("lr-d2-emb", "lr+sd-d2-emb")
+    a, b = sorted(round(side12[c]["speedup_vs_ar"], 2) for c in lr), sorted(round(side[c]["speedup_vs_ar"], 2) for c in lr)
+    assert f"LR alone measured {a[0]:.2f}-{a[1]:.2f}x AR in one sitting" in text and f"and {b[0]:.2f}-{b[1]:.2f}x in another" in text
+    assert sorted(far) == sorted(a + b + [0.78])     # and load-cold-epyc-more's profile of side: lr+sd 0.78
