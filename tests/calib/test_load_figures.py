@@ -548,6 +548,8 @@ def test_the_two_side_by_side_sittings_claims():
     e = rep(back)
     assert within(e.values()) == 4 and top(e) == (("2", "lr+sd-d2-emb"), 30.9)
     assert max(abs(v) for (n, c), v in e.items() if c == "lr-d2-emb") < 3.6
+    both = [abs(v) for doc in (fwd, back) for (n, c), v in rep(doc).items() if c == "lr-d2-emb"]
+    assert round(max(both), 1) == 10.6           # "holds lr-d2-emb within 10.6% both ways"
     nc = [100 * abs(v) for v in back["replay_speedup_error_no_carry"].values()]
     assert within(nc) == 6 and round(max(nc), 1) == 25.2
     wi = [100 * abs(v) for v in back["contention_whatif"]["replay_speedup_error"].values()]
