@@ -26,6 +26,11 @@ def probe_cmd(
     target_cores: Optional[str] = typer.Option(None, "--target-cores", help="Default: the cores the profile's traces used."),
     draft_cores: Optional[str] = typer.Option(None, "--draft-cores", help="Default: the cores the profile's traces used."),
     cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Model cache of packaged models."),
+    carry_contention: bool = typer.Option(
+        False, "--carry-contention",
+        help="Also scale each engine's fitted contention by the side-by-side probe's c now over the "
+             "profile's (off by default: across sittings of one host it made predictions worse, "
+             "docs/load.md)."),
     as_json: bool = JSON,
 ):
     """Measure this machine's speed now (a fixed reference pass per engine) and rescale a profile
@@ -50,13 +55,15 @@ def probe_cmd(
     today = probe_machine(target, draft if prof.has("draft") else None, t_cores, d_cores,
                           repeats, cache_dir)
     factors = factors_from_probe(prof.doc["probe"], today)
-    scales = contention_scales(prof.doc["probe"], [today["engines"]])
+    # measured always (reported), applied only when asked: docs/calibration.md, "Contention"
+    measured = contention_scales(prof.doc["probe"], [today["engines"]])
+    scales = measured if carry_contention else {}
     new = prof.rescaled(factors, "lr calibrate probe", contention=scales)
     new.doc["rescaled"]["probe"] = today
     save_profile(new, out, "--out")   # validated, then written atomically
     foreign = machine_warning(prof.doc, {machine(today.get("hardware")): None}, "this machine is")
     res = {"out": str(out), "factors": {r: {"decode": f[0], "prefill": f[1]} for r, f in factors.items()},
-           "contention": scales,
+           "contention": scales, "contention_measured": measured,
            "probe": today, "reference": prof.doc["probe"], "warnings": [foreign] if foreign else []}
     if as_json:
         print(jsonout.dumps(res))
@@ -71,9 +78,13 @@ def probe_cmd(
         t.add_row(r, f"{1e3 * prof.doc['probe'][r]['decode_s']:.0f}",
                   f"{1e3 * today['engines'][r]['decode_s']:.0f}", f"{fd:.3f}", f"{fp:.3f}")
     console().print(t)
-    for r, f in scales.items():
-        console().print(f"{r}: contention beside the other engine x{f:.2f} "
-                        f"({100 * prof.contention(r):.0f}% -> {100 * new.contention(r):.0f}%)")
+    for r, f in measured.items():
+        if r in scales:
+            console().print(f"{r}: contention beside the other engine x{f:.2f} "
+                            f"({100 * prof.contention(r):.0f}% -> {100 * new.contention(r):.0f}%)")
+        else:
+            console().print(f"{r}: contention beside the other engine measured x{f:.2f}, not "
+                            f"carried ({100 * prof.contention(r):.0f}% as fitted; --carry-contention)")
     for w in res["warnings"]:
         console().print(styled(("warning:", "yellow"), f" {w}"))
 

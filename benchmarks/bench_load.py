@@ -79,7 +79,7 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
                                     replay_speedup_errors, replay_worlds, speedup_interval,
-                                    contention_whatif, without_carry)
+                                    contention_whatif, drop_carry, speedup_errors)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -142,6 +142,11 @@ def main() -> None:
     ap.add_argument("--calibrate-rounds", help="calibrate on these rounds of the calibration "
                     "corpus only, e.g. a sitting's first round to predict its later ones with "
                     "--rounds (held out when the two do not overlap)")
+    ap.add_argument("--carry-contention", action="store_true",
+                    help="held out: scale the profile's fitted contention by the side-by-side "
+                         "probes' c (corpus over profile), as `lr calibrate probe --carry-contention` "
+                         "does; off by default: across sittings it made the replay worse "
+                         "(docs/load.md, \"Two sittings with side-by-side probes\")")
     a = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
@@ -165,7 +170,7 @@ def main() -> None:
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
-    paths, measured, replay_profile = measure(calib_root, corpus, today, cal_paths)
+    paths, measured, replay_profile = measure(calib_root, corpus, today, cal_paths, a.carry_contention)
     # the same profile, not calibrated a second time, each block at its own probe: a speedup pairs
     # blocks that may have run at different host speeds (collect_load's phases restart the engines)
     own_levels = {n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())} if held_out else None
@@ -174,9 +179,11 @@ def main() -> None:
     whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
                                 rounds if same else None, Path(scratch.name) / "predicted")
               if held_out else None)
-    # held out with a contention carried: the same replay without it, to see whether it helps
-    carried = contention_scales(replay_profile.doc.get("probe") or {}, [today]) if held_out else None
-    no_carry = without_carry(replay_profile, corpus, today) if carried else None
+    # held out: what the side-by-side probes would scale the profile's contention by, and the
+    # replay the other way (with the carry when it was left out, the default; without it when not)
+    scales = contention_scales(replay_profile.doc.get("probe") or {}, [today]) if held_out else None
+    other = (speedup_errors(drop_carry(replay_profile) if a.carry_contention else replay_profile, corpus, today)
+             if scales else None)
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
         # the embedding verifier only)
@@ -187,7 +194,7 @@ def main() -> None:
         if not wanted_profiles:
             sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at 1-2 in flight "
                      "to calibrate a plan profile on")
-        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today),
+        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention),
                                        Path(tmp) / f"load-profile-{name}.json") for name in wanted_profiles}
         # the plan prices every configuration of its grid; kept: those the corpus measured, and
         # the equal-resources baseline
@@ -224,11 +231,14 @@ def main() -> None:
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - set(PROFILE_CONFIGS))},
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
-           # held out: the factor on each engine's fitted contention the side-by-side probes carried
-           # (c of the corpus's probes over the profile's; {} where either has none)
-           "contention_scales": carried,
-           # ... and the replayed speedup's error without that carry (None: nothing carried)
-           "replay_speedup_error_no_carry": no_carry,
+           # held out: the factor on each engine's fitted contention the side-by-side probes
+           # measured (c of the corpus's probes over the profile's; {} where either has none),
+           # applied to the replay and the plan only with --carry-contention
+           "contention_scales": scales,
+           "contention_carried": bool(scales) and a.carry_contention,
+           # ... and the replayed speedup's error the other way (None: nothing to carry)
+           "replay_speedup_error_with_carry": other if scales and not a.carry_contention else None,
+           "replay_speedup_error_no_carry": other if scales and a.carry_contention else None,
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
@@ -376,13 +386,16 @@ def render(out: dict) -> str:
             for role in ("target", "draft") if role in ms["corpus"] and role in ms["profile"]) + "."]
     cs = out.get("contention_scales")
     if cs:
-        lines += ["", "Contention carried by the side-by-side probes (c of this corpus's over the profile's): "
-                  + ", ".join(f"{r} x{v:.2f}" for r, v in sorted(cs.items())) + "."]
-    nc = out.get("replay_speedup_error_no_carry")
-    if nc:
-        e, t = [abs(x) for x in nc.values()], out["target"]["speedup_rel_error"]
-        lines += ["", f"Without that carry (the profile's contention as fitted): replayed speedup within "
-                  f"{t:.0%} at {sum(x <= t for x in e)} of {len(e)} pairs, largest error {max(e):.1%}."]
+        lines += ["", "Contention measured by the side-by-side probes (c of this corpus's over the profile's): "
+                  + ", ".join(f"{r} x{v:.2f}" for r, v in sorted(cs.items()))
+                  + ("; carried (--carry-contention)." if out.get("contention_carried")
+                     else "; not carried (the profile's contention as fitted, the default).")]
+    for key, how in (("replay_speedup_error_with_carry", "With that carry (--carry-contention)"),
+                     ("replay_speedup_error_no_carry", "Without that carry (the profile's contention as fitted)")):
+        if out.get(key):
+            e, t = [abs(x) for x in out[key].values()], out["target"]["speedup_rel_error"]
+            lines += ["", f"{how}: replayed speedup within {t:.0%} at {sum(x <= t for x in e)} of "
+                      f"{len(e)} pairs, largest error {max(e):.1%}."]
     wi = out.get("contention_whatif")
     if wi:
         e = [abs(x) for x in wi["replay_speedup_error"].values()]

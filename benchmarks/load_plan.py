@@ -37,15 +37,16 @@ ONE_DEVICE = ("--devices", "1", "--modes", "sd")
 BOTH_DEVICES = ("--modes", "sd,lr,lr+sd")
 
 
-def plan_profile(paths: list[str], cfgs, today: dict | None) -> Profile:
-    """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out)."""
+def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False) -> Profile:
+    """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out),
+    its contention scaled by the side-by-side probes only with `carry` (load_replay.drop_carry)."""
     from lrsim.calib.rescale import contention_scales, factors_from_probe
 
     prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
     if today:
         prof = prof.rescaled(factors_from_probe(prof.doc["probe"], {"engines": today}),
                              "the held-out corpus's median probe",
-                             contention=contention_scales(prof.doc["probe"], [today]))
+                             contention=contention_scales(prof.doc["probe"], [today]) if carry else {})
     return prof
 
 

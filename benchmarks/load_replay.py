@@ -5,6 +5,7 @@ those replays use (calibrated on 1-2 in flight). bench_load.py, bench_open_loop.
 bench_plan_gap.py and bench_adaptive_real.py build on it."""
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -189,13 +190,34 @@ def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path |
 
 
 def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
-            paths: list[str] | None = None) -> tuple[list[str], dict, Profile]:
+            paths: list[str] | None = None, carry: bool = False) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
     flight of the corpus at `calib_root`, or on `paths`; `speed`: every block replayed at that
-    one probe); returns the calibration files and that profile too."""
+    one probe, its side-by-side contention carried only with `carry`: drop_carry); returns the
+    calibration files and that profile (as calibrated, carry or not) too."""
     paths = paths or calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
-    return paths, {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}, prof
+    replay = prof if carry else drop_carry(prof)
+    return paths, {n: level_table(lv, replay, speed) for n, lv in sorted(corpus.items())}, prof
+
+
+def drop_carry(prof: Profile) -> Profile:
+    """The profile with its reference probe's side-by-side contention removed, so that no probe
+    scales its fitted contention (rescale.contention_scales finds none). A held-out replay's
+    default: across two sittings of one host the carry made every replay worse or no better
+    (docs/load.md, "Two sittings with side-by-side probes")."""
+    doc = copy.deepcopy(prof.doc)
+    for e in (doc.get("probe") or {}).values():
+        for k in ("contended_decode_s", "contention"):
+            e.pop(k, None)
+    return Profile(validate_doc(doc))
+
+
+def speedup_errors(prof: Profile, corpus: dict, speed: dict | None) -> dict[str, float]:
+    """{config@level: replayed / measured speedup over ar - 1} of `corpus` replayed by `prof`."""
+    levels = {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}
+    return {f"{cfg}@{n}": row["predicted_speedup_vs_ar"] / row["speedup_vs_ar"] - 1
+            for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}
 
 
 def replay_speedup_errors(levels: dict) -> list[float]:
@@ -241,35 +263,13 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
     when the profile came from the corpus's other rounds). How much of a held-out miss the
     machine's contention explains, which a probe of idle engines cannot carry
     (docs/calibration.md, "Contention")."""
-    import copy
-
     own = calibrate(calib_paths(held_root, rounds, scratch), configs=set(CALIB_CONFIGS), select_placement=False)
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}
     for r, b in beta.items():
         doc["latency"][r]["contention"] = b
-        # replaced outright: no side-by-side probe may scale it again (rescale.contention_scales)
-        for k in ("contended_decode_s", "contention"):
-            (doc.get("probe") or {}).get(r, {}).pop(k, None)
-    levels = {n: level_table(lv, Profile(validate_doc(doc)), speed) for n, lv in sorted(corpus.items())}
-    errs = {f"{cfg}@{n}": row["predicted_speedup_vs_ar"] / row["speedup_vs_ar"] - 1
-            for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}
+    # replaced outright: no side-by-side probe may scale it again
+    errs = speedup_errors(drop_carry(Profile(validate_doc(doc))), corpus, speed)
     return {"profile": {r: float(prof.doc["latency"][r].get("contention", 0.0)) for r in beta},
             "held_out_fit": beta, "replay_speedup_error": errs}
-
-
-def without_carry(prof: Profile, corpus: dict, speed: dict | None) -> dict[str, float]:
-    """The held-out replay's speedup errors ({config@level: replayed / measured - 1}) with the
-    profile's contention as fitted, not scaled by the side-by-side probes (the reference's
-    contention dropped, so rescale.contention_scales finds none): beside the replay that carries
-    it, whether the carry helps."""
-    import copy
-
-    doc = copy.deepcopy(prof.doc)
-    for e in (doc.get("probe") or {}).values():
-        for k in ("contended_decode_s", "contention"):
-            e.pop(k, None)
-    levels = {n: level_table(lv, Profile(validate_doc(doc)), speed) for n, lv in sorted(corpus.items())}
-    return {f"{cfg}@{n}": row["predicted_speedup_vs_ar"] / row["speedup_vs_ar"] - 1
-            for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}

@@ -1,5 +1,7 @@
 """benchmarks/bench_load.py's bookkeeping: block makespans, the blocks every configuration of a
 level finished, speedups over ar and ar-er, and break-even levels."""
+from pathlib import Path
+
 import pytest
 
 from benchmarks import bench_load as bl
@@ -187,7 +189,8 @@ def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypa
     class Stop(Exception):
         pass
 
-    def measure(root, corpus, speed, paths):
+    def measure(root, corpus, speed, paths, carry):
+        assert carry is False                     # the default: no contention carried
         seen["predicted"] = {r["run"]["flags"]["load_round"] for lv in corpus.values() for rs in lv.values() for r in rs}
         seen["calibrated"] = {json.loads(line)["run"]["flags"]["load_round"] for p in paths for line in open(p)}
         raise Stop
@@ -203,6 +206,7 @@ def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypa
 def test_the_replay_without_the_carry_drops_only_the_references_contention(monkeypatch):
     # the profile's contention stays as fitted: its reference loses c, so contention_scales finds
     # nothing to scale; its speed (decode_s) stays, so the block is still priced at the corpus probe
+    # (drop_carry: the held-out replay's default; --carry-contention keeps c)
     import benchmarks.load_replay as lr
     from lrsim.calib.rescale import contention_scales
 
@@ -224,7 +228,7 @@ def test_the_replay_without_the_carry_drops_only_the_references_contention(monke
     prof = P({"probe": ref, "latency": {"target": {"contention": 0.05}}})
     today = {"target": {"decode_s": 0.4, "contended_decode_s": 0.48}}
     assert contention_scales(ref, [today]) == {"target": pytest.approx(2.0)}
-    errs = lr.without_carry(prof, {2: {}, 4: {}}, today)
+    errs = lr.speedup_errors(lr.drop_carry(prof), {2: {}, 4: {}}, today)
     assert errs == {"lr@2": pytest.approx(-0.1), "lr@4": pytest.approx(-0.1)}
     doc, speed = seen[0]
     assert speed is today and doc["probe"]["target"] == {"decode_s": 0.3}
@@ -233,6 +237,51 @@ def test_the_replay_without_the_carry_drops_only_the_references_contention(monke
     out = {"calibrated_on": {"corpus": "c", "levels": [1, 2], "held_out": True, "same_corpus": False},
            "levels": {"1": {"ar": {"tokens_per_s": 1.0, "ttft_p50_s": 1, "tpot_p50_s": 1, "blocks": 1}}},
            "planned": {}, "break_even": {}, "records": 1, "max_tokens": 8, "replay_speedup_error_max": None,
-           "target": {"speedup_rel_error": 0.10}, "replay_speedup_error_no_carry": {"lr@1": 0.05, "lr@2": -0.2}}
+           "target": {"speedup_rel_error": 0.10}, "replay_speedup_error_no_carry": {"lr@1": 0.05, "lr@2": -0.2},
+           "contention_scales": {"target": 2.0}, "contention_carried": True}
+    text = bl.render(out)
     assert "Without that carry (the profile's contention as fitted): replayed speedup within 10% at 1 of 2 " \
-        "pairs, largest error 20.0%" in bl.render(out)
+        "pairs, largest error 20.0%" in text
+    assert "target x2.00; carried (--carry-contention)." in text
+    out.update(contention_carried=False, replay_speedup_error_no_carry=None,
+               replay_speedup_error_with_carry={"lr@1": 0.3})
+    text = bl.render(out)
+    assert "target x2.00; not carried (the profile's contention as fitted, the default)." in text
+    assert "With that carry (--carry-contention): replayed speedup within 10% at 0 of 1 pairs, " \
+        "largest error 30.0%" in text
+
+
+def test_a_held_out_replay_and_plan_leave_the_carry_out_unless_asked(monkeypatch):
+    # measure replays with drop_carry's profile by default and returns the profile as calibrated;
+    # plan_profile rescales the contention only with carry
+    import benchmarks.load_replay as lr
+    import benchmarks.load_plan as lp
+
+    used = []
+    ref = {"target": {"decode_s": 0.3, "contended_decode_s": 0.33, "contention": 0.1}}
+    doc = {"probe": ref, "latency": {"target": {"contention": 0.05}}}
+
+    class P:
+        def __init__(self, doc):
+            self.doc = doc
+
+        def rescaled(self, factors, why, contention):
+            used.append(contention)
+            return self
+
+    monkeypatch.setattr(lr, "calibrate", lambda paths, **k: doc)
+    monkeypatch.setattr(lr, "Profile", P)
+    monkeypatch.setattr(lr, "validate_doc", lambda d: d)
+    monkeypatch.setattr(lr, "level_table", lambda level, prof, speed: used.append(prof.doc["probe"]) or {})
+    today = {"target": {"decode_s": 0.4, "contended_decode_s": 0.48}}
+    for carry, probe in ((False, {"decode_s": 0.3}), (True, ref["target"])):
+        used.clear()
+        _, _, prof = lr.measure(Path("x"), {1: {}}, today, ["p"], carry)
+        assert used == [{"target": probe}] and prof.doc is doc
+    monkeypatch.setattr(lp, "calibrate", lambda paths, **k: doc)
+    monkeypatch.setattr(lp, "Profile", P)
+    monkeypatch.setattr(lp, "validate_doc", lambda d: d)
+    for carry, scales in ((False, {}), (True, {"target": pytest.approx(2.0)})):
+        used.clear()
+        lp.plan_profile(["p"], {"ar"}, today, carry)
+        assert used == [scales]

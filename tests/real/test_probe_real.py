@@ -40,7 +40,7 @@ def test_probe_rescales_a_corpus_profile(prepared_cache, tmp_path):
         assert res["probe"]["engines"][role]["decode_s"] > 0
         assert res["probe"]["engines"][role]["contended_decode_s"] > 0   # side by side too
     # the corpus's traces predate the side-by-side probe: its contention stays as fitted
-    assert res["contention"] == {} and "contention" not in after.doc["rescaled"]
+    assert res["contention"] == res["contention_measured"] == {} and "contention" not in after.doc["rescaled"]
     assert res["probe"]["cores"] == {"target": "0", "draft": "1"}   # the corpus's binding
     assert after.doc["rescaled"]["factors"]["target"]["decode"] == res["factors"]["target"]["decode"]
     # the probe names this machine, which is not the profile's: the rescale is only the intercept
