@@ -78,7 +78,8 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
 
     first = block[0]
     probe = {"before": {"engines": speed}} if speed is not None else block_probe(block)
-    # one probe for every block (a corpus's median) carries the machine's contention too
+    # one probe for every block (a corpus's median) carries the machine's contention too, where
+    # the profile's reference keeps its side-by-side c (measure drops it unless asked: drop_carry)
     prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before",
                         contention=speed is not None)
     worlds = []
