@@ -29,8 +29,8 @@ def probe_cmd(
     carry_contention: bool = typer.Option(
         False, "--carry-contention",
         help="Also scale each engine's fitted contention by the side-by-side probe's c now over the "
-             "profile's (off by default: across sittings of one host it made predictions worse, "
-             "docs/load.md)."),
+             "profile's (off by default: across sittings of one host it brought fewer replayed "
+             "points within 10%, docs/load.md)."),
     as_json: bool = JSON,
 ):
     """Measure this machine's speed now (a fixed reference pass per engine) and rescale a profile

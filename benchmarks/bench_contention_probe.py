@@ -7,8 +7,8 @@ The physical model prices a pass (1 + contention * o) times its alone time when 
 ran for a fraction o of it (lrsim/calib/physical.py), and that contention is the host's: a
 profile carried to a slower host by the alone probe priced its LR runs slow (docs/load.md, "A host four
 times slower"). The side-by-side probe (lrreal/probe.side_by_side) times each engine's decode pass
-beside the other's, c = beside / alone - 1, and a rescale multiplies the profile's contention by c
-now over c of its reference (lrsim/calib/rescale.contention_scales). That needs c to move with the
+beside the other's, c = beside / alone - 1, and a rescale may multiply the profile's contention by c
+now over c of its reference (lrsim/calib/rescale.contention_scales; opt-in, --carry-contention). That needs c to move with the
 fitted contention. Here, on one host: start the engines as `lr collect` does (target on core 0,
 draft on core 1; lrreal/probe.probe_machine), probe them --repeats times, and set each engine's c
 (per probe; the median) beside the contention fitted on the corpus's levels 1-2 and the corpus's

@@ -79,7 +79,7 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
                                     replay_speedup_errors, replay_worlds, speedup_interval,
-                                    contention_whatif, drop_carry, speedup_errors)
+                                    contention_whatif, speedup_error_map, speedup_errors)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -130,10 +130,24 @@ def read_or_exit(bench: str, read, folder: str, what: str, hint: str = ""):
     return got
 
 
+def carry_fields(prof, corpus: dict, today: dict, carry: bool) -> dict:
+    """A held-out result's contention carry: the factor on each engine's fitted contention the
+    side-by-side probes measured (c of the corpus's median probe over the profile's reference; {}
+    where either has none), whether the replay and the plan applied it (--carry-contention), and
+    the replayed speedup's errors the other way (speedup_errors; None when there was nothing to
+    carry): with the carry when it was left out, the default, and without it when not."""
+    scales = contention_scales(prof.doc.get("probe") or {}, [today])
+    other = speedup_errors(prof, corpus, today, carry=not carry) if scales else None
+    return {"contention_scales": scales, "contention_carried": bool(scales) and carry,
+            "replay_speedup_error_with_carry": None if carry else other,
+            "replay_speedup_error_no_carry": other if carry else None}
+
+
 def main() -> None:
     ap = corpus_args(__doc__, "traces/load", None, "benchmarks/results/load.json",
                      "calibrate on this corpus's 1-2 in flight instead (held out: every level "
-                     "of --load is predicted; default: --load itself)")
+                     "of --load is predicted; default: --load itself); comma-separated: those "
+                     "corpora pooled into one profile (e.g. two sittings predicting a third)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--rounds", help="comma-separated rounds (run.flags.load_round) of --load to "
                     "predict, e.g. those one sitting ran all configurations of (default: all)")
@@ -152,8 +166,15 @@ def main() -> None:
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
     wanted = set(a.configs.split(",")) | {"ar"} if a.configs else None
-    calib_root = ROOT / (a.calibrate_on or a.load)
-    same = calib_root.resolve() == (ROOT / a.load).resolve()
+    # --calibrate-on may name several corpora (comma-separated: sittings pooled into one profile)
+    cal_names = (a.calibrate_on or a.load).split(",")
+    cal_roots = [(ROOT / c).resolve() for c in cal_names]
+    same = (ROOT / a.load).resolve() in cal_roots
+    if same and len(cal_roots) > 1:
+        sys.exit(f"bench_load: --calibrate-on {a.calibrate_on}: names --load {a.load} beside other "
+                 "corpora; pool other corpora only (or --calibrate-rounds for other rounds of it)")
+    if len(set(cal_roots)) < len(cal_roots):
+        sys.exit(f"bench_load: --calibrate-on {a.calibrate_on}: a corpus named twice")
     if same and cal_rounds is not None and (rounds is None or rounds & cal_rounds):
         sys.exit(f"bench_load: --calibrate-rounds {a.calibrate_rounds} of the corpus predicted: "
                  "--rounds must name other rounds (a held-out prediction)")
@@ -164,13 +185,14 @@ def main() -> None:
     # held out: another corpus, or other rounds of this one (a later part of its sitting)
     held_out = not same or cal_rounds is not None
     scratch = tempfile.TemporaryDirectory()
-    cal_paths = read_or_exit("bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name)),
-                             a.calibrate_on or a.load, "level 1-2 traces"
-                             + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""), " to calibrate on")
+    cal_paths = [p for i, name in enumerate(cal_names) for p in read_or_exit(
+        "bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name) / str(i)),
+        name, "level 1-2 traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
+        " to calibrate on")]
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
-    paths, measured, replay_profile = measure(calib_root, corpus, today, cal_paths, a.carry_contention)
+    paths, measured, replay_profile = measure(cal_roots[0], corpus, today, cal_paths, a.carry_contention)
     # the same profile, not calibrated a second time, each block at its own probe: a speedup pairs
     # blocks that may have run at different host speeds (collect_load's phases restart the engines)
     own_levels = {n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())} if held_out else None
@@ -179,11 +201,9 @@ def main() -> None:
     whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
                                 rounds if same else None, Path(scratch.name) / "predicted")
               if held_out else None)
-    # held out: what the side-by-side probes would scale the profile's contention by, and the
-    # replay the other way (with the carry when it was left out, the default; without it when not)
-    scales = contention_scales(replay_profile.doc.get("probe") or {}, [today]) if held_out else None
-    other = (speedup_errors(drop_carry(replay_profile) if a.carry_contention else replay_profile, corpus, today)
-             if scales else None)
+    carry = carry_fields(replay_profile, corpus, today, a.carry_contention) if held_out else {
+        "contention_scales": None, "contention_carried": False,
+        "replay_speedup_error_with_carry": None, "replay_speedup_error_no_carry": None}
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
         # the embedding verifier only)
@@ -231,14 +251,7 @@ def main() -> None:
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - set(PROFILE_CONFIGS))},
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
-           # held out: the factor on each engine's fitted contention the side-by-side probes
-           # measured (c of the corpus's probes over the profile's; {} where either has none),
-           # applied to the replay and the plan only with --carry-contention
-           "contention_scales": scales,
-           "contention_carried": bool(scales) and a.carry_contention,
-           # ... and the replayed speedup's error the other way (None: nothing to carry)
-           "replay_speedup_error_with_carry": other if scales and not a.carry_contention else None,
-           "replay_speedup_error_no_carry": other if scales and a.carry_contention else None,
+           **carry,                                        # carry_fields
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,
@@ -248,9 +261,7 @@ def main() -> None:
            # held out: the same replay with each block at its own probe
            "replay_tokens_per_s_error_own_probe": {"min": min(own), "max": max(own)} if own else None,
            # held out: the replayed speedup's error with each block at its own probe
-           "replay_speedup_error_own_probe": ({f"{cfg}@{n}": r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1
-                                               for n, t in own_levels.items() for cfg, r in t.items()
-                                               if r.get("predicted_speedup_vs_ar")} if own_levels else None),
+           "replay_speedup_error_own_probe": speedup_error_map(own_levels) if own_levels else None,
            # held out: the replay again with the corpus's own fitted contention (a diagnosis)
            "contention_whatif": whatif,
            "target": {"speedup_rel_error": SPEEDUP_TARGET},

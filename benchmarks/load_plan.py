@@ -39,7 +39,7 @@ BOTH_DEVICES = ("--modes", "sd,lr,lr+sd")
 
 def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False) -> Profile:
     """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out),
-    its contention scaled by the side-by-side probes only with `carry` (load_replay.drop_carry)."""
+    its contention scaled by the side-by-side probes only with `carry` (load_replay.replay_worlds)."""
     from lrsim.calib.rescale import contention_scales, factors_from_probe
 
     prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))

@@ -52,11 +52,12 @@ def makespan(block: list[dict]) -> float:
 REPLAY_SEEDS = 4
 
 
-def predict_block(prof: Profile, block: list[dict], speed: dict | None = None) -> float:
+def predict_block(prof: Profile, block: list[dict], speed: dict | None = None, carry: bool = False) -> float:
     """Simulated makespan of the block's records run together, at the machine speed probed
     before it (the record's own probe at level 1; the run's probe of the idle engines above), or
-    at `speed` ({engine: {"decode_s", "prefill_s"}}: one probe for every block) when given."""
-    worlds, over = replay_worlds(prof, block, speed)
+    at `speed` ({engine: {"decode_s", "prefill_s"}}: one probe for every block) when given
+    (`carry`: replay_worlds)."""
+    worlds, over = replay_worlds(prof, block, speed, carry=carry)
     spans = [max(r.finish for r in w.records) - min(r.arrival for r in w.records) for w in worlds]
     return sum(spans) / len(spans) + over
 
@@ -70,18 +71,21 @@ def block_probe(block: list[dict]) -> dict:
 
 
 def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
-                  arrivals: bool = False) -> tuple[list, float]:
+                  arrivals: bool = False, carry: bool = False) -> tuple[list, float]:
     """The block's records simulated together (predict_block's machine speed), once per replay
     seed (ar draws nothing: once), with their recorded arrivals when `arrivals` (an open-loop
-    block); returns the simulated worlds and the profile's per-request overhead (s) of the mode."""
+    block); returns the simulated worlds and the profile's per-request overhead (s) of the mode.
+    `carry` (with `speed`, an aggregate probe): the profile's fitted contention scaled by the
+    side-by-side probes' c too (rescale.contention_scales); off by default, since across two
+    sittings of one host it brought fewer replayed points within 10% (docs/load.md, "Two
+    sittings with side-by-side probes")."""
     from lrsim.sim.runner import run
 
     first = block[0]
     probe = {"before": {"engines": speed}} if speed is not None else block_probe(block)
-    # one probe for every block (a corpus's median) carries the machine's contention too, where
-    # the profile's reference keeps its side-by-side c (measure drops it unless asked: drop_carry)
+    # only one probe for every block (a corpus's median) may carry the machine's contention
     prof = probe_scaled(prof, {"probe": probe, "problem_id": first["problem_id"]}, "before",
-                        contention=speed is not None)
+                        contention=carry and speed is not None)
     worlds = []
     for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
@@ -92,10 +96,11 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
     return worlds, over
 
 
-def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict | None = None) -> dict:
+def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict | None = None,
+                carry: bool = False) -> dict:
     """Per configuration: measured (and replayed) tokens/s over the blocks every configuration
     of the level finished, and speedups over ar and ar-er on those blocks; `speed`: replay every
-    block at that one probe (predict_block)."""
+    block at that one probe (predict_block; `carry`: replay_worlds)."""
     by_cfg = {c: blocks(recs) for c, recs in level.items()}
     common = set.intersection(*(set(b) for b in by_cfg.values())) if by_cfg else set()
     # only full blocks (a killed block's survivors ran beside fewer requests than N)
@@ -116,7 +121,7 @@ def level_table(level: dict[str, list[dict]], prof: Profile | None, speed: dict 
                "step_acceptance": _ratio(sel, "accepted", "proposed"),
                "correct": sum(bool(r["correct"]) for b in sel for r in b)}
         if prof is not None and cfg != "ar-er":      # another binding: only its TP efficiency
-            row["predicted_tokens_per_s"] = toks / sum(predict_block(prof, b, speed) for b in sel)
+            row["predicted_tokens_per_s"] = toks / sum(predict_block(prof, b, speed, carry) for b in sel)
         out[cfg] = row
     for cfg, row in out.items():
         if "ar" in out and cfg != "ar":
@@ -194,37 +199,26 @@ def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
             paths: list[str] | None = None, carry: bool = False) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
     flight of the corpus at `calib_root`, or on `paths`; `speed`: every block replayed at that
-    one probe, its side-by-side contention carried only with `carry`: drop_carry); returns the
-    calibration files and that profile (as calibrated, carry or not) too."""
+    one probe; `carry`: replay_worlds); returns the calibration files and that profile too."""
     paths = paths or calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
-    replay = prof if carry else drop_carry(prof)
-    return paths, {n: level_table(lv, replay, speed) for n, lv in sorted(corpus.items())}, prof
+    return paths, {n: level_table(lv, prof, speed, carry) for n, lv in sorted(corpus.items())}, prof
 
 
-def drop_carry(prof: Profile) -> Profile:
-    """The profile with its reference probe's side-by-side contention removed, so that no probe
-    scales its fitted contention (rescale.contention_scales finds none). A held-out replay's
-    default: across two sittings of one host the carry made every replay worse or no better
-    (docs/load.md, "Two sittings with side-by-side probes")."""
-    doc = copy.deepcopy(prof.doc)
-    for e in (doc.get("probe") or {}).values():
-        for k in ("contended_decode_s", "contention"):
-            e.pop(k, None)
-    return Profile(validate_doc(doc))
-
-
-def speedup_errors(prof: Profile, corpus: dict, speed: dict | None) -> dict[str, float]:
-    """{config@level: replayed / measured speedup over ar - 1} of `corpus` replayed by `prof`."""
-    levels = {n: level_table(lv, prof, speed) for n, lv in sorted(corpus.items())}
+def speedup_error_map(levels: dict) -> dict[str, float]:
+    """{config@level: replayed / measured speedup over ar - 1} of every replayed configuration."""
     return {f"{cfg}@{n}": row["predicted_speedup_vs_ar"] / row["speedup_vs_ar"] - 1
             for n, t in levels.items() for cfg, row in t.items() if row.get("predicted_speedup_vs_ar")}
 
 
+def speedup_errors(prof: Profile, corpus: dict, speed: dict | None, carry: bool = False) -> dict[str, float]:
+    """speedup_error_map of `corpus` replayed by `prof` (at `speed`; `carry`: replay_worlds)."""
+    return speedup_error_map({n: level_table(lv, prof, speed, carry) for n, lv in sorted(corpus.items())})
+
+
 def replay_speedup_errors(levels: dict) -> list[float]:
     """|replayed / measured - 1| of every replayed configuration's speedup over ar."""
-    return [abs(r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
-            for t in levels.values() for r in t.values() if r.get("predicted_speedup_vs_ar")]
+    return [abs(e) for e in speedup_error_map(levels).values()]
 
 
 def replay_errors(levels: dict) -> list[float]:
@@ -270,7 +264,7 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
             if r in own["latency"] and r in doc["latency"]}
     for r, b in beta.items():
         doc["latency"][r]["contention"] = b
-    # replaced outright: no side-by-side probe may scale it again
-    errs = speedup_errors(drop_carry(Profile(validate_doc(doc))), corpus, speed)
+    # replaced outright: no side-by-side probe scales it again (speedup_errors carries nothing)
+    errs = speedup_errors(Profile(validate_doc(doc)), corpus, speed)
     return {"profile": {r: float(prof.doc["latency"][r].get("contention", 0.0)) for r in beta},
             "held_out_fit": beta, "replay_speedup_error": errs}

@@ -2,7 +2,7 @@
 
     factors = factors_from_probe(profile.doc["probe"], today)   # {"target": (f_dec, f_pre), ...}
     scales = contention_scales(profile.doc["probe"], [today["engines"]])   # {"target": 0.4, ...}
-    prof_today = profile.rescaled(factors, contention=scales)
+    prof_today = profile.rescaled(factors, contention=scales)   # or contention={}: the default
 
 A forward pass on CPU is bound by memory bandwidth when decoding and by arithmetic when
 prefilling, and another job on the machine slows the two differently, so each engine gets two
@@ -35,7 +35,9 @@ def factors_from_probe(reference: dict, today: dict) -> dict[str, tuple[float, f
 # LR (whose target runs beside its drafter) slow while AR was right, and that host's own fit found
 # a smaller contention (docs/load.md, "A host four times slower"). Probes that ran the engines side by
 # side (lrreal/probe.side_by_side) measure it: c = contended_decode_s / decode_s - 1, and the
-# profile's contention is scaled by c now over c of its reference. One probe's c rests on a few
+# profile's contention may be scaled by c now over c of its reference (opt-in: `lr calibrate probe
+# --carry-contention`; across two sittings of one host the carry brought fewer replayed points
+# within 10%: docs/load.md, "Two sittings with side-by-side probes"). One probe's c rests on a few
 # passes of a small slowdown, so only aggregates carry it (the median over a corpus's probes,
 # `lr calibrate probe`'s repeats), never a single record's probe (lrsim/calib/replay.probe_scaled).
 CONTENTION_FLOOR = 0.02   # a reference slowed less than this beside the other engine is noise,

@@ -203,12 +203,87 @@ def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypa
     assert seen["predicted"] == {1} and seen["calibrated"] == {0}
 
 
-def test_the_replay_without_the_carry_drops_only_the_references_contention(monkeypatch):
-    # the profile's contention stays as fitted: its reference loses c, so contention_scales finds
-    # nothing to scale; its speed (decode_s) stays, so the block is still priced at the corpus probe
-    # (drop_carry: the held-out replay's default; --carry-contention keeps c)
+REF = {"target": {"decode_s": 0.3, "contended_decode_s": 0.33, "contention": 0.1}, "draft": {"decode_s": 0.1}}
+TODAY = {"target": {"decode_s": 0.4, "contended_decode_s": 0.48}}   # c 0.2 against the reference's 0.1
+
+
+class Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("speed, carry, carried", [(TODAY, False, False), (TODAY, True, True),
+                                                   (None, True, False), (None, False, False)])
+def test_a_replay_carries_the_contention_only_when_asked_and_at_an_aggregate_probe(monkeypatch, speed, carry, carried):
+    # the default leaves the profile's fitted contention as it is; one block's own probe never carries
     import benchmarks.load_replay as lr
-    from lrsim.calib.rescale import contention_scales
+
+    seen = []
+
+    def scaled(prof, rec, which, contention):
+        seen.append(contention)
+        raise Stop
+
+    monkeypatch.setattr(lr, "probe_scaled", scaled)
+    monkeypatch.setattr(lr, "block_probe", lambda block: {"before": {"engines": TODAY}})
+    with pytest.raises(Stop):
+        lr.replay_worlds(object(), [{"problem_id": 1, "mode": "lr"}], speed, carry=carry)
+    assert seen == [carried]
+    seen.clear()
+    with pytest.raises(Stop):                                     # through level_table and measure
+        monkeypatch.setattr(lr, "calibrate", lambda paths, **k: {"probe": REF})
+        monkeypatch.setattr(lr, "validate_doc", lambda d: d)
+        lr.measure(Path("x"), {1: {"lr-d2": [rec("lr-d2", "p0", 0, 0, 8, 8, mode="lr")]}}, speed, ["p"], carry)
+    assert seen == [carried]
+
+
+def test_the_plan_profile_carries_the_contention_only_when_asked(monkeypatch):
+    import benchmarks.load_plan as lp
+
+    used = []
+
+    class P:
+        def __init__(self, doc):
+            self.doc = doc
+
+        def rescaled(self, factors, why, contention):
+            used.append(contention)
+            return self
+
+    monkeypatch.setattr(lp, "calibrate", lambda paths, **k: {"probe": REF})
+    monkeypatch.setattr(lp, "Profile", P)
+    monkeypatch.setattr(lp, "validate_doc", lambda d: d)
+    for carry, scales in ((False, {}), (True, {"target": pytest.approx(2.0)})):
+        used.clear()
+        lp.plan_profile(["p"], {"ar"}, TODAY, carry)
+        assert used == [scales]
+
+
+@pytest.mark.parametrize("carry", [False, True])
+def test_a_held_out_result_reports_the_carry_and_the_replay_the_other_way(monkeypatch, carry):
+    calls = []
+
+    class P:
+        doc = {"probe": REF}
+
+    def errors(prof, corpus, speed, carry):
+        calls.append(carry)
+        return {"lr@2": 0.3}
+
+    monkeypatch.setattr(bl, "speedup_errors", errors)
+    out = bl.carry_fields(P(), {2: {}}, TODAY, carry)
+    assert calls == [not carry]
+    assert out["contention_scales"] == {"target": pytest.approx(2.0)} and out["contention_carried"] is carry
+    assert out["replay_speedup_error_with_carry"] == (None if carry else {"lr@2": 0.3})
+    assert out["replay_speedup_error_no_carry"] == ({"lr@2": 0.3} if carry else None)
+    P.doc = {"probe": {"target": {"decode_s": 0.3}}}             # a reference without side-by-side c
+    calls.clear()
+    out = bl.carry_fields(P(), {2: {}}, TODAY, carry)
+    assert calls == [] and out == {"contention_scales": {}, "contention_carried": False,
+                                   "replay_speedup_error_with_carry": None, "replay_speedup_error_no_carry": None}
+
+
+def test_the_contention_whatif_replaces_the_fit_and_carries_nothing(monkeypatch):
+    import benchmarks.load_replay as lr
 
     seen = []
 
@@ -216,24 +291,21 @@ def test_the_replay_without_the_carry_drops_only_the_references_contention(monke
         def __init__(self, doc):
             self.doc = doc
 
-    def table(level, prof, speed):
-        seen.append((prof.doc, speed))
-        return {"lr": {"predicted_speedup_vs_ar": 0.9, "speedup_vs_ar": 1.0}, "ar": {}}
-
-    monkeypatch.setattr(lr, "level_table", table)
+    monkeypatch.setattr(lr, "calib_paths", lambda *a: ["p"])
+    monkeypatch.setattr(lr, "calibrate", lambda paths, **k: {"latency": {"target": {"contention": 0.2}}})
     monkeypatch.setattr(lr, "Profile", P)
     monkeypatch.setattr(lr, "validate_doc", lambda d: d)
-    ref = {"target": {"decode_s": 0.3, "contended_decode_s": 0.33, "contention": 0.1},
-           "draft": {"decode_s": 0.1}}
-    prof = P({"probe": ref, "latency": {"target": {"contention": 0.05}}})
-    today = {"target": {"decode_s": 0.4, "contended_decode_s": 0.48}}
-    assert contention_scales(ref, [today]) == {"target": pytest.approx(2.0)}
-    errs = lr.speedup_errors(lr.drop_carry(prof), {2: {}, 4: {}}, today)
-    assert errs == {"lr@2": pytest.approx(-0.1), "lr@4": pytest.approx(-0.1)}
-    doc, speed = seen[0]
-    assert speed is today and doc["probe"]["target"] == {"decode_s": 0.3}
-    assert contention_scales(doc["probe"], [today]) == {}
-    assert prof.doc["probe"]["target"]["contention"] == 0.1          # the profile itself untouched
+    monkeypatch.setattr(lr, "speedup_errors", lambda prof, corpus, speed, carry=False:
+                        seen.append((prof.doc, carry)) or {"lr@2": -0.1})
+    prof = P({"probe": REF, "latency": {"target": {"contention": 0.05}}})
+    out = lr.contention_whatif(prof, Path("x"), {2: {}}, TODAY)
+    (doc, carry), = seen
+    assert doc["latency"]["target"]["contention"] == 0.2 and carry is False
+    assert prof.doc["latency"]["target"]["contention"] == 0.05          # the profile itself untouched
+    assert out == {"profile": {"target": 0.05}, "held_out_fit": {"target": 0.2}, "replay_speedup_error": {"lr@2": -0.1}}
+
+
+def test_the_render_says_whether_the_contention_was_carried():
     out = {"calibrated_on": {"corpus": "c", "levels": [1, 2], "held_out": True, "same_corpus": False},
            "levels": {"1": {"ar": {"tokens_per_s": 1.0, "ttft_p50_s": 1, "tpot_p50_s": 1, "blocks": 1}}},
            "planned": {}, "break_even": {}, "records": 1, "max_tokens": 8, "replay_speedup_error_max": None,
@@ -251,37 +323,34 @@ def test_the_replay_without_the_carry_drops_only_the_references_contention(monke
         "largest error 30.0%" in text
 
 
-def test_a_held_out_replay_and_plan_leave_the_carry_out_unless_asked(monkeypatch):
-    # measure replays with drop_carry's profile by default and returns the profile as calibrated;
-    # plan_profile rescales the contention only with carry
-    import benchmarks.load_replay as lr
-    import benchmarks.load_plan as lp
+def test_calibrate_on_pools_several_corpora_into_one_profile(monkeypatch):
+    # two sittings' levels 1-2 calibrate one profile that predicts a third corpus (held out)
+    seen = {}
 
-    used = []
-    ref = {"target": {"decode_s": 0.3, "contended_decode_s": 0.33, "contention": 0.1}}
-    doc = {"probe": ref, "latency": {"target": {"contention": 0.05}}}
+    def measure(root, corpus, speed, paths, carry):
+        seen["paths"] = paths
+        seen["speed"] = speed
+        raise Stop
 
-    class P:
-        def __init__(self, doc):
-            self.doc = doc
+    monkeypatch.setattr(bl, "measure", measure)
+    monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load-cold-epyc-side12", "--calibrate-on",
+                                     "traces/load-cold-epyc-side,traces/load-cold-epyc-more"])
+    with pytest.raises(Stop):
+        bl.main()
+    corpora = {Path(p).parents[2].name for p in seen["paths"]}
+    assert corpora == {"load-cold-epyc-side", "load-cold-epyc-more"}
+    assert {Path(p).parent.name for p in seen["paths"]} == {"c1", "c2"}
+    assert seen["speed"]                             # held out: replayed at the corpus's median probe
 
-        def rescaled(self, factors, why, contention):
-            used.append(contention)
-            return self
 
-    monkeypatch.setattr(lr, "calibrate", lambda paths, **k: doc)
-    monkeypatch.setattr(lr, "Profile", P)
-    monkeypatch.setattr(lr, "validate_doc", lambda d: d)
-    monkeypatch.setattr(lr, "level_table", lambda level, prof, speed: used.append(prof.doc["probe"]) or {})
-    today = {"target": {"decode_s": 0.4, "contended_decode_s": 0.48}}
-    for carry, probe in ((False, {"decode_s": 0.3}), (True, ref["target"])):
-        used.clear()
-        _, _, prof = lr.measure(Path("x"), {1: {}}, today, ["p"], carry)
-        assert used == [{"target": probe}] and prof.doc is doc
-    monkeypatch.setattr(lp, "calibrate", lambda paths, **k: doc)
-    monkeypatch.setattr(lp, "Profile", P)
-    monkeypatch.setattr(lp, "validate_doc", lambda d: d)
-    for carry, scales in ((False, {}), (True, {"target": pytest.approx(2.0)})):
-        used.clear()
-        lp.plan_profile(["p"], {"ar"}, today, carry)
-        assert used == [scales]
+@pytest.mark.parametrize("calibrate_on, says", [
+    ("traces/load-cold-epyc-side12,traces/load-cold-epyc-side", "names --load"),
+    ("traces/load-cold-epyc-side,traces/load-cold-epyc-side/", "a corpus named twice"),
+    ("traces/load-cold-epyc-side,traces/no-such-corpus", "no level 1-2 traces under traces/no-such-corpus"),
+])
+def test_calibrate_on_a_bad_list_is_a_one_line_error(monkeypatch, calibrate_on, says):
+    monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load-cold-epyc-side12",
+                                     "--calibrate-on", calibrate_on])
+    with pytest.raises(SystemExit) as e:
+        bl.main()
+    assert says in str(e.value) and "\n" not in str(e.value)

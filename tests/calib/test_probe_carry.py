@@ -1,6 +1,6 @@
 """`lr calibrate probe --carry-contention`: the side-by-side probe's c now over the profile's is
 measured and reported always, and scales the profile's fitted contention only when asked (across
-two sittings of one host the carry made every held-out replay worse or no better: docs/load.md,
+two sittings of one host the carry brought fewer replayed points within 10%: docs/load.md,
 "Two sittings with side-by-side probes"). The probe itself is monkeypatched here (its real run:
 tests/real/test_probe_real.py)."""
 import json
