@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/bench_contention_traces.py [--corpus traces/load-cold-epyc-side ...]
         [--out benchmarks/results/contention_traces.json] [--json]
 
-A rescale carries a profile's contention (each engine's fractional slowdown while the other runs
-a pass: lrsim/calib/physical.py) to another machine or sitting by c now over c of the profile's
+A rescale may carry a profile's contention (each engine's fractional slowdown while the other runs
+a pass: lrsim/calib/physical.py; opt-in, --carry-contention) to another machine or sitting by c now over c of the profile's
 reference, c being the side-by-side probe's decode pass beside the other engine over alone, minus
 1 (lrsim/calib/rescale.contention_scales). That holds if c moves with the fitted contention.
 benchmarks/bench_contention_probe.py set a live probe beside a corpus of another sitting; here
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.write import write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
-CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12")
+CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12", "traces/load-cold-epyc-side3")
 
 
 def probes_c(records: list[dict], passes: dict | None = None) -> dict[str, list[float]]:

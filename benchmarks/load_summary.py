@@ -61,6 +61,15 @@ PREDICTIONS = (
      "bench_load.py --load traces/load-cold-epyc-side12 --calibrate-on traces/load-cold-epyc-side ..."),
     ("load_cold_epyc_side_heldout12", "traces/load-cold-epyc-side", "the reverse: side12's profile",
      "bench_load.py --load traces/load-cold-epyc-side --calibrate-on traces/load-cold-epyc-side12 ..."),
+    ("load_cold_epyc_side3", "traces/load-cold-epyc-side3", "its own levels 1-2, a third sitting",
+     "bench_load.py --load traces/load-cold-epyc-side3 ..."),
+    ("load_cold_epyc_side3_heldout", "traces/load-cold-epyc-side3", "the first side-by-side sitting's profile",
+     "bench_load.py --load traces/load-cold-epyc-side3 --calibrate-on traces/load-cold-epyc-side ..."),
+    ("load_cold_epyc_side3_heldout12", "traces/load-cold-epyc-side3", "the second sitting's (side12's) profile",
+     "bench_load.py --load traces/load-cold-epyc-side3 --calibrate-on traces/load-cold-epyc-side12 ..."),
+    ("load_cold_epyc_side3_pooled", "traces/load-cold-epyc-side3", "both earlier sittings pooled in one profile",
+     "bench_load.py --load traces/load-cold-epyc-side3 --calibrate-on "
+     "traces/load-cold-epyc-side,traces/load-cold-epyc-side12 ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator
@@ -129,7 +138,7 @@ def render(rows: list[dict]) -> str:
     for r in rows:
         b = r["break_even"]
         lines.append(f"| {r['result']} | {r['corpus'].removeprefix('traces/')} | {r['asks']} | "
-                     f"{r['profile'].removeprefix('traces/')} | {r['records']} | {cell(r['replayed'])} | "
+                     f"{' + '.join(c.removeprefix('traces/') for c in r['profile'].split(','))} | {r['records']} | {cell(r['replayed'])} | "
                      f"{cell(r['planned'])} | {cell(r['planned_measured_acceptance'])} | "
                      f"{cell(r['ar_er_planned'])} | {be(b['vs_ar'])} / "
                      f"{be(b['vs_ar-er'])} |")

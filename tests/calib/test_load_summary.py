@@ -98,14 +98,21 @@ def test_the_readme_reading_of_the_table():
                     (near if abs(m - 1) <= 0.07 else far).append(round(m, 2))
                     break
     assert len(near) + len(far) == be["vs_ar"][1] - be["vs_ar"][0]
-    words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 13: "thirteen"}
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 13: "thirteen", 15: "fifteen"}
     assert f"{words[len(near)]} of the {words[len(near) + len(far)]} misses" in text
     assert f"within 7% of 1 ({min(near):.2f}-{max(near):.2f}x)" in text
     assert f"the other {words[len(far)]} are on the slow host across sittings" in text
     # ... where LR alone (1 in flight) measured above AR in one sitting and below in the other
-    side12, side = (json.loads((RESULTS / f"{s}.json").read_text())["levels"]["1"]
-                    for s in ("load_cold_epyc_side12", "load_cold_epyc_side"))
+    side12, side, side3 = (json.loads((RESULTS / f"{s}.json").read_text())["levels"]["1"]
+                           for s in ("load_cold_epyc_side12", "load_cold_epyc_side", "load_cold_epyc_side3"))
     lr = ("lr-d2-emb", "lr+sd-d2-emb")
-    a, b = sorted(round(side12[c]["speedup_vs_ar"], 2) for c in lr), sorted(round(side[c]["speedup_vs_ar"], 2) for c in lr)
-    assert f"LR alone measured {a[0]:.2f}-{a[1]:.2f}x AR in one sitting" in text and f"and {b[0]:.2f}-{b[1]:.2f}x in another" in text
-    assert sorted(far) == sorted(a + b + [0.78])     # and load-cold-epyc-more's profile of side: lr+sd 0.78
+    a, b, c = (sorted(round(lv[cfg]["speedup_vs_ar"], 2) for cfg in lr) for lv in (side12, side, side3))
+    assert f"LR alone measured {a[0]:.2f}-{a[1]:.2f}x AR in one sitting" in text and f", {b[0]:.2f}-{b[1]:.2f}x in another" in text
+    assert f"and {c[0]:.2f}-{c[1]:.2f}x in a third" in text
+    assert sorted(far) == sorted(a + b + c + [0.78])     # and load-cold-epyc-more's profile of side: lr+sd 0.78
+    # the third sitting from the other two pooled: replay 7 of 8, break-evens as measured
+    pooled = next(r for r in rows if r["result"] == "load_cold_epyc_side3_pooled")
+    assert pooled["profile"] == "traces/load-cold-epyc-side,traces/load-cold-epyc-side12"
+    assert (pooled["replayed"]["within"], pooled["replayed"]["pairs"]) == (7, 8)
+    assert "is replayed within 10% at 7 of 8 points and its break-evens are planned as measured" in text
+    assert pooled["break_even"]["vs_ar"]["as_measured"] == pooled["break_even"]["vs_ar"]["configs"] == 2
