@@ -135,8 +135,9 @@ def carry_fields(prof, corpus: dict, today: dict, carry: bool) -> dict:
     side-by-side probes measured (c of the corpus's median probe over the profile's reference; {}
     where either has none), whether the replay and the plan applied it (--carry-contention), and
     the replayed speedup's errors the other way (speedup_errors; None when there was nothing to
-    carry): with the carry when it was left out, the default, and without it when not."""
-    scales = contention_scales(prof.doc.get("probe") or {}, [today])
+    carry): with the carry when it was left out, the default, and without it when not. In sample
+    (`today` None: each block at its own probe) nothing is carried."""
+    scales = contention_scales(prof.doc.get("probe") or {}, [today]) if today is not None else None
     other = speedup_errors(prof, corpus, today, carry=not carry) if scales else None
     return {"contention_scales": scales, "contention_carried": bool(scales) and carry,
             "replay_speedup_error_with_carry": None if carry else other,
@@ -201,9 +202,6 @@ def main() -> None:
     whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
                                 rounds if same else None, Path(scratch.name) / "predicted")
               if held_out else None)
-    carry = carry_fields(replay_profile, corpus, today, a.carry_contention) if held_out else {
-        "contention_scales": None, "contention_carried": False,
-        "replay_speedup_error_with_carry": None, "replay_speedup_error_no_carry": None}
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
         # the embedding verifier only)
@@ -251,7 +249,7 @@ def main() -> None:
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - set(PROFILE_CONFIGS))},
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
-           **carry,                                        # carry_fields
+           **carry_fields(replay_profile, corpus, today, a.carry_contention),
            "latency_fit": fit_summary(replay_profile),
            "tp_efficiency": tp_eff,
            "replay_speedup_error_max": max(errs) if errs else None,

@@ -229,9 +229,9 @@ def test_a_replay_carries_the_contention_only_when_asked_and_at_an_aggregate_pro
         lr.replay_worlds(object(), [{"problem_id": 1, "mode": "lr"}], speed, carry=carry)
     assert seen == [carried]
     seen.clear()
+    monkeypatch.setattr(lr, "calibrate", lambda paths, **k: {"probe": REF})
+    monkeypatch.setattr(lr, "validate_doc", lambda d: d)
     with pytest.raises(Stop):                                     # through level_table and measure
-        monkeypatch.setattr(lr, "calibrate", lambda paths, **k: {"probe": REF})
-        monkeypatch.setattr(lr, "validate_doc", lambda d: d)
         lr.measure(Path("x"), {1: {"lr-d2": [rec("lr-d2", "p0", 0, 0, 8, 8, mode="lr")]}}, speed, ["p"], carry)
     assert seen == [carried]
 
@@ -280,6 +280,8 @@ def test_a_held_out_result_reports_the_carry_and_the_replay_the_other_way(monkey
     out = bl.carry_fields(P(), {2: {}}, TODAY, carry)
     assert calls == [] and out == {"contention_scales": {}, "contention_carried": False,
                                    "replay_speedup_error_with_carry": None, "replay_speedup_error_no_carry": None}
+    out = bl.carry_fields(P(), {2: {}}, None, carry)                # in sample: nothing to carry
+    assert calls == [] and out["contention_scales"] is None and out["contention_carried"] is False
 
 
 def test_the_contention_whatif_replaces_the_fit_and_carries_nothing(monkeypatch):
