@@ -66,6 +66,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.write import parse_or_render, write_results  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
 from lrsim.calib.rescale import contention_scales  # noqa: E402
 
@@ -162,13 +163,15 @@ def main() -> None:
                          "probes' c (corpus over profile), as `lr calibrate probe --carry-contention` "
                          "does; off by default: across sittings it made the replay worse "
                          "(docs/load.md, \"Two sittings with side-by-side probes\")")
-    a = ap.parse_args()
+    a = parse_or_render(ap, render, "replay or plan")
+    if a is None:
+        return
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
     wanted = set(a.configs.split(",")) | {"ar"} if a.configs else None
     # --calibrate-on may name several corpora (comma-separated: sittings pooled into one profile)
-    cal_names = (a.calibrate_on or a.load).split(",")
+    cal_names = [c.strip() for c in (a.calibrate_on or a.load).split(",") if c.strip()]
     cal_roots = [(ROOT / c).resolve() for c in cal_names]
     same = (ROOT / a.load).resolve() in cal_roots
     if same and len(cal_roots) > 1:
@@ -270,10 +273,14 @@ def main() -> None:
                               for rs in lv.values() for r in rs),
            "elapsed_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     scratch.cleanup()
-    Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
-    md = render(out)
-    Path(a.out).with_suffix(".md").write_text(md)
-    print(json.dumps(out, indent=1) if a.json else md)
+    write_results(a.out, out, render)
+    print(json.dumps(out, indent=1) if a.json else render(out))
+
+
+def corpora(names: str) -> str:
+    """--calibrate-on's corpora as prose: "a", or "a and b" for corpora pooled into one profile."""
+    *rest, last = names.split(",")
+    return f"{', '.join(rest)} and {last}" if rest else last
 
 
 def plan_errors(out: dict, key: str, speedup: str = "speedup_vs_ar") -> list[float]:
@@ -312,9 +319,10 @@ def render(out: dict) -> str:
              "draft on core 1; ar-er = AR on both cores)."
              + (f" Held out: every prediction comes from profiles calibrated on "
                 + (f"round {', '.join(map(str, cal['rounds']))} of " if cal.get("rounds") else "")
-                + f"{cal['corpus']}'s levels {', '.join(map(str, cal['levels']))} ("
+                + f"{corpora(cal['corpus'])}'s levels {', '.join(map(str, cal['levels']))} ("
                 + ("other rounds of the same sitting" if cal.get("same_corpus")
-                   else "another run, machine and problems")
+                   else "another run, machine and problems" if "," not in cal["corpus"]
+                   else "other runs and problems")
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")
                 + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")
@@ -351,7 +359,7 @@ def render(out: dict) -> str:
     lines += ["", f"Blocks run by every configuration (N problems each): {per}."]
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "
               f"(target {out['target']['speedup_rel_error']:.0%}); calibrated on levels "
-              f"{', '.join(map(str, cal['levels']))} " + (f"of {cal['corpus']}." if cal.get("held_out") else "only.")]
+              f"{', '.join(map(str, cal['levels']))} " + (f"of {corpora(cal['corpus'])}." if cal.get("held_out") else "only.")]
     rep = replay_speedup_errors(out["levels"])
     if rep:
         lines += ["", f"Replayed: speedup within {out['target']['speedup_rel_error']:.0%} of measured at "

@@ -6,6 +6,8 @@ import pytest
 
 from benchmarks import bench_load as bl
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def rec(cfg, pid, rnd, arrival, latency, wall, tokens=10, mode="ar"):
     return {"mode": mode, "problem_id": pid, "sample": 0, "output_tokens": tokens,
@@ -356,3 +358,44 @@ def test_calibrate_on_a_bad_list_is_a_one_line_error(monkeypatch, calibrate_on, 
     with pytest.raises(SystemExit) as e:
         bl.main()
     assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_pooled_corpora_with_calibrate_rounds_keep_each_corpus_apart(monkeypatch):
+    # each corpus's round-0 copies go to their own scratch folder: c1/ar.jsonl of one never
+    # overwrites the other's (the pooled profile would fit one corpus twice)
+    import json
+
+    seen = {}
+
+    def measure(root, corpus, speed, paths, carry):
+        seen["files"] = {p: {json.loads(line)["problem_id"] for line in open(p)} for p in paths}
+        raise Stop
+
+    monkeypatch.setattr(bl, "measure", measure)
+    monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load-cold-epyc-side3", "--calibrate-on",
+                                     " traces/load-cold-epyc-side, traces/load-cold-epyc-side12,",
+                                     "--calibrate-rounds", "0"])
+    with pytest.raises(Stop):
+        bl.main()
+    files = seen["files"]
+    want = {c: {json.loads(line)["problem_id"] for n in (1, 2) for p in (ROOT / c / "gsm8k" / f"c{n}").glob("*.jsonl")
+                for line in open(p) if json.loads(line)["run"]["flags"]["load_round"] == 0}
+            for c in ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12")}
+    assert len(files) == len(set(files)) and set().union(*files.values()) == set().union(*want.values())
+    assert all(ids <= want["traces/load-cold-epyc-side"] or ids <= want["traces/load-cold-epyc-side12"]
+               for ids in files.values())
+    assert not want["traces/load-cold-epyc-side"] & want["traces/load-cold-epyc-side12"]   # other problems
+
+
+def test_render_rewrites_the_markdown_from_the_json_alone(tmp_path, monkeypatch):
+    import shutil
+
+    src = ROOT / "benchmarks" / "results" / "load_cold_epyc_side3_pooled.json"
+    out = tmp_path / "r.json"
+    shutil.copy(src, out)
+    monkeypatch.setattr("sys.argv", ["bench_load", "--out", str(out), "--render"])
+    bl.main()
+    md = out.with_suffix(".md").read_text()
+    assert md == src.with_suffix(".md").read_text()
+    assert "calibrated on traces/load-cold-epyc-side and traces/load-cold-epyc-side12's levels 1, 2 " \
+        "(other runs and problems)" in md

@@ -611,6 +611,8 @@ def test_the_third_sitting_claims():
     assert (round(min(max(x) for x in ownp), 1), round(max(max(x) for x in ownp), 1)) == (38.6, 41.3)
     carried = [within(100 * v for v in d["replay_speedup_error_with_carry"].values()) for d in (side, s12, pooled)]
     assert carried == [5, 5, 7] and [within(rep(d).values()) for d in (side, s12, pooled)] == [6, 5, 7]
+    er = sorted(round(own["levels"][n]["ar-er"]["speedup_vs_ar"], 2) for n in ("2", "4", "8"))
+    assert (er[0], er[-1]) == (1.68, 2.40)                           # "1.68-2.40x at 2-8 in flight"
     assert not any(d["contention_carried"] for d in (side, s12, pooled))
 
 

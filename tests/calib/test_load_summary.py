@@ -116,3 +116,7 @@ def test_the_readme_reading_of_the_table():
     assert (pooled["replayed"]["within"], pooled["replayed"]["pairs"]) == (7, 8)
     assert "is replayed within 10% at 7 of 8 points and its break-evens are planned as measured" in text
     assert pooled["break_even"]["vs_ar"]["as_measured"] == pooled["break_even"]["vs_ar"]["configs"] == 2
+    s12 = next(r for r in rows if r["result"] == "load_cold_epyc_side3_heldout12")
+    assert (pooled["planned"]["within"], s12["planned"]["within"]) == (4, 5) and s12["planned"]["pairs"] == 8
+    assert "its plan holds 4 of 8 (side12's profile alone: 5 of 8, both break-evens too)" in text
+    assert s12["break_even"]["vs_ar"]["as_measured"] == s12["break_even"]["vs_ar"]["configs"] == 2
