@@ -161,7 +161,7 @@ def main() -> None:
     ap.add_argument("--carry-contention", action="store_true",
                     help="held out: scale the profile's fitted contention by the side-by-side "
                          "probes' c (corpus over profile), as `lr calibrate probe --carry-contention` "
-                         "does; off by default: across sittings it made the replay worse "
+                         "does; off by default: across sittings it brought fewer replayed points within 10%% "
                          "(docs/load.md, \"Two sittings with side-by-side probes\")")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
@@ -244,7 +244,8 @@ def main() -> None:
            # the plan given each level's measured step acceptance (measured_acceptance)
            "planned_at_measured_acceptance": {str(n): t for n, t in planned_acc.items()},
            "break_even": be,
-           "calibrated_on": {"corpus": a.calibrate_on or a.load, "levels": list(CALIB_LEVELS),
+           # the calibration corpus; corpora pooled into one profile: comma-separated
+           "calibrated_on": {"corpus": ",".join(cal_names), "levels": list(CALIB_LEVELS),
                              "rounds": sorted(cal_rounds) if cal_rounds else None,
                              "same_corpus": same,
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,

@@ -52,6 +52,22 @@ def recomputed(run_name):
     return corpus, measured, profile
 
 
+def replayed_pct(doc: dict) -> dict:
+    """{(level, configuration): replayed / measured speedup over ar - 1, in %} of a bench_load result."""
+    return {(n, c): 100 * (r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)
+            for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
+
+
+def within_10(errs) -> int:
+    """How many errors (in %) are within the issue's 10% target."""
+    return sum(abs(e) <= 10 for e in errs)
+
+
+def largest(errs: dict) -> tuple:
+    """(the key of the largest error, its size in % to one decimal)."""
+    return max(errs, key=lambda k: abs(errs[k])), round(max(map(abs, errs.values())), 1)
+
+
 def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed, recomputed):
     corpus, measured, _ = recomputed
     assert committed["records"] == sum(len(r) for lv in corpus.values() for r in lv.values())
@@ -428,9 +444,7 @@ def test_the_side_by_side_corpus_claims():
         assert all(b["measured_vs_ar"] == "1" for c, b in doc["break_even"].items() if c != "ar-er")
     assert all(b["planned_vs_ar"] == b["replayed_vs_ar"] == b["measured_vs_ar"] == "1"
                for c, b in own["break_even"].items() if c != "ar-er")
-    rep = lambda doc: {(n, c): 100 * (r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)  # noqa: E731
-                       for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    within = lambda errs: sum(abs(e) <= 10 for e in errs)  # noqa: E731
+    rep, within = replayed_pct, within_10
     mine = rep(own)
     assert within(mine.values()) == 7 and len(mine) == 8
     assert max(mine, key=lambda k: abs(mine[k])) == ("4", "lr+sd-d2-emb") and round(abs(mine[("4", "lr+sd-d2-emb")]), 1) == 10.8
@@ -519,10 +533,7 @@ def test_the_two_side_by_side_sittings_claims():
     sp1 = lambda doc, c: round(doc["levels"]["1"][c]["speedup_vs_ar"], 2)  # noqa: E731
     assert (sp1(own, "lr+sd-d2-emb"), sp1(own, "lr-d2-emb")) == (1.13, 1.10)
     assert (sp1(back, "lr+sd-d2-emb"), sp1(back, "lr-d2-emb")) == (0.78, 0.88)
-    rep = lambda doc: {(n, c): 100 * (r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)  # noqa: E731
-                       for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    within = lambda errs: sum(abs(e) <= 10 for e in errs)  # noqa: E731
-    top = lambda e: (max(e, key=lambda k: abs(e[k])), round(max(map(abs, e.values())), 1))  # noqa: E731
+    rep, within, top = replayed_pct, within_10, largest
     from benchmarks.load_summary import planned_errors
     plan = lambda doc, key: [100 * e for e in bl.plan_errors(doc, key)]  # noqa: E731
     spec = lambda doc, key: [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
@@ -589,10 +600,7 @@ def test_the_third_sitting_claims():
     assert round(fit, 3) == 0.198
     lv1 = own["levels"]["1"]
     assert [round(lv1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb", "ar-er")] == [1.33, 1.08, 1.83]
-    rep = lambda doc: {(n, c): 100 * (r["predicted_speedup_vs_ar"] / r["speedup_vs_ar"] - 1)  # noqa: E731
-                       for n, t in doc["levels"].items() for c, r in t.items() if r.get("predicted_speedup_vs_ar")}
-    within = lambda errs: sum(abs(e) <= 10 for e in errs)  # noqa: E731
-    top = lambda e: (max(e, key=lambda k: abs(e[k])), round(max(map(abs, e.values())), 1))  # noqa: E731
+    rep, within, top = replayed_pct, within_10, largest
     from benchmarks.load_summary import planned_errors
     spec = lambda doc, key="planned": [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
     be = lambda doc: {(b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}  # noqa: E731
