@@ -67,8 +67,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.write import parse_or_render, write_results  # noqa: E402
+from lrsim.calib.calibrate import read_records  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
-from lrsim.calib.rescale import contention_scales  # noqa: E402
+from lrsim.calib.rescale import contention_scales, machines  # noqa: E402
 
 # the corpus and its replay (load_replay.py) and the plan's side (load_plan.py); the names other
 # benchmarks and tests read through this module are re-exported here
@@ -193,6 +194,9 @@ def main() -> None:
         "bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name) / str(i)),
         name, "level 1-2 traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
         " to calibrate on")]
+    # the CPU models each side ran on: the render says whether the profile crossed machines
+    hw = {"corpus": machines([r for lv in corpus.values() for rs in lv.values() for r in rs]),
+          "calibrated_on": machines([r for p in cal_paths for r in read_records(p)])}
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
@@ -252,6 +256,7 @@ def main() -> None:
                              # configurations predicted that no calibration record ran
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - set(PROFILE_CONFIGS))},
+           "machines": hw,
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
            **carry_fields(replay_profile, corpus, today, a.carry_contention),
            "latency_fit": fit_summary(replay_profile),
@@ -282,6 +287,24 @@ def corpora(names: str) -> str:
     """--calibrate-on's corpora as prose: "a", or "a and b" for corpora pooled into one profile."""
     *rest, last = names.split(",")
     return f"{', '.join(rest)} and {last}" if rest else last
+
+
+def provenance(out: dict) -> str:
+    """Where a held-out prediction's profiles came from, against the corpus predicted: other
+    rounds of its sitting, or other runs and problems on the same machine model or another one
+    (out["machines"]: records per CPU model on each side, lrsim.calib.rescale.machines; results
+    written before it was recorded name no machine)."""
+    cal = out["calibrated_on"]
+    if cal.get("same_corpus"):
+        return "other rounds of the same sitting"
+    runs = "other runs and problems" if "," in cal["corpus"] else "another run and other problems"
+    hw = out.get("machines") or {}
+    mine, theirs = sorted(hw.get("corpus") or {}), sorted(hw.get("calibrated_on") or {})
+    if not mine or not theirs:
+        return runs
+    if mine == theirs:
+        return f"{runs}, the same machine model: {', '.join(mine)}"
+    return f"{runs} on another machine: {', '.join(theirs)}, predicting {', '.join(mine)}"
 
 
 def plan_errors(out: dict, key: str, speedup: str = "speedup_vs_ar") -> list[float]:
@@ -321,9 +344,7 @@ def render(out: dict) -> str:
              + (f" Held out: every prediction comes from profiles calibrated on "
                 + (f"round {', '.join(map(str, cal['rounds']))} of " if cal.get("rounds") else "")
                 + f"{corpora(cal['corpus'])}'s levels {', '.join(map(str, cal['levels']))} ("
-                + ("other rounds of the same sitting" if cal.get("same_corpus")
-                   else "another run, machine and problems" if "," not in cal["corpus"]
-                   else "other runs and problems")
+                + provenance(out)
                 + (f"; configurations it never ran: {', '.join(cal['unseen_configs'])}"
                    if cal.get("unseen_configs") else "")
                 + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")

@@ -183,6 +183,21 @@ def test_the_render_states_the_speedup_error_at_each_blocks_own_probe():
     assert "calibrated on round 0 of c's levels 1, 2 (other rounds of the same sitting" in bl.render(out)
 
 
+def test_the_render_says_whether_the_profile_crossed_machines():
+    out = {"calibrated_on": {"corpus": "a", "same_corpus": False},
+           "machines": {"corpus": {"AMD EPYC": 60}, "calibrated_on": {"AMD EPYC": 120}}}
+    assert bl.provenance(out) == "another run and other problems, the same machine model: AMD EPYC"
+    out["machines"]["corpus"] = {"Intel(R) Xeon(R) Processor": 120}
+    assert bl.provenance(out) == ("another run and other problems on another machine: AMD EPYC, "
+                                  "predicting Intel(R) Xeon(R) Processor")
+    out["calibrated_on"]["corpus"] = "a,b"
+    assert bl.provenance(out).startswith("other runs and problems on another machine")
+    del out["machines"]                   # written before machines were recorded: no claim
+    assert bl.provenance(out) == "other runs and problems"
+    out["calibrated_on"]["same_corpus"] = True
+    assert bl.provenance(out) == "other rounds of the same sitting"
+
+
 def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypatch):
     import json
 
