@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.write import write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
-CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12", "traces/load-cold-epyc-side3")
+CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12", "traces/load-cold-epyc-side3",
+           "traces/load-cold-xeon-side")
 
 
 def probes_c(records: list[dict], passes: dict | None = None) -> dict[str, list[float]]:

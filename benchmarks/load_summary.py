@@ -70,6 +70,13 @@ PREDICTIONS = (
     ("load_cold_epyc_side3_pooled", "traces/load-cold-epyc-side3", "both earlier sittings pooled in one profile",
      "bench_load.py --load traces/load-cold-epyc-side3 --calibrate-on "
      "traces/load-cold-epyc-side,traces/load-cold-epyc-side12 ..."),
+    ("load_cold_xeon_side", "traces/load-cold-xeon-side", "its own levels 1-2, another machine (a Xeon)",
+     "bench_load.py --load traces/load-cold-xeon-side ..."),
+    ("load_cold_xeon_side_r1_heldout", "traces/load-cold-xeon-side", "its round 0 predicts round 1",
+     "bench_load.py --load traces/load-cold-xeon-side --calibrate-rounds 0 --rounds 1 ..."),
+    ("load_cold_xeon_side_epyc", "traces/load-cold-xeon-side", "the three EPYC sittings pooled",
+     "bench_load.py --load traces/load-cold-xeon-side --calibrate-on traces/load-cold-epyc-side,"
+     "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
 )
 TARGET = 0.10     # the target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

@@ -624,12 +624,61 @@ def test_the_third_sitting_claims():
     assert not any(d["contention_carried"] for d in (side, s12, pooled))
 
 
+def test_the_another_machine_claims():
+    """docs/load.md, "Another machine": traces/load-cold-xeon-side (120 records, an Intel Xeon family
+    6 model 207, kernel fc-v1147); target contention fit 0.041 (EPYC side3 0.198), draft not
+    identified; LR alone 1.14x / 1.00x, break-evens 4 and 2, ar-er 1.56x at 1; own profile replay 6
+    of 8 (14.6%), plan 3 of 8 (25.4%), break-evens 4 as measured and 4 vs 2; round 0 -> 1: replay 6
+    of 8 (19.9%), own probes 3 of 8 (28.1%), plan 2 of 8 (46.2%), 4 at measured acceptance, LR alone
+    0.94x / 0.83x against 1.37x / 1.15x planned; EPYC pooled: probe 1.31x both, replay 5 of 8 (16.8%),
+    7 of 8 carried (13.2%), plan 7 of 8 (13.1%), break-evens 2 as measured and 2 vs 4, its
+    contention 0.099 / 0.065."""
+    names = ("load_cold_xeon_side", "load_cold_xeon_side_r1_heldout", "load_cold_xeon_side_epyc")
+    own, r1, epyc = (json.loads((RESULTS / f"{k}.json").read_text()) for k in names)
+    rec = json.loads((ROOT / "traces/load-cold-xeon-side/gsm8k/c1/ar.jsonl").read_text().splitlines()[0])
+    hw = rec["run"]["hardware"]
+    assert hw["cpu_id"].startswith("family 6 model 207 ") and "-fc-v1147-" in hw["platform"]
+    assert own["records"] == 120 and epyc["machines"] == {"corpus": {"Intel(R) Xeon(R) Processor": 120},
+                                                          "calibrated_on": {"AMD EPYC": 60}}
+    assert "another machine: AMD EPYC, predicting Intel(R) Xeon(R) Processor" in (RESULTS / f"{names[2]}.md").read_text()
+    ct = json.loads((RESULTS / "contention_traces.json").read_text())["corpora"]
+    rows = ct["traces/load-cold-xeon-side"]["rows"]["all"]
+    assert round(rows["target"]["fitted_contention"], 3) == 0.041 and not rows["draft"]["fitted_contention"]
+    assert round(ct["traces/load-cold-epyc-side3"]["rows"]["all"]["target"]["fitted_contention"], 3) == 0.198
+    lv1 = own["levels"]["1"]
+    assert [round(lv1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb", "ar-er")] == [1.14, 1.00, 1.56]
+    from benchmarks.load_summary import planned_errors
+    spec = lambda doc, key="planned": [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
+    be = lambda doc: {c: (b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}  # noqa: E731
+    for doc, n, worst, planned, top_plan, breaks in (
+            (own, 6, 14.6, 3, 25.4, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "2")}),
+            (r1, 6, 19.9, 2, 46.2, {"lr+sd-d2-emb": ("4", "1"), "lr-d2-emb": ("4", "1")}),
+            (epyc, 5, 16.8, 7, 13.1, {"lr+sd-d2-emb": ("2", "4"), "lr-d2-emb": ("2", "2")})):
+        e = replayed_pct(doc)
+        assert within_10(e.values()) == n and len(e) == 8 and largest(e)[1] == worst
+        assert within_10(spec(doc)) == planned and len(spec(doc)) == 8 and round(max(spec(doc)), 1) == top_plan
+        assert be(doc) == breaks
+    assert within_10(spec(r1, "planned_at_measured_acceptance")) == 4
+    ownp = [abs(100 * v) for v in r1["replay_speedup_error_own_probe"].values()]
+    assert (within_10(ownp), round(max(ownp), 1)) == (3, 28.1)
+    m1, p1 = r1["levels"]["1"], r1["planned"]["1"]
+    assert [round(m1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [0.94, 0.83]
+    assert [round(p1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [1.37, 1.15]
+    ms = epyc["machine_speed"]
+    assert {round(ms["corpus"][e]["decode_s"] / ms["profile"][e]["decode_s"], 2) for e in ("target", "draft")} == {1.31}
+    carried = [abs(100 * v) for v in epyc["replay_speedup_error_with_carry"].values()]
+    assert (within_10(carried), round(max(carried), 1)) == (7, 13.2) and not epyc["contention_carried"]
+    fit = epyc["contention_whatif"]["profile"]
+    assert (round(fit["target"], 3), round(fit["draft"], 3)) == (0.099, 0.065)
+
+
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
 PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/load-transfer's --first-problem",
               "1000": "traces/load-cold-epyc-more's --first-problem",
               "1100": "traces/load-cold-epyc-side's --first-problem",
               "1200": "traces/load-cold-epyc-side12's --first-problem",
-              "1300": "traces/load-cold-epyc-side3's --first-problem"}
+              "1300": "traces/load-cold-epyc-side3's --first-problem",
+              "700": "traces/load-cold-xeon-side's --first-problem"}
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
@@ -653,7 +702,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
                        test_block_speed.test_the_readme_claims, test_the_slow_host_claims,
                        test_the_slow_host_second_sitting_claims, test_the_side_by_side_corpus_claims,
-                       test_the_two_side_by_side_sittings_claims, test_the_third_sitting_claims)
+                       test_the_two_side_by_side_sittings_claims, test_the_third_sitting_claims,
+                       test_the_another_machine_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -662,6 +712,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "contention_traces", "load_summary", "load_cold_epyc_side12", "load_cold_epyc_side12_heldout",
               "load_cold_epyc_side_heldout12", "load_cold_epyc_side12_r1_heldout",
               "collector_stalls", "plan_gap", "plan_gap_histogram", "block_speed", "load_cold_epyc_side3",
-              "load_cold_epyc_side3_heldout", "load_cold_epyc_side3_heldout12", "load_cold_epyc_side3_pooled")]
+              "load_cold_epyc_side3_heldout", "load_cold_epyc_side3_heldout12", "load_cold_epyc_side3_pooled",
+              "load_cold_xeon_side", "load_cold_xeon_side_r1_heldout", "load_cold_xeon_side_epyc")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
