@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.write import parse_or_render, write_results  # noqa: E402
 from lrsim.calib.calibrate import read_records  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
-from lrsim.calib.rescale import contention_scales, machines  # noqa: E402
+from lrsim.calib.rescale import contention_scales  # noqa: E402
 
 # the corpus and its replay (load_replay.py) and the plan's side (load_plan.py); the names other
 # benchmarks and tests read through this module are re-exported here
@@ -195,8 +195,11 @@ def main() -> None:
         name, "level 1-2 traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
         " to calibrate on")]
     # the CPU models each side ran on: the render says whether the profile crossed machines
-    hw = {"corpus": machines([r for lv in corpus.values() for rs in lv.values() for r in rs]),
-          "calibrated_on": machines([r for p in cal_paths for r in read_records(p)])}
+    predicted = [r for lv in corpus.values() for rs in lv.values() for r in rs]
+    cal_records = [r for p in cal_paths for r in read_records(p)]
+    hw = {"corpus": cpus(predicted), "calibrated_on": cpus(cal_records)}
+    # problems the calibration records ran that the predicted corpus runs too
+    shared = len({r["problem_id"] for r in predicted} & {r["problem_id"] for r in cal_records})
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
@@ -251,7 +254,7 @@ def main() -> None:
            # the calibration corpus; corpora pooled into one profile: comma-separated
            "calibrated_on": {"corpus": ",".join(cal_names), "levels": list(CALIB_LEVELS),
                              "rounds": sorted(cal_rounds) if cal_rounds else None,
-                             "same_corpus": same,
+                             "same_corpus": same, "shared_problems": shared,
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,
                              # configurations predicted that no calibration record ran
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
@@ -289,22 +292,39 @@ def corpora(names: str) -> str:
     return f"{', '.join(rest)} and {last}" if rest else last
 
 
+def cpus(records: list[dict]) -> dict[str, int]:
+    """Records per CPU (its model name and, where the trace records it, family and model: every
+    EPYC here reads "AMD EPYC"); records that name none count under "unnamed"."""
+    out: dict[str, int] = {}
+    for r in records:
+        hw = (r.get("run") or {}).get("hardware") or {}
+        name = hw.get("gpu") or hw.get("cpu_model") or "unnamed"
+        key = f"{name} ({hw['cpu_id']})" if hw.get("cpu_id") and not hw.get("gpu") else name
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def provenance(out: dict) -> str:
-    """Where a held-out prediction's profiles came from, against the corpus predicted: other
-    rounds of its sitting, or other runs and problems on the same machine model or another one
-    (out["machines"]: records per CPU model on each side, lrsim.calib.rescale.machines; results
-    written before it was recorded name no machine)."""
+    """Where a held-out prediction's profiles came from, against the corpus predicted, as far as
+    the records say: other rounds of it; another run (or several pooled), on other problems or
+    not (calibrated_on.shared_problems), on the same CPU or another (out["machines"]: records
+    per CPU on each side, `cpus`). Results written before these were recorded claim neither."""
     cal = out["calibrated_on"]
     if cal.get("same_corpus"):
-        return "other rounds of the same sitting"
-    runs = "other runs and problems" if "," in cal["corpus"] else "another run and other problems"
+        return "other rounds of the same corpus"
+    runs = "other runs" if "," in cal["corpus"] else "another run"
+    shared = cal.get("shared_problems")
+    if shared is not None:
+        runs += " on other problems" if not shared else f" sharing {shared} problems"
     hw = out.get("machines") or {}
-    mine, theirs = sorted(hw.get("corpus") or {}), sorted(hw.get("calibrated_on") or {})
-    if not mine or not theirs:
+    mine, theirs = set(hw.get("corpus") or ()), set(hw.get("calibrated_on") or ())
+    if not mine or not theirs or "unnamed" in mine | theirs:
         return runs
-    if mine == theirs:
-        return f"{runs}, the same machine model: {', '.join(mine)}"
-    return f"{runs} on another machine: {', '.join(theirs)}, predicting {', '.join(mine)}"
+    if mine == theirs and len(mine) == 1:
+        return f"{runs}, the same CPU: {next(iter(mine))}"
+    if not mine & theirs:
+        return f"{runs}, another CPU: {', '.join(sorted(theirs))}, predicting {', '.join(sorted(mine))}"
+    return f"{runs}; CPUs: {', '.join(sorted(theirs))}, predicting {', '.join(sorted(mine))}"
 
 
 def plan_errors(out: dict, key: str, speedup: str = "speedup_vs_ar") -> list[float]:

@@ -1,5 +1,6 @@
 """benchmarks/bench_load.py's bookkeeping: block makespans, the blocks every configuration of a
 level finished, speedups over ar and ar-er, and break-even levels."""
+import json
 from pathlib import Path
 
 import pytest
@@ -180,22 +181,42 @@ def test_the_render_states_the_speedup_error_at_each_blocks_own_probe():
     md = bl.render(out)
     assert "Each block at its own probe" in md and "within 10% at 2 of 3 pairs, largest error 15.6%" in md
     out["calibrated_on"] |= {"rounds": [0], "same_corpus": True}
-    assert "calibrated on round 0 of c's levels 1, 2 (other rounds of the same sitting" in bl.render(out)
+    assert "calibrated on round 0 of c's levels 1, 2 (other rounds of the same corpus" in bl.render(out)
 
 
 def test_the_render_says_whether_the_profile_crossed_machines():
-    out = {"calibrated_on": {"corpus": "a", "same_corpus": False},
-           "machines": {"corpus": {"AMD EPYC": 60}, "calibrated_on": {"AMD EPYC": 120}}}
-    assert bl.provenance(out) == "another run and other problems, the same machine model: AMD EPYC"
-    out["machines"]["corpus"] = {"Intel(R) Xeon(R) Processor": 120}
-    assert bl.provenance(out) == ("another run and other problems on another machine: AMD EPYC, "
-                                  "predicting Intel(R) Xeon(R) Processor")
-    out["calibrated_on"]["corpus"] = "a,b"
-    assert bl.provenance(out).startswith("other runs and problems on another machine")
-    del out["machines"]                   # written before machines were recorded: no claim
-    assert bl.provenance(out) == "other runs and problems"
+    epyc, xeon = "AMD EPYC (family 25 model 1 stepping 1)", "Intel(R) Xeon(R) Processor (family 6 model 207 stepping 2)"
+    out = {"calibrated_on": {"corpus": "a", "same_corpus": False, "shared_problems": 0},
+           "machines": {"corpus": {epyc: 60}, "calibrated_on": {epyc: 120}}}
+    assert bl.provenance(out) == f"another run on other problems, the same CPU: {epyc}"
+    out["machines"]["corpus"] = {xeon: 120}
+    assert bl.provenance(out) == f"another run on other problems, another CPU: {epyc}, predicting {xeon}"
+    out["calibrated_on"] |= {"corpus": "a,b", "shared_problems": 12}
+    assert bl.provenance(out) == f"other runs sharing 12 problems, another CPU: {epyc}, predicting {xeon}"
+    out["machines"]["calibrated_on"] = {epyc: 60, xeon: 60}          # mixed: named, not judged
+    assert bl.provenance(out) == f"other runs sharing 12 problems; CPUs: {epyc}, {xeon}, predicting {xeon}"
+    out["machines"]["corpus"] = {xeon: 100, "unnamed": 20}           # partly unknown: no claim
+    assert bl.provenance(out) == "other runs sharing 12 problems"
+    del out["machines"], out["calibrated_on"]["shared_problems"]     # written before: no claim
+    assert bl.provenance(out) == "other runs"
     out["calibrated_on"]["same_corpus"] = True
-    assert bl.provenance(out) == "other rounds of the same sitting"
+    assert bl.provenance(out) == "other rounds of the same corpus"
+
+
+def test_cpus_names_the_cpu_by_model_and_family():
+    rec = lambda **hw: {"run": {"hardware": hw}}  # noqa: E731
+    got = bl.cpus([rec(cpu_model="AMD EPYC", cpu_id="family 25 model 1 stepping 1"), rec(cpu_model="AMD EPYC"),
+                   rec(), rec(cpu_model="x", gpu="NVIDIA H200", cpu_id="family 6")])
+    assert got == {"AMD EPYC": 1, "AMD EPYC (family 25 model 1 stepping 1)": 1, "NVIDIA H200": 1, "unnamed": 1}
+
+
+def test_every_bench_load_result_is_its_json_rendered():
+    """Each committed bench_load result's .md is what --render writes from its .json today."""
+    from benchmarks.load_summary import PREDICTIONS
+
+    for stem, *_ in PREDICTIONS:
+        path = ROOT / "benchmarks" / "results" / f"{stem}.json"
+        assert path.with_suffix(".md").read_text() == bl.render(json.loads(path.read_text())), stem
 
 
 def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypatch):
@@ -413,4 +434,4 @@ def test_render_rewrites_the_markdown_from_the_json_alone(tmp_path, monkeypatch)
     md = out.with_suffix(".md").read_text()
     assert md == src.with_suffix(".md").read_text()
     assert "calibrated on traces/load-cold-epyc-side and traces/load-cold-epyc-side12's levels 1, 2 " \
-        "(other runs and problems)" in md
+        "(other runs), rescaled" in md        # written before problems and CPUs were recorded

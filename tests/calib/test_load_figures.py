@@ -638,9 +638,10 @@ def test_the_another_machine_claims():
     rec = json.loads((ROOT / "traces/load-cold-xeon-side/gsm8k/c1/ar.jsonl").read_text().splitlines()[0])
     hw = rec["run"]["hardware"]
     assert hw["cpu_id"].startswith("family 6 model 207 ") and "-fc-v1147-" in hw["platform"]
-    assert own["records"] == 120 and epyc["machines"] == {"corpus": {"Intel(R) Xeon(R) Processor": 120},
-                                                          "calibrated_on": {"AMD EPYC": 60}}
-    assert "another machine: AMD EPYC, predicting Intel(R) Xeon(R) Processor" in (RESULTS / f"{names[2]}.md").read_text()
+    xeon, amd = "Intel(R) Xeon(R) Processor (family 6 model 207 stepping 2)", "AMD EPYC (family 25 model 1 stepping 1)"
+    assert own["records"] == 120 and epyc["machines"] == {"corpus": {xeon: 120}, "calibrated_on": {amd: 60}}
+    assert epyc["calibrated_on"]["shared_problems"] == 0 and r1["calibrated_on"]["shared_problems"] > 0
+    assert f"(other runs on other problems, another CPU: {amd}, predicting {xeon}" in (RESULTS / f"{names[2]}.md").read_text()
     ct = json.loads((RESULTS / "contention_traces.json").read_text())["corpora"]
     rows = ct["traces/load-cold-xeon-side"]["rows"]["all"]
     assert round(rows["target"]["fitted_contention"], 3) == 0.041 and not rows["draft"]["fitted_contention"]
@@ -670,6 +671,14 @@ def test_the_another_machine_claims():
     assert (within_10(carried), round(max(carried), 1)) == (7, 13.2) and not epyc["contention_carried"]
     fit = epyc["contention_whatif"]["profile"]
     assert (round(fit["target"], 3), round(fit["draft"], 3)) == (0.099, 0.065)
+    # "every LR point at 2-8 in flight below the measured one (3.3-16.8% low)"
+    low = [e for (n, _), e in replayed_pct(epyc).items() if n != "1"]
+    assert len(low) == 6 and max(low) < 0 and (round(-max(low), 1), round(-min(low), 1)) == (3.3, 16.8)
+    # the Xeon's own profile: "replays 4 in flight within 1.7% and plans it 9.1-16.9% high"
+    at4 = {c: r for (n, c), r in replayed_pct(own).items() if n == "4"}
+    assert round(max(map(abs, at4.values())), 1) == 1.7
+    hi = [100 * (own["planned"]["4"][c]["speedup_vs_ar"] / own["levels"]["4"][c]["speedup_vs_ar"] - 1) for c in at4]
+    assert (round(min(hi), 1), round(max(hi), 1)) == (9.1, 16.9)
 
 
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
