@@ -69,7 +69,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.write import parse_or_render, write_results  # noqa: E402
 from lrsim.calib.calibrate import read_records  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
-from lrsim.calib.rescale import contention_scales  # noqa: E402
+from lrsim.calib.rescale import contention_scales, machine  # noqa: E402
 
 # the corpus and its replay (load_replay.py) and the plan's side (load_plan.py); the names other
 # benchmarks and tests read through this module are re-exported here
@@ -298,7 +298,7 @@ def cpus(records: list[dict]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in records:
         hw = (r.get("run") or {}).get("hardware") or {}
-        name = hw.get("gpu") or hw.get("cpu_model") or "unnamed"
+        name = machine(hw) or "unnamed"
         key = f"{name} ({hw['cpu_id']})" if hw.get("cpu_id") and not hw.get("gpu") else name
         out[key] = out.get(key, 0) + 1
     return dict(sorted(out.items()))
