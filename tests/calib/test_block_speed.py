@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks import bench_block_speed as bs
 from benchmarks.load_replay import load_corpus
+from test_load_figures import approx_tree  # the same float tolerance
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -24,9 +25,11 @@ def test_the_results_come_from_the_committed_traces(committed):
     for name in bs.CORPORA:
         corpus = load_corpus(ROOT / name)
         got = {e: bs.summarise(bs.corpus_rows(corpus, e)) for e in bs.ENGINES}
-        # the same computation on the same traces: equal through JSON, float for float
-        assert json.loads(json.dumps(got)) == committed["corpora"][name], name
-        assert json.loads(json.dumps(bs.noise_floor(corpus, got["target"]))) == committed["floor"][name]
+        # the same computation on the same traces: equal through JSON, floats to test_load_figures'
+        # REL (not bit for bit: on an Intel Xeon scipy's Pearson r of load-heldout differs from
+        # the committed one, computed on an AMD EPYC, in its last bit)
+        assert approx_tree(committed["corpora"][name]) == json.loads(json.dumps(got)), name
+        assert approx_tree(committed["floor"][name]) == json.loads(json.dumps(bs.noise_floor(corpus, got["target"])))
     assert (RESULTS / "block_speed.md").read_text() == bs.render(committed)
 
 
