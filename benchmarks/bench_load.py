@@ -33,7 +33,7 @@ curves; 4 and 8 are not.
 
 Held out (`--calibrate-on traces/load --load traces/load-heldout`): the profiles come from the
 calibration corpus's 1-2 in flight and predict a corpus collected at another time, on another
-machine, on other problems and at other levels (benchmarks/collect_load.py --first-problem 400
+host, on other problems and at other levels (benchmarks/collect_load.py --first-problem 400
 --levels 1,3,6): every level is out of sample. The replay and the plan's profiles are rescaled
 once to the held-out corpus's median probe (what a user does: `lr calibrate probe`, then plan; a
 single probe of idle engines is noisy), so the replayed tokens/s are absolute predictions too; the
@@ -292,15 +292,20 @@ def corpora(names: str) -> str:
     return f"{', '.join(rest)} and {last}" if rest else last
 
 
+UNRECORDED = "family and model not recorded"   # the traces before cpu_id: a CPU's name alone
+
+
 def cpus(records: list[dict]) -> dict[str, int]:
     """Records per CPU (its model name and, where the trace records it, family and model: every
-    EPYC here reads "AMD EPYC"); records that name none count under "unnamed"."""
+    EPYC here reads "AMD EPYC", so a name alone does not tell two models apart); records that name
+    none count under "unnamed"."""
     out: dict[str, int] = {}
     for r in records:
         hw = (r.get("run") or {}).get("hardware") or {}
         name = machine(hw) or "unnamed"
-        key = f"{name} ({hw['cpu_id']})" if hw.get("cpu_id") and not hw.get("gpu") else name
-        out[key] = out.get(key, 0) + 1
+        if hw.get("cpu_model") and not hw.get("gpu"):
+            name += f" ({hw['cpu_id']})" if hw.get("cpu_id") else f" ({UNRECORDED})"
+        out[name] = out.get(name, 0) + 1
     return dict(sorted(out.items()))
 
 
@@ -320,9 +325,11 @@ def provenance(out: dict) -> str:
     mine, theirs = set(hw.get("corpus") or ()), set(hw.get("calibrated_on") or ())
     if not mine or not theirs or "unnamed" in mine | theirs:
         return runs
+    named_only = any(UNRECORDED in m for m in mine | theirs)      # "AMD EPYC" is more than one model
     if mine == theirs and len(mine) == 1:
-        return f"{runs}, the same CPU: {next(iter(mine))}"
-    if not mine & theirs:
+        return f"{runs}, the same CPU{' name' if named_only else ''}: {next(iter(mine))}"
+    base = lambda ms: {m.split(" (")[0] for m in ms}  # noqa: E731
+    if not mine & theirs and not (named_only and base(mine) & base(theirs)):
         return f"{runs}, another CPU: {', '.join(sorted(theirs))}, predicting {', '.join(sorted(mine))}"
     return f"{runs}; CPUs: {', '.join(sorted(theirs))}, predicting {', '.join(sorted(mine))}"
 

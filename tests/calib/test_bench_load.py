@@ -197,6 +197,13 @@ def test_the_render_says_whether_the_profile_crossed_machines():
     assert bl.provenance(out) == f"other runs sharing 12 problems; CPUs: {epyc}, {xeon}, predicting {xeon}"
     out["machines"]["corpus"] = {xeon: 100, "unnamed": 20}           # partly unknown: no claim
     assert bl.provenance(out) == "other runs sharing 12 problems"
+    bare = "AMD EPYC (family and model not recorded)"                # a name alone: not one model
+    out["machines"] = {"corpus": {bare: 300}, "calibrated_on": {bare: 540}}
+    assert bl.provenance(out) == f"other runs sharing 12 problems, the same CPU name: {bare}"
+    out["machines"]["corpus"] = {epyc: 60}                            # may be the same model
+    assert bl.provenance(out) == f"other runs sharing 12 problems; CPUs: {bare}, predicting {epyc}"
+    out["machines"]["corpus"] = {xeon: 60}                            # another name: another CPU
+    assert bl.provenance(out) == f"other runs sharing 12 problems, another CPU: {bare}, predicting {xeon}"
     del out["machines"], out["calibrated_on"]["shared_problems"]     # written before: no claim
     assert bl.provenance(out) == "other runs"
     out["calibrated_on"]["same_corpus"] = True
@@ -207,7 +214,8 @@ def test_cpus_names_the_cpu_by_model_and_family():
     rec = lambda **hw: {"run": {"hardware": hw}}  # noqa: E731
     got = bl.cpus([rec(cpu_model="AMD EPYC", cpu_id="family 25 model 1 stepping 1"), rec(cpu_model="AMD EPYC"),
                    rec(), rec(cpu_model="x", gpu="NVIDIA H200", cpu_id="family 6")])
-    assert got == {"AMD EPYC": 1, "AMD EPYC (family 25 model 1 stepping 1)": 1, "NVIDIA H200": 1, "unnamed": 1}
+    assert got == {"AMD EPYC (family and model not recorded)": 1, "AMD EPYC (family 25 model 1 stepping 1)": 1,
+                   "NVIDIA H200": 1, "unnamed": 1}
 
 
 def test_every_bench_load_result_is_its_json_rendered():
@@ -434,4 +442,9 @@ def test_render_rewrites_the_markdown_from_the_json_alone(tmp_path, monkeypatch)
     md = out.with_suffix(".md").read_text()
     assert md == src.with_suffix(".md").read_text()
     assert "calibrated on traces/load-cold-epyc-side and traces/load-cold-epyc-side12's levels 1, 2 " \
-        "(other runs), rescaled" in md        # written before problems and CPUs were recorded
+        "(other runs on other problems, the same CPU: AMD EPYC (family 25 model 1 stepping 1)), rescaled" in md
+    doc = json.loads(src.read_text())      # a result written before problems and CPUs were recorded
+    del doc["machines"], doc["calibrated_on"]["shared_problems"]
+    out.write_text(json.dumps(doc))
+    bl.main()
+    assert "levels 1, 2 (other runs), rescaled" in out.with_suffix(".md").read_text()
