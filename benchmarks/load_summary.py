@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 PREDICTIONS = (
     ("load", "traces/load", "its own levels 1-2 predict 4 and 8",
      "bench_load.py"),
-    ("load_heldout", "traces/load-heldout", "another machine, other problems, other levels",
+    ("load_heldout", "traces/load-heldout", "another host (same CPU name), other problems, other levels",
      "bench_load.py --load traces/load-heldout --calibrate-on traces/load ..."),
     ("load_transfer", "traces/load-transfer", "depths 1 and 3 the profile never ran",
      "bench_load.py --load traces/load-transfer --calibrate-on traces/load ..."),
@@ -70,12 +70,19 @@ PREDICTIONS = (
     ("load_cold_epyc_side3_pooled", "traces/load-cold-epyc-side3", "both earlier sittings pooled in one profile",
      "bench_load.py --load traces/load-cold-epyc-side3 --calibrate-on "
      "traces/load-cold-epyc-side,traces/load-cold-epyc-side12 ..."),
-    ("load_cold_xeon_side", "traces/load-cold-xeon-side", "its own levels 1-2, another machine (a Xeon)",
+    ("load_cold_xeon_side", "traces/load-cold-xeon-side", "its own levels 1-2, on an Intel Xeon",
      "bench_load.py --load traces/load-cold-xeon-side ..."),
     ("load_cold_xeon_side_r1_heldout", "traces/load-cold-xeon-side", "its round 0 predicts round 1",
      "bench_load.py --load traces/load-cold-xeon-side --calibrate-rounds 0 --rounds 1 ..."),
     ("load_cold_xeon_side_epyc", "traces/load-cold-xeon-side", "the three EPYC sittings pooled",
      "bench_load.py --load traces/load-cold-xeon-side --calibrate-on traces/load-cold-epyc-side,"
+     "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
+    ("load_cold_xeon_2", "traces/load-cold-xeon-2", "its own levels 1-2, a second Xeon sitting",
+     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 ..."),
+    ("load_cold_xeon_2_heldout", "traces/load-cold-xeon-2", "the first Xeon sitting's profile",
+     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-on traces/load-cold-xeon-side ..."),
+    ("load_cold_xeon_2_epyc", "traces/load-cold-xeon-2", "the three EPYC sittings pooled",
+     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-on traces/load-cold-epyc-side,"
      "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
 )
 TARGET = 0.10     # the target: a predicted speedup within 10% of the measured one

@@ -681,13 +681,77 @@ def test_the_another_machine_claims():
     assert (round(min(hi), 1), round(max(hi), 1)) == (9.1, 16.9)
 
 
+def test_the_second_xeon_sitting_claims():
+    """docs/load.md, "A second Xeon sitting": traces/load-cold-xeon-2 round 0 (60 records, problems
+    716-723, the Xeon of load-cold-xeon-side: same cpu_id and kernel); probes 1.03x / 1.02x the first
+    sitting's; LR alone 1.05x / 0.89x (first 1.14x / 1.00x), break-evens 2 and 1 (first 4 and 2), a
+    three-step answer with one of two speculations accepted; own profile: replay 5 of 8 (42.9%), lr+sd
+    +42.9 / +28.4 / +42.8% at 1 / 4 / 8, lr-d2-emb within 3.3%, lr+sd's target passes -0.3% / +1.8%, plan 3 of 8
+    (34.0%), 4 at measured acceptance, break-evens planned 4 and 2; first sitting's profile: replay 5
+    of 8 (23.4%), plan 2 of 8 (38.0%), 4 at measured acceptance, both break-evens planned at 4,
+    lr-d2-emb 1.16x planned, 7 of 8 replayed above measured; EPYC pooled: probes 1.33x / 1.31x,
+    replay 6 of 8 (15.1%), 7 of 8 carried, plan 5 of 8 (22.2%), 5 at measured acceptance,
+    break-evens 2 as measured and 2 vs 1, every LR point replayed below the first sitting's
+    profile's; contention 0.099 / 0.065 against 0.041 / 0."""
+    names = ("load_cold_xeon_2", "load_cold_xeon_2_heldout", "load_cold_xeon_2_epyc")
+    own, first, epyc = (json.loads((RESULTS / f"{k}.json").read_text()) for k in names)
+    hw = [json.loads(line)["run"]["hardware"] for d in ("load-cold-xeon-2", "load-cold-xeon-side")
+          for line in (ROOT / f"traces/{d}/gsm8k/c1/ar.jsonl").read_text().splitlines()[:1]]
+    assert hw[0]["cpu_id"] == hw[1]["cpu_id"] and hw[0]["platform"] == hw[1]["platform"]
+    assert own["records"] == 60 and own["rounds"] == [0] and first["calibrated_on"]["shared_problems"] == 0
+    rec = json.loads((ROOT / "traces/load-cold-xeon-2/gsm8k/c1/lr+sd-d2-emb.jsonl").read_text().splitlines()[0])
+    assert rec["problem_id"] == "gsm8k/716" and rec["run"]["flags"]["load_round"] == 0
+    ids = {json.loads(line)["problem_id"] for line in (ROOT / "traces/load-cold-xeon-2/gsm8k/c8/ar.jsonl").read_text().splitlines()}
+    assert ids == {f"gsm8k/{i}" for i in range(716, 723 + 1)}      # "problems 716-723"
+    assert len(rec["steps"]) == 3 and (rec["step_acceptance"]["proposed"], rec["step_acceptance"]["accepted"]) == (2, 1)
+    ms = first["machine_speed"]
+    assert [round(ms["corpus"][e]["decode_s"] / ms["profile"][e]["decode_s"], 2) for e in ("target", "draft")] == [1.03, 1.02]
+    ms = epyc["machine_speed"]
+    assert [round(ms["corpus"][e]["decode_s"] / ms["profile"][e]["decode_s"], 2) for e in ("target", "draft")] == [1.33, 1.31]
+    lv1 = own["levels"]["1"]
+    assert [round(lv1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [1.05, 0.89]
+    side = json.loads((RESULTS / "load_cold_xeon_side.json").read_text())
+    assert [round(side["levels"]["1"][c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [1.14, 1.00]
+    assert {c: b["measured_vs_ar"] for c, b in side["break_even"].items() if c != "ar-er"} == {"lr+sd-d2-emb": "4", "lr-d2-emb": "2"}
+    from benchmarks.load_summary import planned_errors
+    spec = lambda doc, key="planned": [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
+    be = lambda doc: {c: (b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}  # noqa: E731
+    for doc, n, worst, planned, top_plan, at_acc, breaks in (
+            (own, 5, 42.9, 3, 34.0, 4, {"lr+sd-d2-emb": ("4", "2"), "lr-d2-emb": ("2", "1")}),
+            (first, 5, 23.4, 2, 38.0, 4, {"lr+sd-d2-emb": ("4", "2"), "lr-d2-emb": ("4", "1")}),
+            (epyc, 6, 15.1, 5, 22.2, 5, {"lr+sd-d2-emb": ("2", "2"), "lr-d2-emb": ("2", "1")})):
+        e = replayed_pct(doc)
+        assert within_10(e.values()) == n and len(e) == 8 and largest(e)[1] == worst
+        assert within_10(spec(doc)) == planned and len(spec(doc)) == 8 and round(max(spec(doc)), 1) == top_plan
+        assert within_10(spec(doc, "planned_at_measured_acceptance")) == at_acc
+        assert be(doc) == breaks
+    e = replayed_pct(own)
+    assert [round(e[(n, "lr+sd-d2-emb")], 1) for n in ("1", "4", "8")] == [42.9, 28.4, 42.8]
+    assert round(max(abs(v) for (n, c), v in e.items() if c == "lr-d2-emb"), 1) == 3.3
+    assert round(first["planned"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) == 1.16
+    assert sum(v > 0 for v in replayed_pct(first).values()) == 7
+    ef, ee = replayed_pct(first), replayed_pct(epyc)
+    pred = lambda doc, k: doc["levels"][k[0]][k[1]]["predicted_speedup_vs_ar"]  # noqa: E731
+    assert all(pred(epyc, k) < pred(first, k) for k in ef) and set(ef) == set(ee)
+    carried = [abs(100 * v) for v in epyc["replay_speedup_error_with_carry"].values()]
+    assert within_10(carried) == 7
+    fit = epyc["contention_whatif"]["profile"]
+    assert (round(fit["target"], 3), round(fit["draft"], 3)) == (0.099, 0.065)
+    fit = first["contention_whatif"]["profile"]
+    assert (round(fit["target"], 3), round(fit["draft"], 3)) == (0.041, 0)
+    # "lr+sd's target passes priced within 2% (-0.3% by the line, +1.8% with the position factors)"
+    fit = own["latency_fit"]["target"]["by_config"]["lr+sd-d2-emb"]
+    assert (round(fit["linear_sum_diff_pct"], 1), round(fit["sum_diff_pct"], 1)) == (-0.3, 1.8)
+
+
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
 PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/load-transfer's --first-problem",
               "1000": "traces/load-cold-epyc-more's --first-problem",
               "1100": "traces/load-cold-epyc-side's --first-problem",
               "1200": "traces/load-cold-epyc-side12's --first-problem",
               "1300": "traces/load-cold-epyc-side3's --first-problem",
-              "700": "traces/load-cold-xeon-side's --first-problem"}
+              "700": "traces/load-cold-xeon-side's --first-problem",
+              "716": "traces/load-cold-xeon-2's --first-problem"}
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
@@ -712,7 +776,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_block_speed.test_the_readme_claims, test_the_slow_host_claims,
                        test_the_slow_host_second_sitting_claims, test_the_side_by_side_corpus_claims,
                        test_the_two_side_by_side_sittings_claims, test_the_third_sitting_claims,
-                       test_the_another_machine_claims)
+                       test_the_another_machine_claims, test_the_second_xeon_sitting_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -722,6 +786,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_side_heldout12", "load_cold_epyc_side12_r1_heldout",
               "collector_stalls", "plan_gap", "plan_gap_histogram", "block_speed", "load_cold_epyc_side3",
               "load_cold_epyc_side3_heldout", "load_cold_epyc_side3_heldout12", "load_cold_epyc_side3_pooled",
-              "load_cold_xeon_side", "load_cold_xeon_side_r1_heldout", "load_cold_xeon_side_epyc")]
+              "load_cold_xeon_side", "load_cold_xeon_side_r1_heldout", "load_cold_xeon_side_epyc",
+              "load_cold_xeon_2", "load_cold_xeon_2_heldout", "load_cold_xeon_2_epyc")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
