@@ -68,6 +68,19 @@ def largest(errs: dict) -> tuple:
     return max(errs, key=lambda k: abs(errs[k])), round(max(map(abs, errs.values())), 1)
 
 
+def planned_pct(doc: dict, key: str = "planned") -> list:
+    """|planned / measured speedup over ar - 1|, in %, of every speculative (configuration, level)
+    pair of a bench_load result (`key`: planned_at_measured_acceptance for the plan given each
+    level's measured step acceptance)."""
+    from benchmarks.load_summary import planned_errors
+    return [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]
+
+
+def break_evens(doc: dict) -> dict:
+    """{speculative configuration: (planned, measured) break-even level against ar}."""
+    return {c: (b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}
+
+
 def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed, recomputed):
     corpus, measured, _ = recomputed
     assert committed["records"] == sum(len(r) for lv in corpus.values() for r in lv.values())
@@ -534,9 +547,8 @@ def test_the_two_side_by_side_sittings_claims():
     assert (sp1(own, "lr+sd-d2-emb"), sp1(own, "lr-d2-emb")) == (1.13, 1.10)
     assert (sp1(back, "lr+sd-d2-emb"), sp1(back, "lr-d2-emb")) == (0.78, 0.88)
     rep, within, top = replayed_pct, within_10, largest
-    from benchmarks.load_summary import planned_errors
     plan = lambda doc, key: [100 * e for e in bl.plan_errors(doc, key)]  # noqa: E731
-    spec = lambda doc, key: [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
+    spec = planned_pct
     e = rep(own)
     assert within(e.values()) == 7 and top(e) == (("8", "lr-d2-emb"), 13.9)
     assert within(spec(own, "planned")) == 7 and len(spec(own, "planned")) == 8
@@ -601,9 +613,8 @@ def test_the_third_sitting_claims():
     lv1 = own["levels"]["1"]
     assert [round(lv1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb", "ar-er")] == [1.33, 1.08, 1.83]
     rep, within, top = replayed_pct, within_10, largest
-    from benchmarks.load_summary import planned_errors
-    spec = lambda doc, key="planned": [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
-    be = lambda doc: {(b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}  # noqa: E731
+    spec = planned_pct
+    be = lambda doc: set(break_evens(doc).values())  # noqa: E731
     assert own["replay_probe"] == "its own"
     for doc, n, worst, planned, breaks in ((own, 4, (("4", "lr-d2-emb"), 37.6), 6, {("2", "2")}),
                                            (side, 6, (("2", "lr+sd-d2-emb"), 20.4), 1, {("1", "2")}),
@@ -648,9 +659,7 @@ def test_the_another_machine_claims():
     assert round(ct["traces/load-cold-epyc-side3"]["rows"]["all"]["target"]["fitted_contention"], 3) == 0.198
     lv1 = own["levels"]["1"]
     assert [round(lv1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb", "ar-er")] == [1.14, 1.00, 1.56]
-    from benchmarks.load_summary import planned_errors
-    spec = lambda doc, key="planned": [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
-    be = lambda doc: {c: (b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}  # noqa: E731
+    spec, be = planned_pct, break_evens
     for doc, n, worst, planned, top_plan, breaks in (
             (own, 6, 14.6, 3, 25.4, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "2")}),
             (r1, 6, 19.9, 2, 46.2, {"lr+sd-d2-emb": ("4", "1"), "lr-d2-emb": ("4", "1")}),
@@ -713,9 +722,7 @@ def test_the_second_xeon_sitting_claims():
     side = json.loads((RESULTS / "load_cold_xeon_side.json").read_text())
     assert [round(side["levels"]["1"][c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [1.14, 1.00]
     assert {c: b["measured_vs_ar"] for c, b in side["break_even"].items() if c != "ar-er"} == {"lr+sd-d2-emb": "4", "lr-d2-emb": "2"}
-    from benchmarks.load_summary import planned_errors
-    spec = lambda doc, key="planned": [100 * e for c, e in planned_errors(doc, key) if c != "ar-er"]  # noqa: E731
-    be = lambda doc: {c: (b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}  # noqa: E731
+    spec, be = planned_pct, break_evens
     for doc, n, worst, planned, top_plan, at_acc, breaks in (
             (own, 5, 42.9, 3, 34.0, 4, {"lr+sd-d2-emb": ("4", "2"), "lr-d2-emb": ("2", "1")}),
             (first, 5, 23.4, 2, 38.0, 4, {"lr+sd-d2-emb": ("4", "2"), "lr-d2-emb": ("4", "1")}),
