@@ -158,7 +158,8 @@ def main() -> None:
                     "(default: all; ar is always kept: speedups are over it)")
     ap.add_argument("--calibrate-rounds", help="calibrate on these rounds of the calibration "
                     "corpus only, e.g. a sitting's first round to predict its later ones with "
-                    "--rounds (held out when the two do not overlap)")
+                    "--rounds (held out when the two do not overlap; in sample when they are "
+                    "the same rounds, so a corpus still being collected keeps its answer)")
     ap.add_argument("--carry-contention", action="store_true",
                     help="held out: scale the profile's fitted contention by the side-by-side "
                          "probes' c (corpus over profile), as `lr calibrate probe --carry-contention` "
@@ -180,15 +181,15 @@ def main() -> None:
                  "corpora; pool other corpora only (or --calibrate-rounds for other rounds of it)")
     if len(set(cal_roots)) < len(cal_roots):
         sys.exit(f"bench_load: --calibrate-on {a.calibrate_on}: a corpus named twice")
-    if same and cal_rounds is not None and (rounds is None or rounds & cal_rounds):
+    if same and cal_rounds is not None and cal_rounds != rounds and (rounds is None or rounds & cal_rounds):
         sys.exit(f"bench_load: --calibrate-rounds {a.calibrate_rounds} of the corpus predicted: "
-                 "--rounds must name other rounds (a held-out prediction)")
+                 "--rounds must name other rounds (a held-out prediction) or the same ones (in sample)")
     corpus = read_or_exit("bench_load", lambda root: only_rounds(load_corpus(root), rounds, wanted),
                           a.load, "load traces" + (f" of rounds {a.rounds}" if rounds else "")
                           + (f" of configurations {a.configs}" if wanted else ""),
                           " (benchmarks/collect_load.py)")
     # held out: another corpus, or other rounds of this one (a later part of its sitting)
-    held_out = not same or cal_rounds is not None
+    held_out = not same or (cal_rounds is not None and cal_rounds != rounds)
     scratch = tempfile.TemporaryDirectory()
     cal_paths = [p for i, name in enumerate(cal_names) for p in read_or_exit(
         "bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name) / str(i)),
@@ -408,7 +409,9 @@ def render(out: dict) -> str:
     lines += ["", f"Blocks run by every configuration (N problems each): {per}."]
     lines += ["", f"Largest replayed-speedup error: {f(out['replay_speedup_error_max'], '{:.1%}')} "
               f"(target {out['target']['speedup_rel_error']:.0%}); calibrated on levels "
-              f"{', '.join(map(str, cal['levels']))} " + (f"of {corpora(cal['corpus'])}." if cal.get("held_out") else "only.")]
+              f"{', '.join(map(str, cal['levels']))} " + (f"of {corpora(cal['corpus'])}." if cal.get("held_out") else
+                                                           f"of rounds {', '.join(map(str, cal['rounds']))} only."
+                                                           if cal.get("rounds") else "only.")]
     rep = replay_speedup_errors(out["levels"])
     if rep:
         lines += ["", f"Replayed: speedup within {out['target']['speedup_rel_error']:.0%} of measured at "

@@ -77,8 +77,8 @@ PREDICTIONS = (
     ("load_cold_xeon_side_epyc", "traces/load-cold-xeon-side", "the three EPYC sittings pooled",
      "bench_load.py --load traces/load-cold-xeon-side --calibrate-on traces/load-cold-epyc-side,"
      "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
-    ("load_cold_xeon_2", "traces/load-cold-xeon-2", "its own levels 1-2, a second Xeon sitting",
-     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 ..."),
+    ("load_cold_xeon_2", "traces/load-cold-xeon-2", "its own round 0's levels 1-2, a second Xeon sitting",
+     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-rounds 0 ..."),
     ("load_cold_xeon_2_heldout", "traces/load-cold-xeon-2", "the first Xeon sitting's profile",
      "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-on traces/load-cold-xeon-side ..."),
     ("load_cold_xeon_2_epyc", "traces/load-cold-xeon-2", "the three EPYC sittings pooled",
