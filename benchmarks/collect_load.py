@@ -96,9 +96,13 @@ def main() -> None:
                      first=a.first_problem, rate=rate)
     out = Path(a.out)
     if a.dry_run:
+        from lrcore.errors import UserError
         seen: dict = {}
-        for j in jobs:
-            left = len(pending(j, out, seen))
+        try:
+            lefts = [len(pending(j, out, seen)) for j in jobs]
+        except UserError as e:
+            sys.exit(f"collect_load: error: {e}")
+        for j, left in zip(jobs, lefts):
             print(f"{'todo' if left else 'done'} {j.path(out).parent.name} r{j.round} {j.config.label} "
                   f"({j.concurrency - left}/{j.concurrency})")
         return

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from lrcore.errors import UserError
 from lrcore.modes import SD_MODES
 
 from .collect import CollectSpec
@@ -157,8 +158,15 @@ def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
     if path not in seen:
         seen[path] = {(r["problem_id"], r["sample"]) for r in read_traces(path)} if path.exists() else set()
     done = seen[path]
-    return [(p, t) for p, t in zip(load_problems(job.dataset, job.concurrency, job.offset), job.arrivals())
-            if (p.id, 0) not in done]
+    last = job.offset + job.concurrency - 1
+    everything = load_problems(job.dataset)
+    problems = everything[job.offset: last + 1]
+    # a block of fewer problems than its level is not that level: refused before any engine starts
+    if len(problems) < job.concurrency:
+        raise UserError(f"round {job.round} at {job.concurrency} in flight runs {job.dataset} rows "
+                        f"{job.offset}-{last}, past its end ({len(everything)} problems): use a "
+                        "smaller first problem (--first-problem), fewer rounds or lower levels")
+    return [(p, t) for p, t in zip(problems, job.arrivals()) if (p.id, 0) not in done]
 
 
 def pass_log_path(job: LoadJob, out_dir: Path) -> Path:

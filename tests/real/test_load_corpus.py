@@ -83,6 +83,24 @@ def fake_engines(monkeypatch, tmp_path, per_token_s: float) -> None:
     monkeypatch.setattr(lock, "vllm_lock", lambda: contextlib.nullcontext())
 
 
+def test_a_round_past_the_data_sets_end_is_refused_before_any_engine_starts(monkeypatch, tmp_path):
+    """GSM8K's test split has 1319 rows: a plan whose last block would hold fewer problems than its
+    level (a level of 4 with 3 rows left) is refused by name before anything runs, not collected
+    short; the plan that ends on the last row is planned whole."""
+    started = []
+    monkeypatch.setattr(lc, "run_jobs", lambda *a, **k: started.append(a))
+    base = collect_mod.CollectSpec(max_tokens=60, target_cores="0", draft_cores="1")
+    short = lc.load_plan(levels=(1, 4), rounds=2, configs=lc.CONFIGS[:1], first=1312)
+    with pytest.raises(lc.UserError, match=r"round 1 at 4 in flight runs gsm8k rows 1316-1319, "
+                                           r"past its end \(1319 problems\)"):
+        lc.collect_load(short, tmp_path / "load", base, log=lambda m: None)
+    assert started == [] and not (tmp_path / "load").exists()
+    fits = lc.load_plan(levels=(1, 4), rounds=2, configs=lc.CONFIGS[:1], first=1311)
+    blocks = {(j.round, j.concurrency): [p.id for p, _ in lc.pending(j, tmp_path / "load")] for j in fits}
+    assert blocks[(1, 4)] == [f"gsm8k/{i}" for i in range(1315, 1319)]   # the last row, 1318
+    assert all(len(ids) == n for (_, n), ids in blocks.items())
+
+
 def test_collect_load_writes_a_file_per_level_and_config_and_resumes(monkeypatch, tmp_path):
     fake_engines(monkeypatch, tmp_path, per_token_s=0.001)
     out = tmp_path / "load"
