@@ -209,9 +209,9 @@ def main() -> None:
     # blocks that may have run at different host speeds (collect_load's phases restart the engines)
     own_levels = {n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())} if held_out else None
     own = replay_errors(own_levels) if held_out else None
-    # the held-out corpus's own contention: of the rounds predicted when the profile is of its others
+    # the held-out corpus's own contention, fit on the rounds predicted (every round unless --rounds)
     whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
-                                rounds if same else None, Path(scratch.name) / "predicted")
+                                rounds, Path(scratch.name) / "predicted")
               if held_out else None)
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:

@@ -254,8 +254,8 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
                       rounds: set[int] | None = None, scratch: Path | None = None) -> dict:
     """A diagnosis, not a prediction: the replay once more with the profile's contention (each
     engine's slowdown beside the other, lrsim/calib/physical.py) replaced by the one the held-out
-    corpus's own levels 1-2 fit (every round of them unless `rounds`: those the replay predicts,
-    when the profile came from the corpus's other rounds). How much of a held-out miss the
+    corpus's own levels 1-2 fit (of `rounds`, the rounds the replay predicts; every round when
+    None). How much of a held-out miss the
     machine's contention explains, which a probe of idle engines cannot carry
     (docs/calibration.md, "Contention")."""
     own = calibrate(calib_paths(held_root, rounds, scratch), configs=set(CALIB_CONFIGS), select_placement=False)
