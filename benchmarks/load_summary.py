@@ -77,12 +77,24 @@ PREDICTIONS = (
     ("load_cold_xeon_side_epyc", "traces/load-cold-xeon-side", "the three EPYC sittings pooled",
      "bench_load.py --load traces/load-cold-xeon-side --calibrate-on traces/load-cold-epyc-side,"
      "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
-    ("load_cold_xeon_2", "traces/load-cold-xeon-2", "its own round 0's levels 1-2, a second Xeon sitting",
-     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-rounds 0 ..."),
+    ("load_cold_xeon_2", "traces/load-cold-xeon-2", "its own levels 1-2, a second Xeon sitting",
+     "bench_load.py --load traces/load-cold-xeon-2 ..."),
+    ("load_cold_xeon_2_r1_heldout", "traces/load-cold-xeon-2", "its round 0 predicts round 1",
+     "bench_load.py --load traces/load-cold-xeon-2 --calibrate-rounds 0 --rounds 1 ..."),
     ("load_cold_xeon_2_heldout", "traces/load-cold-xeon-2", "the first Xeon sitting's profile",
-     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-on traces/load-cold-xeon-side ..."),
+     "bench_load.py --load traces/load-cold-xeon-2 --calibrate-on traces/load-cold-xeon-side ..."),
     ("load_cold_xeon_2_epyc", "traces/load-cold-xeon-2", "the three EPYC sittings pooled",
-     "bench_load.py --load traces/load-cold-xeon-2 --rounds 0 --calibrate-on traces/load-cold-epyc-side,"
+     "bench_load.py --load traces/load-cold-xeon-2 --calibrate-on traces/load-cold-epyc-side,"
+     "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
+    ("load_cold_xeon_side_heldout2", "traces/load-cold-xeon-side", "the reverse: the second Xeon sitting's profile",
+     "bench_load.py --load traces/load-cold-xeon-side --calibrate-on traces/load-cold-xeon-2 ..."),
+    ("load_cold_epyc_f23", "traces/load-cold-epyc-f23", "its own round 0's levels 1-2, a third CPU",
+     "bench_load.py --load traces/load-cold-epyc-f23 --rounds 0 --calibrate-rounds 0 ..."),
+    ("load_cold_epyc_f23_xeon", "traces/load-cold-epyc-f23", "the two Xeon sittings pooled",
+     "bench_load.py --load traces/load-cold-epyc-f23 --rounds 0 --calibrate-on traces/load-cold-xeon-side,"
+     "traces/load-cold-xeon-2 ..."),
+    ("load_cold_epyc_f23_epyc", "traces/load-cold-epyc-f23", "the three EPYC (family 25) sittings pooled",
+     "bench_load.py --load traces/load-cold-epyc-f23 --rounds 0 --calibrate-on traces/load-cold-epyc-side,"
      "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
