@@ -81,6 +81,21 @@ def break_evens(doc: dict) -> dict:
     return {c: (b["planned_vs_ar"], b["measured_vs_ar"]) for c, b in doc["break_even"].items() if c != "ar-er"}
 
 
+def check_eight_points(doc: dict, replayed: int, worst: float, planned: int, breaks: dict,
+                       top_plan: float | None = None, at_acc: int | None = None) -> None:
+    """A result predicting two speculative configurations at four levels: how many of its 8
+    replayed and planned speedups hold within 10%, the largest replay error (and plan error,
+    `top_plan`), the plan at the measured acceptance (`at_acc`) and the break-evens against ar."""
+    e = replayed_pct(doc)
+    assert within_10(e.values()) == replayed and len(e) == 8 and largest(e)[1] == worst
+    assert within_10(planned_pct(doc)) == planned and len(planned_pct(doc)) == 8
+    if top_plan is not None:
+        assert round(max(planned_pct(doc)), 1) == top_plan
+    if at_acc is not None:
+        assert within_10(planned_pct(doc, "planned_at_measured_acceptance")) == at_acc
+    assert break_evens(doc) == breaks
+
+
 def test_measured_and_replayed_numbers_come_from_the_committed_traces(committed, recomputed):
     corpus, measured, _ = recomputed
     assert committed["records"] == sum(len(r) for lv in corpus.values() for r in lv.values())
@@ -660,15 +675,12 @@ def test_the_another_machine_claims():
     assert round(ct["traces/load-cold-epyc-side3"]["rows"]["all"]["target"]["fitted_contention"], 3) == 0.198
     lv1 = own["levels"]["1"]
     assert [round(lv1[c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb", "ar-er")] == [1.14, 1.00, 1.56]
-    spec, be = planned_pct, break_evens
+    spec = planned_pct
     for doc, n, worst, planned, top_plan, breaks in (
             (own, 6, 14.6, 3, 25.4, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "2")}),
             (r1, 6, 19.9, 2, 46.2, {"lr+sd-d2-emb": ("4", "1"), "lr-d2-emb": ("4", "1")}),
             (epyc, 5, 16.8, 7, 13.1, {"lr+sd-d2-emb": ("2", "4"), "lr-d2-emb": ("2", "2")})):
-        e = replayed_pct(doc)
-        assert within_10(e.values()) == n and len(e) == 8 and largest(e)[1] == worst
-        assert within_10(spec(doc)) == planned and len(spec(doc)) == 8 and round(max(spec(doc)), 1) == top_plan
-        assert be(doc) == breaks
+        check_eight_points(doc, n, worst, planned, breaks, top_plan=top_plan)
     assert within_10(spec(r1, "planned_at_measured_acceptance")) == 4
     ownp = [abs(100 * v) for v in r1["replay_speedup_error_own_probe"].values()]
     assert (within_10(ownp), round(max(ownp), 1)) == (3, 28.1)
@@ -740,12 +752,7 @@ def test_the_second_xeon_sitting_claims():
             (first, 8, 9.6, 5, 16.4, 7, {"lr+sd-d2-emb": ("4", "2"), "lr-d2-emb": ("4", "2")}),
             (epyc, 7, 14.2, 4, 18.8, 5, {"lr+sd-d2-emb": ("2", "2"), "lr-d2-emb": ("2", "2")}),
             (back, 7, 14.4, 3, 25.7, 2, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "2")})):
-        e = replayed_pct(doc)
-        assert within_10(e.values()) == n and len(e) == 8 and largest(e)[1] == worst
-        assert within_10(planned_pct(doc)) == planned and len(planned_pct(doc)) == 8
-        assert round(max(planned_pct(doc)), 1) == top_plan
-        assert within_10(planned_pct(doc, "planned_at_measured_acceptance")) == at_acc
-        assert break_evens(doc) == breaks
+        check_eight_points(doc, n, worst, planned, breaks, top_plan=top_plan, at_acc=at_acc)
     carried = [abs(100 * v) for v in epyc["replay_speedup_error_with_carry"].values()]
     assert within_10(carried) == 8
     plan8 = [100 * (d["planned"]["8"]["lr+sd-d2-emb"]["speedup_vs_ar"] / d["levels"]["8"]["lr+sd-d2-emb"]["speedup_vs_ar"] - 1)
@@ -803,11 +810,7 @@ def test_the_third_cpu_claims():
             (own, 4, 24.6, 4, 4, {"lr+sd-d2-emb": ("1", "2"), "lr-d2-emb": ("1", "2")}),
             (xeon, 1, 45.3, 1, 1, {"lr+sd-d2-emb": ("2", "2"), "lr-d2-emb": ("2", "2")}),
             (epyc, 3, 25.7, 4, 4, {"lr+sd-d2-emb": ("1", "2"), "lr-d2-emb": ("1", "2")})):
-        e = replayed_pct(doc)
-        assert within_10(e.values()) == n and len(e) == 8 and largest(e)[1] == worst
-        assert within_10(planned_pct(doc)) == planned and len(planned_pct(doc)) == 8
-        assert within_10(planned_pct(doc, "planned_at_measured_acceptance")) == at_acc
-        assert break_evens(doc) == breaks
+        check_eight_points(doc, n, worst, planned, breaks, at_acc=at_acc)
     # own, at 1 in flight: ar's block replayed fast, both LR blocks slow, the passes priced right
     lv1 = own["levels"]["1"]
     tps = {c: 100 * (r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1) for c, r in lv1.items()}
