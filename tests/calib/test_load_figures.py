@@ -755,6 +755,8 @@ def test_the_second_xeon_sitting_claims():
         check_eight_points(doc, n, worst, planned, breaks, top_plan=top_plan, at_acc=at_acc)
     carried = [abs(100 * v) for v in epyc["replay_speedup_error_with_carry"].values()]
     assert within_10(carried) == 8
+    # each block at its own probe (as in sample) the two sittings replay each other at 5 and 6 of 8
+    assert [within_10(100 * v for v in d["replay_speedup_error_own_probe"].values()) for d in (first, back)] == [5, 6]
     plan8 = [100 * (d["planned"]["8"]["lr+sd-d2-emb"]["speedup_vs_ar"] / d["levels"]["8"]["lr+sd-d2-emb"]["speedup_vs_ar"] - 1)
              for d in (first, back)]
     assert [round(x, 1) for x in plan8] == [16.4, 20.2]
@@ -780,7 +782,7 @@ def test_the_third_cpu_claims():
     passes within 5.0%; Xeon pooled: replay 1, plan 1, break-evens right, LR alone planned 1.03x /
     1.14x, 2-8 in flight 14-47% high, 4 of 8 with own contention (lr+sd +25.7 / +35.5% at 4 / 8);
     EPYC pooled: replay 3, plan 4 (4 at acceptance), break-evens 1 vs 2, LR alone 0.97x / 0.92x, 5 of
-    8 with own contention; what remains 21.3-35.5% high, own profile lr+sd at 8 +10.6%."""
+    8 with own contention; the largest misses left 21.3-35.5% high; draft passes within 5.7%."""
     names = ("load_cold_epyc_f23", "load_cold_epyc_f23_xeon", "load_cold_epyc_f23_epyc")
     own, xeon, epyc = (json.loads((RESULTS / f"{k}.json").read_text()) for k in names)
     recs = [json.loads(line) for f in sorted((ROOT / "traces/load-cold-epyc-f23/gsm8k").glob("c*/*.jsonl"))
@@ -819,7 +821,8 @@ def test_the_third_cpu_claims():
     fit = own["latency_fit"]["target"]["by_config"]
     assert round(max(abs(v["linear_sum_diff_pct"]) for v in fit.values()), 1) == 5.0
     assert max(abs(v["sum_diff_pct"]) for v in fit.values()) < 5.0
-    assert round(replayed_pct(own)[("8", "lr+sd-d2-emb")], 1) == 10.6
+    draft = own["latency_fit"]["draft"]["by_config"]
+    assert round(max(abs(v[k]) for v in draft.values() for k in ("linear_sum_diff_pct", "sum_diff_pct")), 1) == 5.7
     # the Xeon profile: LR alone planned above 1, every level from 2 on planned high
     assert [round(xeon["planned"]["1"][c]["speedup_vs_ar"], 2) for c in ("lr-d2-emb", "lr+sd-d2-emb")] == [1.03, 1.14]
     assert [round(epyc["planned"]["1"][c]["speedup_vs_ar"], 2) for c in ("lr-d2-emb", "lr+sd-d2-emb")] == [0.97, 0.92]
