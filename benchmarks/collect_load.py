@@ -100,8 +100,9 @@ def main() -> None:
         seen: dict = {}
         try:
             lefts = [len(pending(j, out, seen)) for j in jobs]
-        except UserError as e:
-            sys.exit(f"collect_load: error: {e}")
+        except UserError as e:   # the exit code run_logged gives the same error in a real run
+            print(f"collect_load: error: {e}", file=sys.stderr)
+            sys.exit(getattr(e, "exit_code", 2))
         for j, left in zip(jobs, lefts):
             print(f"{'todo' if left else 'done'} {j.path(out).parent.name} r{j.round} {j.config.label} "
                   f"({j.concurrency - left}/{j.concurrency})")

@@ -164,7 +164,7 @@ def pending(job: LoadJob, out_dir: Path, seen: dict | None = None) -> list:
     # a block of fewer problems than its level is not that level: refused before any engine starts
     if len(problems) < job.concurrency:
         raise UserError(f"round {job.round} at {job.concurrency} in flight runs {job.dataset} rows "
-                        f"{job.offset}-{last}, past its end ({len(everything)} problems): use a "
+                        f"{job.offset}-{last}, past its last row ({len(everything) - 1}): use a "
                         "smaller first problem (--first-problem), fewer rounds or lower levels")
     return [(p, t) for p, t in zip(problems, job.arrivals()) if (p.id, 0) not in done]
 

@@ -92,7 +92,7 @@ def test_a_round_past_the_data_sets_end_is_refused_before_any_engine_starts(monk
     base = collect_mod.CollectSpec(max_tokens=60, target_cores="0", draft_cores="1")
     short = lc.load_plan(levels=(1, 4), rounds=2, configs=lc.CONFIGS[:1], first=1312)
     with pytest.raises(lc.UserError, match=r"round 1 at 4 in flight runs gsm8k rows 1316-1319, "
-                                           r"past its end \(1319 problems\)"):
+                                           r"past its last row \(1318\)"):
         lc.collect_load(short, tmp_path / "load", base, log=lambda m: None)
     assert started == [] and not (tmp_path / "load").exists()
     fits = lc.load_plan(levels=(1, 4), rounds=2, configs=lc.CONFIGS[:1], first=1311)
