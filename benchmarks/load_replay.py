@@ -254,11 +254,15 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
                       rounds: set[int] | None = None, scratch: Path | None = None) -> dict:
     """A diagnosis, not a prediction: the replay once more with the profile's contention (each
     engine's slowdown beside the other, lrsim/calib/physical.py) replaced by the one the held-out
-    corpus's own levels 1-2 fit (of `rounds`, the rounds the replay predicts; every round when
-    None). How much of a held-out miss the
+    corpus's own levels 1-2 fit (of `rounds`, the rounds the replay predicts, every round when
+    None; of the configurations `corpus` holds). How much of a held-out miss the
     machine's contention explains, which a probe of idle engines cannot carry
     (docs/calibration.md, "Contention")."""
-    own = calibrate(calib_paths(held_root, rounds, scratch), configs=set(CALIB_CONFIGS), select_placement=False)
+    # the blocks the replay predicts: their rounds, and their configurations (a corpus's others,
+    # left out by --configs, may have run in another sitting: traces/load-cold-epyc-more's sd)
+    labels = {c for level in corpus.values() for c in level}
+    paths = [p for p in calib_paths(held_root, rounds, scratch) if Path(p).stem in labels]
+    own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False)
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}

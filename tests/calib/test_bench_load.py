@@ -353,6 +353,23 @@ def test_the_contention_whatif_replaces_the_fit_and_carries_nothing(monkeypatch)
     assert out == {"profile": {"target": 0.05}, "held_out_fit": {"target": 0.2}, "replay_speedup_error": {"lr@2": -0.1}}
 
 
+def test_the_contention_whatif_fits_only_the_blocks_it_replays(monkeypatch):
+    """The held-out corpus's own contention is fit on the rounds and configurations predicted
+    (--rounds, --configs): a configuration the prediction left out may have run in another sitting."""
+    import benchmarks.load_replay as lr
+
+    asked, fitted = [], []
+    monkeypatch.setattr(lr, "calib_paths", lambda root, rounds, scratch: asked.append(rounds) or
+                        ["s/c1/ar.jsonl", "s/c1/lr-d2.jsonl", "s/c1/sd.jsonl", "s/c2/lr+sd-d2.jsonl"])
+    monkeypatch.setattr(lr, "calibrate", lambda paths, **k: fitted.append(paths) or {"latency": {}})
+    monkeypatch.setattr(lr, "Profile", lambda doc: doc)
+    monkeypatch.setattr(lr, "validate_doc", lambda d: d)
+    monkeypatch.setattr(lr, "speedup_errors", lambda *a, **k: {})
+    prof = type("P", (), {"doc": {"latency": {"target": {"contention": 0.05}}}})()
+    lr.contention_whatif(prof, Path("x"), {1: {"ar": [], "lr-d2": []}, 2: {"ar": [], "lr-d2": []}}, TODAY, {0})
+    assert asked == [{0}] and fitted == [["s/c1/ar.jsonl", "s/c1/lr-d2.jsonl"]]
+
+
 def test_the_render_says_whether_the_contention_was_carried():
     out = {"calibrated_on": {"corpus": "c", "levels": [1, 2], "held_out": True, "same_corpus": False},
            "levels": {"1": {"ar": {"tokens_per_s": 1.0, "ttft_p50_s": 1, "tpot_p50_s": 1, "blocks": 1}}},

@@ -405,17 +405,17 @@ def test_the_slow_host_claims():
     # round 0 only, ar and lr (the sitting that ran them); the contention what-if (a diagnosis)
     assert doc["rounds"] == [0] and doc["configs"] == ["ar", "lr-d2", "lr-d2-emb"]
     wi = doc["contention_whatif"]
-    # the round's own fit (round 0's levels 1-2: the rounds the replay predicts)
-    assert round(wi["profile"]["target"], 3) == 0.166 and round(wi["held_out_fit"]["target"], 3) == 0.093
+    # the round's own fit (round 0's levels 1-2 of ar and lr: the blocks the replay predicts)
+    assert round(wi["profile"]["target"], 3) == 0.166 and round(wi["held_out_fit"]["target"], 3) == 0.066
     e = [abs(100 * x) for x in wi["replay_speedup_error"].values()]
-    assert len(e) == 8 and sum(x <= 10 for x in e) == 7 and round(max(e), 1) == 15.0
+    assert len(e) == 8 and sum(x <= 10 for x in e) == 7 and round(max(e), 1) == 14.0
 
 
 def test_the_slow_host_second_sitting_claims():
     """docs/load.md, "A host four times slower": round 1's ar, lr-d2, lr-d2-emb (45 records) at 1.70x
     load-cold-epyc-all's target probe; that profile replays LR's speedup within 10% at all 8
     points (largest 8.7%; tokens/s -4.0%..+9.5%), plans it within 10% at 6 of 8 (largest 12.5%);
-    with the round's own contention the largest error is 4.8%."""
+    with the round's own contention the largest error is 4.7%."""
     doc = json.loads((RESULTS / "load_cold_epyc_more_r1_heldout.json").read_text())
     assert doc["records"] == 45 and doc["rounds"] == [1] and doc["calibrated_on"]["corpus"] == "traces/load-cold-epyc-all"
     ms = doc["machine_speed"]
@@ -430,7 +430,7 @@ def test_the_slow_host_second_sitting_claims():
             for n, t in doc["levels"].items() for c, r in t.items() if c in ("lr-d2", "lr-d2-emb")]
     assert sum(x <= 10 for x in plan) == 6 and round(max(plan), 1) == 12.5
     wi = [abs(100 * x) for x in doc["contention_whatif"]["replay_speedup_error"].values()]
-    assert round(max(wi), 1) == 4.8 and round(doc["contention_whatif"]["held_out_fit"]["target"], 3) == 0.072
+    assert round(max(wi), 1) == 4.7 and round(doc["contention_whatif"]["held_out_fit"]["target"], 3) == 0.071
 
 
 def test_the_contention_probe_claims():
