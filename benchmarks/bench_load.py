@@ -466,7 +466,9 @@ def render(out: dict) -> str:
             lines += ["", f"{how}: replayed speedup within {t:.0%} at {sum(x <= t for x in e)} of "
                       f"{len(e)} pairs, largest error {max(e):.1%}."]
     wi = out.get("contention_whatif")
-    if wi:
+    if wi and wi.get("skipped"):
+        lines += ["", f"Contention (a diagnosis, not a prediction): not refit; {wi['skipped']}."]
+    elif wi:
         e = [abs(x) for x in wi["replay_speedup_error"].values()]
         t = out["target"]["speedup_rel_error"]
         lines += ["", "Contention (each engine's slowdown while the other runs a pass; a diagnosis, not a "

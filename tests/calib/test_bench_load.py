@@ -339,14 +339,14 @@ def test_the_contention_whatif_replaces_the_fit_and_carries_nothing(monkeypatch)
         def __init__(self, doc):
             self.doc = doc
 
-    monkeypatch.setattr(lr, "calib_paths", lambda *a: ["p"])
+    monkeypatch.setattr(lr, "calib_paths", lambda *a: ["s/c2/lr.jsonl"])
     monkeypatch.setattr(lr, "calibrate", lambda paths, **k: {"latency": {"target": {"contention": 0.2}}})
     monkeypatch.setattr(lr, "Profile", P)
     monkeypatch.setattr(lr, "validate_doc", lambda d: d)
     monkeypatch.setattr(lr, "speedup_errors", lambda prof, corpus, speed, carry=False:
                         seen.append((prof.doc, carry)) or {"lr@2": -0.1})
     prof = P({"probe": REF, "latency": {"target": {"contention": 0.05}}})
-    out = lr.contention_whatif(prof, Path("x"), {2: {}}, TODAY)
+    out = lr.contention_whatif(prof, Path("x"), {2: {"lr": []}}, TODAY)
     (doc, carry), = seen
     assert doc["latency"]["target"]["contention"] == 0.2 and carry is False
     assert prof.doc["latency"]["target"]["contention"] == 0.05          # the profile itself untouched
@@ -368,6 +368,26 @@ def test_the_contention_whatif_fits_only_the_blocks_it_replays(monkeypatch):
     prof = type("P", (), {"doc": {"latency": {"target": {"contention": 0.05}}}})()
     lr.contention_whatif(prof, Path("x"), {1: {"ar": [], "lr-d2": []}, 2: {"ar": [], "lr-d2": []}}, TODAY, {0})
     assert asked == [{0}] and fitted == [["s/c1/ar.jsonl", "s/c1/lr-d2.jsonl"]]
+
+
+def test_the_contention_whatif_skips_a_round_without_levels_1_2(monkeypatch):
+    """A --rounds naming a round whose levels 1-2 the held-out corpus lacks: the diagnosis says so
+    (and the render prints it) instead of failing in calibrate with no traces to fit."""
+    import benchmarks.load_replay as lr
+
+    monkeypatch.setattr(lr, "calib_paths", lambda root, rounds, scratch: [])
+    monkeypatch.setattr(lr, "calibrate", lambda *a, **k: pytest.fail("nothing to calibrate"))
+    prof = type("P", (), {"doc": {"latency": {"target": {"contention": 0.05}}}})()
+    out = lr.contention_whatif(prof, Path("corpus-x"), {4: {"ar": [], "lr-d2": []}}, TODAY, {1})
+    assert out == {"skipped": "corpus-x holds no level 1-2 traces of round 1 for ar, lr-d2: "
+                              "no contention of its own to fit"}
+    text = bl.render({"calibrated_on": {"corpus": "c", "levels": [1, 2], "held_out": True, "same_corpus": False},
+                      "levels": {"4": {"ar": {"tokens_per_s": 1.0, "ttft_p50_s": 1, "tpot_p50_s": 1, "blocks": 1}}},
+                      "planned": {}, "break_even": {}, "records": 1, "max_tokens": 8,
+                      "replay_speedup_error_max": None, "target": {"speedup_rel_error": 0.10},
+                      "contention_whatif": out})
+    assert "Contention (a diagnosis, not a prediction): not refit; corpus-x holds no level 1-2 traces of " \
+           "round 1 for ar, lr-d2: no contention of its own to fit." in text
 
 
 def test_the_render_says_whether_the_contention_was_carried():
