@@ -96,6 +96,14 @@ PREDICTIONS = (
     ("load_cold_epyc_f23_epyc", "traces/load-cold-epyc-f23", "the three EPYC (family 25) sittings pooled",
      "bench_load.py --load traces/load-cold-epyc-f23 --rounds 0 --calibrate-on traces/load-cold-epyc-side,"
      "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
+    ("load_cold_epyc_f23_r1_heldout", "traces/load-cold-epyc-f23", "its round 0 predicts round 1, a third CPU",
+     "bench_load.py --load traces/load-cold-epyc-f23 --calibrate-rounds 0 --rounds 1 ..."),
+    ("load_cold_epyc_f23_xeon_r1", "traces/load-cold-epyc-f23", "the two Xeon sittings pooled, round 1",
+     "bench_load.py --load traces/load-cold-epyc-f23 --rounds 1 --calibrate-on traces/load-cold-xeon-side,"
+     "traces/load-cold-xeon-2 ..."),
+    ("load_cold_epyc_f23_epyc_r1", "traces/load-cold-epyc-f23", "the three EPYC (family 25) sittings, round 1",
+     "bench_load.py --load traces/load-cold-epyc-f23 --rounds 1 --calibrate-on traces/load-cold-epyc-side,"
+     "traces/load-cold-epyc-side12,traces/load-cold-epyc-side3 ..."),
 )
 TARGET = 0.10     # the target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

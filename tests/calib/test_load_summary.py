@@ -111,12 +111,13 @@ def test_the_readme_reading_of_the_table():
                     break
     assert len(near) + len(far) == be["vs_ar"][1] - be["vs_ar"][0]
     words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 13: "thirteen",
-             15: "fifteen", 18: "eighteen", 21: "twenty-one", 22: "twenty-two"}
+             15: "fifteen", 18: "eighteen", 21: "twenty-one", 22: "twenty-two", 24: "twenty-four"}
     assert f"{words[len(near)]} of the {words[len(near) + len(far)]} misses" in text
     assert f"within 7% of 1 ({min(near):.2f}-{max(near):.2f}x)" in text
     # two far misses are the Xeon's lr-d2-emb: its round 0 planning its round 1 (LR alone), and its
-    # second sitting at 2 in flight from the first sitting's profile; two the third CPU's LR alone
-    # from the EPYC (family 25) sittings' profile; the rest the slow host's
+    # second sitting at 2 in flight from the first sitting's profile; four the third CPU's LR alone,
+    # its round 0 from the EPYC (family 25) sittings' profile, its round 1 from the Xeon sittings'; the
+    # rest the slow host's
     xeon = json.loads((RESULTS / "load_cold_xeon_side_r1_heldout.json").read_text())
     xm, xp = (round(xeon[k]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) for k in ("levels", "planned"))
     assert f"round 0 planned LR alone at {xp:.2f}x AR where round 1 measured {xm:.2f}x" in text
@@ -125,18 +126,23 @@ def test_the_readme_reading_of_the_table():
     assert f"lr-d2-emb at {p2:.2f}x at 2 in flight where it measured {m2:.2f}x" in text
     f23 = json.loads((RESULTS / "load_cold_epyc_f23_epyc.json").read_text())
     fm, fp = ([round(f23[k]["1"][c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] for k in ("levels", "planned"))
-    assert (f"LR alone measured {min(fm):.2f}-{max(fm):.2f}x and the EPYC (family 25) sittings' profile planned "
-            f"{min(fp):.2f}-{max(fp):.2f}x") in text
-    for m in [xm, m2] + fm:
+    assert (f"in its round 0 LR alone measured {min(fm):.2f}-{max(fm):.2f}x and the EPYC (family 25) sittings' "
+            f"profile planned {min(fp):.2f}-{max(fp):.2f}x") in text
+    f1 = json.loads((RESULTS / "load_cold_epyc_f23_xeon_r1.json").read_text())
+    gm, gp = ([round(f1[k]["1"][c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] for k in ("levels", "planned"))
+    assert (f"in its round 1 LR alone measured {min(gm):.2f}-{max(gm):.2f}x and the two Xeon sittings' profile "
+            f"planned {min(gp):.2f}-{max(gp):.2f}x") in text
+    for m in [xm, m2] + fm + gm:
         far.remove(m)
     # ... and by result, not only by value (two f23 results measured the same speedups)
     assert {("load_cold_xeon_side_r1_heldout", "lr-d2-emb", "1"), ("load_cold_xeon_2_heldout", "lr-d2-emb", "2"),
-            ("load_cold_epyc_f23_epyc", "lr+sd-d2-emb", "1"), ("load_cold_epyc_f23_epyc", "lr-d2-emb", "1")} < far_at
+            ("load_cold_epyc_f23_epyc", "lr+sd-d2-emb", "1"), ("load_cold_epyc_f23_epyc", "lr-d2-emb", "1"),
+            ("load_cold_epyc_f23_xeon_r1", "lr+sd-d2-emb", "1"), ("load_cold_epyc_f23_xeon_r1", "lr-d2-emb", "1")} < far_at
     assert {stem for stem, *_ in far_at} - {"load_cold_xeon_side_r1_heldout", "load_cold_xeon_2_heldout",
-                                            "load_cold_epyc_f23_epyc"} == {
+                                            "load_cold_epyc_f23_epyc", "load_cold_epyc_f23_xeon_r1"} == {
         "load_cold_epyc_side_heldout", "load_cold_epyc_side12_heldout", "load_cold_epyc_side_heldout12",
         "load_cold_epyc_side3_heldout"}
-    assert "two are on an Intel Xeon" in text and "the last two are on a third CPU" in text
+    assert "two are on an Intel Xeon" in text and "the last four are on a third CPU" in text
     assert f"; {words[len(far)]} others are on the slow host across sittings" in text
     # ... where LR alone (1 in flight) measured above AR in one sitting and below in the other
     side12, side, side3 = (json.loads((RESULTS / f"{s}.json").read_text())["levels"]["1"]
@@ -174,6 +180,12 @@ def test_the_readme_reading_of_the_table():
     fit, theirs = round(whatif[0]["held_out_fit"]["target"], 3), [round(w["profile"]["target"], 3) for w in whatif]
     assert (f"(target {fit:.3f}, against their {theirs[0]:.3f} and {theirs[1]:.3f}) the replays hold "
             f"{held[0]} and {held[1]} of 8") in tail
+    # the third CPU's round 0 predicting its round 1
+    r1 = next(r for r in rows if r["result"] == "load_cold_epyc_f23_r1_heldout")
+    assert (r1["replayed"]["within"], r1["replayed"]["pairs"], r1["planned"]["within"], r1["planned"]["pairs"]) == (7, 8, 7, 8)
+    assert all(r1["break_even"][k]["as_measured"] == r1["break_even"][k]["configs"] == 2 for k in ("vs_ar", "vs_ar-er"))
+    assert ("its own round 0 predicted its round 1 at 7 of 8 points within 10%, replayed and planned, with every "
+            "break-even as measured") in tail
     s12 = next(r for r in rows if r["result"] == "load_cold_epyc_side3_heldout12")
     assert (pooled["planned"]["within"], s12["planned"]["within"]) == (4, 5) and s12["planned"]["pairs"] == 8
     assert "its plan holds 4 of 8 (side12's profile alone: 5 of 8, both break-evens too)" in text
