@@ -260,10 +260,11 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
     (docs/calibration.md, "Contention")."""
     # the blocks the replay predicts: their rounds, and their configurations (a corpus's others,
     # left out by --configs, may have run in another sitting: traces/load-cold-epyc-more's sd)
-    labels = {c for level in corpus.values() for c in level}
+    labels = {c for level in corpus.values() for c in level} & set(CALIB_CONFIGS)
     paths = [p for p in calib_paths(held_root, rounds, scratch) if Path(p).stem in labels]
     if not paths:   # e.g. --rounds names a round whose levels 1-2 were not collected
-        which = "every round" if rounds is None else "round " + ", ".join(map(str, sorted(rounds)))
+        which = ("every round" if rounds is None else
+                 ("round " if len(rounds) == 1 else "rounds ") + ", ".join(map(str, sorted(rounds))))
         return {"skipped": f"{held_root.name} holds no level 1-2 traces of {which} for "
                            f"{', '.join(sorted(labels))}: no contention of its own to fit"}
     own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False)

@@ -339,14 +339,14 @@ def test_the_contention_whatif_replaces_the_fit_and_carries_nothing(monkeypatch)
         def __init__(self, doc):
             self.doc = doc
 
-    monkeypatch.setattr(lr, "calib_paths", lambda *a: ["s/c2/lr.jsonl"])
+    monkeypatch.setattr(lr, "calib_paths", lambda *a: ["s/c2/lr-d2.jsonl"])
     monkeypatch.setattr(lr, "calibrate", lambda paths, **k: {"latency": {"target": {"contention": 0.2}}})
     monkeypatch.setattr(lr, "Profile", P)
     monkeypatch.setattr(lr, "validate_doc", lambda d: d)
     monkeypatch.setattr(lr, "speedup_errors", lambda prof, corpus, speed, carry=False:
                         seen.append((prof.doc, carry)) or {"lr@2": -0.1})
     prof = P({"probe": REF, "latency": {"target": {"contention": 0.05}}})
-    out = lr.contention_whatif(prof, Path("x"), {2: {"lr": []}}, TODAY)
+    out = lr.contention_whatif(prof, Path("x"), {2: {"lr-d2": []}}, TODAY)
     (doc, carry), = seen
     assert doc["latency"]["target"]["contention"] == 0.2 and carry is False
     assert prof.doc["latency"]["target"]["contention"] == 0.05          # the profile itself untouched
@@ -388,6 +388,11 @@ def test_the_contention_whatif_skips_a_round_without_levels_1_2(monkeypatch):
                       "contention_whatif": out})
     assert "Contention (a diagnosis, not a prediction): not refit; corpus-x holds no level 1-2 traces of " \
            "round 1 for ar, lr-d2: no contention of its own to fit." in text
+    # levels 1-2 of ar-er alone (no calibration configuration): skipped too, rounds named as rounds
+    monkeypatch.setattr(lr, "calib_paths", lambda root, rounds, scratch: ["s/c1/ar-er.jsonl"])
+    out = lr.contention_whatif(prof, Path("corpus-x"), {4: {"ar-er": [], "lr-d2": []}}, TODAY, {0, 1})
+    assert out == {"skipped": "corpus-x holds no level 1-2 traces of rounds 0, 1 for lr-d2: "
+                              "no contention of its own to fit"}
 
 
 def test_the_render_says_whether_the_contention_was_carried():

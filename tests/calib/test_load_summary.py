@@ -184,8 +184,11 @@ def test_the_readme_reading_of_the_table():
     r1 = next(r for r in rows if r["result"] == "load_cold_epyc_f23_r1_heldout")
     assert (r1["replayed"]["within"], r1["replayed"]["pairs"], r1["planned"]["within"], r1["planned"]["pairs"]) == (7, 8, 7, 8)
     assert all(r1["break_even"][k]["as_measured"] == r1["break_even"][k]["configs"] == 2 for k in ("vs_ar", "vs_ar-er"))
-    assert ("its own round 0 predicted its round 1 at 7 of 8 points within 10%, replayed and planned, with every "
-            "break-even as measured") in tail
+    assert ("On its round 1, a session later, its own round 0 predicted 7 of 8 points within 10%, replayed and "
+            "planned, with every break-even as measured") in tail
+    e1, x1 = (next(r for r in rows if r["result"] == s) for s in ("load_cold_epyc_f23_epyc_r1", "load_cold_epyc_f23_xeon_r1"))
+    assert (e1["planned"]["within"], x1["planned"]["within"], e1["planned"]["pairs"], x1["planned"]["pairs"]) == (6, 1, 8, 8)
+    assert "the EPYC sittings' profile planned 6 of 8, the Xeon sittings' 1" in tail
     s12 = next(r for r in rows if r["result"] == "load_cold_epyc_side3_heldout12")
     assert (pooled["planned"]["within"], s12["planned"]["within"]) == (4, 5) and s12["planned"]["pairs"] == 8
     assert "its plan holds 4 of 8 (side12's profile alone: 5 of 8, both break-evens too)" in text
