@@ -57,6 +57,10 @@ def hardware() -> dict:
         info["mem_gib"] = round(int(mem[1]) / 2**20, 1)
     except OSError:
         pass
+    try:  # which boot of which machine: runs of different boots are not timed alike (calib/equal.py)
+        info["boot_id"] = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        pass
     try:
         import torch
         info["torch"] = torch.__version__
