@@ -31,7 +31,7 @@ from lrcore.modes import ACCEPT_MODE, LR_MODES
 
 from . import overheads as oh
 from .acceptance import acceptance_warnings, profile_step_acceptance
-from .equal import is_equal_resources, measured
+from .equal import is_equal_resources, measured, pairs_across_boots
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
 from .kv import engine_kv
 from .schema import PROFILE_VERSION
@@ -128,6 +128,11 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     # measured against AR on the split binding (equal.py), kept out of every other fit
     er = [r for r in records if is_equal_resources(r)]
     equal = measured(records) if er else None
+    er_warnings = []
+    if er and (n := pairs_across_boots(records)):
+        er_warnings.append(f"{n} equal-resources pair(s) left out: AR on every core and AR on the "
+                           "target's cores ran in different machine boots (run.hardware.boot_id), "
+                           "so their speeds are not comparable")
     if len(er) < len(records):
         records = [r for r in records if not is_equal_resources(r)]
     by_mode: dict[str, list[dict]] = {}
@@ -218,7 +223,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     if kv:
         doc["kv_cache"] = kv
     doc["source"]["configs"] = _configs(records)
-    doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept) + kv_warnings
+    doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept) + kv_warnings + er_warnings
     if equal is not None:
         doc["placement"]["equal_resources"] = equal
     if select_placement and lr and "draft" in latency:

@@ -14,6 +14,15 @@ whole pass scales.)
 Records of the equal-resources binding carry `run.flags.equal_resources` (lrreal/collect.py);
 their passes ran on other cores than the LR runs', so calibrate.py keeps them out of the latency
 fits and uses them here only.
+
+A pair is two runs' raw tokens/s, so both must have run on the same machine: a block resumed
+after a restart can land on another virtual machine of another speed (traces/load-cold-epyc-f23's
+round 0 ran AR on both cores a session after AR on one, and its probes were ~0.7x as long: a
+1.5x speedup read as 2.0x). A probe cannot correct it: the two bindings' target probes differ by
+the very speedup measured, and the one engine bound alike in both (the idle draft) is timed over 4
+passes, as far apart between blocks of one sitting as a change of machine. So records that name their machine boot
+(`run.hardware.boot_id`, Linux's per-boot id) pair only within one boot; the pairs left out are
+counted and calibrate.py warns. Older records carry no boot id and pair as before.
 """
 from __future__ import annotations
 
@@ -51,6 +60,17 @@ def _key(rec: dict) -> tuple:
             load.get("request_rate"), flags.get("max_tokens"))
 
 
+def boot(rec: dict) -> str | None:
+    """The machine boot a record ran in (lrreal/binding.hardware), None in older records."""
+    b = (((rec.get("run") or {}).get("hardware") or {}).get("boot_id"))
+    return b if isinstance(b, str) and b else None
+
+
+def across_boots(a: dict, b: dict) -> bool:
+    """Both records name their boot and the boots differ: not one machine, not comparable."""
+    return boot(a) is not None and boot(b) is not None and boot(a) != boot(b)
+
+
 def _tps(rec: dict) -> float | None:
     tok, wall = rec.get("output_tokens"), rec.get("wall_time_s")
     if isinstance(tok, (int, float)) and isinstance(wall, (int, float)) and tok > 0 and wall > 0:
@@ -58,15 +78,27 @@ def _tps(rec: dict) -> float | None:
     return None
 
 
+def _pairs(records: list[dict]):
+    """(split, equal-resources) AR records that match by (problem, sample, load, budget)."""
+    split = {_key(r): r for r in records if r.get("mode") == "ar" and not is_equal_resources(r)}
+    for r in records:
+        if r.get("mode") == "ar" and is_equal_resources(r) and _key(r) in split:
+            yield split[_key(r)], r
+
+
+def pairs_across_boots(records: list[dict]) -> int:
+    """Matched pairs that ran in different machine boots (left out of `measured`)."""
+    return sum(across_boots(base, r) for base, r in _pairs(records))
+
+
 def measured(records: list[dict]) -> dict | None:
     """{speedup, core_ratio, tp_efficiency, pairs, by_concurrency} from the AR records of both
-    bindings that match by (problem, sample, load, budget); None without a matched pair."""
-    split = {_key(r): r for r in records if r.get("mode") == "ar" and not is_equal_resources(r)}
+    bindings that match by (problem, sample, load, budget) and ran in one machine boot; None
+    without such a pair."""
     logs, ratios, by_c = [], set(), {}
-    for r in records:
-        if r.get("mode") != "ar" or not is_equal_resources(r) or _key(r) not in split:
+    for base, r in _pairs(records):
+        if across_boots(base, r):
             continue
-        base = split[_key(r)]
         a, b, n_er, n_split = _tps(base), _tps(r), _cores(r), _cores(base)
         if a is None or b is None or n_er is None or n_split is None or n_er <= n_split:
             continue

@@ -1,23 +1,24 @@
 """The equal-resources baseline's TP efficiency, measured from AR on every core against AR on the
 target's (lrsim/calib/equal.py), carried by the profile and used by `lr plan`."""
+import json
 import math
 from pathlib import Path
 
 import pytest
 
 from lrsim.calib.calibrate import calibrate, read_records
-from lrsim.calib.equal import core_count, measured
+from lrsim.calib.equal import core_count, measured, pairs_across_boots
 from lrsim.calib.profile import Profile, validate_doc
 from lrsim.plan.hardware import equal_resources
 
 LOAD = Path(__file__).resolve().parents[2] / "traces" / "load" / "gsm8k"
 
 
-def _ar(pid, tps, cores="0", er=False, c=1, tokens=100):
+def _ar(pid, tps, cores="0", er=False, c=1, tokens=100, boot=None):
+    hw = {"cores": {"target": cores}} | ({"boot_id": boot} if boot else {})
     return {"mode": "ar", "problem_id": pid, "sample": 0, "output_tokens": tokens,
             "wall_time_s": tokens / tps, "load": {"concurrency": c, "request_rate": None},
-            "run": {"flags": {"equal_resources": er, "max_tokens": 192},
-                    "hardware": {"cores": {"target": cores}}}}
+            "run": {"flags": {"equal_resources": er, "max_tokens": 192}, "hardware": hw}}
 
 
 @pytest.mark.parametrize("spec, n", [("0", 1), ("0-1", 2), ("0,2-3", 3), ("", None), ("a-b", None),
@@ -39,6 +40,33 @@ def test_speedup_of_matched_pairs_gives_the_efficiency_the_widened_model_reprodu
     assert m["by_concurrency"] == pytest.approx({"1": 1.5, "2": 1.6})
     assert measured([_ar("a", 2.0), _ar("b", 3.0, "0-1", True)]) is None
     assert measured([_ar("a", 2.0), _ar("a", 3.0, "0", True)]) is None   # not more cores
+
+
+def test_pairs_from_different_machine_boots_are_left_out_and_counted():
+    # problem a: both bindings in boot x (1.5x); problem b: AR on every core resumed in boot y,
+    # on a faster machine (2.4x: not the binding's speedup); problem c: older records, no boot id
+    recs = [_ar("a", 2.0, boot="x"), _ar("a", 3.0, "0-1", True, boot="x"),
+            _ar("b", 2.0, boot="x"), _ar("b", 4.8, "0-1", True, boot="y"),
+            _ar("c", 2.0), _ar("c", 3.2, "0-1", True)]
+    m = measured(recs)
+    assert m["pairs"] == 2 and m["speedup"] == pytest.approx(math.sqrt(1.5 * 1.6))
+    assert pairs_across_boots(recs) == 1
+    assert measured(recs[2:4]) is None and pairs_across_boots(recs[:2] + recs[4:]) == 0
+
+
+def test_calibrate_warns_of_equal_resources_pairs_across_boots(tmp_path):
+    recs = [r for r in read_records(LOAD / "c1" / "ar.jsonl")[:2]]
+    er = {r["problem_id"]: r for r in read_records(LOAD / "c1" / "ar-er.jsonl")}
+    recs += [er[r["problem_id"]] for r in recs]
+    for r in recs:          # the split block in one boot, the equal-resources block in another
+        r["run"]["hardware"]["boot_id"] = "er" if r["run"]["flags"].get("equal_resources") else "split"
+    paths = [tmp_path / "ar.jsonl", tmp_path / "ar-er.jsonl"]
+    for path, half in zip(paths, (recs[:2], recs[2:])):
+        path.write_text("".join(json.dumps(r) + "\n" for r in half))
+    doc = calibrate(paths, select_placement=False)
+    assert "equal_resources" not in doc["placement"]
+    assert any(w.startswith("2 equal-resources pair(s) left out") and "boot" in w
+               for w in doc["warnings"])
 
 
 def test_calibrate_keeps_equal_resources_runs_out_of_the_fits_and_measures_them():

@@ -67,6 +67,10 @@ def test_collect_writes_resumes_and_summarizes(fake_collect):
     if "cpu family" in info:
         hw = first["run"]["hardware"]
         assert hw["cpu_id"].startswith("family ") and set(hw["cpu_isa"]) <= binding_mod.ISA_FLAGS
+    # and the machine boot it ran in (lrsim/calib/equal.py pairs runs of one boot only)
+    boot = Path("/proc/sys/kernel/random/boot_id")
+    if boot.exists():
+        assert first["run"]["hardware"]["boot_id"] == boot.read_text().strip()
     lr = [r for r in recs if r["mode"] == "lr"]
     assert all(r["step_acceptance"]["proposed"] > r["step_acceptance"]["accepted"] for r in lr)
     rows = {r["mode"]: r for r in summary_mod.summarize(recs)}
