@@ -261,6 +261,9 @@ def main() -> None:
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - set(PROFILE_CONFIGS))},
            "machines": hw,
+           # the machine boots the corpus predicted ran in: a level whose blocks ran in several
+           # compares runs of several machines (a resumed collection; lrsim/calib/equal.py)
+           "boots": boots(corpus),
            "machine_speed": {"profile": replay_profile.doc.get("probe"), "corpus": today} if held_out else None,
            **carry_fields(replay_profile, corpus, today, a.carry_contention),
            "latency_fit": fit_summary(replay_profile),
@@ -308,6 +311,17 @@ def cpus(records: list[dict]) -> dict[str, int]:
             name += f" ({hw['cpu_id']})" if hw.get("cpu_id") else f" ({UNRECORDED})"
         out[name] = out.get(name, 0) + 1
     return dict(sorted(out.items()))
+
+
+def boots(corpus: dict) -> dict:
+    """{"boots": distinct run.hardware.boot_id, "unrecorded": records without one, "levels_across":
+    the levels whose records ran in more than one boot} (records before the boot id: unrecorded)."""
+    ids = lambda recs: {r["run"]["hardware"].get("boot_id") for r in recs} - {None}  # noqa: E731
+    recs = [r for lv in corpus.values() for rs in lv.values() for r in rs]
+    return {"boots": len(ids(recs)),
+            "unrecorded": sum(1 for r in recs if not r["run"]["hardware"].get("boot_id")),
+            "levels_across": sorted(n for n, lv in corpus.items()
+                                    if len(ids(r for rs in lv.values() for r in rs)) > 1)}
 
 
 def provenance(out: dict) -> str:
@@ -363,6 +377,17 @@ def interval(ci) -> str:
     return "-" if not ci else f"{ci[0]:.2f}-{ci[1]:.2f}"
 
 
+def boots_note(b: dict | None) -> str:
+    """One sentence on the machine boots the corpus ran in, where its records name them."""
+    if not b or not b["boots"]:
+        return ""
+    s = f" Its records ran in {b['boots']} machine boot{'s' if b['boots'] > 1 else ''}"
+    if b["levels_across"]:
+        s += (f"; at {', '.join(map(str, b['levels_across']))} in flight the blocks compared ran in "
+              "more than one (resumed on another machine: their speedups mix two machines' speeds)")
+    return s + (f"; {b['unrecorded']} records name none." if b["unrecorded"] else ".")
+
+
 def render(out: dict) -> str:
     f = lambda v, fmt="{:.2f}": "-" if v is None else fmt.format(v)  # noqa: E731
     cal = out["calibrated_on"]
@@ -377,7 +402,8 @@ def render(out: dict) -> str:
                    if cal.get("unseen_configs") else "")
                 + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")
              + (f" Rounds {', '.join(map(str, out['rounds']))} only." if out.get("rounds") else "")
-             + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else ""),
+             + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else "")
+             + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
              + (" / planned at the level's acceptance" if acc is not None else "") + ") "

@@ -218,6 +218,19 @@ def test_cpus_names_the_cpu_by_model_and_family():
                    "NVIDIA H200": 1, "unnamed": 1}
 
 
+def test_boots_names_the_levels_whose_blocks_ran_on_more_than_one_machine():
+    r = lambda boot=None: {"run": {"hardware": {"boot_id": boot} if boot else {}}}  # noqa: E731
+    corpus = {1: {"ar": [r("a")], "lr": [r("a")]},
+              2: {"ar": [r("a"), r("a")], "ar-er": [r("b"), r("b")]},   # ar-er resumed elsewhere
+              4: {"ar": [r()], "lr": [r()]}}                            # records before the boot id
+    b = bl.boots(corpus)
+    assert b == {"boots": 2, "unrecorded": 2, "levels_across": [2]}
+    note = bl.boots_note(b)
+    assert "2 machine boots" in note and "at 2 in flight" in note and "2 records name none" in note
+    assert bl.boots_note(bl.boots({1: {"ar": [r("a")]}})) == " Its records ran in 1 machine boot."
+    assert bl.boots_note(bl.boots({1: {"ar": [r()]}})) == "" and bl.boots_note(None) == ""
+
+
 def test_every_bench_load_result_is_its_json_rendered():
     """Each committed bench_load result's .md is what --render writes from its .json today."""
     from benchmarks.load_summary import PREDICTIONS
