@@ -1,5 +1,5 @@
-"""Why the equal-resources pairs are not probe-corrected: the one engine bound alike in both blocks
-is too noisy a clock.
+"""Why the equal-resources pairs are not probe-corrected: a single block's probe of the idle draft
+spreads as widely within one collector run as a change of machine.
 
     .venv/bin/python benchmarks/bench_equal_pairs.py [--out benchmarks/results/equal_pairs.json] [--json]
 
@@ -8,10 +8,11 @@ tokens/s of two blocks (ar-er and ar, same problems, same load). If the two bloc
 machines of different speeds (a collection resumed in another session: traces/load-cold-epyc-f23's
 round 0), the ratio holds the machines' speed too. A correction would need a clock both blocks
 read alike: the target's probe cannot be it (its cores differ between the blocks, by the very
-speedup measured), so the only candidate is the draft's idle probe (the draft bound to the same
-core in both blocks, loaded but unused). Here, per corpus, round and level: the raw speedup, the
-ratio of the two blocks' draft probes (decode pass, ar-er over ar; 1 = the same machine speed)
-and the hours between the blocks' start probes. Reads the traces only (seconds).
+speedup measured), so the only candidate is the draft's idle probe (the draft loaded but unused,
+on core 1 in both blocks; in ar-er that core is also one of the target's). Here, per corpus,
+round and level: the raw speedup, the ratio of the two blocks' draft probes (decode pass, ar-er
+over ar; 1 = the same machine speed), the hours between the blocks' start probes and whether they
+started in one collector run (collection.log). Reads the ar and ar-er traces only (seconds).
 """
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ CORPORA = ("traces/load", "traces/load-heldout", "traces/load-cold-epyc-all", "t
 
 
 def invocations(corpus: str) -> list[float]:
-    """The start times (unix, UTC) of the collector runs its collection.log lists, in order."""
-    from datetime import datetime, timezone
+    """The start times (unix) of the collector runs its collection.log lists, in order; the log's
+    times are the collecting machine's local time (collect_load.py: time.strftime), read here as
+    this machine's (every machine here runs on UTC)."""
+    from datetime import datetime
 
     log = ROOT / corpus / "collection.log"
     starts = []
@@ -41,7 +44,7 @@ def invocations(corpus: str) -> list[float]:
         parts = line.split()
         if line.startswith("# ") and len(parts) > 3 and parts[3] == "collect_load":
             t = datetime.strptime(f"{parts[1]} {parts[2]}", "%Y-%m-%d %H:%M:%S")
-            starts.append(t.replace(tzinfo=timezone.utc).timestamp())
+            starts.append(t.timestamp())
     return sorted(starts)
 
 
@@ -52,53 +55,49 @@ def invocation(starts: list[float], t: float | None) -> int | None:
     return max((i for i, s in enumerate(starts) if s <= t), default=None)
 
 
-def draft_decode(rec: dict) -> float | None:
-    """The draft's idle decode pass over the record's probes (before and after; a load block's
-    start probe), None where it has none."""
-    from lrsim.calib.physical import record_probe
-
-    p = record_probe(rec)
+def draft_decode(probe: dict) -> float | None:
+    """The draft's idle decode pass over a record's probes (physical.record_probe: before and
+    after it; a load block's start probe), None where it has none."""
     v = [e["decode_s"] for s in ("before", "after")
-         if (e := ((p.get(s) or {}).get("engines") or {}).get("draft") or {}).get("decode_s")]
+         if (e := ((probe.get(s) or {}).get("engines") or {}).get("draft") or {}).get("decode_s")]
     return sum(v) / len(v) if v else None
 
 
-def block_start(rec: dict) -> float | None:
-    p = (rec.get("run") or {}).get("probe_at_start") or (rec.get("probe") or {}).get("before") or {}
-    return p.get("t")
-
-
 def rows(corpus: str) -> list[dict]:
-    from lrsim.calib.equal import _key, _pairs, _tps
+    from lrsim.calib.calibrate import read_records
+    from lrsim.calib.equal import pair_key, pairs, tps
+    from lrsim.calib.physical import record_probe
 
-    recs = [json.loads(line) for f in sorted((ROOT / corpus).glob("**/*.jsonl"))
-            for line in f.read_text().splitlines() if line.strip()]
+    recs = [r for f in sorted((ROOT / corpus).glob("**/ar*.jsonl")) for r in read_records(f)]
     starts = invocations(corpus)
     by: dict[tuple, list] = {}
-    for base, er in _pairs(recs):
-        a, b, da, db = _tps(base), _tps(er), draft_decode(base), draft_decode(er)
+    for base, er in pairs(recs):
+        pa, pb = record_probe(base), record_probe(er)
+        a, b, da, db = tps(base), tps(er), draft_decode(pa), draft_decode(pb)
         if None in (a, b, da, db):
             continue
-        key = (er["run"]["flags"].get("load_round", 0), _key(er)[2])
-        ta, tb = block_start(base), block_start(er)
+        ta, tb = ((p.get("before") or {}).get("t") for p in (pa, pb))
         runs = {invocation(starts, ta), invocation(starts, tb)}
-        by.setdefault(key, []).append((math.log(b / a), db / da, None if None in (ta, tb) else (tb - ta) / 3600,
-                                       None if None in runs else len(runs) > 1))
+        by.setdefault((er["run"]["flags"].get("load_round", 0), pair_key(er)[2]), []).append(
+            (math.log(b / a), db / da, None if None in (ta, tb) else abs(tb - ta) / 3600,
+             None if None in runs else len(runs) > 1))
     out = []
     for (rnd, n), v in sorted(by.items()):
-        hours = [x[2] for x in v if x[2] is not None]
+        hours = sorted(x[2] for x in v if x[2] is not None)
+        runs = {x[3] for x in v}
         out.append({"corpus": corpus, "round": rnd, "in_flight": n, "pairs": len(v),
                     "speedup": math.exp(sum(x[0] for x in v) / len(v)),
                     "draft_probe_ratio": sum(x[1] for x in v) / len(v),
-                    "hours_apart": abs(hours[0]) if hours else None,
-                    # the two blocks started in different collector runs (collection.log)
-                    "across_runs": any(x[3] for x in v)})
+                    "hours_apart": hours[len(hours) // 2] if hours else None,
+                    # the two blocks started in different collector runs (collection.log); None:
+                    # a block the log does not place
+                    "across_runs": None if None in runs else True in runs})
     return out
 
 
 def measure(corpora) -> dict:
     blocks = [r for c in corpora for r in rows(c)]
-    same = [r["draft_probe_ratio"] for r in blocks if not r["across_runs"]]
+    same = [r["draft_probe_ratio"] for r in blocks if r["across_runs"] is False]
     cross = [r["draft_probe_ratio"] for r in blocks if r["across_runs"]]
     span = lambda xs: {"n": len(xs), "min": min(xs), "max": max(xs),  # noqa: E731
                        "outside_15pct": sum(abs(x - 1) > 0.15 for x in xs)} if xs else None
@@ -115,7 +114,7 @@ def render(out: dict) -> str:
     for r in out["blocks"]:
         lines.append(f"| {r['corpus']} | {r['round']} | {r['in_flight']} | {r['pairs']} | {f(r['speedup'])} | "
                      f"{f(r['draft_probe_ratio'])} | {f(r['hours_apart'], '{:.1f}')} | "
-                     f"{'two' if r['across_runs'] else 'one'} |")
+                     f"{ {True: 'two', False: 'one', None: '?'}[r['across_runs']]} |")
     s, c = out["one_run"], out["across_runs"]
     if s:
         lines += ["", f"Pairs of blocks of one collector run: draft probe ratio {s['min']:.2f}-{s['max']:.2f} over "
@@ -123,9 +122,9 @@ def render(out: dict) -> str:
     if c:
         lines.append(f"Pairs of blocks of two collector runs (collection.log): {c['min']:.2f}-{c['max']:.2f} over "
                      f"{c['n']}, {c['outside_15pct']} more than 15% from 1.")
-    lines.append("A probe ratio as far from 1 as a change of machine occurs within one collector run, so "
-                 "the probe can neither tell a change of machine nor correct for it: equal.py pairs "
-                 "records within one machine boot (run.hardware.boot_id) instead.")
+    lines.append("A single block's probe ratio as far from 1 as a change of machine occurs within one "
+                 "collector run, so a block's probe can neither tell a change of machine nor correct "
+                 "for it: equal.py pairs records within one machine boot (run.hardware.boot_id) instead.")
     return "\n".join(lines) + "\n"
 
 

@@ -315,13 +315,18 @@ def cpus(records: list[dict]) -> dict[str, int]:
 
 def boots(corpus: dict) -> dict:
     """{"boots": distinct run.hardware.boot_id, "unrecorded": records without one, "levels_across":
-    the levels whose records ran in more than one boot} (records before the boot id: unrecorded)."""
-    ids = lambda recs: {r["run"]["hardware"].get("boot_id") for r in recs} - {None}  # noqa: E731
+    the levels where the blocks of one round, which its speedups compare, ran in more than one
+    boot} (records before the boot id: unrecorded, never "across")."""
+    from lrsim.calib.equal import boot
+
     recs = [r for lv in corpus.values() for rs in lv.values() for r in rs]
-    return {"boots": len(ids(recs)),
-            "unrecorded": sum(1 for r in recs if not r["run"]["hardware"].get("boot_id")),
-            "levels_across": sorted(n for n, lv in corpus.items()
-                                    if len(ids(r for rs in lv.values() for r in rs)) > 1)}
+    rounds: dict[tuple, set] = {}
+    for n, lv in corpus.items():
+        for r in (r for rs in lv.values() for r in rs):
+            rounds.setdefault((n, r["run"]["flags"].get("load_round")), set()).add(boot(r))
+    return {"boots": len({boot(r) for r in recs} - {None}),
+            "unrecorded": sum(boot(r) is None for r in recs),
+            "levels_across": sorted({n for (n, _), b in rounds.items() if len(b - {None}) > 1})}
 
 
 def provenance(out: dict) -> str:
@@ -383,8 +388,9 @@ def boots_note(b: dict | None) -> str:
         return ""
     s = f" Its records ran in {b['boots']} machine boot{'s' if b['boots'] > 1 else ''}"
     if b["levels_across"]:
-        s += (f"; at {', '.join(map(str, b['levels_across']))} in flight the blocks compared ran in "
-              "more than one (resumed on another machine: their speedups mix two machines' speeds)")
+        s += (f"; at {', '.join(map(str, b['levels_across']))} in flight the blocks of a round, which "
+              "its speedups compare, ran in more than one (a resumed collection: perhaps on another "
+              "host, at another speed)")
     return s + (f"; {b['unrecorded']} records name none." if b["unrecorded"] else ".")
 
 

@@ -17,12 +17,14 @@ fits and uses them here only.
 
 A pair is two runs' raw tokens/s, so both must have run on the same machine: a block resumed
 after a restart can land on another virtual machine of another speed (traces/load-cold-epyc-f23's
-round 0 ran AR on both cores a session after AR on one, and its probes were ~0.7x as long: a
-1.5x speedup read as 2.0x). A probe cannot correct it: the two bindings' target probes differ by
-the very speedup measured, and the one engine bound alike in both (the idle draft) is timed over 4
-passes, as far apart between blocks of one sitting as a change of machine. So records that name their machine boot
-(`run.hardware.boot_id`, Linux's per-boot id) pair only within one boot; the pairs left out are
-counted and calibrate.py warns. Older records carry no boot id and pair as before.
+round 0 ran AR on both cores a session after AR on one, on a faster host, and read 1.97-2.12x).
+A probe cannot correct it: the two bindings' target probes differ by the very speedup measured,
+and a single block's probe of the idle draft (on its own core in ar, on one of the target's in
+ar-er) spreads as widely between blocks of one collector run as that change of machine
+(benchmarks/bench_equal_pairs.py). So a pair must name one machine boot (`run.hardware.boot_id`,
+Linux's per-boot id): the split record of the same boot is the partner; a record without a boot
+id (written before it was recorded, so in an earlier boot) pairs only with another without one,
+as all older corpora do. The pairs left out are counted, and calibrate.py warns.
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def _cores(rec: dict) -> int | None:
     return core_count((((rec.get("run") or {}).get("hardware") or {}).get("cores") or {}).get("target"))
 
 
-def _key(rec: dict) -> tuple:
+def pair_key(rec: dict) -> tuple:
     load = rec.get("load") or {}
     flags = (rec.get("run") or {}).get("flags") or {}
     return (rec.get("problem_id"), rec.get("sample"), load.get("concurrency") or 1,
@@ -67,28 +69,35 @@ def boot(rec: dict) -> str | None:
 
 
 def across_boots(a: dict, b: dict) -> bool:
-    """Both records name their boot and the boots differ: not one machine, not comparable."""
-    return boot(a) is not None and boot(b) is not None and boot(a) != boot(b)
+    """The records ran in different boots (one without a boot id predates the other's): not one
+    machine, not comparable."""
+    return boot(a) != boot(b)
 
 
-def _tps(rec: dict) -> float | None:
+def tps(rec: dict) -> float | None:
     tok, wall = rec.get("output_tokens"), rec.get("wall_time_s")
     if isinstance(tok, (int, float)) and isinstance(wall, (int, float)) and tok > 0 and wall > 0:
         return tok / wall
     return None
 
 
-def _pairs(records: list[dict]):
-    """(split, equal-resources) AR records that match by (problem, sample, load, budget)."""
-    split = {_key(r): r for r in records if r.get("mode") == "ar" and not is_equal_resources(r)}
+def pairs(records: list[dict]):
+    """(split, equal-resources) AR records that match by (problem, sample, load, budget): the
+    split record of the equal-resources one's boot where there is one, else one of another boot
+    (`across_boots`: counted, not measured)."""
+    split: dict[tuple, dict] = {}
     for r in records:
-        if r.get("mode") == "ar" and is_equal_resources(r) and _key(r) in split:
-            yield split[_key(r)], r
+        if r.get("mode") == "ar" and not is_equal_resources(r):
+            split.setdefault(pair_key(r), {})[boot(r)] = r
+    for r in records:
+        if r.get("mode") == "ar" and is_equal_resources(r) and pair_key(r) in split:
+            by_boot = split[pair_key(r)]
+            yield by_boot.get(boot(r)) or next(iter(by_boot.values())), r
 
 
 def pairs_across_boots(records: list[dict]) -> int:
     """Matched pairs that ran in different machine boots (left out of `measured`)."""
-    return sum(across_boots(base, r) for base, r in _pairs(records))
+    return sum(across_boots(base, r) for base, r in pairs(records))
 
 
 def measured(records: list[dict]) -> dict | None:
@@ -96,15 +105,15 @@ def measured(records: list[dict]) -> dict | None:
     bindings that match by (problem, sample, load, budget) and ran in one machine boot; None
     without such a pair."""
     logs, ratios, by_c = [], set(), {}
-    for base, r in _pairs(records):
+    for base, r in pairs(records):
         if across_boots(base, r):
             continue
-        a, b, n_er, n_split = _tps(base), _tps(r), _cores(r), _cores(base)
+        a, b, n_er, n_split = tps(base), tps(r), _cores(r), _cores(base)
         if a is None or b is None or n_er is None or n_split is None or n_er <= n_split:
             continue
         ratios.add(n_er / n_split)
         logs.append(math.log(b / a))
-        by_c.setdefault(str(_key(r)[2]), []).append(math.log(b / a))
+        by_c.setdefault(str(pair_key(r)[2]), []).append(math.log(b / a))
     if len(logs) < MIN_PAIRS or len(ratios) != 1:
         return None
     ratio = ratios.pop()

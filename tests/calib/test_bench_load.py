@@ -219,10 +219,11 @@ def test_cpus_names_the_cpu_by_model_and_family():
 
 
 def test_boots_names_the_levels_whose_blocks_ran_on_more_than_one_machine():
-    r = lambda boot=None: {"run": {"hardware": {"boot_id": boot} if boot else {}}}  # noqa: E731
-    corpus = {1: {"ar": [r("a")], "lr": [r("a")]},
-              2: {"ar": [r("a"), r("a")], "ar-er": [r("b"), r("b")]},   # ar-er resumed elsewhere
-              4: {"ar": [r()], "lr": [r()]}}                            # records before the boot id
+    r = lambda boot=None, rnd=0: {"run": {"hardware": {"boot_id": boot} if boot else {},  # noqa: E731
+                                          "flags": {"load_round": rnd}}}
+    corpus = {1: {"ar": [r("a"), r("b", 1)], "lr": [r("a"), r("b", 1)]},   # each round in one boot
+              2: {"ar": [r("a"), r("a")], "ar-er": [r("b"), r("b")]},     # ar-er resumed elsewhere
+              4: {"ar": [r()], "lr": [r()]}}                              # records before the boot id
     b = bl.boots(corpus)
     assert b == {"boots": 2, "unrecorded": 2, "levels_across": [2]}
     note = bl.boots_note(b)

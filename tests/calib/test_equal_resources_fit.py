@@ -52,6 +52,15 @@ def test_pairs_from_different_machine_boots_are_left_out_and_counted():
     assert m["pairs"] == 2 and m["speedup"] == pytest.approx(math.sqrt(1.5 * 1.6))
     assert pairs_across_boots(recs) == 1
     assert measured(recs[2:4]) is None and pairs_across_boots(recs[:2] + recs[4:]) == 0
+    # a record without a boot id predates the boot ids: not the boot of one that names its own
+    assert measured([_ar("d", 2.0), _ar("d", 3.0, "0-1", True, boot="x")]) is None
+    assert pairs_across_boots([_ar("d", 2.0, boot="x"), _ar("d", 3.0, "0-1", True)]) == 1
+    # the same problem's split run in two boots (pooled corpora): each pairs with its own boot's
+    two = [_ar("e", 2.0, boot="x"), _ar("e", 1.0, boot="y"),
+           _ar("e", 3.0, "0-1", True, boot="x"), _ar("e", 1.7, "0-1", True, boot="y")]
+    m = measured(two)
+    assert m["pairs"] == 2 and m["speedup"] == pytest.approx(math.sqrt(1.5 * 1.7))
+    assert pairs_across_boots(two) == 0
 
 
 def test_calibrate_warns_of_equal_resources_pairs_across_boots(tmp_path):
