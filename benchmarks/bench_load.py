@@ -165,6 +165,9 @@ def main() -> None:
                          "probes' c (corpus over profile), as `lr calibrate probe --carry-contention` "
                          "does; off by default: across sittings it brought fewer replayed points within 10%% "
                          "(docs/load.md, \"Two sittings with side-by-side probes\")")
+    ap.add_argument("--batch-factors", action="store_true",
+                    help="calibrate every profile with `lr calibrate --batch-factors` (the measured "
+                         "correction per batch size of a plain decode pass; docs/load.md, \"A fourth CPU\")")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
         return
@@ -204,14 +207,15 @@ def main() -> None:
     today = corpus_probe(corpus) if held_out else None
     # held out: every block replayed at the corpus's median probe, as the plan is priced (a
     # single probe of idle engines is noisy); each block's own probe only for the record below
-    paths, measured, replay_profile = measure(cal_roots[0], corpus, today, cal_paths, a.carry_contention)
+    paths, measured, replay_profile = measure(cal_roots[0], corpus, today, cal_paths, a.carry_contention,
+                                              a.batch_factors)
     # the same profile, not calibrated a second time, each block at its own probe: a speedup pairs
     # blocks that may have run at different host speeds (collect_load's phases restart the engines)
     own_levels = {n: level_table(lv, replay_profile) for n, lv in sorted(corpus.items())} if held_out else None
     own = replay_errors(own_levels) if held_out else None
     # the held-out corpus's own contention, fit on the rounds predicted (every round unless --rounds)
     whatif = (contention_whatif(replay_profile, ROOT / a.load, corpus, today,
-                                rounds, Path(scratch.name) / "predicted")
+                                rounds, Path(scratch.name) / "predicted", a.batch_factors)
               if held_out else None)
     with tempfile.TemporaryDirectory() as tmp:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
@@ -223,7 +227,8 @@ def main() -> None:
         if not wanted_profiles:
             sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at 1-2 in flight "
                      "to calibrate a plan profile on")
-        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention),
+        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention,
+                                                    a.batch_factors),
                                        Path(tmp) / f"load-profile-{name}.json") for name in wanted_profiles}
         # the plan prices every configuration of its grid; kept: those the corpus measured, and
         # the equal-resources baseline
@@ -259,7 +264,9 @@ def main() -> None:
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,
                              # configurations predicted that no calibration record ran
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
-                                                      - set(PROFILE_CONFIGS))},
+                                                      - set(PROFILE_CONFIGS)),
+                             # every profile with lr calibrate --batch-factors (absent: without)
+                             **({"batch_factors": True} if a.batch_factors else {})},
            "machines": hw,
            # the machine boots the corpus predicted ran in: a level whose blocks ran in several
            # compares runs of several machines (a resumed collection; lrsim/calib/equal.py)
@@ -409,6 +416,8 @@ def render(out: dict) -> str:
                 + "), rescaled to this corpus's median probe." if cal.get("held_out") else "")
              + (f" Rounds {', '.join(map(str, out['rounds']))} only." if out.get("rounds") else "")
              + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else "")
+             + (" Every profile with --batch-factors (a measured correction per batch size of a plain "
+                "decode pass)." if cal.get("batch_factors") else "")
              + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"
@@ -514,9 +523,12 @@ def render(out: dict) -> str:
         rows = ", ".join(f"{c} {r['linear_sum_diff_pct']:+.1f}% / {r['sum_diff_pct']:+.1f}%"
                          for c, r in fit["by_config"].items() if "linear_sum_diff_pct" in r)
         knots = ", ".join(f"{q:g}: {v:.3f}" for q, v in fit["position_factors"]) or "none"
+        bk = ", ".join(f"{b:g}: {v:.3f}" for b, v in fit.get("batch_factors") or ())
         lines += ["", f"{role.capitalize()} forward passes, predicted minus measured time by configuration "
-                  f"(the replay's profile; the physical model's line / with its position factors): {rows}. "
-                  f"Position factors (SD verification positions v = q - B: measured / line): {knots}."]
+                  f"(the replay's profile; the physical model's line / with its "
+                  f"{'batch and position factors' if bk else 'position factors'}): {rows}. "
+                  f"Position factors (SD verification positions v = q - B: measured / line): {knots}."
+                  + (f" Batch factors (sequences in a plain decode pass: measured / line): {bk}." if bk else "")]
     eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
     if eff:
         lines += ["", f"Equal-resources TP efficiency measured on levels 1-2 (lrsim/calib/equal.py): "

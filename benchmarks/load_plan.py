@@ -37,12 +37,15 @@ ONE_DEVICE = ("--devices", "1", "--modes", "sd")
 BOTH_DEVICES = ("--modes", "sd,lr,lr+sd")
 
 
-def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False) -> Profile:
+def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False,
+                 batch_factors: bool = False) -> Profile:
     """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out),
-    its contention scaled by the side-by-side probes only with `carry` (load_replay.replay_worlds)."""
+    its contention scaled by the side-by-side probes only with `carry` (load_replay.replay_worlds);
+    `batch_factors`: lr calibrate --batch-factors."""
     from lrsim.calib.rescale import contention_scales, factors_from_probe
 
-    prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
+    prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False,
+                                          batch_factors=batch_factors)))
     if today:
         prof = prof.rescaled(factors_from_probe(prof.doc["probe"], {"engines": today}),
                              "the held-out corpus's median probe",

@@ -196,12 +196,14 @@ def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path |
 
 
 def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
-            paths: list[str] | None = None, carry: bool = False) -> tuple[list[str], dict, Profile]:
+            paths: list[str] | None = None, carry: bool = False,
+            batch_factors: bool = False) -> tuple[list[str], dict, Profile]:
     """Every level's measured and replayed table (the replay's profile calibrated on 1-2 in
     flight of the corpus at `calib_root`, or on `paths`; `speed`: every block replayed at that
-    one probe; `carry`: replay_worlds); returns the calibration files and that profile too."""
+    one probe; `carry`: replay_worlds; `batch_factors`: lr calibrate --batch-factors); returns the calibration files and that profile too."""
     paths = paths or calib_paths(calib_root)
-    prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False)))
+    prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False,
+                                          batch_factors=batch_factors)))
     return paths, {n: level_table(lv, prof, speed, carry) for n, lv in sorted(corpus.items())}, prof
 
 
@@ -228,13 +230,14 @@ def replay_errors(levels: dict) -> list[float]:
 
 
 def fit_summary(prof: Profile) -> dict:
-    """Per engine: the measured position factors and, per configuration, the sum of its
+    """Per engine: the measured position (and batch) factors and, per configuration, the sum of its
     forward passes as priced by the line alone and with the factors, minus the measured sum."""
     out = {}
     for role in ("target", "draft"):
         lat = prof.doc["latency"].get(role) or {}
         fit = lat.get("fit") or {}
         out[role] = {"position_factors": lat.get("position_factors", []),
+                     **({"batch_factors": lat["batch_factors"]} if lat.get("batch_factors") else {}),
                      "by_config": {c: {k: row[k] for k in ("passes", "linear_sum_diff_pct", "sum_diff_pct")
                                        if k in row}
                                    for c, row in (fit.get("by_config") or {}).items() if c != "probe"}}
@@ -251,7 +254,8 @@ def corpus_probe(corpus: dict) -> dict:
 
 
 def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict | None,
-                      rounds: set[int] | None = None, scratch: Path | None = None) -> dict:
+                      rounds: set[int] | None = None, scratch: Path | None = None,
+                      batch_factors: bool = False) -> dict:
     """A diagnosis, not a prediction: the replay once more with the profile's contention (each
     engine's slowdown beside the other, lrsim/calib/physical.py) replaced by the one the held-out
     corpus's own levels 1-2 fit (of `rounds`, the rounds the replay predicts, every round when
@@ -267,7 +271,7 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
                  ("round " if len(rounds) == 1 else "rounds ") + ", ".join(map(str, sorted(rounds))))
         return {"skipped": f"{held_root.name} holds no level 1-2 traces of {which} for "
                            f"{', '.join(sorted(labels))}: no contention of its own to fit"}
-    own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False)
+    own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False, batch_factors=batch_factors)
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}

@@ -3,6 +3,7 @@
     doc = calibrate(["traces/corpus/gsm8k/ar.jsonl", ...])   # a profile dict (schema.py)
     doc = calibrate(paths, problems=keep)                      # only these problem ids (held out)
     doc = calibrate(paths, configs={"ar", "lr-d2"})            # only these configurations
+    doc = calibrate(paths, batch_factors=True)                # a correction per batch size
 
 Latency: one physical model per engine role, shared by every mode (physical.py): per-pass time
 as a function of decode positions, prefill positions, context and whether the other engine was
@@ -74,14 +75,14 @@ def _points(records, engine):
     return p if len(p) >= MIN_POINTS else oh.span_points(records, engine)
 
 
-def _latency_entry(records, engine, kind: str, ref: dict | None) -> dict | None:
+def _latency_entry(records, engine, kind: str, ref: dict | None, batch_factors: bool = False) -> dict | None:
     from .physical import fit_physical, pass_data
 
     if kind == "roofline":
         d = pass_data(records, engine, ref)
         if len(d) >= 8 and any(((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
                                for r in records):
-            return fit_physical(d, engine)
+            return fit_physical(d, engine, batch_factors)
     pts = _points(records, engine)
     if len(pts) < MIN_POINTS:
         return None
@@ -106,7 +107,9 @@ def _first(records, *keys, default=None):
 
 def calibrate(paths, problems: set | None = None, name: str | None = None,
               latency_kind: str = "roofline", select_placement: bool = True,
-              configs: set | None = None) -> dict:
+              configs: set | None = None, batch_factors: bool = False) -> dict:
+    """`batch_factors`: the physical model's measured correction per batch size too
+    (physical.py; `lr calibrate --batch-factors`), recorded in source.batch_factors."""
     if latency_kind not in ("roofline", "table"):
         raise UserError(f"--latency-model must be roofline or table, got {latency_kind!r}")
     records, sources = [], []
@@ -149,7 +152,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     ref = reference_probe(records)
     latency = {}
     for role in ("target", "draft"):
-        entry = _latency_entry(records, role, latency_kind, ref)
+        entry = _latency_entry(records, role, latency_kind, ref, batch_factors)
         if entry is not None:
             latency[role] = entry
     if "target" not in latency:
@@ -189,7 +192,8 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
                    "models": {k: v for r in records for k, v in ((r.get("run") or {}).get("models") or {}).items()},
                    "vllm_version": _first(records, "run", "vllm_version"),
                    "problems": sorted({r["problem_id"] for r in records}),
-                   "modes": {m: len(v) for m, v in sorted(by_mode.items())}},
+                   "modes": {m: len(v) for m, v in sorted(by_mode.items())},
+                   **({"batch_factors": True} if batch_factors else {})},
         "latency": latency,
         "verifier": {"kind": "constant" if ver_s > 0 else "none", "seconds": ver_s, "by_method": ver},
         "steps": oh.step_lengths(records),

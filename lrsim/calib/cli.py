@@ -91,6 +91,7 @@ def fit_cmd(
     target_curve: Optional[Path] = typer.Option(None, "--target-curve", help="Measured curve (lr calibrate measure) to use for the target."),
     draft_curve: Optional[Path] = typer.Option(None, "--draft-curve", help="Measured curve to use for the draft."),
     name: Optional[str] = typer.Option(None, "--name", help="Profile name (default: the first trace file's stem)."),
+    batch_factors: bool = typer.Option(False, "--batch-factors", help="Also record the measured time over the line's per batch size of plain decode passes (CPUs whose passes of 3-6 sequences beat 1-2: docs/calibration.md)."),
     as_json: bool = JSON,
 ):
     """Fit forward-pass latency, verifier latency, step lengths, acceptance and overheads."""
@@ -112,7 +113,7 @@ def fit_cmd(
             raise UserError(f"--configs: no records of configuration(s) {', '.join(missing)} in "
                             f"these traces (they hold {', '.join(sorted(have)) or 'none'})")
     doc = calibrate([str(t) for t in traces], problems=keep, name=name, latency_kind=latency_model,
-                    configs=_labels("--configs", configs))
+                    configs=_labels("--configs", configs), batch_factors=batch_factors)
     for role, curve in (("target", target_curve), ("draft", draft_curve)):
         if curve is not None:
             doc["latency"][role] = curve_entry(curve)
@@ -164,6 +165,9 @@ def _print_profile(doc: dict, out: Path) -> None:
         if v.get("position_factors"):
             c.print(f"  {k} position factors (SD verification positions: measured / line): "
                     + ", ".join(f"{q:g}: {f:.3f}" for q, f in v["position_factors"]))
+        if v.get("batch_factors"):
+            c.print(f"  {k} batch factors (sequences in a plain decode pass: measured / line): "
+                    + ", ".join(f"{b:g}: {f:.3f}" for b, f in v["batch_factors"]))
     if doc.get("probe"):
         c.print("reference probe: " + ", ".join(
             f"{e} decode {1e3 * r['decode_s']:.0f} ms" for e, r in doc["probe"].items()))

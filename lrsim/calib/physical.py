@@ -40,6 +40,16 @@ pass by them, interpolated in v and held at the ends (lrsim/calib/models.py). Ke
 on q: a batch of plain decodes keeps the line's slope per sequence, which is what a plan at
 higher load extrapolates (keyed on q, a factor measured on speculative batches at 2 in flight
 priced AR's batches at 4 and 8 in flight too).
+
+Some CPUs' kernels are not even monotone in the sequences of a plain decode pass: on the AMD EPYC
+of family 25 model 17 a pass of 3-6 sequences took less time than one of 1 or 2
+(benchmarks/results/batch_curve.md), which no line follows. With `batch_factors` (opt-in,
+`lr calibrate --batch-factors`), the fit records at every batch size B with at least
+MIN_KNOT_PASSES plain decode passes (v = 0) the measured time over the line's, and the simulator
+multiplies the decode part of a plain decode pass of B sequences by it, interpolated in B; beyond
+the largest B measured the correction is held as a time, not a ratio: the largest measured
+batch's time plus the line's increment from there (the line's slope per sequence is what it knows
+past the data). The position factors are then measured against the line so corrected.
 """
 from __future__ import annotations
 
@@ -235,12 +245,18 @@ def _probe_passes(records: list[dict], engine: str, ref: dict | None, cols: dict
                 cols[k].append(v)
 
 
-def predict(x: np.ndarray, d: PassData, knots: list | None = None) -> np.ndarray:
-    """Seconds of every pass; `knots` (position_factors) scale the decode part, as the simulator
-    does (models.FittedRoofline)."""
+def predict(x: np.ndarray, d: PassData, knots: list | None = None,
+            batch_knots: list | None = None) -> np.ndarray:
+    """Seconds of every pass; `knots` (position_factors, in v) and `batch_knots` (batch_factors,
+    in B) scale the decode part, as the simulator does (models.FittedRoofline)."""
     w, L, c, p, beta, s = x
     extra = np.maximum(0.0, d.q - 1)
     decode = d.f_dec * (w + c * d.C) + d.f_pre * ((p + L) * extra + s * np.maximum(0.0, d.B - 1))
+    if batch_knots:   # plain decode passes only (v = 0): SD verification has position_factors
+        bs, fs = zip(*batch_knots)
+        at_max = d.f_dec * (w + c * d.C) + d.f_pre * (p + L + s) * (bs[-1] - 1)   # the line at bs[-1]
+        held = np.where(d.B > bs[-1], decode - (1.0 - fs[-1]) * at_max, decode * np.interp(d.B, bs, fs))
+        decode = np.where(verify_positions(d) == 0, held, decode)
     if knots:
         vs, fs = zip(*knots)
         decode = decode * np.interp(verify_positions(d), vs, fs)
@@ -281,8 +297,9 @@ def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np
     return x, se
 
 
-def fit_physical(d: PassData, engine: str = "engine") -> dict:
-    """The profile's `latency.<engine>` entry: kind roofline (+ contention), with error bars."""
+def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = False) -> dict:
+    """The profile's `latency.<engine>` entry: kind roofline (+ contention), with error bars;
+    `batch_factors`: the measured correction per batch size too (module docstring)."""
     if len(d) < MIN_PASSES:
         raise UserError(f"latency fit ({engine}): need at least {MIN_PASSES} forward passes, got "
                         f"{len(d)} (record longer traces or run `lr calibrate measure`)")
@@ -324,8 +341,9 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
                             (f"fitted {x[i]:.3g} +/- {se[i]:.2g}" if x[i] > 0 else "fitted 0"))
         x[i] = se[i] = 0.0
     linear = predict(x, d)
-    knots = position_factors(d, linear)
-    pred = predict(x, d, knots)
+    bknots = batch_factor_knots(d, linear) if batch_factors else []
+    knots = position_factors(d, predict(x, d, None, bknots))
+    pred = predict(x, d, knots, bknots)
     rel = np.abs(pred - d.t) / d.t
     by_cfg = {}
     for label in sorted(set(d.config)):
@@ -338,6 +356,8 @@ def fit_physical(d: PassData, engine: str = "engine") -> dict:
              "per_ctx_token_s": float(x[2]), "contention": float(x[4]), "per_seq_s": float(x[5])}
     if knots:
         entry["position_factors"] = knots
+    if bknots:
+        entry["batch_factors"] = bknots
     stderr = {PARAMS[i]: float(se[i]) for i in range(len(PARAMS)) if PARAMS[i] not in fixed}
     if "prefill_per_token_s" in stderr:   # a = p + L (covariance ignored: an upper bound)
         stderr["per_token_s"] = float(np.hypot(se[3], se[1]))
@@ -360,7 +380,7 @@ def price(entry: dict, d: PassData) -> np.ndarray:
     output) prices them: a fitted model applied to passes it was not fitted on."""
     x = np.array([entry["base_s"], entry["fit"]["logits_per_position_s"], entry["per_ctx_token_s"],
                   entry["prefill_per_token_s"], entry["contention"], entry["per_seq_s"]])
-    return predict(x, d, entry.get("position_factors"))
+    return predict(x, d, entry.get("position_factors"), entry.get("batch_factors"))
 
 
 def _diff_pct(pred: np.ndarray, t: np.ndarray) -> float:
@@ -384,4 +404,17 @@ def position_factors(d: PassData, pred: np.ndarray) -> list[list[float]]:
         m = dec & (v == k)
         if m.sum() >= MIN_KNOT_PASSES:
             out.append([float(k), round(float(d.t[m].sum() / pred[m].sum()), 4)])
+    return out if len(out) >= 2 else []
+
+
+def batch_factor_knots(d: PassData, pred: np.ndarray) -> list[list[float]]:
+    """[[B, measured / modelled], ...] at every batch size B with at least MIN_KNOT_PASSES plain
+    decode passes (one position per sequence, no prefill; sum over sum, as position_factors);
+    [] unless two or more sizes qualify."""
+    out = []
+    plain = (d.P == 0) & (d.q >= 1) & (verify_positions(d) == 0)
+    for b in sorted({int(x) for x in d.B[plain]}):
+        m = plain & (d.B == b)
+        if m.sum() >= MIN_KNOT_PASSES:
+            out.append([float(b), round(float(d.t[m].sum() / pred[m].sum()), 4)])
     return out if len(out) >= 2 else []

@@ -42,7 +42,8 @@ def latency_from_doc(doc: dict, name: str = "latency") -> LatencyModel:
         keys = ("base_s", "knee_tokens", "per_token_s", "prefill_per_token_s", "per_ctx_token_s",
                 "overhead_s", "per_seq_s")
         return FittedRoofline(**{k: float(doc[k]) for k in keys if k in doc},
-                              position_factors=tuple(map(tuple, doc.get("position_factors", ()))))
+                              position_factors=tuple(map(tuple, doc.get("position_factors", ()))),
+                              batch_factors=tuple(map(tuple, doc.get("batch_factors", ()))))
     dec = [(float(b), float(c), float(ms) / 1e3) for b, c, ms in doc["decode"]]
     pre = [(float(t), float(ms) / 1e3) for t, ms in doc.get("prefill", [])]
     return Tabulated(dec, pre, name=name)

@@ -31,7 +31,13 @@ LATENCY = {
              # [verification positions, measured / linear] in increasing v (physical.position_factors)
              "position_factors": {"type": "array", "items": {
                  "type": "array", "minItems": 2, "maxItems": 2,
-                 "prefixItems": [_NUM, {"type": "number", "exclusiveMinimum": 0}]}}}}},
+                 "prefixItems": [_NUM, {"type": "number", "exclusiveMinimum": 0}]}},
+             # [sequences in a plain decode pass, measured / linear] in increasing B
+             # (physical.batch_factor_knots; lr calibrate --batch-factors)
+             "batch_factors": {"type": "array", "items": {
+                 "type": "array", "minItems": 2, "maxItems": 2,
+                 "prefixItems": [{"type": "number", "minimum": 1},
+                                 {"type": "number", "exclusiveMinimum": 0}]}}}}},
         {"if": {"required": ["kind"], "properties": {"kind": {"const": "table"}}},
          "then": {"required": ["decode"], "properties": {
              # [batch tokens, mean context per sequence, milliseconds]
