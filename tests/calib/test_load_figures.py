@@ -892,6 +892,141 @@ def test_the_third_cpu_round_1_claims():
     assert within_10(planned_pct(e0)) == 4 and break_evens(e0) != break_evens(epyc)
     assert all(xeon["planned"]["1"][c]["speedup_vs_ar"] > 1 for c in ("lr-d2-emb", "lr+sd-d2-emb"))
 
+def test_the_fourth_cpu_claims():
+    """docs/load.md, "A fourth CPU": traces/load-cold-epyc-f25m17 (120 records, one boot, GSM8K
+    1232-1239 / 1233-1247) on an AMD EPYC family 25 model 17 with avx512f; LR alone 1.42x / 1.02x,
+    1.29x / 1.07x at 2, lr+sd 0.58x / 0.44x and lr-d2-emb 0.70x / 0.66x at 4 / 8, break-evens 4; ar-er
+    1.51-1.75x; ar 9.50 tok/s at 4 against 3.57 at 2; own: replay 2 of 8 (94.0%: lr+sd at 4 1.13x vs
+    0.58x), plan 3 of 8 (67.1%), break-evens replayed 8 / 2, planned 4 / 2; round 0 -> 1: replay 2
+    (81.2%), plan 2, break-evens 8 / 4 against 4 / 1 (lr-d2-emb alone 0.87x, planned 1.15x); Xeon: 2
+    (39.8%), 3, lr+sd's as measured; EPYC (f25 m1): 2 (32.6%), 2, both at 2; f23: 4 (37.3%), 5, 2 / 1;
+    ar-er planned 3 of 4 in each, largest 10.1-15.2%, at 4 in flight."""
+    from benchmarks.load_summary import planned_errors
+
+    names = ("load_cold_epyc_f25m17", "load_cold_epyc_f25m17_r1_heldout", "load_cold_epyc_f25m17_xeon",
+             "load_cold_epyc_f25m17_epyc", "load_cold_epyc_f25m17_f23")
+    own, r1, xeon, epyc, f23 = (json.loads((RESULTS / f"{k}.json").read_text()) for k in names)
+    every = [json.loads(line) for f in sorted((ROOT / "traces/load-cold-epyc-f25m17/gsm8k").glob("c*/*.jsonl"))
+             for line in f.read_text().splitlines()]
+    assert len(every) == 120 == own["records"] and len({r["run"]["hardware"]["boot_id"] for r in every}) == 1
+    assert {r["problem_id"] for r in every if r["run"]["flags"]["load_round"] == 0} == {
+        f"gsm8k/{i}" for i in range(1232, 1239 + 1)}
+    assert {r["problem_id"] for r in every if r["run"]["flags"]["load_round"] == 1} == {
+        f"gsm8k/{i}" for i in range(1233, 1247 + 1)}
+    assert {r["run"]["hardware"]["cpu_id"].rsplit(" stepping", 1)[0] for r in every} == {"family 25 model 17"}
+    assert all("avx512f" in r["run"]["hardware"]["cpu_isa"] for r in every)
+    sp = {(n, c): round(r["speedup_vs_ar"], 2) for n, t in own["levels"].items() for c, r in t.items() if c != "ar"}
+    assert [sp[("1", c)] for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [1.42, 1.02]
+    assert [sp[("2", c)] for c in ("lr+sd-d2-emb", "lr-d2-emb")] == [1.29, 1.07]
+    assert [sp[(n, "lr+sd-d2-emb")] for n in ("4", "8")] == [0.58, 0.44]
+    assert [sp[(n, "lr-d2-emb")] for n in ("4", "8")] == [0.70, 0.66]
+    er = [sp[(n, "ar-er")] for n in own["levels"]]
+    assert (min(er), max(er)) == (1.51, 1.75)
+    assert [round(own["levels"][n]["ar"]["tokens_per_s"], 2) for n in ("2", "4")] == [3.57, 9.50]
+    assert round(own["levels"]["4"]["lr+sd-d2-emb"]["predicted_speedup_vs_ar"], 2) == 1.13
+    assert not own["calibrated_on"]["held_out"] and r1["calibrated_on"]["held_out"] and r1["rounds"] == [1]
+    for doc, n, worst, planned, breaks in (
+            (own, 2, 94.0, 3, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "4")}),
+            (r1, 2, 81.2, 2, {"lr+sd-d2-emb": ("8", "4"), "lr-d2-emb": ("4", "1")}),
+            (xeon, 2, 39.8, 3, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "4")}),
+            (epyc, 2, 32.6, 2, {"lr+sd-d2-emb": ("2", "4"), "lr-d2-emb": ("2", "4")}),
+            (f23, 4, 37.3, 5, {"lr+sd-d2-emb": ("2", "4"), "lr-d2-emb": ("1", "4")})):
+        check_eight_points(doc, n, worst, planned, breaks)
+    assert [own["break_even"][c]["replayed_vs_ar"] for c in ("lr+sd-d2-emb", "lr-d2-emb")] == ["8", "2"]
+    assert (round(r1["levels"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2),
+            round(r1["planned"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2)) == (0.87, 1.15)
+    # every other CPU's profile replays no worse than the corpus's own
+    assert all(within_10(replayed_pct(d).values()) >= within_10(replayed_pct(own).values())
+               and largest(replayed_pct(d))[1] < largest(replayed_pct(own))[1] for d in (xeon, epyc, f23))
+    # the plan's AR on both cores: 3 of 4 levels in every prediction, its miss at 4 in flight
+    worst_er = []
+    for d in (own, r1, xeon, epyc, f23):
+        errs = {n: abs(p["ar-er"]["speedup_vs_ar"] / d["levels"][n]["ar-er"]["speedup_vs_ar"] - 1)
+                for n, p in d["planned"].items()}
+        assert sum(e <= 0.10 for e in errs.values()) == 3 and max(errs, key=errs.get) == "4"
+        worst_er.append(max(e for c, e in planned_errors(d) if c == "ar-er"))
+    assert (round(100 * min(worst_er), 1), round(100 * max(worst_er), 1)) == (10.1, 15.2)
+    # the batch curve (bench_batch_curve): the target's plain decode pass by sequences, pooled and
+    # within the lr-d2-emb blocks at 2 in flight; the dip on this CPU against every other's
+    curve = {(r["corpus"], r["role"]): r for r in json.loads((RESULTS / "batch_curve.json").read_text())["rows"]}
+    t = curve[("traces/load-cold-epyc-f25m17", "target")]
+    ms = {p["batch"]: round(p["median_ms"]) for p in t["pooled"] if p["passes"] >= 20}
+    assert (ms[1], ms[2]) == (427, 511) and (min(ms[b] for b in range(3, 7)), max(ms[b] for b in range(3, 7))) == (323, 390)
+    assert [round(p["median_ms"]) for p in t["same_blocks"] if p["passes"] >= 20] == [458, 560, 439, 350]
+    d = curve[("traces/load-cold-epyc-f25m17", "draft")]
+    assert (round(t["dip_pooled"], 2), round(d["dip_pooled"], 2)) == (0.76, 0.77)
+    others = [r["dip_pooled"] for (c, _), r in curve.items() if "f25m17" not in c]
+    assert len(others) == 12 and (round(min(others), 2), round(max(others), 2)) == (1.09, 1.38)
+
+
+def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
+    """docs/load.md, "A fourth CPU", its second sitting (120 records, GSM8K 1248-1255 /
+    1249-1263, the same boot; probe 0.99x the first's; dip 0.72 / 0.82; lr+sd 1.49 / 1.38 / 0.53 / 0.40x,
+    lr-d2-emb 0.89 / 1.05 / 0.70 / 0.65x, break-evens 4 and 1): own replay 2 (55.3%), plan 1 (48.2%);
+    from the first: 4 (98.5%), 2 (84.3%), ar-er 4 of 4; the reverse: 2 (44.9%), 3 (35.6%); lr+sd's
+    break-even as measured in all three. --batch-factors: target 1.00 / 1.12 / 0.82 / 0.71, draft
+    1.06 / 1.03; own 4 (39.2%) / 4 (24.0%), break-evens as measured replayed and planned; round 1: 2
+    (57.4%) / 1 (59.7%), lr+sd's 4 (8 without); second from first: 4 (43.6%) / 2 (36.4%); no more
+    held-out points within 10%; left at 4 and 8: lr+sd 30.3-57.4%, lr-d2-emb 13.2-26.2% high."""
+    def load(k):
+        return json.loads((RESULTS / f"{k}.json").read_text())
+
+    own2, s2, back = load("load_cold_epyc_f25m17_2"), load("load_cold_epyc_f25m17_2_heldout"), load("load_cold_epyc_f25m17_heldout2")
+    bf, r1bf, s2bf = load("load_cold_epyc_f25m17_bf"), load("load_cold_epyc_f25m17_r1_heldout_bf"), load("load_cold_epyc_f25m17_2_heldout_bf")
+    own, r1 = load("load_cold_epyc_f25m17"), load("load_cold_epyc_f25m17_r1_heldout")
+    every = [json.loads(line) for f in sorted((ROOT / "traces/load-cold-epyc-f25m17-2/gsm8k").glob("c*/*.jsonl"))
+             for line in f.read_text().splitlines()]
+    first = json.loads((ROOT / "traces/load-cold-epyc-f25m17/gsm8k/c1/ar.jsonl").read_text().splitlines()[0])
+    # the same host and machine boot as the first sitting, a collector run six hours later
+    assert len(every) == 120 == own2["records"] and {r["run"]["hardware"]["boot_id"] for r in every} == {
+        first["run"]["hardware"]["boot_id"]}
+    assert {r["run"]["hardware"]["cpu_id"].rsplit(" stepping", 1)[0] for r in every} == {"family 25 model 17"}
+    for rnd, lo, hi in ((0, 1248, 1255), (1, 1249, 1263)):
+        assert {r["problem_id"] for r in every if r["run"]["flags"]["load_round"] == rnd} == {
+            f"gsm8k/{i}" for i in range(lo, hi + 1)}
+    ms = s2["machine_speed"]
+    assert [round(ms["corpus"][e]["decode_s"] / ms["profile"][e]["decode_s"], 2) for e in ("target", "draft")] == [0.99, 0.99]
+    curve = {(r["corpus"], r["role"]): r for r in json.loads((RESULTS / "batch_curve.json").read_text())["rows"]}
+    assert [round(curve[("traces/load-cold-epyc-f25m17-2", e)]["dip_pooled"], 2) for e in ("target", "draft")] == [0.72, 0.82]
+    sp = {(n, c): round(r["speedup_vs_ar"], 2) for n, t in own2["levels"].items() for c, r in t.items() if c != "ar"}
+    assert [sp[(n, "lr+sd-d2-emb")] for n in ("1", "2", "4", "8")] == [1.49, 1.38, 0.53, 0.40]
+    assert [sp[(n, "lr-d2-emb")] for n in ("1", "2", "4", "8")] == [0.89, 1.05, 0.70, 0.65]
+    for doc, n, worst, planned, breaks in (
+            (own2, 2, 55.3, 1, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "1")}),
+            (s2, 4, 98.5, 2, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "1")}),
+            (back, 2, 44.9, 3, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "4")}),
+            (bf, 4, 39.2, 4, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "4")}),
+            (r1bf, 2, 57.4, 1, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "1")}),
+            (s2bf, 4, 43.6, 2, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "1")})):
+        check_eight_points(doc, n, worst, planned, breaks)
+    for doc, top in ((own2, 48.2), (s2, 84.3), (back, 35.6), (bf, 24.0), (r1bf, 59.7), (s2bf, 36.4), (own, 67.1), (r1, 84.6)):
+        assert round(max(planned_pct(doc)), 1) == top
+    assert all(abs(p["ar-er"]["speedup_vs_ar"] / s2["levels"][n]["ar-er"]["speedup_vs_ar"] - 1) <= 0.10
+               for n, p in s2["planned"].items())
+    assert all(bf["break_even"][c]["replayed_vs_ar"] == "4" for c in ("lr+sd-d2-emb", "lr-d2-emb"))
+    assert r1["break_even"]["lr+sd-d2-emb"]["planned_vs_ar"] == "8"
+    # the factors as fitted, and only with the flag
+    fit = bf["latency_fit"]
+    assert [round(f, 2) for _, f in fit["target"]["batch_factors"]] == [1.00, 1.12, 0.82, 0.71]
+    assert [b for b, _ in fit["target"]["batch_factors"]] == [1, 2, 3, 4]
+    assert [round(f, 2) for _, f in fit["draft"]["batch_factors"]] == [1.06, 1.03]
+    assert bf["calibrated_on"]["batch_factors"] and "batch_factors" not in own["calibrated_on"]
+    assert "batch_factors" not in own["latency_fit"]["target"]
+    # no more held-out points within 10%, and every largest error cut
+    for with_, without in ((r1bf, r1), (s2bf, s2)):
+        assert within_10(replayed_pct(with_).values()) <= within_10(replayed_pct(without).values())
+        assert within_10(planned_pct(with_)) <= within_10(planned_pct(without))
+    for with_, without in ((bf, own), (r1bf, r1), (s2bf, s2)):
+        assert largest(replayed_pct(with_))[1] < largest(replayed_pct(without))[1]
+        assert max(planned_pct(with_)) < max(planned_pct(without))
+    left = {c: [v for (n, cc), v in replayed_pct(d).items() if cc == c and n in ("4", "8")]
+            for d in (bf, r1bf, s2bf) for c in ("lr+sd-d2-emb", "lr-d2-emb")}
+    hi = {c: [v for d in (bf, r1bf, s2bf) for (n, cc), v in replayed_pct(d).items() if cc == c and n in ("4", "8")]
+          for c in ("lr+sd-d2-emb", "lr-d2-emb")}
+    assert left and [(round(min(v), 1), round(max(v), 1)) for v in hi.values()] == [(30.3, 57.4), (13.2, 26.2)]
+    assert round(r1["levels"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) == 0.87
+
+
 # Parameters the "Under load" prose names that no result holds: where a corpus starts in GSM8K.
 PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/load-transfer's --first-problem",
               "1000": "traces/load-cold-epyc-more's --first-problem",
@@ -902,7 +1037,16 @@ PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/loa
               "716": "traces/load-cold-xeon-2's --first-problem",
               "1216": "traces/load-cold-epyc-f23's --first-problem",
               "1217": "traces/load-cold-epyc-f23's round 1's first problem (its block at 1 in flight)",
-              "1231": "traces/load-cold-epyc-f23's round 1's last problem"}
+              "1231": "traces/load-cold-epyc-f23's round 1's last problem",
+              "1232": "traces/load-cold-epyc-f25m17's --first-problem",
+              "1233": "traces/load-cold-epyc-f25m17's round 1's first problem",
+              "1239": "traces/load-cold-epyc-f25m17's round 0's last problem",
+              "1247": "traces/load-cold-epyc-f25m17's round 1's last problem",
+              "1248": "traces/load-cold-epyc-f25m17-2's --first-problem",
+              "1249": "traces/load-cold-epyc-f25m17-2's round 1's first problem",
+              "1255": "traces/load-cold-epyc-f25m17-2's round 0's last problem",
+              "1263": "traces/load-cold-epyc-f25m17-2's round 1's last problem",
+              "50": "physical.MIN_KNOT_PASSES, the passes a batch factor needs"}
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
@@ -928,7 +1072,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_slow_host_second_sitting_claims, test_the_side_by_side_corpus_claims,
                        test_the_two_side_by_side_sittings_claims, test_the_third_sitting_claims,
                        test_the_another_machine_claims, test_the_second_xeon_sitting_claims,
-                       test_the_third_cpu_claims, test_the_third_cpu_round_1_claims)
+                       test_the_third_cpu_claims, test_the_third_cpu_round_1_claims, test_the_fourth_cpu_claims,
+                       test_the_fourth_cpu_second_sitting_and_batch_factor_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -941,6 +1086,10 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_xeon_side", "load_cold_xeon_side_r1_heldout", "load_cold_xeon_side_epyc",
               "load_cold_xeon_2", "load_cold_xeon_2_heldout", "load_cold_xeon_2_epyc",
               "load_cold_xeon_2_r1_heldout", "load_cold_xeon_side_heldout2", "load_cold_epyc_f23", "load_cold_epyc_f23_xeon", "load_cold_epyc_f23_epyc",
-              "load_cold_epyc_f23_r1_heldout", "load_cold_epyc_f23_xeon_r1", "load_cold_epyc_f23_epyc_r1")]
+              "load_cold_epyc_f23_r1_heldout", "load_cold_epyc_f23_xeon_r1", "load_cold_epyc_f23_epyc_r1",
+              "load_cold_epyc_f25m17", "load_cold_epyc_f25m17_r1_heldout", "load_cold_epyc_f25m17_xeon",
+              "load_cold_epyc_f25m17_epyc", "load_cold_epyc_f25m17_f23", "batch_curve", "load_cold_epyc_f25m17_2",
+              "load_cold_epyc_f25m17_2_heldout", "load_cold_epyc_f25m17_heldout2", "load_cold_epyc_f25m17_bf",
+              "load_cold_epyc_f25m17_r1_heldout_bf", "load_cold_epyc_f25m17_2_heldout_bf")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

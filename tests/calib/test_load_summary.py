@@ -70,7 +70,8 @@ def test_the_readme_reading_of_the_table():
     readme = (ROOT / "README.md").read_text()
     text = " ".join(readme[readme.index("How to read it: the replay"):readme.index("Corpus by corpus, with")].split())
     rows = json.loads((RESULTS / "load_summary.json").read_text())["results"]
-    held = [r for r in rows if r["held_out"]]
+    # the totals are the default calibration's (results with --batch-factors are totalled apart)
+    held = [r for r in rows if r["held_out"] and not r.get("batch_factors")]
     tot = {k: (sum(r[k]["within"] for r in held), sum(r[k]["pairs"] for r in held))
            for k in ("replayed", "planned", "planned_measured_acceptance", "ar_er_planned")}
     be = {k: (sum(r["break_even"][k]["as_measured"] for r in held), sum(r["break_even"][k]["configs"] for r in held))
@@ -96,7 +97,7 @@ def test_the_readme_reading_of_the_table():
     near, far, far_at = [], [], set()
     for stem, *_ in PREDICTIONS:
         out = json.loads((RESULTS / f"{stem}.json").read_text())
-        if not out["calibrated_on"].get("held_out"):
+        if not out["calibrated_on"].get("held_out") or out["calibrated_on"].get("batch_factors"):
             continue
         for cfg, b in out["break_even"].items():
             if cfg in BASELINES or b["measured_vs_ar"] == b["planned_vs_ar"]:
@@ -111,7 +112,8 @@ def test_the_readme_reading_of_the_table():
                     break
     assert len(near) + len(far) == be["vs_ar"][1] - be["vs_ar"][0]
     words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 13: "thirteen",
-             15: "fifteen", 18: "eighteen", 21: "twenty-one", 22: "twenty-two", 24: "twenty-four"}
+             14: "fourteen", 15: "fifteen", 18: "eighteen", 21: "twenty-one", 22: "twenty-two", 24: "twenty-four",
+             31: "thirty-one", 33: "thirty-three"}
     assert f"{words[len(near)]} of the {words[len(near) + len(far)]} misses" in text
     assert f"within 7% of 1 ({min(near):.2f}-{max(near):.2f}x)" in text
     # two far misses are the Xeon's lr-d2-emb: its round 0 planning its round 1 (LR alone), and its
@@ -132,17 +134,41 @@ def test_the_readme_reading_of_the_table():
     gm, gp = ([round(f1[k]["1"][c]["speedup_vs_ar"], 2) for c in ("lr+sd-d2-emb", "lr-d2-emb")] for k in ("levels", "planned"))
     assert (f"in its round 1 LR alone measured {min(gm):.2f}-{max(gm):.2f}x and the two Xeon sittings' profile "
             f"planned {min(gp):.2f}-{max(gp):.2f}x") in text
-    for m in [xm, m2] + fm + gm:
+    # the fourth CPU: its round 0 planning its round 1 (lr-d2-emb alone, lr+sd at 4), and lr+sd at 2
+    # from the EPYC (family 25 model 1) sittings' and the third CPU's profiles
+    f4 = json.loads((RESULTS / "load_cold_epyc_f25m17_r1_heldout.json").read_text())
+    (h1, p1), (h4, p4) = ((f4["levels"][n][c]["speedup_vs_ar"], f4["planned"][n][c]["speedup_vs_ar"])
+                          for n, c in (("1", "lr-d2-emb"), ("4", "lr+sd-d2-emb")))
+    assert (f"its round 0 planned its round 1's lr-d2-emb alone at {p1:.2f}x AR where it measured {h1:.2f}x "
+            f"and lr+sd at 4 in flight at {p4:.2f}x (just above 1) where it measured {h4:.2f}x") in text
+    assert 1 < p4 and 1 < p1
+    e4, t4 = (json.loads((RESULTS / f"load_cold_epyc_f25m17_{s}.json").read_text()) for s in ("epyc", "f23"))
+    me, pe, pt = (e4["levels"]["2"]["lr+sd-d2-emb"]["speedup_vs_ar"], e4["planned"]["2"]["lr+sd-d2-emb"]["speedup_vs_ar"],
+                  t4["planned"]["2"]["lr+sd-d2-emb"]["speedup_vs_ar"])
+    assert t4["levels"]["2"]["lr+sd-d2-emb"]["speedup_vs_ar"] == me
+    assert (f"the third CPU's profiles planned its lr+sd at 2 in flight at {pe:.2f}x and {pt:.2f}x where it "
+            f"measured {me:.2f}x") in text
+    s2 = json.loads((RESULTS / "load_cold_epyc_f25m17_2_heldout.json").read_text())
+    sm, sp = (s2[k]["1"]["lr-d2-emb"]["speedup_vs_ar"] for k in ("levels", "planned"))
+    assert (f"planned its second sitting's (`traces/load-cold-epyc-f25m17-2/`, the same host six hours later) lr-d2-emb alone at "
+            f"{sp:.2f}x where it measured {sm:.2f}x") in text
+    for m in [xm, m2] + fm + gm + [round(h1, 2), round(h4, 2), round(me, 2), round(me, 2), round(sm, 2)]:
         far.remove(m)
     # ... and by result, not only by value (two f23 results measured the same speedups)
     assert {("load_cold_xeon_side_r1_heldout", "lr-d2-emb", "1"), ("load_cold_xeon_2_heldout", "lr-d2-emb", "2"),
             ("load_cold_epyc_f23_epyc", "lr+sd-d2-emb", "1"), ("load_cold_epyc_f23_epyc", "lr-d2-emb", "1"),
-            ("load_cold_epyc_f23_xeon_r1", "lr+sd-d2-emb", "1"), ("load_cold_epyc_f23_xeon_r1", "lr-d2-emb", "1")} < far_at
+            ("load_cold_epyc_f23_xeon_r1", "lr+sd-d2-emb", "1"), ("load_cold_epyc_f23_xeon_r1", "lr-d2-emb", "1"),
+            ("load_cold_epyc_f25m17_r1_heldout", "lr-d2-emb", "1"), ("load_cold_epyc_f25m17_r1_heldout", "lr+sd-d2-emb", "4"),
+            ("load_cold_epyc_f25m17_epyc", "lr+sd-d2-emb", "2"), ("load_cold_epyc_f25m17_f23", "lr+sd-d2-emb", "2"),
+            ("load_cold_epyc_f25m17_2_heldout", "lr-d2-emb", "1")} < far_at
     assert {stem for stem, *_ in far_at} - {"load_cold_xeon_side_r1_heldout", "load_cold_xeon_2_heldout",
-                                            "load_cold_epyc_f23_epyc", "load_cold_epyc_f23_xeon_r1"} == {
+                                            "load_cold_epyc_f23_epyc", "load_cold_epyc_f23_xeon_r1",
+                                            "load_cold_epyc_f25m17_r1_heldout", "load_cold_epyc_f25m17_epyc",
+                                            "load_cold_epyc_f25m17_f23", "load_cold_epyc_f25m17_2_heldout"} == {
         "load_cold_epyc_side_heldout", "load_cold_epyc_side12_heldout", "load_cold_epyc_side_heldout12",
         "load_cold_epyc_side3_heldout"}
-    assert "two are on an Intel Xeon" in text and "the last four are on a third CPU" in text
+    assert "two are on an Intel Xeon" in text and "four are on a third CPU" in text
+    assert "the last five are on a fourth CPU" in text
     assert f"; {words[len(far)]} others are on the slow host across sittings" in text
     # ... where LR alone (1 in flight) measured above AR in one sitting and below in the other
     side12, side, side3 = (json.loads((RESULTS / f"{s}.json").read_text())["levels"]["1"]
