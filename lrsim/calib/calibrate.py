@@ -112,6 +112,9 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     (physical.py; `lr calibrate --batch-factors`), recorded in source.batch_factors."""
     if latency_kind not in ("roofline", "table"):
         raise UserError(f"--latency-model must be roofline or table, got {latency_kind!r}")
+    if batch_factors and latency_kind != "roofline":
+        raise UserError("--batch-factors corrects the roofline fit per batch size; --latency-model "
+                        "table already bins the passes by batch size: use one or the other")
     records, sources = [], []
     for path in paths:
         recs = read_records(path)

@@ -140,3 +140,18 @@ def test_calibrate_on_the_fourth_cpus_real_records_prices_a_batch_of_four(tmp_pa
     dec = d.P == 0
     with_, without = (ph.price(p["latency"]["target"], d)[dec].sum() / d.t[dec].sum() - 1 for p in (doc, line))
     assert without > 0.5 and abs(with_) < 0.25
+
+
+def test_with_the_table_model_is_a_one_line_error(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    trace = root / "traces" / "load-cold-epyc-f25m17" / "gsm8k" / "c1" / "ar.jsonl"
+    r = subprocess.run([sys.executable, str(root / "cli.py"), "calibrate", str(trace), "--batch-factors",
+                        "--latency-model", "table", "-o", str(tmp_path / "p.json")],
+                       capture_output=True, text=True, cwd=root, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "--batch-factors" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "p.json").exists()
