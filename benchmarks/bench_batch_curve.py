@@ -8,8 +8,10 @@ context and contention terms), fitted on the passes of levels 1-2 and extrapolat
 flight. That holds where a CPU's time per pass rises with B. Here, per corpus and engine role, the
 median of every distinct plain decode pass (no prefill, no SD verification positions: one position
 per sequence) at each batch size B, pooled over configurations and levels, and the same within the
-lr-d2-emb blocks at 2 in flight alone: those blocks ran passes of 1 to 5 sequences side by side, in
-one machine state, so a dip there is the engine's, not a change of machine between blocks.
+lr-d2-emb blocks at 2 in flight alone: those blocks ran passes of several sizes side by side, in
+one machine state, so a dip there is the engine's, not a change of machine between blocks. The
+equal-resources records (ar-er: the target on every core) are left out, as `lr calibrate` leaves
+them out of the split machine's fit (lrsim/calib/calibrate.py).
 
 A pass is shared by the records in flight beside it (traces/README.md); it is counted once per
 file and round (its duration, batch size, scheduled and cached tokens as its key). Reads traces only
@@ -38,6 +40,8 @@ SAME_BLOCKS = ("lr-d2-emb", 2)   # (configuration, in flight) whose blocks hold 
 
 def passes(corpus: str, role: str, only: tuple | None = None) -> dict[int, list[float]]:
     """Seconds of every distinct plain decode pass of `role`, by batch size."""
+    from lrsim.calib.equal import is_equal_resources
+
     by: dict[int, list[float]] = {}
     for f in sorted((ROOT / corpus).glob("gsm8k/c*/*.jsonl")):
         if only and (f.stem, f"c{only[1]}") != (only[0], f.parent.name):
@@ -47,6 +51,8 @@ def passes(corpus: str, role: str, only: tuple | None = None) -> dict[int, list[
             if not line.strip():
                 continue
             rec = json.loads(line)
+            if is_equal_resources(rec):
+                continue
             rnd = ((rec.get("run") or {}).get("flags") or {}).get("load_round", 0)
             for p in ((rec.get("engine_stats") or {}).get(role) or {}).get("forward_passes") or ():
                 B = int(p.get("batch_size", 1))

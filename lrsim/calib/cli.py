@@ -91,7 +91,7 @@ def fit_cmd(
     target_curve: Optional[Path] = typer.Option(None, "--target-curve", help="Measured curve (lr calibrate measure) to use for the target."),
     draft_curve: Optional[Path] = typer.Option(None, "--draft-curve", help="Measured curve to use for the draft."),
     name: Optional[str] = typer.Option(None, "--name", help="Profile name (default: the first trace file's stem)."),
-    batch_factors: bool = typer.Option(False, "--batch-factors", help="Also record the measured time over the line's per batch size of plain decode passes (CPUs whose passes of 3-6 sequences beat 1-2: docs/calibration.md)."),
+    batch_factors: bool = typer.Option(False, "--batch-factors", help="Also record the measured time over the line's per batch size of plain decode passes (CPUs whose passes of 3-6 sequences beat 1-2: docs/load.md, 'A fourth CPU')."),
     as_json: bool = JSON,
 ):
     """Fit forward-pass latency, verifier latency, step lengths, acceptance and overheads."""

@@ -951,17 +951,17 @@ def test_the_fourth_cpu_claims():
     curve = {(r["corpus"], r["role"]): r for r in json.loads((RESULTS / "batch_curve.json").read_text())["rows"]}
     t = curve[("traces/load-cold-epyc-f25m17", "target")]
     ms = {p["batch"]: round(p["median_ms"]) for p in t["pooled"] if p["passes"] >= 20}
-    assert (ms[1], ms[2]) == (427, 511) and (min(ms[b] for b in range(3, 7)), max(ms[b] for b in range(3, 7))) == (323, 390)
+    assert (ms[1], ms[2]) == (448, 533) and (min(ms[b] for b in range(3, 7)), max(ms[b] for b in range(3, 7))) == (353, 400)
     assert [round(p["median_ms"]) for p in t["same_blocks"] if p["passes"] >= 20] == [458, 560, 439, 350]
     d = curve[("traces/load-cold-epyc-f25m17", "draft")]
-    assert (round(t["dip_pooled"], 2), round(d["dip_pooled"], 2)) == (0.76, 0.77)
+    assert (round(t["dip_pooled"], 2), round(d["dip_pooled"], 2)) == (0.79, 0.77)
     others = [r["dip_pooled"] for (c, _), r in curve.items() if "f25m17" not in c]
-    assert len(others) == 12 and (round(min(others), 2), round(max(others), 2)) == (1.09, 1.38)
+    assert len(others) == 12 and (round(min(others), 2), round(max(others), 2)) == (1.04, 1.23)
 
 
 def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
     """docs/load.md, "A fourth CPU", its second sitting (120 records, GSM8K 1248-1255 /
-    1249-1263, the same boot; probe 0.99x the first's; dip 0.72 / 0.82; lr+sd 1.49 / 1.38 / 0.53 / 0.40x,
+    1249-1263, the same boot; probe 0.99x the first's; dip 0.69 / 0.82; lr+sd 1.49 / 1.38 / 0.53 / 0.40x,
     lr-d2-emb 0.89 / 1.05 / 0.70 / 0.65x, break-evens 4 and 1): own replay 2 (55.3%), plan 1 (48.2%);
     from the first: 4 (98.5%), 2 (84.3%), ar-er 4 of 4; the reverse: 2 (44.9%), 3 (35.6%); lr+sd's
     break-even as measured in all three. --batch-factors: target 1.00 / 1.12 / 0.82 / 0.71, draft
@@ -987,7 +987,7 @@ def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
     ms = s2["machine_speed"]
     assert [round(ms["corpus"][e]["decode_s"] / ms["profile"][e]["decode_s"], 2) for e in ("target", "draft")] == [0.99, 0.99]
     curve = {(r["corpus"], r["role"]): r for r in json.loads((RESULTS / "batch_curve.json").read_text())["rows"]}
-    assert [round(curve[("traces/load-cold-epyc-f25m17-2", e)]["dip_pooled"], 2) for e in ("target", "draft")] == [0.72, 0.82]
+    assert [round(curve[("traces/load-cold-epyc-f25m17-2", e)]["dip_pooled"], 2) for e in ("target", "draft")] == [0.69, 0.82]
     sp = {(n, c): round(r["speedup_vs_ar"], 2) for n, t in own2["levels"].items() for c, r in t.items() if c != "ar"}
     assert [sp[(n, "lr+sd-d2-emb")] for n in ("1", "2", "4", "8")] == [1.49, 1.38, 0.53, 0.40]
     assert [sp[(n, "lr-d2-emb")] for n in ("1", "2", "4", "8")] == [0.89, 1.05, 0.70, 0.65]
@@ -1016,6 +1016,7 @@ def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
     for with_, without in ((r1bf, r1), (s2bf, s2)):
         assert within_10(replayed_pct(with_).values()) <= within_10(replayed_pct(without).values())
         assert within_10(planned_pct(with_)) <= within_10(planned_pct(without))
+    assert sum(within_10(planned_pct(d)) for d in (r1bf, s2bf)) == sum(within_10(planned_pct(d)) for d in (r1, s2)) - 1
     for with_, without in ((bf, own), (r1bf, r1), (s2bf, s2)):
         assert largest(replayed_pct(with_))[1] < largest(replayed_pct(without))[1]
         assert max(planned_pct(with_)) < max(planned_pct(without))
