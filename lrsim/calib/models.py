@@ -83,7 +83,7 @@ class FittedRoofline(LatencyModel):
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
         decode = (self.base_s + self.per_token_s * max(0.0, decode_tokens - self.knee_tokens)
                   + self.per_ctx_token_s * context + self.per_seq_s * max(0, seqs - 1))
-        if self.batch_factors and decode_tokens <= seqs:   # a plain decode pass (v = 0)
+        if self.batch_factors and decode_tokens <= seqs and not prefill_tokens:   # plain decode
             top, f = self.batch_factors[-1]
             if seqs > top:   # past the largest batch measured: its correction held as a time
                 decode -= (1.0 - f) * (self.base_s + self.per_token_s * max(0.0, top - self.knee_tokens)

@@ -252,11 +252,11 @@ def predict(x: np.ndarray, d: PassData, knots: list | None = None,
     w, L, c, p, beta, s = x
     extra = np.maximum(0.0, d.q - 1)
     decode = d.f_dec * (w + c * d.C) + d.f_pre * ((p + L) * extra + s * np.maximum(0.0, d.B - 1))
-    if batch_knots:   # plain decode passes only (v = 0): SD verification has position_factors
+    if batch_knots:   # plain decode passes only (v = 0, no prefill), where they were measured
         bs, fs = zip(*batch_knots)
         at_max = d.f_dec * (w + c * d.C) + d.f_pre * (p + L + s) * (bs[-1] - 1)   # the line at bs[-1]
         held = np.where(d.B > bs[-1], decode - (1.0 - fs[-1]) * at_max, decode * np.interp(d.B, bs, fs))
-        decode = np.where(verify_positions(d) == 0, held, decode)
+        decode = np.where((verify_positions(d) == 0) & (d.P == 0), held, decode)
     if knots:
         vs, fs = zip(*knots)
         decode = decode * np.interp(verify_positions(d), vs, fs)

@@ -965,9 +965,10 @@ def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
     lr-d2-emb 0.89 / 1.05 / 0.70 / 0.65x, break-evens 4 and 1): own replay 2 (55.3%), plan 1 (48.2%);
     from the first: 4 (98.5%), 2 (84.3%), ar-er 4 of 4; the reverse: 2 (44.9%), 3 (35.6%); lr+sd's
     break-even as measured in all three. --batch-factors: target 1.00 / 1.12 / 0.82 / 0.71, draft
-    1.06 / 1.03; own 4 (39.2%) / 4 (24.0%), break-evens as measured replayed and planned; round 1: 2
-    (57.4%) / 1 (59.7%), lr+sd's 4 (8 without); second from first: 4 (43.6%) / 2 (36.4%); no more
-    held-out points within 10%; left at 4 and 8: lr+sd 30.3-57.4%, lr-d2-emb 13.2-26.2% high."""
+    1.06 / 1.03; own 5 (39.3%) / 6 (24.1%), break-evens as measured replayed and planned; round 1: 2
+    (57.5%) / 1 (59.7%), lr+sd's 4 (8 without); second from first: 6 (43.6%) / 4 (36.5%); held out
+    8 of 16 replayed (6 without), 5 of 16 planned (4); left at 4 and 8: lr+sd 30.4-57.5%, lr-d2-emb
+    8.6-24.3% high."""
     def load(k):
         return json.loads((RESULTS / f"{k}.json").read_text())
 
@@ -995,11 +996,11 @@ def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
             (own2, 2, 55.3, 1, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "1")}),
             (s2, 4, 98.5, 2, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "1")}),
             (back, 2, 44.9, 3, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("2", "4")}),
-            (bf, 4, 39.2, 4, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "4")}),
-            (r1bf, 2, 57.4, 1, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "1")}),
-            (s2bf, 4, 43.6, 2, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "1")})):
+            (bf, 5, 39.3, 6, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "4")}),
+            (r1bf, 2, 57.5, 1, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "1")}),
+            (s2bf, 6, 43.6, 4, {"lr+sd-d2-emb": ("4", "4"), "lr-d2-emb": ("4", "1")})):
         check_eight_points(doc, n, worst, planned, breaks)
-    for doc, top in ((own2, 48.2), (s2, 84.3), (back, 35.6), (bf, 24.0), (r1bf, 59.7), (s2bf, 36.4), (own, 67.1), (r1, 84.6)):
+    for doc, top in ((own2, 48.2), (s2, 84.3), (back, 35.6), (bf, 24.1), (r1bf, 59.7), (s2bf, 36.5), (own, 67.1), (r1, 84.6)):
         assert round(max(planned_pct(doc)), 1) == top
     assert all(abs(p["ar-er"]["speedup_vs_ar"] / s2["levels"][n]["ar-er"]["speedup_vs_ar"] - 1) <= 0.10
                for n, p in s2["planned"].items())
@@ -1012,11 +1013,11 @@ def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
     assert [round(f, 2) for _, f in fit["draft"]["batch_factors"]] == [1.06, 1.03]
     assert bf["calibrated_on"]["batch_factors"] and "batch_factors" not in own["calibrated_on"]
     assert "batch_factors" not in own["latency_fit"]["target"]
-    # no more held-out points within 10%, and every largest error cut
-    for with_, without in ((r1bf, r1), (s2bf, s2)):
-        assert within_10(replayed_pct(with_).values()) <= within_10(replayed_pct(without).values())
-        assert within_10(planned_pct(with_)) <= within_10(planned_pct(without))
-    assert sum(within_10(planned_pct(d)) for d in (r1bf, s2bf)) == sum(within_10(planned_pct(d)) for d in (r1, s2)) - 1
+    # held out: 8 of 16 replayed within 10% (the line: 6), 5 of 16 planned (the line: 4); every
+    # largest error cut
+    assert [sum(within_10(replayed_pct(d).values()) for d in ds) for ds in ((r1bf, s2bf), (r1, s2))] == [8, 6]
+    assert [sum(within_10(planned_pct(d)) for d in ds) for ds in ((r1bf, s2bf), (r1, s2))] == [5, 4]
+    assert within_10(replayed_pct(s2).values()) == 4 and within_10(planned_pct(s2)) == 2
     for with_, without in ((bf, own), (r1bf, r1), (s2bf, s2)):
         assert largest(replayed_pct(with_))[1] < largest(replayed_pct(without))[1]
         assert max(planned_pct(with_)) < max(planned_pct(without))
@@ -1024,7 +1025,7 @@ def test_the_fourth_cpu_second_sitting_and_batch_factor_claims():
             for d in (bf, r1bf, s2bf) for c in ("lr+sd-d2-emb", "lr-d2-emb")}
     hi = {c: [v for d in (bf, r1bf, s2bf) for (n, cc), v in replayed_pct(d).items() if cc == c and n in ("4", "8")]
           for c in ("lr+sd-d2-emb", "lr-d2-emb")}
-    assert left and [(round(min(v), 1), round(max(v), 1)) for v in hi.values()] == [(30.3, 57.4), (13.2, 26.2)]
+    assert left and [(round(min(v), 1), round(max(v), 1)) for v in hi.values()] == [(30.4, 57.5), (8.6, 24.3)]
     assert round(r1["levels"]["1"]["lr-d2-emb"]["speedup_vs_ar"], 2) == 0.87
 
 
