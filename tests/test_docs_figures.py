@@ -37,6 +37,8 @@ PARAMETERS = {
         "87,360": ("the draft's KV capacity", "tests/calib/test_calib_kv.py"),
         "4,096": ("a bound on the corpus's request lengths (prompt + 384-token budget)", None),
         "2025": ("the AIME 2025 data set", None)},
+    "load.md": {n: ("a GSM8K row where a fourth-CPU corpus's round starts or ends (its --first-problem)",
+                    "tests/calib/test_load_figures.py") for n in ("1239", "1247", "1248", "1249", "1255", "1263")},
     "metrics.md": {"10,000": ("--stream's automatic threshold", "lrsim/sim/runner.py")},
     "planning.md": {
         "2506.19830": ("the paper's arXiv id", None),
@@ -54,8 +56,8 @@ PARAMETERS = {
         # test_the_docs_quote_the_matrix, test_bad_cli.py::test_the_docs_quote_the_case_count)
         "275": ("the bad-file matrix's files", None),
         "1,010": ("the bad-file matrix's runs", None),
-        "1,563": ("the bad-CLI matrix's cases", None),
-        "1,557": ("the bad-CLI matrix's in-process cases", None),
+        "1,565": ("the bad-CLI matrix's cases", None),
+        "1,559": ("the bad-CLI matrix's in-process cases", None),
         "4300": ("Python's integer-string conversion limit in digits", "lrsim/calib/profile.py"),
         "413": ("the HTTP status for an oversized body", None),
         "401": ("the HTTP status for a missing or wrong API key", None),

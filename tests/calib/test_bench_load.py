@@ -249,7 +249,7 @@ def test_calibrate_rounds_reach_the_profile_the_replay_and_the_plan_use(monkeypa
     class Stop(Exception):
         pass
 
-    def measure(root, corpus, speed, paths, carry):
+    def measure(root, corpus, speed, paths, carry, batch_factors=False):
         assert carry is False                     # the default: no contention carried
         seen["predicted"] = {r["run"]["flags"]["load_round"] for lv in corpus.values() for rs in lv.values() for r in rs}
         seen["calibrated"] = {json.loads(line)["run"]["flags"]["load_round"] for p in paths for line in open(p)}
@@ -431,7 +431,7 @@ def test_calibrate_on_pools_several_corpora_into_one_profile(monkeypatch):
     # two sittings' levels 1-2 calibrate one profile that predicts a third corpus (held out)
     seen = {}
 
-    def measure(root, corpus, speed, paths, carry):
+    def measure(root, corpus, speed, paths, carry, batch_factors=False):
         seen["paths"] = paths
         seen["speed"] = speed
         raise Stop
@@ -467,7 +467,7 @@ def test_pooled_corpora_with_calibrate_rounds_keep_each_corpus_apart(monkeypatch
 
     seen = {}
 
-    def measure(root, corpus, speed, paths, carry):
+    def measure(root, corpus, speed, paths, carry, batch_factors=False):
         seen["files"] = {p: {json.loads(line)["problem_id"] for line in open(p)} for p in paths}
         raise Stop
 
