@@ -19,7 +19,6 @@ file and round (its duration, batch size, scheduled and cached tokens as its key
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import parse_or_render, write_results  # noqa: E402
+from benchmarks.write import bench_main  # noqa: E402
 
 CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12", "traces/load-cold-epyc-side3",
            "traces/load-cold-xeon-side", "traces/load-cold-xeon-2", "traces/load-cold-epyc-f23",
@@ -110,15 +109,7 @@ def render(out: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "batch_curve.json"))
-    ap.add_argument("--json", action="store_true")
-    a = parse_or_render(ap, render, "trace reading")
-    if a is None:
-        return
-    out = measure(CORPORA)
-    write_results(a.out, out, render)
-    print(json.dumps(out, indent=1) if a.json else render(out), end="")
+    bench_main(__doc__, "batch_curve", lambda: measure(CORPORA), render, "trace reading")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ started in one collector run (collection.log). Reads the ar and ar-er traces onl
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -25,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import parse_or_render, write_results  # noqa: E402
+from benchmarks.write import bench_main  # noqa: E402
 
 CORPORA = ("traces/load", "traces/load-heldout", "traces/load-cold-epyc-all", "traces/load-cold-epyc-side",
            "traces/load-cold-epyc-side12", "traces/load-cold-epyc-side3", "traces/load-cold-xeon-side",
@@ -129,15 +127,7 @@ def render(out: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "equal_pairs.json"))
-    ap.add_argument("--json", action="store_true")
-    a = parse_or_render(ap, render, "trace reading")
-    if a is None:
-        return
-    out = measure(CORPORA)
-    write_results(a.out, out, render)
-    print(json.dumps(out, indent=1) if a.json else render(out), end="")
+    bench_main(__doc__, "equal_pairs", lambda: measure(CORPORA), render, "trace reading")
 
 
 if __name__ == "__main__":

@@ -52,13 +52,14 @@ def run_and_write(path: str | Path, bench: Callable[[], dict], render: Callable[
 
 def bench_main(doc: str, name: str, measure: Callable[[], dict], render: Callable[[dict], str],
                skipped: str) -> None:
-    """A benchmark's main whose only flags are --out (default results/<name>.json) and --render:
-    measure, write the .json and its .md, print the .md."""
+    """A benchmark's main whose only flags are --out (default results/<name>.json), --json and
+    --render: measure, write the .json and its .md, print the .md (the JSON with --json)."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / f"{name}.json"))
+    ap.add_argument("--json", action="store_true", help="print the results as JSON, not Markdown")
     args = parse_or_render(ap, render, skipped)
     if args is None:
         return
     out = measure()
     write_results(args.out, out, render)
-    print(render(out), end="")
+    print(json.dumps(out, indent=1) if args.json else render(out), end="" if not args.json else "\n")
