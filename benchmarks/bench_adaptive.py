@@ -33,6 +33,7 @@ import math
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,6 +46,8 @@ import numpy as np  # noqa: E402
 from lrsim.plan import planner, presets  # noqa: E402
 from lrsim.plan.parallel import map_points  # noqa: E402
 from lrsim.plan.sources import PresetSource  # noqa: E402
+from lrsim.sim.policies import POLICIES  # noqa: E402
+from lrsim.sim.policies.lr_async import AsyncLookahead  # noqa: E402
 
 DEPTHS, K2S, SD_K2 = [1, 2, 3, 4], [3, 5, 9], 9
 TARGET_A, TARGET_C = 0.97, 0.97
@@ -52,6 +55,8 @@ MIN_STEPS = 600            # (a), (b): seed blocks per preset so that each confi
 PHASE = dict(alpha1=0.7, phase_alpha1=0.3, phase_at=0.5)
 PHASE_PRESETS = ("r1-gsm8k", "qwen3-aime24")
 PHASE_MIN_STEPS = 200      # (b): a phase of >= 100 steps each (GSM8K's 36-step answers are too short)
+ORACLE = "phase-oracle:"   # (b): one_run's name for PhaseOracle runs
+ORACLE_TOP = 3             # (b): the switching bound tries each phase's 3 best static shapes (9 pairs)
 LOAD_PRESET = "r1-gsm8k"
 LOADS = (1, 2, 4, 8, 16, 32)
 LOAD_SEEDS = 2
@@ -115,18 +120,74 @@ def label(policy: str, knobs: dict) -> str:
 
 
 def one_run(args) -> dict:
-    """(preset, policy, knobs, seed, requests, steps, phase) -> mean latency and tokens/s."""
+    """(preset, policy, knobs, seed, requests, steps, phase) -> mean latency and tokens/s. phase:
+    True = the PHASE workload, a number = that step acceptance throughout, False = the preset's."""
     from lrsim.sim.runner import run
 
     name, policy, knobs, seed, requests, steps, phase = args
+    after = None
+    if policy.startswith(ORACLE):  # an lr-async Config, run by PhaseOracle (below)
+        after = tuple(int(x) for x in policy[len(ORACLE):].split(":"))
+        policy = "lr-async"
     cfg = presets.get(name).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
-    if phase:
+    if phase is True:
         cfg.workload = replace(cfg.workload, **PHASE)
-    s, world = run(cfg)
+    elif phase:                   # one phase's acceptance alone (the oracle's per-phase runs)
+        cfg.workload = replace(cfg.workload, alpha1=phase)
+    if after is None:
+        s, world = run(cfg)
+    else:
+        with oracle_policy(after):
+            s, world = run(cfg)
     out = {"lat": float(np.mean([r.latency for r in world.records])), "tps": s["tokens_per_s"]}
     if "adaptive" in s:
         out["by_depth"] = s["adaptive"]["by_depth"]
     return out
+
+
+class PhaseOracle(AsyncLookahead):
+    """lr-async told where the phase changes: the static shape `before` (the Config's depth and
+    k2) below roots before the change, `after` from it on. The best of these over the per-phase
+    best static configurations bounds what switching can win on this workload: a policy that
+    learns the change (lr-adaptive) can only do worse than this oracle, which pays no learning."""
+
+    def __init__(self, world, req, rec, after):
+        super().__init__(world, req, rec)
+        wl = world.workload
+        self.change = wl.phase_at * wl.steps       # the first position of the second phase
+        self.after = after
+        # one SD stream per k2 for the whole request (as lr-adaptive's): the same shape after
+        # the change goes on drawing from the same stream, exactly the static run
+        self.streams = {self.stream.k2 if self.stream is not None else 1: self.stream}
+
+    def choose(self, position):
+        if position >= self.change and self.after is not None:
+            depth, k2 = self.after
+            if k2 not in self.streams:
+                self.streams[k2] = self.world.sd_stream(self.req, k2)
+            self.max_depth, self.stream = depth, self.streams[k2]
+            self.after = None                      # switched once, for the rest of the request
+
+
+def oracle(after: tuple[int, int]) -> str:
+    """one_run's policy name for a PhaseOracle switching to `after` = (depth, k2)."""
+    return f"{ORACLE}{after[0]}:{after[1]}"
+
+
+@contextmanager
+def oracle_policy(after: tuple[int, int]):
+    """Within: the registry's lr-async runs PhaseOracle(after) (the Config stays a validated
+    lr-async one; the oracle is this benchmark's bound, not a policy users can choose)."""
+    def run(world, req, rec):
+        lr = PhaseOracle(world, req, rec, after)
+        lr.start()
+        yield lr.finished
+    plain = POLICIES["lr-async"]
+    POLICIES["lr-async"] = run
+    try:
+        yield
+    finally:
+        POLICIES["lr-async"] = plain
 
 
 def phase_row(name: str, jobs: int) -> dict:
@@ -152,13 +213,44 @@ def phase_row(name: str, jobs: int) -> dict:
                 for d, n in r["by_depth"].items():
                     mix[d] = mix.get(d, 0) + n
             depth_mix[label(pol, k)] = mix
+    oracle = phase_oracle(name, steps, seeds, jobs, ar, best)
     return {"preset": name, "steps": steps, "seeds": len(seeds), "workload": PHASE,
+            "oracle": oracle,
             "speedups": speed, "best_static": {"label": best, "speedup": static[best]},
             "best_static_no_sd": {"label": best_plain, "speedup": static[best_plain]},
             "lr+sd-adaptive": speed[ad_sd], "lr-adaptive": speed[ad],
             "decisions_by_depth": depth_mix,
             "beats_every_static": speed[ad_sd] > static[best],
             "lr_adaptive_beats_every_static_without_sd": speed[ad] > static[best_plain]}
+
+
+def phase_oracle(name: str, steps: int, seeds, jobs: int, ar_lat: list[float],
+                 best_static: str) -> dict:
+    """The switching bound of (b): the static LR grid ranked on each phase's acceptance alone
+    (requests of the same steps and seeds), then PhaseOracle on the phase workload itself over
+    the pairs of each phase's top ORACLE_TOP and the phase workload's best static shape (so the
+    bound is at least that static): the best speedup a policy that knew where the phase
+    changes, and each phase's best shapes, reaches by switching once."""
+    lr = [(pol, k) for pol, k in STATIC if pol == "lr-async"]
+    keep = [i for i, (pol, k) in enumerate(lr) if label(pol, k) == best_static]
+    per_phase = {}
+    for alpha in (PHASE["alpha1"], PHASE["phase_alpha1"]):
+        args = [(name, pol, k, s, 1, steps, alpha) for pol, k in lr for s in seeds]
+        res = map_points(one_run, args, jobs)
+        mean = [float(np.mean([r["lat"] for r in res[i * len(seeds):(i + 1) * len(seeds)]]))
+                for i in range(len(lr))]
+        top = sorted(range(len(lr)), key=mean.__getitem__)[:ORACLE_TOP]
+        per_phase[alpha] = top + [i for i in keep if i not in top]
+    pairs = [(lr[i], lr[j]) for i in per_phase[PHASE["alpha1"]] for j in per_phase[PHASE["phase_alpha1"]]]
+    args = [(name, oracle((b[1]["depth"], b[1].get("k2", 1))), a[1], s, 1, steps, True)
+            for a, b in pairs for s in seeds]
+    res = map_points(one_run, args, jobs)
+    speed = [float(np.mean([x / r["lat"] for x, r in zip(ar_lat, res[i * len(seeds):(i + 1) * len(seeds)])]))
+             for i in range(len(pairs))]
+    best = max(range(len(pairs)), key=speed.__getitem__)
+    a, b = pairs[best]
+    return {"before": label(*a), "after": label(*b), "speedup": speed[best], "pairs": len(pairs),
+            "best_by_phase": {str(alpha): label(*lr[idx[0]]) for alpha, idx in per_phase.items()}}
 
 
 def load_rows(jobs: int, static_opt: tuple[str, dict] | None) -> list[dict]:
@@ -226,6 +318,21 @@ def render(o: dict) -> str:
                    f"{'yes' if r['beats_every_static'] else 'NO'} | {r['best_static_no_sd']['label']} "
                    f"{r['best_static_no_sd']['speedup']:.3f} | {r['lr-adaptive']:.3f} | "
                    f"{'yes' if r['lr_adaptive_beats_every_static_without_sd'] else 'NO'} |")
+    out += ["", "What switching can win here at most: an oracle told where the phase changes "
+            f"(lr-async that switches its static shape once, at the change), over the pairs of each "
+            f"phase's {ORACLE_TOP} best static lr / lr+sd shapes (ranked on requests of that phase's "
+            "acceptance alone, same steps and seeds) and the best static above, run on the same "
+            "phase workload and seeds:", "",
+            f"| preset | best at {PHASE['alpha1']} alone | best at {PHASE['phase_alpha1']} alone | "
+            "oracle's best switch | oracle speedup | "
+            "over the best static |", "|---|---|---|---|---|---|"]
+    for r in b:
+        o = r["oracle"]
+        switch = o["before"] if o["before"] == o["after"] else f"{o['before']} -> {o['after']}"
+        by = o["best_by_phase"]
+        out.append(f"| {r['preset']} | {by[str(PHASE['alpha1'])]} | {by[str(PHASE['phase_alpha1'])]} | "
+                   f"{switch} | {o['speedup']:.3f} | "
+                   f"{o['speedup'] / r['best_static']['speedup'] - 1:+.1%} |")
     out += ["", f"## (c) Load: concurrency 1-32 on {LOAD_PRESET} (tokens/s / AR's tokens/s)", "",
             f"All requests at t = 0, {LOAD_STEPS} steps each, {LOAD_SEEDS} seeds; AR: the target alone "
             f"with all requests. Target: adaptive >= {TARGET_C:.2f}x AR at every load. Static optimum: "
@@ -265,7 +372,8 @@ def main(argv=None) -> dict:
         r = b[-1]
         print(f"(b) {n:16s} best static {r['best_static']['label']} {r['best_static']['speedup']:.3f}"
               f"  lr+sd-adaptive {r['lr+sd-adaptive']:.3f}  lr-adaptive {r['lr-adaptive']:.3f}"
-              f" (best without SD {r['best_static_no_sd']['speedup']:.3f})  [{time.perf_counter() - t0:.0f} s]",
+              f" (best without SD {r['best_static_no_sd']['speedup']:.3f}); oracle {r['oracle']['speedup']:.3f}"
+              f"  [{time.perf_counter() - t0:.0f} s]",
               flush=True)
     opt = next((r for r in a if r["preset"] == LOAD_PRESET), None)
     static_opt = static_label_of(opt["best_static"]["label"]) if opt else None
