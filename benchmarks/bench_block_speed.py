@@ -55,7 +55,7 @@ CORPORA = ("traces/load", "traces/load-heldout", "traces/load-cold-epyc", "trace
 ENGINES = ("target", "draft")
 MIN_PASSES = 5          # single-sequence decode passes a block needs before its median is kept
 MIN_GROUP = 3           # blocks a (level, configuration) group needs to enter r and the spread
-TARGET = 0.10           # issue 12's target: predicted speedup within 10% of measured
+TARGET = 0.10           # the calibration target (docs/load.md): predicted speedup within 10% of measured
 
 
 def single_decode_passes(block: list[dict], engine: str) -> list[float]:

@@ -1,11 +1,11 @@
 """The machine-wide vLLM lock: /tmp/lr-vllm.lock, held while vLLM engines or a judge server live.
 
 A vLLM process is a memory hog (two engines take ~20 GiB), so every process that starts one holds
-an exclusive flock on LOCK_PATH first (see docs/TEAM-BRIEF.md), and two runs never load engines at
-once. The lock counts as already held, and is not taken again, when its holders are ancestors of
-this process (`flock /tmp/lr-vllm.lock lr collect ...`: locking again would wait for ourselves
-forever), or by this process (a collector that holds it may start its judge). One way to take
-it, one reader of who holds it (`lock_holders`, from /proc/locks):
+an exclusive flock on LOCK_PATH first (docs/real-backend.md, "The vLLM lock"), and two runs never
+load engines at once. The lock counts as already held, and is not taken again, when its holders
+are ancestors of this process (`flock /tmp/lr-vllm.lock lr collect ...`: locking again would wait
+for ourselves forever), or by this process (a collector that holds it may start its judge). One
+way to take it, one reader of who holds it (`lock_holders`, from /proc/locks):
 
 * `VllmLock`: queues like `flock(1)`, gives up after `timeout_s` with a one-line error (None:
   waits as long as it takes; 0: refuses at once). A judge server holds one for its whole life (the

@@ -22,7 +22,7 @@ from test_readme_figures import CLAIMS  # noqa: E402
 from tests.figures import numbers, prose, rendered_or_asserted, untraced  # noqa: E402
 
 DOCS = ROOT / "docs"
-JUDGE = "the paper's 7B-judge latency per step (../shared/reference/method.md)"
+JUDGE = "the paper's 7B-judge latency per step (arXiv 2506.19830)"
 LOOPBACK = "the loopback address lr judge serve binds"
 # doc -> {number: (what it is, a repository file that holds it, or None)}
 PARAMETERS = {
@@ -43,7 +43,7 @@ PARAMETERS = {
     "planning.md": {
         "2506.19830": ("the paper's arXiv id", None),
         "0.013": (JUDGE, None),
-        "0.8.3": ("the paper's vLLM version (../shared/reference/method.md)", None),
+        "0.8.3": ("the paper's vLLM version (arXiv 2506.19830; github.com/hao-ai-lab/LookaheadReasoning)", None),
         "2.60": ("the Ray version of the manual check", None),
         "339,840": ("the 32B target's KV capacity on 2 H100s", "tests/plan/test_plan_kv.py"),
         "2,572,368": ("the 1.5B draft's KV capacity on one H100", "tests/plan/test_plan_kv.py"),
