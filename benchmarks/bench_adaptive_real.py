@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_load import blocks, interval, level_table, load_corpus, makespan  # noqa: E402
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import table_head, write_results  # noqa: E402
 
 TARGET = 0.03          # within 3% of AR (docs/adaptive.md)
 ADAPTIVE = "lr-adaptive-d2"
@@ -112,11 +112,10 @@ def _f(x, fmt=".2f"):
 
 
 def render(doc: dict) -> str:
-    lines = [f"Adaptive lookahead on real engines ({doc['records']} records, {doc['source']}: "
-             "GSM8K, 192-token budget; target on core 0, draft on core 1; exact-match verifier).", "",
-             "| in flight | config | blocks | tok/s | speedup vs ar | 90% interval | by round "
-             "| step acceptance | depth-0 decisions |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = table_head(f"Adaptive lookahead on real engines ({doc['records']} records, {doc['source']}: "
+                       "GSM8K, 192-token budget; target on core 0, draft on core 1; exact-match "
+                       "verifier).", "in flight", "config", "blocks", "tok/s", "speedup vs ar",
+                       "90% interval", "by round", "step acceptance", "depth-0 decisions")
     for n, table in doc["levels"].items():
         for cfg, r in table.items():
             lines.append(f"| {n} | {cfg} | {r['blocks']} | {r['tokens_per_s']:.2f} | "

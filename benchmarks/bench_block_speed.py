@@ -37,7 +37,6 @@ rarely runs one sequence alone: few of its blocks count). Reads the traces only;
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -49,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load_replay import block_probe, blocks, load_corpus  # noqa: E402
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import corpus_args, table_head, write_results  # noqa: E402
 
 CORPORA = ("traces/load", "traces/load-heldout", "traces/load-cold-epyc", "traces/load-cold-epyc-all")
 ENGINES = ("target", "draft")
@@ -135,11 +134,10 @@ def noise_floor(corpus: dict, target: dict | None) -> dict | None:
 
 
 def render(doc: dict) -> str:
-    lines = ["Machine speed per block: the block's median single-sequence decode pass over the probe "
-             "taken before it (one pass kind, the probe's own), over the blocks of each corpus.", "",
-             "| corpus | engine | blocks | pass / probe, median (p10-p90) | r (probe, pass) | "
-             "spread in a group: pass / probe / pass over probe |",
-             "|---|---|---|---|---|---|"]
+    lines = table_head("Machine speed per block: the block's median single-sequence decode pass over "
+                       "the probe taken before it (one pass kind, the probe's own), over the blocks "
+                       "of each corpus.", "corpus", "engine", "blocks", "pass / probe, median (p10-p90)",
+                       "r (probe, pass)", "spread in a group: pass / probe / pass over probe")
     for name, by_engine in doc["corpora"].items():
         for eng, s in by_engine.items():
             if not s:
@@ -170,13 +168,9 @@ def render(doc: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", action="append", help=f"load corpus folder (repeatable; default: {', '.join(CORPORA)})")
-    ap.add_argument("--out", default="benchmarks/results/block_speed.json")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
+    a = corpus_args(__doc__, "block_speed", CORPORA)
     doc = {"min_passes": MIN_PASSES, "min_group": MIN_GROUP, "target": TARGET, "corpora": {}, "floor": {}}
-    for name in a.corpus or CORPORA:
+    for name in a.corpus:
         corpus = load_corpus(ROOT / name)
         if not corpus:
             sys.exit(f"bench_block_speed: no load traces under {name}")

@@ -14,7 +14,6 @@ equal-resources blocks' are left out, their target runs on both cores) and the f
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import corpus_args, table_head, write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
 CORPORA = ("traces/load-cold-epyc-side", "traces/load-cold-epyc-side12", "traces/load-cold-epyc-side3",
@@ -104,11 +103,10 @@ def measure(corpora: list[str]) -> dict:
 
 
 def render(out: dict) -> str:
-    lines = ["Side-by-side probes recorded in a corpus (one per block, equal-resources blocks left out) "
-             "against the contention the physical model fits on the same corpus's levels 1-2.", "",
-             "| corpus | rounds | engine | probes | passes beside, median | c: median (min-max) | c: p25-p75 "
-             "| fitted contention |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = table_head("Side-by-side probes recorded in a corpus (one per block, equal-resources "
+                       "blocks left out) against the contention the physical model fits on the same "
+                       "corpus's levels 1-2.", "corpus", "rounds", "engine", "probes",
+                       "passes beside, median", "c: median (min-max)", "c: p25-p75", "fitted contention")
     for name, doc in out["corpora"].items():
         for sel, row in doc["rows"].items():
             for role, e in row.items():
@@ -127,12 +125,8 @@ def render(out: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", action="append", help=f"a load corpus (repeatable; default {', '.join(CORPORA)})")
-    ap.add_argument("--out", default="benchmarks/results/contention_traces.json")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args()
-    corpora = a.corpus or list(CORPORA)
+    a = corpus_args(__doc__, "contention_traces", CORPORA)
+    corpora = a.corpus
     for c in corpora:
         if not (ROOT / c / "gsm8k").is_dir():
             raise SystemExit(f"bench_contention_traces: --corpus {c}: no gsm8k/ load traces there")

@@ -20,6 +20,26 @@ def write_results(path: str | Path, doc: dict, render: Callable[[dict], str], **
     return path
 
 
+def table_head(caption: str, *columns: str) -> list[str]:
+    """The opening lines of a rendered table: its caption, a blank line, the header row and the
+    separator row."""
+    return [caption, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def corpus_args(doc: str, name: str, corpora) -> argparse.Namespace:
+    """The flags of a benchmark that reads load corpora: --corpus (repeatable; default `corpora`),
+    --out (default benchmarks/results/<name>.json, relative to the repository) and --json; the
+    parsed flags, with `corpus` the list to read."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", action="append",
+                    help=f"a load corpus folder (repeatable; default: {', '.join(corpora)})")
+    ap.add_argument("--out", default=f"benchmarks/results/{name}.json")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON, not Markdown")
+    args = ap.parse_args()
+    args.corpus = args.corpus or list(corpora)
+    return args
+
+
 def parse_or_render(ap, render: Callable[[dict], str], skipped: str):
     """Parse a benchmark's flags, with the --render every benchmark with a rendered .md takes
     (`skipped`: what it then does not run). With --render: the .md rewritten (`rerender`) and None
