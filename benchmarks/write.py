@@ -28,7 +28,7 @@ def table_head(caption: str, *columns: str) -> list[str]:
 
 def corpus_args(doc: str, name: str, corpora) -> argparse.Namespace:
     """The flags of a benchmark that reads load corpora: --corpus (repeatable; default `corpora`),
-    --out (default benchmarks/results/<name>.json, relative to the repository) and --json; the
+    --out (default benchmarks/results/<name>.json; the benchmark resolves it) and --json; the
     parsed flags, with `corpus` the list to read."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", action="append",

@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # built from parts so that this file does not match itself
 WORK_ITEM = re.compile(r"\b" + "iss" + r"ues? #?\d+\b", re.IGNORECASE)
@@ -16,16 +18,21 @@ SKIP = ("traces/", "benchmarks/results/")   # measured data, not prose
 
 
 def tracked_text_files() -> list[Path]:
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
-    return [ROOT / f for f in out.stdout.split() if f.endswith(TEXT) and not f.startswith(SKIP)]
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    return [ROOT / f for f in out.stdout.split("\0")
+            if f.endswith(TEXT) and not f.startswith(SKIP)]
 
 
 def test_no_work_item_numbers_or_outside_notes_are_cited():
     bad = []
     files = tracked_text_files()
-    assert len(files) > 100        # the listing worked (a clone without git would list nothing)
+    assert len(files) > 100        # the listing worked
     for path in files:
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if WORK_ITEM.search(line) or OUTSIDE.search(line):
+            public = "github.com/" in line   # a public tracker's issue, named with its repository
+            if (WORK_ITEM.search(line) and not public) or OUTSIDE.search(line):
                 bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:100]}")
     assert not bad, "\n".join(bad)

@@ -43,7 +43,8 @@ PARAMETERS = {
     "planning.md": {
         "2506.19830": ("the paper's arXiv id", None),
         "0.013": (JUDGE, None),
-        "0.8.3": ("the paper's vLLM version (arXiv 2506.19830; github.com/hao-ai-lab/LookaheadReasoning)", None),
+        "0.8.3": ("the paper's vLLM version (arXiv 2506.19830; the authors' code, "
+                  "github.com/hao-ai-lab/LookaheadReasoning)", None),
         "2.60": ("the Ray version of the manual check", None),
         "339,840": ("the 32B target's KV capacity on 2 H100s", "tests/plan/test_plan_kv.py"),
         "2,572,368": ("the 1.5B draft's KV capacity on one H100", "tests/plan/test_plan_kv.py"),

@@ -95,7 +95,7 @@ def test_a_preset_reaches_97_percent_of_the_best_static():
                    "below the best static lr+sd (benchmarks/results/adaptive.md, (b)). On the "
                    "paper's hardware the asynchronous tree is cheap, so static "
                    "depth 4 is near the best in both phases (0.7 and 0.3): an oracle told where "
-                   "the phase changes gains at most 0.1% by switching (test_b_the_switching_bound)"
+                   "the phase changes gains at most 0.1% by one switch there (results (b))"
                    "; and the target's batch slope, fitted from the run, comes "
                    "out 0, so k2 = 9, lr+sd-adaptive's first pick, looks as cheap as 3 or 5")
 def test_b_phase_change_beats_every_static():
@@ -109,33 +109,44 @@ def test_b_phase_change_beats_every_static():
 
 
 def test_b_the_phase_oracle_is_the_static_run_until_it_switches():
-    # benchmarks/bench_adaptive.py's PhaseOracle: lr-async switching its shape once, at the change.
-    # Switched to the shape it already runs it is the static run, latency for latency (its SD
-    # stream goes on); switched to another shape it runs the first phase as the static run does
-    # and the second differently
+    # benchmarks/bench_adaptive.py's PhaseOracle: lr-async switching its shape once, at the first
+    # root past the change. Switched to the shape it already runs it is the static run, latency
+    # for latency (its SD stream goes on); switched to another shape it commits the first phase's
+    # steps as the static run does (draft or target, step by step) and the second phase otherwise
     from benchmarks import bench_adaptive as bench
-    static = bench.one_run((PRESET, "lr-async", {"depth": 4, "k2": 9}, 0, 1, 120, True))
-    same = bench.one_run((PRESET, bench.oracle((4, 9)), {"depth": 4, "k2": 9}, 0, 1, 120, True))
-    assert same["lat"] == static["lat"]
-    other = bench.one_run((PRESET, bench.oracle((1, 1)), {"depth": 4, "k2": 9}, 0, 1, 120, True))
-    assert other["lat"] > static["lat"]          # depth 1 without SD is slower at acceptance 0.3
     from lrsim.sim.policies import POLICIES
     from lrsim.sim.policies.lr_async import run as lr_async_run
-    assert POLICIES["lr-async"] is lr_async_run   # the oracle's stand-in is undone
+
+    def record(after=None):
+        cfg = config("lr-async", {"depth": 4, "k2": 9}, 0, steps=120, phase=True)
+        if after is None:
+            return run(cfg)[1].records[0]
+        with bench.oracle_policy(after):
+            return run(cfg)[1].records[0]
+    static, same, other = record(), record((4, 9)), record((1, 1))
+    assert POLICIES["lr-async"] is lr_async_run       # the stand-in is undone
+    assert same.latency == static.latency and same.steps == static.steps
+    change = 60                                       # phase_at 0.5 of 120 steps
+    # the first phase's trees are the static run's; the first root past the change is the first
+    # at depth 1 without SD, and the second phase then runs slower at acceptance 0.3
+    assert other.steps[:change] == static.steps[:change]
+    assert other.steps != static.steps and other.latency > static.latency
 
 
-def test_b_the_switching_bound():
-    # docs/adaptive.md and the README: the oracle's best switch gains +0.0% (r1-gsm8k) and +0.1%
-    # (qwen3-aime24) over the best static; it is never below it (the best static is one of the
-    # pairs: a switch to itself)
+def test_b_the_committed_one_switch_oracle():
+    # a check that docs/adaptive.md and the README say what benchmarks/results/adaptive.json
+    # holds (the figures, not the code: the test above runs the oracle): its best genuine switch
+    # runs -0.3% (r1-gsm8k) and +0.1% (qwen3-aime24) against the best static, its best pair never
+    # below the best static (a pair keeps it), and the adaptive policies below the best pair
     results = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results"
                           / "adaptive.json").read_text())
-    gain = {r["preset"]: r["oracle"]["speedup"] / r["best_static"]["speedup"] - 1
-            for r in results["phase"]}
-    assert set(gain) == {"r1-gsm8k", "qwen3-aime24"}
-    assert all(g >= -1e-12 for g in gain.values()), gain
-    assert f"{gain['r1-gsm8k']:+.1%}" == "+0.0%" and f"{gain['qwen3-aime24']:+.1%}" == "+0.1%", gain
-    for r in results["phase"]:   # and it bounds the adaptive policies, which pay for learning
+    rows = {r["preset"]: r for r in results["phase"]}
+    assert set(rows) == {"r1-gsm8k", "qwen3-aime24"}
+    switch = {p: r["oracle"]["best_switch"]["speedup"] / r["best_static"]["speedup"] - 1
+              for p, r in rows.items()}
+    assert f"{switch['r1-gsm8k']:+.1%}" == "-0.3%" and f"{switch['qwen3-aime24']:+.1%}" == "+0.1%"
+    for r in rows.values():
+        assert r["oracle"]["speedup"] >= r["best_static"]["speedup"] * (1 - 1e-12)
         assert r["lr+sd-adaptive"] < r["oracle"]["speedup"]
 
 
