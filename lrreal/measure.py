@@ -8,7 +8,7 @@ collect` uses) then give each pass's batch, prefill/decode split and duration. D
 ran exactly `batch` sequences give the (batch, context) point (median); prefill passes give
 (prefill tokens, duration). Prefix caching is off so every prompt is really prefilled.
 
-Output: the simulator's latency-measurement format (lrsim/sim/latency.py `load_measurements`), so
+Output: a latency-measurement file (lrcore/latency_file.py, checked before it is written), so
 the curve plugs into a scenario (`latency = {kind = "table", file = ...}`) or into a profile
 (`lr calibrate TRACES --target-curve curve.json`; lrsim/calib/curve.py reads it). The command is
 `lr calibrate measure` (lrreal/calibrate_cli.py).
@@ -127,8 +127,10 @@ def measure(spec: MeasureSpec, out: str | Path) -> dict:
            "vllm_version": vllm_version(), "measured_s": round(time.time() - t0, 1),
            "models": {Path(str(path)).name: {"tp": 1, "dtype": spec.dtype, "path": str(path),
                                              "cores": spec.cores, **res}}}
+    from lrcore import latency_file
     from lrcore.jsonout import dumps
     from lrcore.outputs import write_atomic
 
+    latency_file.check(doc, str(out))       # what the simulator reads, or a one-line error
     write_atomic(out, dumps(doc, indent=2) + "\n", "--out")   # whole or not at all
     return doc

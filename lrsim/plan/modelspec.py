@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from lrcore import latency_file
 from lrcore.errors import UserError
 
 from ..sim.latency import LatencyModel, Roofline
@@ -272,16 +273,11 @@ def measured(spec: ModelSpec, tp: int, path: str, overhead_ms: float = ENGINE_OV
     key = table_key(spec, tp, path)
     if key is None:
         return None
-    m = _table_doc(path)["models"][key]
-    try:
-        def ms(r):
-            return (float(r["ms"]) + float(r.get("allreduce_ms_model", 0.0))) / 1e3
-        dec = [(float(r["batch"]), float(r.get("query", 1)), float(r.get("context", 0)), ms(r))
-               for r in m["decode"]]
-        pre = [(float(r["tokens"]), ms(r)) for r in m.get("prefill", [])]
-    except (KeyError, TypeError, ValueError) as e:
-        raise UserError(f"{path}: models.{key}: bad decode/prefill entry ({e!r})") from None
-    return measured_model(dec, pre, name=f"{Path(path).name}:{key}", overhead_s=overhead_ms / 1e3)
+    dec, pre = latency_file.rows(path, key, _table_doc(path)["models"][key],
+                                 extra_ms="allreduce_ms_model")
+    return measured_model([(b, q, c, ms / 1e3) for b, q, c, ms in dec],
+                          [(t, ms / 1e3) for t, ms in pre], name=f"{Path(path).name}:{key}",
+                          overhead_s=overhead_ms / 1e3)
 
 
 @dataclass(frozen=True)

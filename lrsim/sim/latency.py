@@ -18,7 +18,6 @@ Three models:
 """
 from __future__ import annotations
 
-import json
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -238,34 +237,17 @@ class Curve:
 
 
 def load_measurements(path: str | Path) -> dict[str, LatencyModel]:
-    """Read a GPU/CPU measurement file {"device", "models": {name: {"tp", "dtype", "decode":
-    [{"batch", "query", "context", "ms"}], "prefill": [{"tokens", "ms"}]}}} -> {model name: its
-    model}: TabulatedKV where the points separate the KV cache's cost (latency_kv.py), else
-    Tabulated."""
-    from lrcore.limits import MAX_TEXT_FILE_BYTES, read_capped
+    """A latency-measurement file (lrcore/latency_file.py's format) -> {model name: its model}:
+    TabulatedKV where the points separate the KV cache's cost (latency_kv.py), else Tabulated."""
+    from lrcore import latency_file
 
-    p = Path(path)
-    try:
-        doc = json.loads(read_capped(p, MAX_TEXT_FILE_BYTES, "latency file"))
-    except RecursionError:
-        raise UserError(f"{p}: JSON nested too deeply to be latency measurements") from None
-    except (OSError, ValueError) as e:
-        raise UserError(f"{p}: cannot read latency measurements ({e})") from None
-    models = doc.get("models") if isinstance(doc, dict) else None
-    if not isinstance(models, dict) or not models:
-        raise UserError(f"{p}: field 'models' must be a non-empty object")
     from .latency_kv import measured_model
 
+    p = Path(path)
     out = {}
-    for name, m in models.items():
-        try:
-            # (batch, query positions per sequence, context per sequence, seconds)
-            dec = [(float(r["batch"]), float(r.get("query", 1)), float(r.get("context", 0)),
-                    float(r["ms"]) / 1e3) for r in m["decode"]]
-            pre = [(float(r["tokens"]), float(r["ms"]) / 1e3) for r in m.get("prefill", [])]
-        except (KeyError, TypeError, ValueError) as e:
-            raise UserError(f"{p}: models.{name}: bad decode/prefill entry ({e!r})") from None
-        if not dec:
-            raise UserError(f"{p}: models.{name}: tabulated latency needs at least one decode point")
-        out[name] = measured_model(dec, pre, name=f"{p.name}:{name}")
+    for name, m in latency_file.load(p)["models"].items():
+        dec, pre = latency_file.rows(p, name, m)
+        # (batch, query positions per sequence, context per sequence, seconds)
+        out[name] = measured_model([(b, q, c, ms / 1e3) for b, q, c, ms in dec],
+                                   [(t, ms / 1e3) for t, ms in pre], name=f"{p.name}:{name}")
     return out
