@@ -14,7 +14,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 @pytest.mark.parametrize("name,traces", [("adaptive_real", "load-adaptive"),
                                          ("adaptive_real_v1", "load-adaptive-v1"),
-                                         ("adaptive_real_v3", "load-adaptive-v3")])
+                                         ("adaptive_real_v3", "load-adaptive-v3"),
+                                         ("adaptive_real_f25m17", "load-adaptive-f25m17")])
 def test_the_committed_result_is_its_records_rendered(name, traces):
     from benchmarks.bench_adaptive_real import bench, render
 
@@ -68,3 +69,28 @@ def test_after_the_batch_cost_fixes_adaptive_stays_at_ar_and_prices_static_lr_cl
     for n, table in old["levels"].items():
         st = table["lr-d2"]
         assert st["priced_by_adaptive"] / st["speedup_vs_ar"] >= 1.22, n
+
+
+def test_on_the_second_cpu_the_target_is_not_met_and_the_rule_speculated_near_its_break_even():
+    """What the README and docs/adaptive.md say of traces/load-adaptive-f25m17 (13 rounds alone):
+    lr-adaptive 0.94x AR (interval 0.91-0.98), lr-d2 0.91x; lr-d2 priced 0.99x; rounds 1-4 at
+    depth 0 for 25-100% of their positions, and from round 5 on every block speculating at every
+    position, its first decision expecting 1.01-1.09x AR at a believed acceptance of 0.09-0.29 and
+    a slope of 1-9% of a step."""
+    doc = json.loads((RESULTS / "adaptive_real_f25m17.json").read_text())
+    assert not doc["target_met"] and list(doc["levels"]) == ["1"]
+    ad, st = doc["levels"]["1"]["lr-adaptive-d2"], doc["levels"]["1"]["lr-d2"]
+    assert ad["blocks"] == st["blocks"] == 13
+    assert f"{ad['speedup_vs_ar']:.2f}" == "0.94" and f"{st['speedup_vs_ar']:.2f}" == "0.91"
+    assert [f"{x:.2f}" for x in ad["speedup_vs_ar_ci90"]] == ["0.91", "0.98"]
+    assert f"{st['priced_by_adaptive']:.2f}" == "0.99"
+    blocks = ad["by_block"]
+    early = [b["depth0_share"] for b in blocks[1:5]]
+    assert min(early) == 0.25 and max(early) == 1.0
+    late = blocks[5:]
+    assert all(b["depth0_share"] == 0.0 for b in late)
+    assert 1.005 <= min(b["expected_first"] for b in late) and max(b["expected_first"] for b in late) < 1.095
+    believed = [b["alpha1_first"] for b in late]
+    assert 0.085 <= min(believed) and max(believed) < 0.295
+    slope = [b["slope_share_first"] for b in late]
+    assert 0.005 <= min(slope) and max(slope) < 0.095
