@@ -29,13 +29,13 @@ from pathlib import Path
 from lrcore.acceptance import accept_records, protocol_acceptance
 from lrcore.errors import UserError
 from lrcore.modes import ACCEPT_MODE, LR_MODES
+from lrcore.profile_schema import PROFILE_VERSION
 
 from . import overheads as oh
 from .acceptance import acceptance_warnings, profile_step_acceptance
 from .equal import is_equal_resources, measured, pairs_across_boots
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
 from .kv import engine_kv
-from .schema import PROFILE_VERSION
 
 
 def read_records(path: str | Path) -> list[dict]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from lrcore import jsonin
 from lrcore.errors import UserError
 from lrcore.modes import ADAPTIVE_MODES, SIM_MODE_POLICY, latency_mode
+from lrcore.profile_schema import PROFILE_VERSION, SCHEMA
 
 from ..sim.config import POLICIES, Config, Placement
 from ..sim.kvcache import KVSpec
@@ -31,7 +32,6 @@ from ..sim.latency import LatencyModel, Tabulated
 from ..sim.verifier import VerifierCost
 from ..sim.workload import Synthetic
 from .models import FittedRoofline
-from .schema import PROFILE_VERSION, SCHEMA
 
 DEFAULT_K2 = 7          # vLLM n-gram SD with 6 speculative tokens (the repo default) -> 7 positions
 

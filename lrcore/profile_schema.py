@@ -1,4 +1,5 @@
-"""JSON Schema (2020-12) of a calibration profile, version 1 (docs/calibration.md).
+"""JSON Schema (2020-12) of a calibration profile, version 1 (docs/calibration.md): written by `lr
+calibrate` (lrsim/calib/), read by the simulator; in lrcore with the other file contracts.
 
 Sections the simulator reads are closed (`additionalProperties: false`): a misspelt optional
 field in a hand-edited profile ("per_tokn_s") is an error naming it, not a silently ignored
