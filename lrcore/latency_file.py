@@ -34,10 +34,17 @@ def load(path: str | Path, what: str = "latency measurements") -> dict:
         raise UserError(f"{p}: JSON nested too deeply to be {what}") from None
     except (OSError, ValueError) as e:
         raise UserError(f"{p}: cannot read {what} ({e})") from None
+    _models(doc, p)
+    return doc
+
+
+def _models(doc, where) -> dict:
+    """The document's `models` object, which must be non-empty (one-line UserError naming
+    `where`)."""
     models = doc.get("models") if isinstance(doc, dict) else None
     if not isinstance(models, dict) or not models:
-        raise UserError(f"{p}: field 'models' must be a non-empty object")
-    return doc
+        raise UserError(f"{where}: field 'models' must be a non-empty object")
+    return models
 
 
 def rows(path: str | Path, name: str, model, extra_ms: str | None = None
@@ -62,8 +69,5 @@ def rows(path: str | Path, name: str, model, extra_ms: str | None = None
 
 def check(doc: dict, where: str) -> None:
     """What a writer checks before it writes: the document a reader of `load` and `rows` takes."""
-    models = doc.get("models") if isinstance(doc, dict) else None
-    if not isinstance(models, dict) or not models:
-        raise UserError(f"{where}: field 'models' must be a non-empty object")
-    for name, m in models.items():
+    for name, m in _models(doc, where).items():
         rows(where, name, m)
