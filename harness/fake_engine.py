@@ -174,3 +174,26 @@ class StubTokenizer:
 
     def __call__(self, text):
         return {"input_ids": text.split()}
+
+
+def run_virtual(coro):
+    """Run `coro` on an event loop with a virtual clock (looptime): each `asyncio.sleep` takes
+    exactly its seconds on the loop's clock, which the scheduler reads (lrreal.engine.monotonic),
+    and the code between sleeps takes none. A test whose scheduler learns from step times (the
+    adaptive Estimator) then sees the fake engines' costs and not the machine's load: one
+    preempted step on a busy CI machine once made a learned batch cost look free. The clock goes
+    on from where the last run_virtual left it, as the machine's does between asyncio.run calls
+    (engines keep what they counted over time: engine_load.BusyMeter); build the scheduler inside
+    `coro`, on that clock."""
+    import looptime
+
+    global _virtual_now
+    runner = asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=_virtual_now))
+    with runner:
+        try:
+            return runner.run(coro)
+        finally:
+            _virtual_now = runner.get_loop().time()
+
+
+_virtual_now = 1000.0   # s: the virtual clock of the next run_virtual (starts at a fixed epoch)

@@ -86,7 +86,13 @@ class StatsWindow:
 
 
 def monotonic() -> float:
-    return time.monotonic()
+    """The scheduler's clock: its event loop's time, the clock asyncio's own timers run on
+    (time.monotonic() on asyncio's loops), so a loop with a virtual clock (the tests' looptime
+    loops) times every step as it sleeps; time.monotonic() outside a running loop."""
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:
+        return time.monotonic()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ a rejection with `error` set, so one bad judge call cannot crash a collection ru
 """
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
+
+from ..engine import monotonic
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Verdict:
     score: float | None    # cosine / P(aligned) / random draw, when the method has one
     shortcut: bool         # decided by the exact-match shortcut, without running `method`
     error: str | None      # the comparison failed (counts as a rejection)
-    start: float           # time.monotonic() seconds
+    start: float           # lrreal.engine.monotonic() seconds (the scheduler's clock)
     end: float
     reason: str | None = None   # a rejection decided without comparing (the scheduler's own:
     #                             "verifier raised", "draft not ready ..."); traces carry it if set
@@ -38,7 +39,7 @@ class Verdict:
 
     @classmethod
     def rejected(cls, method: str, reason: str, now: float, error: str | None = None) -> "Verdict":
-        """A rejection the scheduler decides itself, at `now` (time.monotonic())."""
+        """A rejection the scheduler decides itself, at `now` (lrreal.engine.monotonic())."""
         return cls(False, method, None, False, error, now, now, reason)
 
     def as_dict(self) -> dict:
@@ -61,15 +62,15 @@ class Verifier(ABC):
     shortcut: bool = True  # try exact match first; a match is accepted without `_compare`
 
     async def verify(self, target_step: str, draft_step: str) -> Verdict:
-        start = time.monotonic()
+        start = monotonic()
         if self.shortcut and exact_match(target_step, draft_step):
-            return Verdict(True, self.method, None, True, None, start, time.monotonic())
+            return Verdict(True, self.method, None, True, None, start, monotonic())
         try:
             accepted, score, error = await self._compare(target_step, draft_step)
         except Exception as e:  # a verifier bug or environment failure must not end the run
             accepted, score, error = False, None, f"{type(e).__name__}: {e}"
         return Verdict(bool(accepted) and error is None, self.method, score, False, error,
-                       start, time.monotonic())
+                       start, monotonic())
 
     @abstractmethod
     async def _compare(self, target_step: str, draft_step: str) -> tuple[bool, float | None, str | None]:

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from harness.fake_engine import MARKER, ExactVerifier, FakeEngine, tokenize
+from harness.fake_engine import MARKER, ExactVerifier, FakeEngine, run_virtual, tokenize
 from lrcore.adaptive import AdaptiveConfig, Decision, Estimates
 from lrcore.modes import ADAPTIVE_MODES, DRAFT_MODES, LR_MODES, MODES, SD_MODES
 from lrreal.scheduler import Problem, SchedulerConfig, run_problem
@@ -29,10 +29,14 @@ def engines(script=SCRIPT, wrong=lambda step, seed: False, draft_tok=0.0005, tar
 
 
 def run_adaptive(cfg, target, draft, verifier=None) -> tuple:
-    """(result, the scheduler) of one problem, so a test can look at its Estimator."""
-    lr = AdaptiveLookahead(Run(cfg, Problem("p1", 0, PROMPT), target, draft,
-                               verifier or ExactVerifier()))
-    return asyncio.run(lr.run_problem()), lr
+    """(result, the scheduler) of one problem, so a test can look at its Estimator; on the fake
+    engines' virtual clock (run_virtual)."""
+    async def one():
+        lr = AdaptiveLookahead(Run(cfg, Problem("p1", 0, PROMPT), target, draft,
+                                   verifier or ExactVerifier()))
+        return await lr.run_problem(), lr
+
+    return run_virtual(one())
 
 
 def record(res, mode: str) -> dict:
@@ -48,6 +52,28 @@ def record(res, mode: str) -> dict:
     return validate_record(rec)
 
 
+def test_the_scheduler_reads_its_event_loops_clock():
+    """lrreal.engine.monotonic is the running loop's time (time.monotonic() on asyncio's own
+    loop and outside one), so run_virtual's fake engines cost exactly what they sleep, whatever
+    else the machine runs; the virtual clock goes on from one run to the next."""
+    import time
+
+    from lrreal.engine import monotonic
+
+    async def nap(seconds):
+        t0 = monotonic()
+        await asyncio.sleep(seconds)
+        return t0, monotonic() - t0
+
+    wall = time.monotonic()
+    (t0, slept), (t1, _) = run_virtual(nap(30.0)), run_virtual(nap(0.0))
+    assert slept == pytest.approx(30.0, abs=1e-6) and time.monotonic() - wall < 10.0
+    assert t1 >= t0 + 30.0
+    (_, real) = asyncio.run(nap(0.01))
+    assert 0.01 <= real < 5.0
+    assert abs(monotonic() - time.monotonic()) < 1.0
+
+
 def test_adaptive_modes_are_real_lr_modes():
     for m in ADAPTIVE_MODES:
         assert m in MODES and m in LR_MODES and m in DRAFT_MODES
@@ -58,7 +84,7 @@ def test_adaptive_modes_are_real_lr_modes():
 @pytest.mark.parametrize("mode", list(ADAPTIVE_MODES))
 def test_exact_acceptance_reproduces_the_target_text_and_records_every_decision(mode):
     target, draft = engines()
-    res = asyncio.run(run_problem(SchedulerConfig(mode=mode, depth=3, max_tokens=500), Problem(
+    res = run_virtual(run_problem(SchedulerConfig(mode=mode, depth=3, max_tokens=500), Problem(
         "p1", 0, PROMPT), target, draft, ExactVerifier()))
     assert res.text == FULL and res.finish_reason == "eos" and res.output_tokens == FULL_TOKENS
     rec = record(res, mode)
@@ -226,7 +252,7 @@ def test_load_and_batch_sizes_count_problems_in_flight():
                                      ExactVerifier())) for i in range(2)]
         return lrs, await asyncio.gather(*(lr.run_problem() for lr in lrs))
 
-    lrs, results = asyncio.run(both())
+    lrs, results = run_virtual(both())
     assert all(r.text == FULL for r in results)
     assert max(d["estimates"]["load"] for lr in lrs for d in lr.decisions) > 1.0
     assert any(b > 0 for lr in lrs for b in lr.est.target.bins)   # a step ran beside another
