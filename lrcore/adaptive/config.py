@@ -95,6 +95,10 @@ class Estimates:
     #                                 its own (queue, the context's prefill) before its first token,
     #                                 which a step of depth 0, written by a request already
     #                                 running, does not; 0 = the theory's (and the simulator's)
+    target_draft_s: float = 0.0     # extra target step seconds per draft request running beside
+    #                                 it: where draft and target share a machine's cores (a 2-core
+    #                                 CPU: 8-10% of a step, docs/adaptive.md), the drafter slows the
+    #                                 target; 0 = separate devices (the theory's, the simulator's)
 
     def __post_init__(self):
         if not self.alpha_by_depth or any(not 0.0 <= a <= 1.0 for a in self.alpha_by_depth):
@@ -104,7 +108,7 @@ class Estimates:
             raise UserError(f"estimates: alpha2 must be a probability, got {self.alpha2!r}")
         if not (self.target_step_s > 0 and self.draft_step_s >= 0 and self.verify_s >= 0
                 and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0
-                and self.launch_s >= 0):
+                and self.launch_s >= 0 and self.target_draft_s >= 0):
             raise UserError("estimates: target_step_s and step_tokens must be > 0, the other "
                             "times and slopes >= 0")
 
@@ -112,9 +116,11 @@ class Estimates:
         """Acceptance of one draft at `depth` >= 1 (the deepest known value beyond the table)."""
         return self.alpha_by_depth[min(depth, len(self.alpha_by_depth)) - 1]
 
-    def target_time(self, positions: float) -> float:
-        """Seconds of one target step with `positions` in the target's batch."""
-        return self.target_step_s + self.target_slope_s * (positions - 1.0)
+    def target_time(self, positions: float, drafting: float = 0.0) -> float:
+        """Seconds of one target step with `positions` in the target's batch and, on average,
+        `drafting` draft requests running beside it."""
+        return (self.target_step_s + self.target_slope_s * (positions - 1.0)
+                + self.target_draft_s * drafting)
 
     def draft_time(self, sequences: float) -> float:
         """Seconds of one draft step with `sequences` in the draft's batch."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..theory import geometric_sum
 from .config import MIN_STEP_S, AdaptiveConfig, Estimates
 
@@ -61,33 +63,52 @@ MAX_BATCH_BIN = 63   # batch sizes (x - 1) kept apart up to this; larger ones sh
 
 @dataclass
 class BatchCost:
-    """Step seconds as a line in the batch size x, T(x) = base + slope (x - 1), fitted by weighted
-    least squares through the decayed mean at each batch size seen, with a ridge prior worth w0
+    """Step seconds as a plane in the batch size x and the requests v of the other engine running
+    beside the step, T(x, v) = base + slope (x - 1) + drafting v, fitted by weighted least
+    squares through the decayed mean at each (batch size, v) seen, with a ridge prior worth w0
     observations:
 
-        minimise  sum_b w_b (t_b - base - slope u_b)^2 + w0 (base - base0)^2 + w0 (slope - slope0)^2
+        minimise  sum_b w_b (t_b - base - slope u_b - drafting v_b)^2 + w0 (base - base0)^2
+                  + w0 (slope - slope0)^2 + w0 (drafting - drafting0)^2
 
-    where bin b holds the observations at round(x - 1) = b: w_b = sum_i decay^(n_b - i) is its
-    decayed count and (u_b, t_b) its decayed means, each bin forgetting only as it is observed
-    again (directional forgetting). One clock for all sizes would let a run that settles at one
-    batch size - depth 0 alone, or 4 AR streams - forget everything it measured about the
-    others, and the slope fall back to its prior (the theory's free batching, 0) and the
-    speculation it made look free (the real load corpus's rounds 5-6, docs/adaptive.md). Seen at
-    one batch size only, the slope is its prior; a negative fitted slope is refitted at 0 (a
-    larger batch never runs faster)."""
+    where bin b holds the observations at round(x - 1) (and, for v > 0, round(2 v)): w_b =
+    sum_i decay^(n_b - i) is its decayed count and (u_b, v_b, t_b) its decayed means, each bin
+    forgetting only as it is observed again (directional forgetting). One clock for all sizes
+    would let a run that settles at one batch size - depth 0 alone, or 4 AR streams - forget
+    everything it measured about the others, and the slope fall back to its prior (the theory's
+    free batching, 0) and the speculation it made look free (the real load corpus's rounds 5-6,
+    docs/adaptive.md). Seen at one batch size only, the slope is its prior; a negative fitted
+    slope or drafting cost is refitted at 0 (a larger batch, or a busier drafter, never runs the
+    step faster). The target's v is the draft requests beside it: on a CPU whose cores both
+    engines share, a target step at batch 1 beside the drafter ran 8-10% slower than one alone
+    (docs/adaptive.md), and pooled with them it priced speculation 8% too cheap. With v = 0
+    throughout (the draft's own cost, separate devices) it is the line base + slope (x - 1)."""
     base0: float
     slope0: float
     prior_weight: float
     decay: float
     bins: dict[int, list[float]] = field(default_factory=dict)   # b -> decayed [w, sum u, sum t]
+    #                                                              (steps with v = 0)
+    busy: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (b, round(2 v)) ->
+    #                                                  decayed [w, sum u, sum t, sum v] (v > 0)
+    drafting0: float = 0.0
 
-    def observe(self, seconds: float, batch: float) -> None:
+    def observe(self, seconds: float, batch: float, beside: float = 0.0) -> None:
         u = batch - 1.0
         b = min(int(round(u)), MAX_BATCH_BIN)
+        k = self.decay
+        if beside > 0.0:
+            key = (b, min(int(round(2.0 * beside)), MAX_BATCH_BIN))
+            w, su, st, sv = self.busy.get(key, (0.0, 0.0, 0.0, 0.0))
+            self.busy[key] = [k * w + 1.0, k * su + u, k * st + seconds, k * sv + beside]
+            return
         w, su, st = self.bins.get(b, (0.0, 0.0, 0.0))
-        self.bins[b] = [self.decay * w + 1.0, self.decay * su + u, self.decay * st + seconds]
+        self.bins[b] = [k * w + 1.0, k * su + u, k * st + seconds]
 
-    def fit(self) -> tuple[float, float]:
+    def fit(self) -> tuple[float, float, float]:
+        """(base, slope, drafting)."""
+        if self.busy:
+            return self._fit_plane()
         p = self.prior_weight
         # the normal equations [[a, b], [b, d]] [base, slope] = [r, s], bins at their means
         w = sum(v[0] for v in self.bins.values())
@@ -101,7 +122,34 @@ class BatchCost:
         base = (r - b * slope) / a
         if slope < 0.0:                        # the fit with the slope held at 0
             slope, base = 0.0, r / a
-        return max(base, MIN_STEP_S), slope
+        return max(base, MIN_STEP_S), slope, self.drafting0
+
+    def _fit_plane(self) -> tuple[float, float, float]:
+        """The three-parameter fit: the normal equations A theta = r of (base, slope, drafting),
+        solved with slope and drafting >= 0 (of the fits holding a negative one at 0, the one of
+        least squared error)."""
+        p = self.prior_weight
+        rows = [(w, su, st, 0.0) for w, su, st in self.bins.values()] + list(self.busy.values())
+        A = np.diag([p, p, p]).astype(float)
+        r = p * np.array([self.base0, self.slope0, self.drafting0])
+        for w, su, st, sv in rows:
+            m = np.array([w, su, sv])            # w x (1, mean u, mean v)
+            A += np.outer(m, m) / w
+            r += m * (st / w)
+        best = None
+        for free in ((0, 1, 2), (0, 1), (0, 2), (0,)):
+            theta = np.zeros(3)
+            idx = list(free)
+            theta[idx] = np.linalg.solve(A[np.ix_(idx, idx)], r[idx])
+            if theta[1] < 0.0 or theta[2] < 0.0:
+                continue
+            err = float(theta @ A @ theta - 2.0 * r @ theta)   # squared error, less a constant
+            if best is None or err < best[0]:
+                best = (err, theta)
+                if len(free) == 3:
+                    break
+        base, slope, drafting = (float(x) for x in best[1])
+        return max(base, MIN_STEP_S), slope, drafting
 
 
 def _measured(name: str, *values: float) -> None:
@@ -123,7 +171,7 @@ class Estimator:
         self.alpha = [DecayedMean(p.alpha(d), w, k, ages and d == 1)
                       for d in range(1, max(cfg.max_depth, 1) + 1)]
         self.alpha2 = DecayedMean(p.alpha2, w, k, ages)
-        self.target = BatchCost(p.target_step_s, p.target_slope_s, w, k)
+        self.target = BatchCost(p.target_step_s, p.target_slope_s, w, k, drafting0=p.target_draft_s)
         self.draft = BatchCost(p.draft_step_s, p.draft_slope_s, w, k)
         self.verify = DecayedMean(p.verify_s, w, k, ages)
         self.load = DecayedMean(p.load, w, k, ages)
@@ -155,7 +203,8 @@ class Estimator:
 
     def observe_target_step(self, seconds: float, batch: float = 1, k2: int = 1,
                             tokens_per_pass: float | None = None,
-                            tokens: float | None = None, launch_s: float | None = None) -> None:
+                            tokens: float | None = None, launch_s: float | None = None,
+                            drafting: float = 0.0) -> None:
         """One target step with `batch` sequences in the target's batch. A step run with SD
         (k2 > 1, `tokens_per_pass` tokens committed per pass, default the current estimate) is
         stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model.
@@ -163,8 +212,10 @@ class Estimator:
         step_tokens estimate): steps vary in length far more than a batch changes their time.
         `launch_s`: of the seconds, those before its first token beyond one token's time (a
         request of its own: queue, prefill); learned apart (Estimates.launch_s), the rest is the
-        step's cost in the batch. None: a step of a request already running (depth 0)."""
-        _measured("observe_target_step", seconds, batch - 1, k2 - 1)
+        step's cost in the batch. None: a step of a request already running (depth 0).
+        `drafting`: draft requests running beside the step, on average over its life (the
+        drafter's cost to the target where they share cores: Estimates.target_draft_s)."""
+        _measured("observe_target_step", seconds, batch - 1, k2 - 1, drafting)
         if launch_s is not None:
             _measured("launch_s", launch_s)
             launch_s = min(launch_s, seconds)
@@ -174,7 +225,7 @@ class Estimator:
         if k2 > 1:
             m = tokens_per_pass or float(geometric_sum(self.alpha2.value, k2))
             seconds = seconds * m / (1.0 + self.cfg.sd_draft_ratio * (k2 - 1))
-        self.target.observe(seconds, batch * k2)
+        self.target.observe(seconds, batch * k2, drafting)
 
     def observe_draft_step(self, seconds: float, batch: float = 1,
                            tokens: float | None = None) -> None:
@@ -207,13 +258,13 @@ class Estimator:
     def snapshot(self) -> Estimates:
         """The current estimates (probabilities clipped to [0, 1] against rounding; the load is at
         least 1, the request asking)."""
-        (tb, ts), (db, ds) = self.target.fit(), self.draft.fit()
+        (tb, ts, tv), (db, ds, _) = self.target.fit(), self.draft.fit()
 
         def prob(x: float) -> float:
             return min(max(x, 0.0), 1.0)
         return Estimates(self._alphas(prob), prob(self.alpha2.value),
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
-                         self.step_tokens.value, max(self.launch.value, 0.0))
+                         self.step_tokens.value, max(self.launch.value, 0.0), tv)
 
 
     def _alphas(self, prob) -> tuple[float, ...]:

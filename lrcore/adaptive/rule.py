@@ -44,7 +44,8 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     requests in flight all run it (the closed forms of lrcore/theory.py with measured costs).
 
     With a_d = est.alpha(d), T_t(x) / T_d(x) the target / draft step seconds at x positions in
-    the engine's batch, T_v the verdict time, T_l the launch a speculative target step pays, n the load, L tokens per step, c2 = sd_draft_ratio:
+    the engine's batch, T_v the verdict time, T_l the launch a speculative target step pays, n the
+    load, L tokens per step, c2 = sd_draft_ratio:
 
       Token level (paper Sec. 3.3, App. B eq. 2), the target running SD with k2 positions:
           m(k2)   = (1 - alpha2^k2) / (1 - alpha2)            tokens per target pass
@@ -58,6 +59,11 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
                                                              its launch T_l), then its verdict
           c1      = (1/D) sum_{d=1..D} T_d(n W^d) / T_round  drafting one level, per round
           rate    = L f(alpha, c1, D + 1) / T_round          f = f_async (S1/S2) or f_sync
+
+    Where the drafter slows the target (est.target_draft_s = k_v > 0: engines sharing cores), a
+    round's target step runs beside v = n sum_{d=1..D} W^d T_d(n W^d) / T_round draft requests on
+    average (the drafting a round needs, over the round; at most its n (P - 1) drafts), and
+    T_round takes T_sd(n P) + k_v v in its place (first order: v from the round without it).
 
     With flat costs (T_t, T_d constant), T_v = T_l = 0, W = 1, n = 1 and constant acceptance, rate over
     the AR rate L / T_t(1) is exactly the paper's f(alpha1, c1, k1 = D + 1) at depth D >= 1, g(k2)
@@ -80,9 +86,9 @@ def _rates(est: Estimates, choices: list[Choice],
     k2s = sorted({c.k2 for c in choices})
     m = dict(zip(k2s, np.atleast_1d(geometric_sum(est.alpha2, np.array(k2s, dtype=float)))))
 
-    def t_sd(sequences: float, k2: int) -> float:
+    def t_sd(sequences: float, k2: int, beside: float = 0.0) -> float:
         sd_cost = 1.0 + cfg.sd_draft_ratio * (k2 - 1)
-        return max(est.target_time(sequences * k2), MIN_STEP_S) * sd_cost / float(m[k2])
+        return max(est.target_time(sequences * k2, beside), MIN_STEP_S) * sd_cost / float(m[k2])
 
     rates = [L / t_sd(n, c.k2) if c.depth == 0 else None for c in choices]
     alphas, c1s, k1s, rounds = [], [], [], []
@@ -93,6 +99,10 @@ def _rates(est: Estimates, choices: list[Choice],
         levels = [1.0 - (1.0 - est.alpha(d)) ** (W ** cfg.width_exponent) for d in range(1, D + 1)]
         positions = sum(W ** d for d in range(D + 1))
         t_round = t_sd(n * positions, c.k2) + est.launch_s + est.verify_s
+        if est.target_draft_s > 0.0:      # the drafter beside the round slows the target
+            drafted = n * sum(W ** d * max(est.draft_time(n * W ** d), 0.0) for d in range(1, D + 1))
+            beside = min(drafted / t_round, n * (positions - 1))
+            t_round = t_sd(n * positions, c.k2, beside) + est.launch_s + est.verify_s
         t_draft = sum(max(est.draft_time(n * W ** d), 0.0) for d in range(1, D + 1)) / D
         alphas.append(math.prod(levels) ** (1.0 / D))
         c1s.append(t_draft / t_round)

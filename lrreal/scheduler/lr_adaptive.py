@@ -21,7 +21,8 @@ observation:
   - each finished target step (a tree's step request, or a stream's cut): seconds (from its
     request's start, or the previous cut, to its end: queueing in the engine is part of the
     cost), the requests the target engine ran over the step's life (time-averaged, itself
-    included: engine_load.py), its tokens;
+    included: engine_load.py), the draft requests running beside it (time-averaged: on a CPU the
+    drafter slows the target), its tokens;
     with SD, the engine's k2 and the SD counters' accepted tokens and rejected rounds
   - each finished draft: seconds and the draft engine's time-averaged requests over its life
   - the duration of the verdict that decided each position
@@ -55,7 +56,7 @@ from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
 from ..engine import GenResult, Progress, monotonic, sd_summary
 from .adaptive_prior import NEUTRAL
 from .base import Job, Run
-from .engine_load import CountedEngine, mean_batch
+from .engine_load import CountedEngine, mean_batch, meter
 from .lr_async import AsyncLookahead
 from .record import ProblemResult
 from .steps import StreamSegmenter
@@ -288,7 +289,8 @@ class AdaptiveLookahead(AsyncLookahead):
         step that was a request of its own (`launched`: a tree's), its launch too (`launch_s`)."""
         self._scale_prior(t.end - t.start, self.prior.target_step_s)
         self.est.observe_target_step(max(0.0, t.end - t.start), max(1.0, batch), self.k2,
-                                     tokens=t.tokens, launch_s=launch_s(t) if launched else None)
+                                     tokens=t.tokens, launch_s=launch_s(t) if launched else None,
+                                     drafting=meter(self.run.draft).mean(t.start, t.end))
         self.est.observe_step_tokens(t.tokens)
         if self.k2 > 1:
             self._observe_sd()

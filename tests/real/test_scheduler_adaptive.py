@@ -373,9 +373,10 @@ def test_step_times_reach_the_estimator_with_their_lengths(monkeypatch):
     seen = {"target": [], "draft": []}
     t0, d0 = Estimator.observe_target_step, Estimator.observe_draft_step
 
-    def target(self, seconds, batch=1, k2=1, tokens_per_pass=None, tokens=None, launch_s=None):
+    def target(self, seconds, batch=1, k2=1, tokens_per_pass=None, tokens=None, launch_s=None,
+               drafting=0.0):
         seen["target"].append(tokens)
-        return t0(self, seconds, batch, k2, tokens_per_pass, tokens, launch_s)
+        return t0(self, seconds, batch, k2, tokens_per_pass, tokens, launch_s, drafting)
 
     def draft(self, seconds, batch=1, tokens=None):
         seen["draft"].append(tokens)

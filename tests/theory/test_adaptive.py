@@ -3,6 +3,7 @@ hysteresis and the Decision record, checked against the closed forms (lrcore/the
 import itertools
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -216,7 +217,7 @@ def test_batch_cost_keeps_a_batch_size_it_no_longer_sees():
     before = bc.fit()
     for _ in range(100):
         bc.observe(1.0, 1)
-    base, slope = bc.fit()
+    base, slope, drafting = bc.fit()
     assert 0.17 < before[1] < 0.2          # 0.2 s per sequence, shrunk a little by the prior
     assert slope == pytest.approx(before[1], rel=0.01) and base == pytest.approx(1.0, rel=0.02)
     # far larger batches share the last bin
@@ -228,7 +229,7 @@ def test_batch_cost_at_batch_one_keeps_the_prior_slope_and_never_slopes_down():
     bc = BatchCost(base0=1.0, slope0=0.05, prior_weight=2.0, decay=0.9)
     bc.observe(1.3, 1)
     bc.observe(1.5, 1)
-    base, slope = bc.fit()
+    base, slope, drafting = bc.fit()
     assert slope == pytest.approx(0.05, rel=REL)
     ref = DecayedMean(1.0, 2.0, 0.9)
     ref.observe(1.3)
@@ -238,10 +239,77 @@ def test_batch_cost_at_batch_one_keeps_the_prior_slope_and_never_slopes_down():
     bc = BatchCost(base0=1.0, slope0=0.0, prior_weight=2.0, decay=0.9)
     for t, x in [(2.0, 1), (1.0, 8), (2.0, 1), (1.0, 8)]:
         bc.observe(t, x)
-    base, slope = bc.fit()
+    base, slope, drafting = bc.fit()
     assert slope == 0.0
     # (batch 1 and batch 8 each seen twice: decayed counts 1.9 each)
     assert base == pytest.approx((2.0 * 1.0 + 2.0 * 1.9 + 1.0 * 1.9) / (2.0 + 1.9 + 1.9), rel=REL)
+
+
+def test_batch_cost_with_the_drafter_beside_is_the_ridge_fit_of_a_plane():
+    """Steps run beside v draft requests (a shared CPU): T = base + slope (x - 1) + drafting v,
+    the ridge least-squares fit through each (batch, v) bin's decayed mean, as np.linalg.lstsq
+    finds it; without such steps the drafting cost is its prior and the line is unchanged."""
+    bc = BatchCost(base0=1.0, slope0=0.05, prior_weight=2.0, decay=0.9, drafting0=0.01)
+    line = BatchCost(base0=1.0, slope0=0.05, prior_weight=2.0, decay=0.9, drafting0=0.01)
+    obs = [(1.0, 1, 0.0), (1.1, 1, 0.8), (1.3, 3, 0.0), (1.45, 3, 0.9), (1.02, 1, 0.0),
+           (1.12, 1, 0.7), (1.6, 5, 1.6)]
+    for t, x, v in obs:
+        bc.observe(t, x, v)
+        if v == 0:
+            line.observe(t, x)
+    assert line.fit()[2] == 0.01                 # no step beside the drafter: its prior
+    by_bin: dict[tuple, list] = {}
+    for t, x, v in obs:
+        by_bin.setdefault((round(x - 1), round(2 * v) if v > 0 else -1), []).append((t, x - 1, v))
+    rows, rhs = [], []
+    for seen in by_bin.values():
+        n = len(seen)
+        w = [0.9 ** (n - 1 - i) for i in range(n)]
+        wb = sum(w)
+        ub, vb, tb = (sum(wi * o[j] for wi, o in zip(w, seen)) / wb for j in (1, 2, 0))
+        rows.append([math.sqrt(wb), math.sqrt(wb) * ub, math.sqrt(wb) * vb])
+        rhs.append(math.sqrt(wb) * tb)
+    r2 = math.sqrt(2.0)
+    rows += [[r2, 0, 0], [0, r2, 0], [0, 0, r2]]
+    rhs += [r2 * 1.0, r2 * 0.05, r2 * 0.01]
+    want, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
+    assert want[2] > 0.05                       # the drafter's cost is seen
+    assert bc.fit() == pytest.approx(tuple(want), rel=1e-10)
+
+
+def test_batch_cost_never_fits_a_drafter_that_speeds_the_step_up():
+    bc = BatchCost(base0=1.0, slope0=0.0, prior_weight=2.0, decay=0.9)
+    for _ in range(10):
+        bc.observe(1.0, 1)
+        bc.observe(0.8, 1, 1.0)                 # beside the drafter, faster: refitted at 0
+        bc.observe(1.4, 3)
+    base, slope, drafting = bc.fit()
+    assert drafting == 0.0
+    # the fit with the drafting cost held at 0: the line through the three bins' means
+    w = math.sqrt(sum(0.9 ** i for i in range(10)))
+    r2 = math.sqrt(2.0)
+    rows = [[w, 0.0], [w, 0.0], [w, 2.0 * w], [r2, 0.0], [0.0, r2]]
+    rhs = [w * 1.0, w * 0.8, w * 1.4, r2 * 1.0, 0.0]
+    want, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
+    assert (base, slope) == pytest.approx(tuple(want), rel=1e-10)
+
+
+def test_the_drafter_beside_the_round_prices_speculation():
+    """target_draft_s > 0 makes every speculative round's target step slower by k_v v, v the
+    drafting a round needs over the round; depth 0 is unchanged."""
+    cfg = AdaptiveConfig(max_depth=2, widths=(1,))
+    e = Estimates(alpha_by_depth=(0.5,), target_step_s=1.0, draft_step_s=0.3)
+    slow = replace(e, target_draft_s=0.1)
+    assert expected_rate(slow, AR, cfg) == expected_rate(e, AR, cfg)
+    for depth in (1, 2):
+        c = Choice(depth, 1, 1)
+        t_round = 1.0 + 0.013                                   # T_t(1) + T_v
+        v = depth * 0.3 / t_round
+        alpha = 0.5
+        rate = 40.0 * float(f_async(alpha, 0.3 / (1.0 + 0.1 * v + 0.013), depth + 1))
+        assert expected_rate(slow, c, cfg) == pytest.approx(rate / (1.0 + 0.1 * v + 0.013),
+                                                            rel=1e-12)
+        assert expected_rate(slow, c, cfg) < expected_rate(e, c, cfg)
 
 
 def test_an_sd_target_step_is_stored_as_its_plain_equivalent():
