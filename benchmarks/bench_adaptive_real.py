@@ -54,6 +54,10 @@ def _block(recs: list[dict], speedup: float) -> dict:
             # the target's cost of one more position in its batch, as a share of a step
             "slope_share_first": mean([d["estimates"]["target_slope_s"] / d["estimates"]["target_step_s"]
                                        for d in first]),
+            # the drafter's cost to a target step beside it, per draft request, as a share of a
+            # step (absent from records made before it was estimated)
+            "drafter_share_first": mean([d["estimates"]["target_draft_s"] / d["estimates"]["target_step_s"]
+                                         for d in first if "target_draft_s" in d["estimates"]]),
             "expected_first": mean([d["best_tps"] / d["ar_tps"] for d in first if d.get("ar_tps")]),
             "speedup_vs_ar": speedup}
 
@@ -125,15 +129,18 @@ def render(doc: dict) -> str:
     lines += ["", "lr-adaptive by block (round): share of decisions at depth 0; at each record's first "
               "decision the Estimator's depth-1 acceptance and the expected speedup of its best "
               "choice over AR (block means); the measured speedup.", "",
-              "| in flight | round | depth 0 | acceptance believed | slope believed | expected | measured |",
-              "|---|---|---|---|---|---|---|"]
+              "| in flight | round | depth 0 | acceptance believed | slope believed | drafter believed | expected | measured |",
+              "|---|---|---|---|---|---|---|---|"]
     for n, table in doc["levels"].items():
         for i, b in enumerate((table.get(ADAPTIVE) or {}).get("by_block", [])):
             lines.append(f"| {n} | {i} | {_f(b['depth0_share'])} | {_f(b['alpha1_first'])} | "
                          f"{_f(b.get('slope_share_first'), '.3f')} | "
+                         f"{_f(b.get('drafter_share_first'), '.3f')} | "
                          f"{_f(b['expected_first'])} | {_f(b['speedup_vs_ar'])} |")
     lines += ["", "(slope believed: the target's cost of one more position in its batch as a share of "
-              "a step, target_slope_s / target_step_s, at each record's first decision.)"]
+              "a step, target_slope_s / target_step_s; drafter believed: its cost of one draft "
+              "request running beside it, target_draft_s / target_step_s (- : records from before "
+              "it was estimated); both at each record's first decision.)"]
     priced = [(n, r) for n, table in doc["levels"].items()
               if (r := table.get(STATIC) or {}).get("priced_by_adaptive") is not None]
     if priced:          # records from before lr-adaptive wrote its final estimates have none

@@ -207,6 +207,46 @@ class CrowdedEngine(FakeEngine):
         self._alone = seconds
 
 
+class SharedCores(FakeEngine):
+    """A fake target whose tokens slow down while the draft engine works (two engines sharing a
+    CPU's cores): per_token_s is the time alone times 1 + factor x the draft requests running."""
+    factor: float = 0.0
+    drafter: FakeEngine | None = None
+
+    @property
+    def per_token_s(self) -> float:
+        return self._alone * (1.0 + self.factor * (self.drafter.active if self.drafter else 0))
+
+    @per_token_s.setter
+    def per_token_s(self, seconds: float) -> None:
+        self._alone = seconds
+
+
+@pytest.mark.parametrize("factor", [0.0, 1.0])
+def test_the_estimator_learns_what_the_drafter_beside_a_target_step_costs(factor):
+    """The draft requests running beside each target step reach the Estimator: a target that
+    runs twice as slow while the drafter works is believed to pay a share of a step per draft
+    request (Estimates.target_draft_s), one the drafter does not slow keeps the prior's 0."""
+    rng = random.Random(7)
+    wrong_steps = {i for i in range(len(LONG)) if rng.random() < 0.5}
+    target = SharedCores("target", LONG, per_token_s=0.002)
+    draft = FakeEngine("draft", LONG, per_token_s=0.0008,
+                       wrong=lambda step, seed: step in wrong_steps)
+    target.factor, target.drafter = factor, draft
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=4000),
+                           target, draft)
+    assert res.text == "\n\n".join(LONG)
+    est = lr.est.snapshot()
+    depths = {d["depth"] for d in lr.decisions}
+    if factor:                                       # steps alone and beside the drafter
+        assert 0 in depths and max(depths) > 0
+        assert est.target_draft_s / est.target_step_s > 0.2
+    else:
+        assert max(depths) > 0
+        assert est.target_draft_s == 0.0
+    assert record(res, "lr-adaptive")["adaptive"]["final"]["target_draft_s"] == est.target_draft_s
+
+
 def test_it_stops_speculating_when_every_draft_is_wrong_and_batching_costs():
     """Acceptance 0 and a target that slows down with its batch (this machine, where static LR
     loses): the Controller learns to stop speculating, and steps are the target's alone."""
