@@ -176,19 +176,25 @@ class StubTokenizer:
         return {"input_ids": text.split()}
 
 
-def run_virtual(coro):
+def run_virtual(coro, keep_clock: bool = False):
     """Run `coro` on an event loop with a virtual clock (looptime): each `asyncio.sleep` takes
     exactly its seconds on the loop's clock, which the scheduler reads (lrreal.engine.monotonic),
     and the code between sleeps takes none. A test whose scheduler learns from step times (the
     adaptive Estimator) then sees the fake engines' costs and not the machine's load: one
-    preempted step on a busy CI machine once made a learned batch cost look free. The clock goes
-    on from where the last run_virtual left it, as the machine's does between asyncio.run calls
-    (engines keep what they counted over time: engine_load.BusyMeter); build the scheduler inside
-    `coro`, on that clock."""
+    preempted step on a busy CI machine once made a learned batch cost look free. Build the
+    scheduler inside `coro`, on that clock.
+
+    The clock starts at VIRTUAL_EPOCH, so a test runs the same whatever ran before it: events at
+    the same virtual instant are ordered by float rounding, which depends on the clock's
+    magnitude (a run that learns from them can take another path at another epoch).
+    `keep_clock`: go on from where the last run_virtual left the clock instead, as the
+    machine's clock does between asyncio.run calls: for engines used by more than one run
+    (they keep what they counted over time, engine_load.BusyMeter)."""
     import looptime
 
     global _virtual_now
-    runner = asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=_virtual_now))
+    start = _virtual_now if keep_clock else VIRTUAL_EPOCH
+    runner = asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=start))
     with runner:
         try:
             return runner.run(coro)
@@ -196,4 +202,5 @@ def run_virtual(coro):
             _virtual_now = runner.get_loop().time()
 
 
-_virtual_now = 1000.0   # s: the virtual clock of the next run_virtual (starts at a fixed epoch)
+VIRTUAL_EPOCH = 1000.0   # s: where each run_virtual's clock starts (keep_clock: the last's end)
+_virtual_now = VIRTUAL_EPOCH

@@ -99,6 +99,9 @@ class Estimates:
     #                                 it: where draft and target share a machine's cores (a 2-core
     #                                 CPU: 8-10% of a step, docs/adaptive.md), the drafter slows the
     #                                 target; 0 = separate devices (the theory's, the simulator's)
+    spec_factor: float = 1.0        # the speculative choices' rate as the run measured it over
+    #                                 their price, relative to depth 0's (Estimator.observe_paid):
+    #                                 what the closed forms miss (1: nothing, the simulator's)
 
     def __post_init__(self):
         if not self.alpha_by_depth or any(not 0.0 <= a <= 1.0 for a in self.alpha_by_depth):
@@ -108,9 +111,9 @@ class Estimates:
             raise UserError(f"estimates: alpha2 must be a probability, got {self.alpha2!r}")
         if not (self.target_step_s > 0 and self.draft_step_s >= 0 and self.verify_s >= 0
                 and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0
-                and self.launch_s >= 0 and self.target_draft_s >= 0):
-            raise UserError("estimates: target_step_s and step_tokens must be > 0, the other "
-                            "times and slopes >= 0")
+                and self.launch_s >= 0 and self.target_draft_s >= 0 and self.spec_factor > 0):
+            raise UserError("estimates: target_step_s, step_tokens and spec_factor must be > 0, "
+                            "the other times and slopes >= 0")
 
     def alpha(self, depth: int) -> float:
         """Acceptance of one draft at `depth` >= 1 (the deepest known value beyond the table)."""

@@ -152,6 +152,34 @@ class BatchCost:
         return max(base, MIN_STEP_S), slope, drafting
 
 
+@dataclass
+class PaidCheck:
+    """What committed tokens cost against what the rule priced them at, for one kind of choice
+    (speculating or not): decayed sums of the seconds the price allowed them (tokens / priced
+    rate) and of the seconds they took. `ratio` = allowed / taken (1: the price held; below 1:
+    they came slower than priced), with a prior of 1 worth `prior_weight` mean observations."""
+    prior_weight: float
+    decay: float
+    allowed: float = 0.0
+    taken: float = 0.0
+    n: float = 0.0
+
+    def observe(self, allowed_s: float, taken_s: float) -> None:
+        k = self.decay
+        self.allowed, self.taken, self.n = k * self.allowed + allowed_s, k * self.taken + taken_s, k * self.n + 1.0
+
+    @property
+    def ratio(self) -> float:
+        if self.n <= 0.0 or self.taken <= 0.0:
+            return 1.0
+        prior = self.prior_weight * self.taken / self.n
+        return (self.allowed + prior) / (self.taken + prior)
+
+
+SPEC_FACTOR_BOUNDS = (0.25, 4.0)   # the correction never more than 4x either way: a few steps of
+#                                    luck must not make speculation look free or hopeless
+
+
 def _measured(name: str, *values: float) -> None:
     """A caller's bug, not a user's: a negative or non-finite measurement would poison the sums."""
     if any(not (math.isfinite(v) and v >= 0) for v in values):
@@ -177,6 +205,9 @@ class Estimator:
         self.load = DecayedMean(p.load, w, k, ages)
         self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
         self.launch = DecayedMean(p.launch_s, w, k, ages)
+        # the price checked against the run's own commits, speculating (True) and not (False)
+        self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
+        self.spec_factor0 = p.spec_factor
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
         """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
@@ -245,6 +276,16 @@ class Estimator:
         _measured("observe_verify", seconds)
         self.verify.observe(seconds)
 
+    def observe_paid(self, speculating: bool, tokens: float, seconds: float,
+                     priced_tps: float) -> None:
+        """`tokens` committed over `seconds` of one request's wall time under a choice the
+        closed forms priced at `priced_tps` (without spec_factor): the check of the price
+        against what the run got. Estimates.spec_factor is speculation's ratio over depth 0's
+        (errors common to both, such as the step length, cancel), times the prior's."""
+        _measured("observe_paid", tokens, seconds, priced_tps)
+        if tokens > 0 and priced_tps > 0:
+            self.paid[bool(speculating)].observe(tokens / priced_tps, seconds)
+
     def observe_load(self, in_flight: float) -> None:
         """Requests in flight, e.g. at each decision."""
         _measured("observe_load", in_flight)
@@ -264,8 +305,18 @@ class Estimator:
             return min(max(x, 0.0), 1.0)
         return Estimates(self._alphas(prob), prob(self.alpha2.value),
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
-                         self.step_tokens.value, max(self.launch.value, 0.0), tv)
+                         self.step_tokens.value, max(self.launch.value, 0.0), tv,
+                         self._spec_factor())
 
+
+    def _spec_factor(self) -> float:
+        """Speculation's measured rate over its price, relative to depth 0's (observe_paid),
+        times the prior's factor; within SPEC_FACTOR_BOUNDS. Exactly the prior's until observed."""
+        spec, alone = self.paid[True], self.paid[False]
+        if spec.n <= 0.0 and alone.n <= 0.0:
+            return self.spec_factor0
+        lo, hi = SPEC_FACTOR_BOUNDS
+        return min(max(self.spec_factor0 * spec.ratio / alone.ratio, lo), hi)
 
     def _alphas(self, prob) -> tuple[float, ...]:
         """Acceptance by depth. Depth 1 is its own mean (its prior ages with cfg.prior_ages). The

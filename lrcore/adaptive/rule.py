@@ -65,6 +65,10 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     average (the drafting a round needs, over the round; at most its n (P - 1) drafts), and
     T_round takes T_sd(n P) + k_v v in its place (first order: v from the round without it).
 
+    Every speculative rate is then multiplied by est.spec_factor: what the run measured its
+    speculative commits to earn over this price, relative to its depth-0 commits (1 until
+    measured; Estimator.observe_paid).
+
     With flat costs (T_t, T_d constant), T_v = T_l = 0, W = 1, n = 1 and constant acceptance, rate over
     the AR rate L / T_t(1) is exactly the paper's f(alpha1, c1, k1 = D + 1) at depth D >= 1, g(k2)
     at depth 0, and f(alpha1, c1 g(k2), D + 1) g(k2) = h(k1, k2) (Sec. 3.3 eq. 1) for the hybrid,
@@ -111,7 +115,8 @@ def _rates(est: Estimates, choices: list[Choice],
     if alphas:
         f = (f_async if cfg.mode == "async" else f_sync)(np.array(alphas), np.array(c1s),
                                                          np.array(k1s))
-        spec = iter(L * float(fk) / t for fk, t in zip(np.atleast_1d(f), rounds))
+        # spec_factor: the price checked against the run's own commits (1 until observed)
+        spec = iter(L * float(fk) / t * est.spec_factor for fk, t in zip(np.atleast_1d(f), rounds))
         rates = [r if r is not None else next(spec) for r in rates]
     return list(zip(choices, rates))
 

@@ -26,6 +26,8 @@ observation:
     with SD, the engine's k2 and the SD counters' accepted tokens and rejected rounds
   - each finished draft: seconds and the draft engine's time-averaged requests over its life
   - the duration of the verdict that decided each position
+  - the tokens committed between two decisions and the seconds they took, against the price of
+    the choice in force then (observe_paid: the price checked against the run's own commits)
   - the problems in flight in this process at each decision (the load).
 One Estimator per run, shared by every problem on the same engines (`RunEstimates`: a serving
 process learns across its requests, and a 192-token answer has about five steps, too few to learn
@@ -140,12 +142,15 @@ class AdaptiveLookahead(AsyncLookahead):
         self.decisions: list[dict] = []
         self.sd_mark = self._sd_mark()
         self.stream: ARStream | None = None    # the target writing on alone, at depth 0
+        self.paying: tuple[bool, float] | None = None   # (speculating, priced tok/s) in force
+        self.paid_mark = (monotonic(), 0)               # (time, committed tokens) last looked at
 
     async def run_problem(self) -> ProblemResult:
         global _problems
         _problems += 1
         try:
             res = await super().run_problem()
+            self._observe_paid()                   # the last decision's commits
         finally:
             _problems -= 1
             if self.stream is not None:        # an error ended the run mid-stream
@@ -167,9 +172,24 @@ class AdaptiveLookahead(AsyncLookahead):
         self.est.observe_load(_problems)
         if not self.shared.scaled:
             self.shared.loads.append(_problems)
+        self._observe_paid()
         d = self.ctl.decide(self.est.snapshot())
         self.depth, self.width = d.depth, d.width
         self.decisions.append(plain({"position": position, **d.to_dict()}))
+        # what the closed forms priced this choice at, before the run's own correction
+        priced = d.expected_tps / d.estimates.spec_factor if d.depth > 0 else d.expected_tps
+        self.paying = (d.depth > 0, priced)
+
+    def _observe_paid(self) -> None:
+        """The tokens committed since the last look, and the seconds they took, against the
+        price of the choice in force (Estimator.observe_paid): a step committed between two
+        decisions is the previous decision's."""
+        now, tokens = monotonic(), self.log.committed_tokens
+        if self.paying is not None and tokens > self.paid_mark[1]:
+            (spec, priced), (t0, c0) = self.paying, self.paid_mark
+            self.est.observe_paid(spec, tokens - c0, max(0.0, now - t0), priced)
+        if self.paying is None or tokens > self.paid_mark[1]:
+            self.paid_mark = (now, tokens)
 
     # -- depth 0: the target writes on alone, one request for as long as the choice stays 0 -----
 

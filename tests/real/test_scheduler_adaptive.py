@@ -28,15 +28,15 @@ def engines(script=SCRIPT, wrong=lambda step, seed: False, draft_tok=0.0005, tar
             FakeEngine("draft", script, per_token_s=draft_tok, wrong=wrong))
 
 
-def run_adaptive(cfg, target, draft, verifier=None) -> tuple:
+def run_adaptive(cfg, target, draft, verifier=None, keep_clock=False) -> tuple:
     """(result, the scheduler) of one problem, so a test can look at its Estimator; on the fake
-    engines' virtual clock (run_virtual)."""
+    engines' virtual clock (run_virtual; `keep_clock` for engines a previous run used)."""
     async def one():
         lr = AdaptiveLookahead(Run(cfg, Problem("p1", 0, PROMPT), target, draft,
                                    verifier or ExactVerifier()))
         return await lr.run_problem(), lr
 
-    return run_virtual(one())
+    return run_virtual(one(), keep_clock)
 
 
 def record(res, mode: str) -> dict:
@@ -55,7 +55,7 @@ def record(res, mode: str) -> dict:
 def test_the_scheduler_reads_its_event_loops_clock():
     """lrreal.engine.monotonic is the running loop's time (time.monotonic() on asyncio's own
     loop and outside one), so run_virtual's fake engines cost exactly what they sleep, whatever
-    else the machine runs; the virtual clock goes on from one run to the next."""
+    else the machine runs; each run_virtual starts at the epoch, or goes on from the last (keep_clock)."""
     import time
 
     from lrreal.engine import monotonic
@@ -66,9 +66,9 @@ def test_the_scheduler_reads_its_event_loops_clock():
         return t0, monotonic() - t0
 
     wall = time.monotonic()
-    (t0, slept), (t1, _) = run_virtual(nap(30.0)), run_virtual(nap(0.0))
+    (t0, slept), (t1, _) = run_virtual(nap(30.0)), run_virtual(nap(0.0), keep_clock=True)
     assert slept == pytest.approx(30.0, abs=1e-6) and time.monotonic() - wall < 10.0
-    assert t1 >= t0 + 30.0
+    assert t1 >= t0 + 30.0 and run_virtual(nap(0.0))[0] == t0       # a fresh clock: the epoch
     (_, real) = asyncio.run(nap(0.01))
     assert 0.01 <= real < 5.0
     assert abs(monotonic() - time.monotonic()) < 1.0
@@ -223,10 +223,23 @@ class SharedCores(FakeEngine):
 
 
 @pytest.mark.parametrize("factor", [0.0, 1.0])
-def test_the_estimator_learns_what_the_drafter_beside_a_target_step_costs(factor):
+def test_the_estimator_learns_what_the_drafter_beside_a_target_step_costs(factor, monkeypatch):
     """The draft requests running beside each target step reach the Estimator: a target that
     runs twice as slow while the drafter works is believed to pay a share of a step per draft
-    request (Estimates.target_draft_s), one the drafter does not slow keeps the prior's 0."""
+    request (Estimates.target_draft_s), one the drafter does not slow keeps the prior's 0. (A
+    scripted Controller alternates depth 0 and 2: steps alone and beside the drafter.)"""
+    class Alternate:
+        def __init__(self, cfg):
+            self.n = 0
+
+        def decide(self, est):
+            depth = 2 * (self.n // 3 % 2)
+            self.n += 1
+            return Decision(index=self.n - 1, depth=depth, width=1, k2=1, expected_tps=1.0,
+                            ar_tps=1.0, best=(depth, 1, 1), best_tps=1.0, reason="scripted",
+                            estimates=est)
+
+    monkeypatch.setattr(lr_adaptive, "Controller", Alternate)
     rng = random.Random(7)
     wrong_steps = {i for i in range(len(LONG)) if rng.random() < 0.5}
     target = SharedCores("target", LONG, per_token_s=0.002)
@@ -237,14 +250,44 @@ def test_the_estimator_learns_what_the_drafter_beside_a_target_step_costs(factor
                            target, draft)
     assert res.text == "\n\n".join(LONG)
     est = lr.est.snapshot()
-    depths = {d["depth"] for d in lr.decisions}
-    if factor:                                       # steps alone and beside the drafter
-        assert 0 in depths and max(depths) > 0
-        assert est.target_draft_s / est.target_step_s > 0.2
+    assert {d["depth"] for d in lr.decisions} == {0, 2}
+    if factor:
+        assert est.target_draft_s / est.target_step_s > 0.1      # fed: 0 without
     else:
-        assert max(depths) > 0
         assert est.target_draft_s == 0.0
     assert record(res, "lr-adaptive")["adaptive"]["final"]["target_draft_s"] == est.target_draft_s
+
+
+class HiddenCostVerifier(ExactVerifier):
+    """Exact matching that waits `hidden_s` before each verdict, outside the verdict's own timing
+    (which the Estimator learns): a cost of speculation the closed forms cannot see."""
+    def __init__(self, hidden_s: float):
+        super().__init__()
+        self.hidden_s = hidden_s
+
+    async def verify(self, target_step, draft_step):
+        await asyncio.sleep(self.hidden_s)
+        return await super().verify(target_step, draft_step)
+
+
+@pytest.mark.parametrize("hidden_s", [0.0, 0.1])
+def test_a_cost_the_price_misses_is_caught_by_the_runs_own_commits(hidden_s):
+    """Every draft right, so the closed forms price depth 2 far above AR; a hidden 0.1 s before
+    each verdict (six of the target's ~16 ms steps) makes speculation lose (static lr: 0.35x AR).
+    The commits' seconds against their price (observe_paid) pull spec_factor down and the run
+    stops speculating; with no hidden cost it speculates throughout."""
+    target, draft = engines(LONG)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=4000),
+                           target, draft, HiddenCostVerifier(hidden_s))
+    assert res.text == "\n\n".join(LONG)
+    depths = [d["depth"] for d in lr.decisions]
+    factor = lr.est.snapshot().spec_factor
+    if hidden_s:
+        stopped = depths.index(0)                   # it stopped, and for good
+        assert factor < 0.5 and stopped > 0 and set(depths[stopped:]) == {0} and len(depths) - stopped >= 5
+    else:
+        assert factor >= 1.0 and 0 not in depths
+    assert record(res, "lr-adaptive")["adaptive"]["final"]["spec_factor"] == factor
 
 
 def test_it_stops_speculating_when_every_draft_is_wrong_and_batching_costs():
@@ -295,7 +338,8 @@ def test_load_and_batch_sizes_count_problems_in_flight():
     lrs, results = run_virtual(both())
     assert all(r.text == FULL for r in results)
     assert max(d["estimates"]["load"] for lr in lrs for d in lr.decisions) > 1.0
-    assert any(b > 0 for lr in lrs for b in lr.est.target.bins)   # a step ran beside another
+    batches = [b for lr in lrs for b in [*lr.est.target.bins, *(b for b, _ in lr.est.target.busy)]]
+    assert any(b > 0 for b in batches)                # a step ran beside another
     assert lr_adaptive._problems == 0
 
 
@@ -361,7 +405,7 @@ def test_problems_on_the_same_engines_share_what_they_learned():
 
     cfg = SchedulerConfig(mode="lr-adaptive", depth=4, max_tokens=2000)
     target, draft = crowded()
-    runs = [run_adaptive(cfg, target, draft) for _ in range(3)]
+    runs = [run_adaptive(cfg, target, draft, keep_clock=k > 0) for k in range(3)]
     (first, lr1), rest = runs[0], runs[1:]
     assert lr1.decisions[0]["depth"] > 0                  # the neutral prior speculates
     for k, (res, lr) in enumerate(rest, start=1):

@@ -312,6 +312,39 @@ def test_the_drafter_beside_the_round_prices_speculation():
         assert expected_rate(slow, c, cfg) < expected_rate(e, c, cfg)
 
 
+def test_the_price_checked_against_the_runs_commits():
+    """observe_paid: committed tokens' seconds against those their price allowed, speculating
+    and not; spec_factor is speculation's ratio over depth 0's (a prior of 1 worth 2 mean
+    observations in each), within its bounds, and exactly the prior's until observed."""
+    from lrcore.adaptive.estimator import SPEC_FACTOR_BOUNDS
+
+    cfg = AdaptiveConfig(prior_weight=2.0, decay=0.9)
+    est = Estimator(cfg, Estimates(spec_factor=1.0))
+    assert est.snapshot().spec_factor == 1.0
+    est.observe_paid(True, tokens=40, seconds=2.0, priced_tps=40.0)    # allowed 1 s, took 2
+    est.observe_paid(False, tokens=40, seconds=1.0, priced_tps=40.0)   # the price held
+    spec = (1.0 + 2.0 * 2.0) / (2.0 + 2.0 * 2.0)                       # (allowed + prior) / (taken + prior)
+    assert est.snapshot().spec_factor == pytest.approx(spec / 1.0, rel=REL)
+    est.observe_paid(True, tokens=40, seconds=1.0, priced_tps=80.0)    # decayed sums
+    allowed, taken, n = 0.9 * 1.0 + 0.5, 0.9 * 2.0 + 1.0, 0.9 + 1.0
+    prior = 2.0 * taken / n
+    assert est.snapshot().spec_factor == pytest.approx((allowed + prior) / (taken + prior), rel=REL)
+    for _ in range(200):                                               # far slower than priced
+        est.observe_paid(True, tokens=40, seconds=100.0, priced_tps=40.0)
+    assert est.snapshot().spec_factor == SPEC_FACTOR_BOUNDS[0]
+    assert Estimator(cfg, Estimates(spec_factor=0.7)).snapshot().spec_factor == 0.7
+    with pytest.raises(ValueError):
+        est.observe_paid(True, tokens=-1, seconds=1.0, priced_tps=1.0)
+
+
+def test_spec_factor_scales_every_speculative_rate_and_not_depth_zero():
+    cfg = AdaptiveConfig(max_depth=3, widths=(1, 2))
+    e = Estimates(alpha_by_depth=(0.6,), target_step_s=1.0, target_slope_s=0.05, draft_step_s=0.2)
+    half = replace(e, spec_factor=0.5)
+    for (c, r), (c2, r2) in zip(ranked(e, cfg), ranked(half, cfg)):
+        assert c == c2 and r2 == pytest.approx(r * (0.5 if c.depth else 1.0), rel=1e-12)
+
+
 def test_an_sd_target_step_is_stored_as_its_plain_equivalent():
     cfg = AdaptiveConfig(sd_draft_ratio=0.1, prior_weight=2.0)
     est = Estimator(cfg, Estimates(target_step_s=1.0))
