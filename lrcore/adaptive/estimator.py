@@ -157,9 +157,11 @@ class PaidCheck:
     """What committed tokens cost against what the rule priced them at, for one kind of choice
     (speculating or not): decayed sums of the seconds the price allowed them (tokens / priced
     rate) and of the seconds they took. `ratio` = allowed / taken (1: the price held; below 1:
-    they came slower than priced), with a prior of 1 worth `prior_weight` mean observations."""
+    they came slower than priced), with a prior `prior_ratio` worth `prior_weight` mean
+    observations."""
     prior_weight: float
     decay: float
+    prior_ratio: float = 1.0
     allowed: float = 0.0
     taken: float = 0.0
     n: float = 0.0
@@ -171,9 +173,9 @@ class PaidCheck:
     @property
     def ratio(self) -> float:
         if self.n <= 0.0 or self.taken <= 0.0:
-            return 1.0
+            return self.prior_ratio
         prior = self.prior_weight * self.taken / self.n
-        return (self.allowed + prior) / (self.taken + prior)
+        return (self.allowed + self.prior_ratio * prior) / (self.taken + prior)
 
 
 SPEC_FACTOR_BOUNDS = (0.25, 4.0)   # the correction never more than 4x either way: a few steps of
@@ -205,9 +207,11 @@ class Estimator:
         self.load = DecayedMean(p.load, w, k, ages)
         self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
         self.launch = DecayedMean(p.launch_s, w, k, ages)
-        # the price checked against the run's own commits, speculating (True) and not (False)
-        self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
-        self.spec_factor0 = p.spec_factor
+        # the price checked against the run's own commits, speculating (True) and not (False);
+        # a carried factor is speculation's prior ratio (blended, not multiplied, with what this
+        # run measures against the uncorrected price: a factor carried run to run must not
+        # compound)
+        self.paid = {True: PaidCheck(w, k, p.spec_factor), False: PaidCheck(w, k)}
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
         """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
@@ -281,7 +285,7 @@ class Estimator:
         """`tokens` committed over `seconds` of one request's wall time under a choice the
         closed forms priced at `priced_tps` (without spec_factor): the check of the price
         against what the run got. Estimates.spec_factor is speculation's ratio over depth 0's
-        (errors common to both, such as the step length, cancel), times the prior's."""
+        (errors common to both, such as the step length, cancel), from the prior's."""
         _measured("observe_paid", tokens, seconds, priced_tps)
         if tokens > 0 and priced_tps > 0:
             self.paid[bool(speculating)].observe(tokens / priced_tps, seconds)
@@ -310,13 +314,14 @@ class Estimator:
 
 
     def _spec_factor(self) -> float:
-        """Speculation's measured rate over its price, relative to depth 0's (observe_paid),
-        times the prior's factor; within SPEC_FACTOR_BOUNDS. Exactly the prior's until observed."""
+        """Speculation's measured rate over its price, relative to depth 0's (observe_paid), each
+        with its prior (speculation's: the prior's factor); within SPEC_FACTOR_BOUNDS. Exactly
+        the prior's until observed."""
         spec, alone = self.paid[True], self.paid[False]
         if spec.n <= 0.0 and alone.n <= 0.0:
-            return self.spec_factor0
+            return spec.prior_ratio
         lo, hi = SPEC_FACTOR_BOUNDS
-        return min(max(self.spec_factor0 * spec.ratio / alone.ratio, lo), hi)
+        return min(max(spec.ratio / alone.ratio, lo), hi)
 
     def _alphas(self, prob) -> tuple[float, ...]:
         """Acceptance by depth. Depth 1 is its own mean (its prior ages with cfg.prior_ages). The

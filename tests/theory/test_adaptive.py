@@ -332,7 +332,11 @@ def test_the_price_checked_against_the_runs_commits():
     for _ in range(200):                                               # far slower than priced
         est.observe_paid(True, tokens=40, seconds=100.0, priced_tps=40.0)
     assert est.snapshot().spec_factor == SPEC_FACTOR_BOUNDS[0]
-    assert Estimator(cfg, Estimates(spec_factor=0.7)).snapshot().spec_factor == 0.7
+    carried = Estimator(cfg, Estimates(spec_factor=0.7))       # a factor carried from a run
+    assert carried.snapshot().spec_factor == 0.7
+    carried.observe_paid(True, tokens=40, seconds=1.0, priced_tps=40.0 / 0.7)   # it held again
+    carried.observe_paid(False, tokens=40, seconds=1.0, priced_tps=40.0)
+    assert carried.snapshot().spec_factor == pytest.approx(0.7, rel=REL)         # not 0.49
     with pytest.raises(ValueError):
         est.observe_paid(True, tokens=-1, seconds=1.0, priced_tps=1.0)
 
