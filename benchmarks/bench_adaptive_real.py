@@ -73,7 +73,9 @@ def priced_static(level: dict, n: int, acceptance: float | None) -> float | None
     if not recs or acceptance is None:
         return None
     est = Estimates.from_dict(recs[-1]["adaptive"]["final"])      # records are in file order
-    est = Estimates.from_dict(est.to_dict() | {"alpha_by_depth": [acceptance, acceptance], "load": float(n)})
+    # the closed forms' own price: without the run's correction from its commits (spec_factor)
+    est = Estimates.from_dict(est.to_dict() | {"alpha_by_depth": [acceptance, acceptance], "load": float(n),
+                                               "spec_factor": 1.0})
     cfg = AdaptiveConfig(max_depth=2, widths=(1,))
     return expected_rate(est, Choice(2, 1, 1), cfg) / expected_rate(est, AR, cfg)
 

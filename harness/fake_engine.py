@@ -194,12 +194,21 @@ def run_virtual(coro, keep_clock: bool = False):
 
     global _virtual_now
     start = _virtual_now if keep_clock else VIRTUAL_EPOCH
-    runner = asyncio.Runner(loop_factory=lambda: looptime.new_event_loop(start=start))
-    with runner:
-        try:
-            return runner.run(coro)
+    loop = looptime.new_event_loop(start=start)     # (asyncio.Runner is 3.11+; we support 3.10)
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(coro)
+    finally:
+        _virtual_now = loop.time()
+        try:                                        # as asyncio.run ends: nothing left running
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
-            _virtual_now = runner.get_loop().time()
+            asyncio.set_event_loop(None)
+            loop.close()
 
 
 VIRTUAL_EPOCH = 1000.0   # s: where each run_virtual's clock starts (keep_clock: the last's end)

@@ -156,26 +156,26 @@ class BatchCost:
 class PaidCheck:
     """What committed tokens cost against what the rule priced them at, for one kind of choice
     (speculating or not): decayed sums of the seconds the price allowed them (tokens / priced
-    rate) and of the seconds they took. `ratio` = allowed / taken (1: the price held; below 1:
-    they came slower than priced), with a prior `prior_ratio` worth `prior_weight` mean
+    rate) and of the seconds they took. `ratio(prior)` = allowed / taken (1: the price held;
+    below 1: they came slower than priced), with `prior` worth `prior_weight` mean
     observations."""
     prior_weight: float
     decay: float
-    prior_ratio: float = 1.0
     allowed: float = 0.0
     taken: float = 0.0
     n: float = 0.0
 
     def observe(self, allowed_s: float, taken_s: float) -> None:
         k = self.decay
-        self.allowed, self.taken, self.n = k * self.allowed + allowed_s, k * self.taken + taken_s, k * self.n + 1.0
+        self.allowed = k * self.allowed + allowed_s
+        self.taken = k * self.taken + taken_s
+        self.n = k * self.n + 1.0
 
-    @property
-    def ratio(self) -> float:
+    def ratio(self, prior: float = 1.0) -> float:
         if self.n <= 0.0 or self.taken <= 0.0:
-            return self.prior_ratio
-        prior = self.prior_weight * self.taken / self.n
-        return (self.allowed + self.prior_ratio * prior) / (self.taken + prior)
+            return prior
+        mass = self.prior_weight * self.taken / self.n
+        return (self.allowed + prior * mass) / (self.taken + mass)
 
 
 SPEC_FACTOR_BOUNDS = (0.25, 4.0)   # the correction never more than 4x either way: a few steps of
@@ -207,11 +207,9 @@ class Estimator:
         self.load = DecayedMean(p.load, w, k, ages)
         self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
         self.launch = DecayedMean(p.launch_s, w, k, ages)
-        # the price checked against the run's own commits, speculating (True) and not (False);
-        # a carried factor is speculation's prior ratio (blended, not multiplied, with what this
-        # run measures against the uncorrected price: a factor carried run to run must not
-        # compound)
-        self.paid = {True: PaidCheck(w, k, p.spec_factor), False: PaidCheck(w, k)}
+        # the price checked against the run's own commits, speculating (True) and not (False)
+        self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
+        self.spec_factor0 = p.spec_factor
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
         """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""
@@ -285,7 +283,7 @@ class Estimator:
         """`tokens` committed over `seconds` of one request's wall time under a choice the
         closed forms priced at `priced_tps` (without spec_factor): the check of the price
         against what the run got. Estimates.spec_factor is speculation's ratio over depth 0's
-        (errors common to both, such as the step length, cancel), from the prior's."""
+        (errors common to both, such as the step length, cancel; _spec_factor)."""
         _measured("observe_paid", tokens, seconds, priced_tps)
         if tokens > 0 and priced_tps > 0:
             self.paid[bool(speculating)].observe(tokens / priced_tps, seconds)
@@ -314,14 +312,16 @@ class Estimator:
 
 
     def _spec_factor(self) -> float:
-        """Speculation's measured rate over its price, relative to depth 0's (observe_paid), each
-        with its prior (speculation's: the prior's factor); within SPEC_FACTOR_BOUNDS. Exactly
-        the prior's until observed."""
-        spec, alone = self.paid[True], self.paid[False]
-        if spec.n <= 0.0 and alone.n <= 0.0:
-            return spec.prior_ratio
+        """Speculation's measured rate over its price, relative to depth 0's (observe_paid),
+        within SPEC_FACTOR_BOUNDS. The prior's factor f0 is relative too, so speculation's own
+        prior ratio is f0 times depth 0's measured ratio: with no speculative commit measured
+        the factor is exactly f0, whatever depth 0 measured, and a factor carried from run to
+        run is blended with what this run measures against the uncorrected price, never
+        multiplied by it (it would compound)."""
+        alone = self.paid[False].ratio()
+        spec = self.paid[True].ratio(self.spec_factor0 * alone)
         lo, hi = SPEC_FACTOR_BOUNDS
-        return min(max(spec.ratio / alone.ratio, lo), hi)
+        return min(max(spec / alone, lo), hi)
 
     def _alphas(self, prob) -> tuple[float, ...]:
         """Acceptance by depth. Depth 1 is its own mean (its prior ages with cfg.prior_ages). The

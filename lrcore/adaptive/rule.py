@@ -63,11 +63,12 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     Where the drafter slows the target (est.target_draft_s = k_v > 0: engines sharing cores), a
     round's target step runs beside v = n sum_{d=1..D} W^d T_d(n W^d) / T_round draft requests on
     average (the drafting a round needs, over the round; at most its n (P - 1) drafts), and
-    T_round takes T_sd(n P) + k_v v in its place (first order: v from the round without it).
+    T_round takes T_sd(n P) with k_v v added to T_t before the SD factor (first order: v from the
+    round without it).
 
     Every speculative rate is then multiplied by est.spec_factor: what the run measured its
-    speculative commits to earn over this price, relative to its depth-0 commits (1 until
-    measured; Estimator.observe_paid).
+    speculative commits to earn over this price, relative to its depth-0 commits (the prior's
+    until a speculative commit is measured; Estimator.observe_paid).
 
     With flat costs (T_t, T_d constant), T_v = T_l = 0, W = 1, n = 1 and constant acceptance, rate over
     the AR rate L / T_t(1) is exactly the paper's f(alpha1, c1, k1 = D + 1) at depth D >= 1, g(k2)

@@ -27,7 +27,8 @@ observation:
   - each finished draft: seconds and the draft engine's time-averaged requests over its life
   - the duration of the verdict that decided each position
   - the tokens committed between two decisions and the seconds they took, against the price of
-    the choice in force then (observe_paid: the price checked against the run's own commits)
+    the choice in force then, within a steady stretch of one kind (observe_paid: the price
+    checked against the run's own commits)
   - the problems in flight in this process at each decision (the load).
 One Estimator per run, shared by every problem on the same engines (`RunEstimates`: a serving
 process learns across its requests, and a 192-token answer has about five steps, too few to learn
@@ -142,7 +143,7 @@ class AdaptiveLookahead(AsyncLookahead):
         self.decisions: list[dict] = []
         self.sd_mark = self._sd_mark()
         self.stream: ARStream | None = None    # the target writing on alone, at depth 0
-        self.paying: tuple[bool, float] | None = None   # (speculating, priced tok/s) in force
+        self.paying: tuple | None = None   # (speculating, priced tok/s, steady) in force
         self.paid_mark = (monotonic(), 0)               # (time, committed tokens) last looked at
 
     async def run_problem(self) -> ProblemResult:
@@ -150,7 +151,6 @@ class AdaptiveLookahead(AsyncLookahead):
         _problems += 1
         try:
             res = await super().run_problem()
-            self._observe_paid()                   # the last decision's commits
         finally:
             _problems -= 1
             if self.stream is not None:        # an error ended the run mid-stream
@@ -177,19 +177,24 @@ class AdaptiveLookahead(AsyncLookahead):
         self.depth, self.width = d.depth, d.width
         self.decisions.append(plain({"position": position, **d.to_dict()}))
         # what the closed forms priced this choice at, before the run's own correction
-        priced = d.expected_tps / d.estimates.spec_factor if d.depth > 0 else d.expected_tps
-        self.paying = (d.depth > 0, priced)
+        spec = d.depth > 0
+        priced = d.expected_tps / d.estimates.spec_factor if spec else d.expected_tps
+        steady = (self.paying is not None and self.paying[0] == spec
+                  and not d.reason.startswith("explore"))
+        self.paying = (spec, priced, steady)
 
     def _observe_paid(self) -> None:
-        """The tokens committed since the last look, and the seconds they took, against the
+        """The tokens committed since the last decision, and the seconds they took, against the
         price of the choice in force (Estimator.observe_paid): a step committed between two
-        decisions is the previous decision's."""
+        decisions is the previous decision's. Only in a steady stretch of one kind: a decision
+        shapes only new work, so the first interval after a change of kind (or an exploration)
+        was written by the work the previous kind launched; and not the problem's first
+        interval (its prompt's prefill) nor its last (the run's cleanup): neither is priced."""
         now, tokens = monotonic(), self.log.committed_tokens
-        if self.paying is not None and tokens > self.paid_mark[1]:
-            (spec, priced), (t0, c0) = self.paying, self.paid_mark
+        if self.paying is not None and self.paying[2] and tokens > self.paid_mark[1]:
+            (spec, priced, _), (t0, c0) = self.paying, self.paid_mark
             self.est.observe_paid(spec, tokens - c0, max(0.0, now - t0), priced)
-        if self.paying is None or tokens > self.paid_mark[1]:
-            self.paid_mark = (now, tokens)
+        self.paid_mark = (now, tokens)
 
     # -- depth 0: the target writes on alone, one request for as long as the choice stays 0 -----
 
@@ -276,7 +281,8 @@ class AdaptiveLookahead(AsyncLookahead):
         k, p = measured_s / prior_s, sh.prior
         sh.prior = replace(p, target_step_s=p.target_step_s * k, target_slope_s=p.target_slope_s * k,
                            draft_step_s=p.draft_step_s * k, draft_slope_s=p.draft_slope_s * k,
-                           verify_s=p.verify_s * k)
+                           verify_s=p.verify_s * k, launch_s=p.launch_s * k,
+                           target_draft_s=p.target_draft_s * k)
         sh.est = Estimator(self.acfg, prior=sh.prior)   # nothing timed was observed yet
         for n in sh.loads:
             sh.est.observe_load(n)

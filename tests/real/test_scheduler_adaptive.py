@@ -275,7 +275,8 @@ def test_a_cost_the_price_misses_is_caught_by_the_runs_own_commits(hidden_s):
     """Every draft right, so the closed forms price depth 2 far above AR; a hidden 0.1 s before
     each verdict (six of the target's ~16 ms steps) makes speculation lose (static lr: 0.35x AR).
     The commits' seconds against their price (observe_paid) pull spec_factor down and the run
-    stops speculating; with no hidden cost it speculates throughout."""
+    stops speculating, for good, within the first half of the answer; with no hidden cost it
+    speculates throughout."""
     target, draft = engines(LONG)
     res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=4000),
                            target, draft, HiddenCostVerifier(hidden_s))
@@ -284,7 +285,7 @@ def test_a_cost_the_price_misses_is_caught_by_the_runs_own_commits(hidden_s):
     factor = lr.est.snapshot().spec_factor
     if hidden_s:
         stopped = depths.index(0)                   # it stopped, and for good
-        assert factor < 0.5 and stopped > 0 and set(depths[stopped:]) == {0} and len(depths) - stopped >= 5
+        assert factor < 0.75 and 0 < stopped <= len(depths) // 2 and set(depths[stopped:]) == {0}
     else:
         assert factor >= 1.0 and 0 not in depths
     assert record(res, "lr-adaptive")["adaptive"]["final"]["spec_factor"] == factor

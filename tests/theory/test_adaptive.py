@@ -321,6 +321,9 @@ def test_the_price_checked_against_the_runs_commits():
     cfg = AdaptiveConfig(prior_weight=2.0, decay=0.9)
     est = Estimator(cfg, Estimates(spec_factor=1.0))
     assert est.snapshot().spec_factor == 1.0
+    only_alone = Estimator(cfg, Estimates(spec_factor=0.8))     # no speculative commit yet:
+    only_alone.observe_paid(False, tokens=40, seconds=1.25, priced_tps=40.0)
+    assert only_alone.snapshot().spec_factor == pytest.approx(0.8, rel=REL)   # the prior's
     est.observe_paid(True, tokens=40, seconds=2.0, priced_tps=40.0)    # allowed 1 s, took 2
     est.observe_paid(False, tokens=40, seconds=1.0, priced_tps=40.0)   # the price held
     spec = (1.0 + 2.0 * 2.0) / (2.0 + 2.0 * 2.0)                       # (allowed + prior) / (taken + prior)
@@ -329,6 +332,10 @@ def test_the_price_checked_against_the_runs_commits():
     allowed, taken, n = 0.9 * 1.0 + 0.5, 0.9 * 2.0 + 1.0, 0.9 + 1.0
     prior = 2.0 * taken / n
     assert est.snapshot().spec_factor == pytest.approx((allowed + prior) / (taken + prior), rel=REL)
+    est.observe_paid(False, tokens=40, seconds=2.0, priced_tps=40.0)   # depth 0 slower too:
+    alone = (0.9 * 1.0 + 1.0 + 2.0 * (0.9 * 1.0 + 2.0) / 1.9) / (0.9 * 1.0 + 2.0 + 2.0 * (0.9 * 1.0 + 2.0) / 1.9)
+    spec = (allowed + alone * prior) / (taken + prior)                # speculation's prior: f0 x alone
+    assert est.snapshot().spec_factor == pytest.approx(spec / alone, rel=REL)
     for _ in range(200):                                               # far slower than priced
         est.observe_paid(True, tokens=40, seconds=100.0, priced_tps=40.0)
     assert est.snapshot().spec_factor == SPEC_FACTOR_BOUNDS[0]
