@@ -58,6 +58,8 @@ def _block(recs: list[dict], speedup: float) -> dict:
             # step (absent from records made before it was estimated)
             "drafter_share_first": mean([d["estimates"]["target_draft_s"] / d["estimates"]["target_step_s"]
                                          for d in first if "target_draft_s" in d["estimates"]]),
+            # the price checked against the run's commits (absent before it was measured: 1)
+            "spec_factor_first": mean([d["estimates"].get("spec_factor", 1.0) for d in first]),
             "expected_first": mean([d["best_tps"] / d["ar_tps"] for d in first if d.get("ar_tps")]),
             "speedup_vs_ar": speedup}
 
@@ -65,8 +67,9 @@ def _block(recs: list[dict], speedup: float) -> dict:
 def priced_static(level: dict, n: int, acceptance: float | None) -> float | None:
     """What lr-adaptive's cost model says static lr-d2 earns over AR at this level: the closed
     forms (lrcore.adaptive.expected_rate) with the estimates the level's last lr-adaptive record
-    ended with (`adaptive.final`), lr-d2's measured step acceptance at every depth and n requests
-    in flight. Beside lr-d2's measured speedup it checks the cost side of the decision rule."""
+    ended with (`adaptive.final`) but spec_factor 1 (the closed forms' own price, before the
+    run's correction from its commits), lr-d2's measured step acceptance at every depth and n
+    requests in flight. Beside lr-d2's measured speedup it checks the cost side of the decision rule."""
     from lrcore.adaptive import AR, AdaptiveConfig, Choice, Estimates, expected_rate
 
     recs = [r for r in level.get(ADAPTIVE, []) if (r.get("adaptive") or {}).get("final")]
@@ -131,18 +134,20 @@ def render(doc: dict) -> str:
     lines += ["", "lr-adaptive by block (round): share of decisions at depth 0; at each record's first "
               "decision the Estimator's depth-1 acceptance and the expected speedup of its best "
               "choice over AR (block means); the measured speedup.", "",
-              "| in flight | round | depth 0 | acceptance believed | slope believed | drafter believed | expected | measured |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| in flight | round | depth 0 | acceptance believed | slope believed | drafter believed | commits' factor | expected | measured |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for n, table in doc["levels"].items():
         for i, b in enumerate((table.get(ADAPTIVE) or {}).get("by_block", [])):
             lines.append(f"| {n} | {i} | {_f(b['depth0_share'])} | {_f(b['alpha1_first'])} | "
                          f"{_f(b.get('slope_share_first'), '.3f')} | "
-                         f"{_f(b.get('drafter_share_first'), '.3f')} | "
+                         f"{_f(b.get('drafter_share_first'), '.3f')} | {_f(b.get('spec_factor_first'), '.3f')} | "
                          f"{_f(b['expected_first'])} | {_f(b['speedup_vs_ar'])} |")
     lines += ["", "(slope believed: the target's cost of one more position in its batch as a share of "
               "a step, target_slope_s / target_step_s; drafter believed: its cost of one draft "
               "request running beside it, target_draft_s / target_step_s (- : records from before "
-              "it was estimated); both at each record's first decision.)"]
+              "it was estimated); commits' factor: spec_factor, what its speculative commits earned "
+              "over their price relative to depth 0's (1 before it was measured); all at each "
+              "record's first decision.)"]
     priced = [(n, r) for n, table in doc["levels"].items()
               if (r := table.get(STATIC) or {}).get("priced_by_adaptive") is not None]
     if priced:          # records from before lr-adaptive wrote its final estimates have none
