@@ -109,6 +109,8 @@ class BatchCost:
         """(base, slope, drafting)."""
         if self.busy:
             return self._fit_plane()
+        # no step beside the other engine: the line in closed form (the simulator's only case,
+        # once per decision: no numpy, and its results unchanged to the last bit)
         p = self.prior_weight
         # the normal equations [[a, b], [b, d]] [base, slope] = [r, s], bins at their means
         w = sum(v[0] for v in self.bins.values())
@@ -309,7 +311,6 @@ class Estimator:
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
                          self.step_tokens.value, max(self.launch.value, 0.0), tv,
                          self._spec_factor())
-
 
     def _spec_factor(self) -> float:
         """Speculation's measured rate over its price, relative to depth 0's (observe_paid),
