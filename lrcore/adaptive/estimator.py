@@ -334,7 +334,10 @@ class Estimator:
         a depth-4 tree at a geometric-mean acceptance of 0.27, and it never stopped
         speculating; with the chain worth only 2 observations, depths 2-4, each with ~5 of the
         ~20 verdicts in memory, swung by 0.2 on noise, and the choice with them between depth 2
-        and 4.) Before any observation every depth is exactly its prior."""
+        and 4; worth 8, a deeper depth believed a few points below depth 1 on noise still took
+        the tree shallower than the best static depth, since past the depth limit the closed
+        form is flat in depth and a lower deep acceptance tips it.) Before any observation every
+        depth is exactly its prior."""
         out: list[float] = []
         pool = self.cfg.depth_pool_weight
         for d, m in enumerate(self.alpha):

@@ -38,8 +38,8 @@ ADAPTIVE = {"lr-adaptive": ("lr-adaptive", {"depth": 4}),
 
 
 
-def config(policy, knobs, seed, requests=1, steps=None, phase=False):
-    cfg = presets.get(PRESET).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
+def config(policy, knobs, seed, requests=1, steps=None, phase=False, preset=PRESET):
+    cfg = presets.get(preset).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
     if phase:
         cfg.workload = replace(cfg.workload, alpha1=0.7, phase_alpha1=0.3, phase_at=0.5)
     return cfg
@@ -81,14 +81,17 @@ def test_golden_summary(name):
     assert got["adaptive"]["decisions"] >= got["steps"] - got["steps_from_draft"]
 
 
-def test_a_preset_reaches_97_percent_of_the_best_static():
-    # below 97% before the plateau rule, depth pooling, dwell and k2 3/5 on offer. This preset
-    # only, on 8 seeds: benchmarks/results/adaptive.md has all 14 and their measured ratios
+@pytest.mark.parametrize("preset", [PRESET, "r1-humaneval"])
+def test_a_preset_reaches_97_percent_of_the_best_static(preset):
+    # below 97% before the plateau rule, depth pooling, dwell and k2 3/5 on offer; r1-humaneval
+    # (the shortest R1 answers, 67 steps) until the depth pool outweighed a depth's memory: its
+    # noisy deeper acceptance took the tree to depth 2. Two presets on 8 seeds:
+    # benchmarks/results/adaptive.md has all 14 and their measured ratios
     seeds = range(8)
-    static = speedups(STATIC_CONFIGS, seeds)
-    mine = speedups(ADAPTIVE, seeds)
+    static = speedups(STATIC_CONFIGS, seeds, preset=preset)
+    mine = speedups(ADAPTIVE, seeds, preset=preset)
     best = max(static.values())
-    assert max(mine.values()) >= 0.97 * best, (mine, max(static, key=static.get), best)
+    assert mine["lr+sd-adaptive"] >= 0.97 * best, (mine, max(static, key=static.get), best)
 
 
 @pytest.mark.xfail(strict=True, reason="target not met (docs/adaptive.md): lr+sd-adaptive stays "
