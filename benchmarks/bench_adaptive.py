@@ -22,6 +22,8 @@ paper's hardware (presets, 4x H100):
   (c) load: concurrency 1..32 (all requests at t = 0), tokens/s against AR on the same hardware
       (the target alone, all requests); target: adaptive never below 0.97x AR. Shown beside it:
       the static optimum of (a) at each load, and the best static configuration at each load.
+  (d) load past the static optimum's break-even: as (c) at 64 and 128 requests, where that
+      optimum runs below AR; target: adaptive beats every static configuration.
 
 Seeded: the numbers only move when the simulator, the presets or lrcore/adaptive/ change.
 Writes --out (JSON) and its .md twin (tables).
@@ -60,6 +62,7 @@ ORACLE_TOP = 3             # (b): the one-switch oracle pairs each phase's 3 bes
 #                            (and the best static: 9-16 pairs)
 LOAD_PRESET = "r1-gsm8k"
 LOADS = (1, 2, 4, 8, 16, 32)
+PAST_LOADS = (64, 128)     # (d): past the static optimum's break-even (below AR from 64 on)
 LOAD_SEEDS = 2
 LOAD_STEPS = 36            # r1-gsm8k's steps
 
@@ -266,14 +269,15 @@ def phase_oracle(name: str, steps: int, seeds, jobs: int, ar_lat: list[float],
             "best_by_phase": {str(alpha): label(*lr[idx[0]]) for alpha, idx in per_phase.items()}}
 
 
-def load_rows(jobs: int, static_opt: tuple[str, dict] | None) -> list[dict]:
+def load_rows(jobs: int, static_opt: tuple[str, dict] | None,
+              loads: tuple[int, ...] = LOADS) -> list[dict]:
     configs = STATIC + ADAPTIVE
     seeds = range(LOAD_SEEDS)
-    args = [(LOAD_PRESET, pol, k, s, c, LOAD_STEPS, False) for c in LOADS for pol, k in configs
+    args = [(LOAD_PRESET, pol, k, s, c, LOAD_STEPS, False) for c in loads for pol, k in configs
             for s in seeds]
     res = iter(map_points(one_run, args, jobs))
     rows = []
-    for c in LOADS:
+    for c in loads:
         tps = {label(pol, k): float(np.mean([next(res)["tps"] for _ in seeds])) for pol, k in configs}
         ratio = {lb: v / tps["ar"] for lb, v in tps.items()}
         static = {lb: v for lb, v in ratio.items() if "adaptive" not in lb}
@@ -284,6 +288,7 @@ def load_rows(jobs: int, static_opt: tuple[str, dict] | None) -> list[dict]:
         if static_opt is not None:
             row["static_optimum"] = {"label": static_opt[0], "vs_ar": ratio.get(static_opt[0])}
         row["met"] = min(row["lr-adaptive"], row["lr+sd-adaptive"]) >= TARGET_C
+        row["beats_every_static"] = max(row["lr-adaptive"], row["lr+sd-adaptive"]) > static[best]
         rows.append(row)
     return rows
 
@@ -296,7 +301,7 @@ def static_label_of(plan_label: str) -> str:
 # --- report -------------------------------------------------------------------------------------
 
 def render(o: dict) -> str:
-    a, b, c = o["presets"], o["phase"], o["load"]
+    a, b, c, d = o["presets"], o["phase"], o["load"], o.get("past_break_even", [])
     out = ["# lr-adaptive in the simulator", "",
            "Every adaptive request starts from the neutral prior (lrcore.adaptive's: acceptance "
            "0.5 at every depth; SD acceptance 0.5 where SD is on offer): it is told the bounds (depth "
@@ -361,6 +366,19 @@ def render(o: dict) -> str:
         out.append(f"| {r['concurrency']} | {r['ar_tokens_per_s']:.0f} | {r['lr-adaptive']:.3f} | "
                    f"{r['lr+sd-adaptive']:.3f} | {so_txt} | {r['best_static']['vs_ar']:.3f} "
                    f"({r['best_static']['label']}) | {'yes' if r['met'] else 'NO'} |")
+    if d:
+        out += ["", "## (d) Load past the static optimum's break-even", "",
+                f"As (c), at {' and '.join(str(r['concurrency']) for r in d)} requests, where the "
+                "static optimum of (a) runs below AR. Target: adaptive beats every static "
+                "configuration (the grid of (a) and AR).", "",
+                "| concurrency | AR tok/s | lr-adaptive | lr+sd-adaptive | static optimum | "
+                "best static here | beats all |", "|---|---|---|---|---|---|---|"]
+        for r in d:
+            so = r.get("static_optimum") or {}
+            so_txt = f"{so['vs_ar']:.3f} ({so['label']})" if so.get("vs_ar") is not None else "-"
+            out.append(f"| {r['concurrency']} | {r['ar_tokens_per_s']:.0f} | {r['lr-adaptive']:.3f} | "
+                       f"{r['lr+sd-adaptive']:.3f} | {so_txt} | {r['best_static']['vs_ar']:.3f} "
+                       f"({r['best_static']['label']}) | {'yes' if r['beats_every_static'] else 'NO'} |")
     return "\n".join(out) + "\n"
 
 
@@ -395,11 +413,12 @@ def main(argv=None) -> dict:
     opt = next((r for r in a if r["preset"] == LOAD_PRESET), None)
     static_opt = static_label_of(opt["best_static"]["label"]) if opt else None
     c = load_rows(args.jobs, (static_opt, {}) if static_opt else None)
-    for r in c:
+    d = load_rows(args.jobs, (static_opt, {}) if static_opt else None, PAST_LOADS)
+    for r in c + d:
         print(f"(c) concurrency {r['concurrency']:3d}: lr-adaptive {r['lr-adaptive']:.3f}x AR, "
               f"lr+sd-adaptive {r['lr+sd-adaptive']:.3f}x, best static {r['best_static']['label']} "
               f"{r['best_static']['vs_ar']:.3f}x", flush=True)
-    out = {"presets": a, "phase": b, "load": c, "placements": placements,
+    out = {"presets": a, "phase": b, "load": c, "past_break_even": d, "placements": placements,
            "elapsed_s": time.perf_counter() - t0, "cores": os.cpu_count(),
            "targets": {"a_min_ratio": TARGET_A, "c_min_vs_ar": TARGET_C}}
     if args.out:

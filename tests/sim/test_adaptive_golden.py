@@ -153,6 +153,22 @@ def test_b_the_committed_one_switch_oracle():
         assert r["lr+sd-adaptive"] < r["oracle"]["speedup"]
 
 
+@pytest.mark.xfail(strict=True, reason="target not met (docs/adaptive.md, benchmarks/results/"
+                   "adaptive.md (d)): past the static optimum's break-even (64 and 128 requests) "
+                   "SD alone (k2 3) is the best static; at 128 the adaptive requests, each on its "
+                   "own estimates, switch between depth 0 and 1 (priced a few percent either "
+                   "side of AR), seldom choose SD, and run below AR")
+def test_d_past_the_break_even_beats_every_static():
+    kw = dict(requests=128, steps=20)
+    static = {label(p, k): simulate(config(p, k, 3, **kw))["throughput_speedup"]
+              for p, k in STATIC if p != "ar"}
+    static["ar"] = 1.0
+    mine = {name: simulate(config(p, k, 3, **kw))["throughput_speedup"]
+            for name, (p, k) in ADAPTIVE.items()}
+    best = max(static, key=static.get)
+    assert max(mine.values()) > static[best], (mine, best, static[best])
+
+
 @pytest.mark.parametrize("concurrency", [1, 4, 16, 32])
 def test_c_never_below_ar_under_load(concurrency):
     for name, (policy, knobs) in ADAPTIVE.items():
