@@ -37,8 +37,9 @@ class AdaptiveConfig:
     #                                 of its own verdicts for ever (Estimator._alphas): more than
     #                                 the ~20 a depth can hold in memory, so noise between depths
     #                                 does not move the depth chosen (at 8 it did: on r1-humaneval
-    #                                 lr+sd-adaptive ran depth 2 most where static depth 4 is
-    #                                 best) while a lasting difference shows at 40% of its size
+    #                                 lr+sd-adaptive ran depth 2 most where static depth 3-4 is
+    #                                 best) while a lasting difference shows at up to 40% of its
+    #                                 size (20 / 50; a depth holding ~5 of the ~20 verdicts: ~14%)
     margin: float = 0.03            # switch at once for > 3% expected gain
     min_gain: float = 0.005         # ... or for > 0.5% once the same better choice has been the
     dwell: int = 5                  # target of `dwell` decisions in a row: estimates that oscillate

@@ -120,9 +120,9 @@ def test_with_the_drafter_priced_the_second_cpu_still_misses_the_target():
     assert 0.835 <= min(b["speedup_vs_ar"] for b in late) and max(b["speedup_vs_ar"] for b in late) < 0.945
 
 
-def test_with_the_price_checked_against_its_commits_the_second_cpu_meets_the_target():
-    """What the README and docs/adaptive.md say of traces/load-adaptive-f25m17-paid (9 rounds
-    alone): lr-adaptive 0.99x AR (interval 0.97-1.02), lr-d2 0.91x, the closed forms' own price of
+def test_with_the_price_checked_against_its_commits_the_second_cpu_meets_the_target_alone():
+    """What the README and docs/adaptive.md say of traces/load-adaptive-f25m17-paid at 1 in flight
+    (9 rounds alone): lr-adaptive 0.99x AR (interval 0.97-1.02), lr-d2 0.91x, the closed forms' own price of
     lr-d2 1.12x; a factor of 0.81 learned in the first problem, every later problem's first
     decision at depth 0, 93% of all decisions at depth 0, round 3's 0.91x."""
     doc = json.loads((RESULTS / "adaptive_real_f25m17_paid.json").read_text())

@@ -155,6 +155,28 @@ def test_depth_zero_is_plain_ar(monkeypatch):
     assert lr.est.snapshot().target_step_s < Estimates().target_step_s     # the cuts were timed
 
 
+def test_the_prompts_prefill_is_no_step_cost_nor_the_drafters(monkeypatch):
+    """At depth 0 the stream's first cut waits for the prompt's prefill while the drafter
+    prefills the prompt beside it (lr_async's rule): timed from its first token, the cut costs
+    what the steps after it cost, and the drafter is not believed to slow the target. Timed whole,
+    the Estimator believed a draft request beside a step cost the target several steps."""
+    depth_zero_only(monkeypatch)
+    target, draft = engines(script=LONG)
+    target.prefill_s, draft.prefill_s = 0.2, 0.15          # ~10 steps' decode, each engine
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=4000),
+                           target, draft)
+    assert res.text == "\n\n".join(LONG)
+    assert any("/prefill/" in r.request_id for r in draft.requests)     # it ran beside
+    est = lr.est.snapshot()
+    assert est.target_draft_s == 0.0
+    _, plain = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=4000),
+                            *engines(script=LONG))
+    # no dearer than without the prefills (0.08 s when the wait was timed in, 4x)
+    assert est.target_step_s <= 1.05 * plain.est.snapshot().target_step_s
+    # the committed step keeps its whole time: only what the Estimator is told leaves the wait
+    assert res.steps[0]["target"]["end"] - res.steps[0]["target"]["start"] > 0.2
+
+
 @pytest.mark.parametrize("budget", [1, 7, 23, 40])
 def test_depth_zero_truncates_the_budget_exactly(monkeypatch, budget):
     depth_zero_only(monkeypatch)
