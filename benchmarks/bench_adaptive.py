@@ -358,28 +358,27 @@ def render(o: dict) -> str:
             f"All requests at t = 0, {LOAD_STEPS} steps each, {LOAD_SEEDS} seeds; AR: the target alone "
             f"with all requests. Target: adaptive >= {TARGET_C:.2f}x AR at every load. Static optimum: "
             "the best static configuration of (a) for this preset.", "",
-            "| concurrency | AR tok/s | lr-adaptive | lr+sd-adaptive | static optimum | best static here | met |",
-            "|---|---|---|---|---|---|---|"]
-    for r in c:
-        so = r.get("static_optimum") or {}
-        so_txt = f"{so['vs_ar']:.3f} ({so['label']})" if so.get("vs_ar") is not None else "-"
-        out.append(f"| {r['concurrency']} | {r['ar_tokens_per_s']:.0f} | {r['lr-adaptive']:.3f} | "
-                   f"{r['lr+sd-adaptive']:.3f} | {so_txt} | {r['best_static']['vs_ar']:.3f} "
-                   f"({r['best_static']['label']}) | {'yes' if r['met'] else 'NO'} |")
+            *load_table(c, "met", "met")]
     if d:
         out += ["", "## (d) Load past the static optimum's break-even", "",
                 f"As (c), at {' and '.join(str(r['concurrency']) for r in d)} requests, where the "
                 "static optimum of (a) runs below AR. Target: adaptive beats every static "
                 "configuration (the grid of (a) and AR).", "",
-                "| concurrency | AR tok/s | lr-adaptive | lr+sd-adaptive | static optimum | "
-                "best static here | beats all |", "|---|---|---|---|---|---|---|"]
-        for r in d:
-            so = r.get("static_optimum") or {}
-            so_txt = f"{so['vs_ar']:.3f} ({so['label']})" if so.get("vs_ar") is not None else "-"
-            out.append(f"| {r['concurrency']} | {r['ar_tokens_per_s']:.0f} | {r['lr-adaptive']:.3f} | "
-                       f"{r['lr+sd-adaptive']:.3f} | {so_txt} | {r['best_static']['vs_ar']:.3f} "
-                       f"({r['best_static']['label']}) | {'yes' if r['beats_every_static'] else 'NO'} |")
+                *load_table(d, "beats all", "beats_every_static")]
     return "\n".join(out) + "\n"
+
+
+def load_table(rows: list[dict], last: str, key: str) -> list[str]:
+    """(c) and (d)'s table: tokens/s over AR's by concurrency, `last` the column of row[key]."""
+    out = ["| concurrency | AR tok/s | lr-adaptive | lr+sd-adaptive | static optimum | "
+           f"best static here | {last} |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        so = r.get("static_optimum") or {}
+        so_txt = f"{so['vs_ar']:.3f} ({so['label']})" if so.get("vs_ar") is not None else "-"
+        out.append(f"| {r['concurrency']} | {r['ar_tokens_per_s']:.0f} | {r['lr-adaptive']:.3f} | "
+                   f"{r['lr+sd-adaptive']:.3f} | {so_txt} | {r['best_static']['vs_ar']:.3f} "
+                   f"({r['best_static']['label']}) | {'yes' if r[key] else 'NO'} |")
+    return out
 
 
 def main(argv=None) -> dict:
