@@ -413,8 +413,8 @@ def main(argv=None) -> dict:
     static_opt = static_label_of(opt["best_static"]["label"]) if opt else None
     c = load_rows(args.jobs, (static_opt, {}) if static_opt else None)
     d = load_rows(args.jobs, (static_opt, {}) if static_opt else None, PAST_LOADS)
-    for r in c + d:
-        print(f"(c) concurrency {r['concurrency']:3d}: lr-adaptive {r['lr-adaptive']:.3f}x AR, "
+    for part, r in [("c", r) for r in c] + [("d", r) for r in d]:
+        print(f"({part}) concurrency {r['concurrency']:3d}: lr-adaptive {r['lr-adaptive']:.3f}x AR, "
               f"lr+sd-adaptive {r['lr+sd-adaptive']:.3f}x, best static {r['best_static']['label']} "
               f"{r['best_static']['vs_ar']:.3f}x", flush=True)
     out = {"presets": a, "phase": b, "load": c, "past_break_even": d, "placements": placements,
