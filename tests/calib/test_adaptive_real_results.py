@@ -17,7 +17,9 @@ RESULTS = ROOT / "benchmarks" / "results"
                                          ("adaptive_real_v3", "load-adaptive-v3"),
                                          ("adaptive_real_f25m17", "load-adaptive-f25m17"),
                                          ("adaptive_real_f25m17_kv", "load-adaptive-f25m17-kv"),
-                                         ("adaptive_real_f25m17_paid", "load-adaptive-f25m17-paid")])
+                                         ("adaptive_real_f25m17_paid", "load-adaptive-f25m17-paid"),
+                                         ("adaptive_real_f25m17_prefill",
+                                          "load-adaptive-f25m17-prefill")])
 def test_the_committed_result_is_its_records_rendered(name, traces):
     from benchmarks.bench_adaptive_real import bench, render
 
@@ -162,3 +164,21 @@ def test_at_two_and_four_in_flight_the_second_cpu_stays_at_depth_0():
     assert [f"{x:.2f}" for x in ad4["speedup_vs_ar_ci90"]] == ["0.90", "1.04"]
     by_round = [b["speedup_vs_ar"] for b in ad4["by_block"]]
     assert f"{min(by_round):.2f}" == "0.82" and f"{max(by_round):.2f}" == "1.17"
+
+
+def test_with_the_prefill_left_out_the_drafter_term_stays_0_and_lr_d2_is_priced_as_measured():
+    """What the README and docs/adaptive.md say of traces/load-adaptive-f25m17-prefill (3 rounds
+    at 2 in flight, after after_prefill): drafter term 0 at every block's first decision, lr-d2
+    priced 1.08x and measured 1.08x, lr-adaptive 1.04x AR (0.98-1.11), speculating in round 2
+    (expected 1.17x, measured 1.15x)."""
+    doc = json.loads((RESULTS / "adaptive_real_f25m17_prefill.json").read_text())
+    assert list(doc["levels"]) == ["2"]
+    ad, st = doc["levels"]["2"]["lr-adaptive-d2"], doc["levels"]["2"]["lr-d2"]
+    assert ad["blocks"] == st["blocks"] == 3
+    assert all(b["drafter_share_first"] == 0.0 for b in ad["by_block"])
+    assert f"{st['priced_by_adaptive']:.2f}" == f"{st['speedup_vs_ar']:.2f}" == "1.08"
+    assert f"{ad['speedup_vs_ar']:.2f}" == "1.04"
+    assert [f"{x:.2f}" for x in ad["speedup_vs_ar_ci90"]] == ["0.98", "1.11"]
+    r2 = ad["by_block"][2]
+    assert r2["depth0_share"] == 0.0
+    assert f"{r2['expected_first']:.2f}" == "1.17" and f"{r2['speedup_vs_ar']:.2f}" == "1.15"
