@@ -58,22 +58,36 @@ class DecayedMean:
         return self.blend(self.prior)
 
 
-MAX_BATCH_BIN = 63   # batch sizes (x - 1) kept apart up to this; larger ones share the last bin
+LINEAR_BINS = 64       # batch sizes x - 1 kept apart one by one below this, then ...
+BINS_PER_OCTAVE = 8    # ... 8 bins per doubling (each ~9% wide). One last bin for every size
+#                        >= 64 held a run at 128 sequences and its speculation at 256 in one
+#                        point, and the slope came from that point and the prior's base: at 128
+#                        requests lr-adaptive speculated where it lost (docs/adaptive.md,
+#                        "Estimates")
+MAX_BATCH_BIN = LINEAR_BINS + BINS_PER_OCTAVE * 24   # the bin of 64 x 2^24 (~10^9) and beyond
+
+
+def batch_bin(u: float) -> int:
+    """The bin of u = x - 1 extra positions (or 2 v draft requests): u itself below LINEAR_BINS,
+    then logarithmic; at most MAX_BATCH_BIN: the bins a cost keeps are bounded whatever the load."""
+    if u < LINEAR_BINS - 0.5:
+        return int(round(u))
+    return min(LINEAR_BINS + int(BINS_PER_OCTAVE * math.log2(u / (LINEAR_BINS - 0.5))),
+               MAX_BATCH_BIN)
 
 
 @dataclass
 class BatchCost:
     """Step seconds as a plane in the batch size x and the requests v of the other engine running
     beside the step, T(x, v) = base + slope (x - 1) + drafting v, fitted by weighted least
-    squares through the decayed mean at each (batch size, v) seen, with a ridge prior worth w0
-    observations:
+    squares through the decayed mean at each bin seen, with a ridge prior worth w0 observations:
 
         minimise  sum_b w_b (t_b - base - slope u_b - drafting v_b)^2 + w0 (base - base0)^2
                   + w0 (slope - slope0)^2 + w0 (drafting - drafting0)^2
 
-    where bin b holds the observations at round(x - 1) (and, for v > 0, round(2 v)): w_b =
-    sum_i decay^(n_b - i) is its decayed count and (u_b, v_b, t_b) its decayed means, each bin
-    forgetting only as it is observed again (directional forgetting). One clock for all sizes
+    where bin b holds the observations at batch_bin(x - 1) (and, for v > 0, batch_bin(2 v)):
+    w_b = sum_i decay^(n_b - i) is its decayed count and (u_b, v_b, t_b) its decayed means, each
+    bin forgetting only as it is observed again (directional forgetting). One clock for all sizes
     would let a run that settles at one batch size - depth 0 alone, or 4 AR streams - forget
     everything it measured about the others, and the slope fall back to its prior (the theory's
     free batching, 0) and the speculation it made look free (the real load corpus's rounds 5-6,
@@ -89,16 +103,19 @@ class BatchCost:
     decay: float
     bins: dict[int, list[float]] = field(default_factory=dict)   # b -> decayed [w, sum u, sum t]
     #                                                              (steps with v = 0)
-    busy: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (b, round(2 v)) ->
+    busy: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (b, bin of 2 v) ->
     #                                                  decayed [w, sum u, sum t, sum v] (v > 0)
     drafting0: float = 0.0
+    fitted: tuple | None = field(default=None, compare=False, repr=False)   # fit() until the
+    #                                 next observation (a run-wide cost is read at every decision)
 
     def observe(self, seconds: float, batch: float, beside: float = 0.0) -> None:
+        self.fitted = None
         u = batch - 1.0
-        b = min(int(round(u)), MAX_BATCH_BIN)
+        b = batch_bin(u)
         k = self.decay
         if beside > 0.0:
-            key = (b, min(int(round(2.0 * beside)), MAX_BATCH_BIN))
+            key = (b, batch_bin(2.0 * beside))
             w, su, st, sv = self.busy.get(key, (0.0, 0.0, 0.0, 0.0))
             self.busy[key] = [k * w + 1.0, k * su + u, k * st + seconds, k * sv + beside]
             return
@@ -107,10 +124,13 @@ class BatchCost:
 
     def fit(self) -> tuple[float, float, float]:
         """(base, slope, drafting)."""
-        if self.busy:
-            return self._fit_plane()
-        # no step beside the other engine: the line in closed form (the simulator's only case,
-        # once per decision: no numpy, and its results unchanged to the last bit)
+        if self.fitted is None:
+            self.fitted = self._fit_plane() if self.busy else self._fit_line()
+        return self.fitted
+
+    def _fit_line(self) -> tuple[float, float, float]:
+        """No step beside the other engine: the line in closed form (the simulator's only case:
+        no numpy, its results unchanged to the last bit)."""
         p = self.prior_weight
         # the normal equations [[a, b], [b, d]] [base, slope] = [r, s], bins at their means
         w = sum(v[0] for v in self.bins.values())
@@ -129,15 +149,13 @@ class BatchCost:
     def _fit_plane(self) -> tuple[float, float, float]:
         """The three-parameter fit: the normal equations A theta = r of (base, slope, drafting),
         solved with slope and drafting >= 0 (of the fits holding a negative one at 0, the one of
-        least squared error)."""
+        least squared error: the constrained least squares, the problem being convex)."""
         p = self.prior_weight
-        rows = [(w, su, st, 0.0) for w, su, st in self.bins.values()] + list(self.busy.values())
-        A = np.diag([p, p, p]).astype(float)
-        r = p * np.array([self.base0, self.slope0, self.drafting0])
-        for w, su, st, sv in rows:
-            m = np.array([w, su, sv])            # w x (1, mean u, mean v)
-            A += np.outer(m, m) / w
-            r += m * (st / w)
+        rows = np.array([(w, su, 0.0, st) for w, su, st in self.bins.values()]
+                        + [(w, su, sv, st) for w, su, st, sv in self.busy.values()])
+        m, t = rows[:, :3], rows[:, 3]           # m: w x (1, mean u, mean v) by bin
+        A = np.diag([p, p, p]) + (m.T / rows[:, 0]) @ m
+        r = p * np.array([self.base0, self.slope0, self.drafting0]) + m.T @ (t / rows[:, 0])
         best = None
         for free in ((0, 1, 2), (0, 1), (0, 2), (0,)):
             theta = np.zeros(3)
@@ -212,6 +230,17 @@ class Estimator:
         # the price checked against the run's own commits, speculating (True) and not (False)
         self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
         self.spec_factor0 = p.spec_factor
+
+    def share_costs(self, run: "Estimator") -> "Estimator":
+        """Take `run`'s step costs (target, draft), verdict time, launch, load, step length and
+        price check: what the engines cost is the run's, learned from every request on them (the
+        step costs are stored per step of the mean length, so the length is shared with them);
+        this one keeps its own acceptance, step and SD (a request's content, and its phase
+        changes)."""
+        self.target, self.draft, self.verify = run.target, run.draft, run.verify
+        self.launch, self.load, self.paid = run.launch, run.load, run.paid
+        self.step_tokens = run.step_tokens
+        return self
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
         """One judged draft at `depth` >= 1 (deeper than max_depth counts as max_depth)."""

@@ -11,6 +11,7 @@ import pytest
 from lrcore.adaptive import (AR, MAX_BATCH_BIN, AdaptiveConfig, BatchCost, Choice, Controller,
                              DecayedMean, Decision, Estimates, Estimator, best_choice, candidates, expected_rate,
                              preferred, ranked)
+from lrcore.adaptive.estimator import batch_bin
 from lrcore.errors import UserError
 from lrcore.theory import f_async, f_sync, geometric_sum, sd_speedup
 
@@ -220,9 +221,32 @@ def test_batch_cost_keeps_a_batch_size_it_no_longer_sees():
     base, slope, drafting = bc.fit()
     assert 0.17 < before[1] < 0.2          # 0.2 s per sequence, shrunk a little by the prior
     assert slope == pytest.approx(before[1], rel=0.01) and base == pytest.approx(1.0, rel=0.02)
-    # far larger batches share the last bin
+    # larger batches keep bins ~9% wide (8 per doubling), up to a bound whatever the batch
     bc.observe(9.0, 1000)
+    bc.observe(9.5, 1100)
+    assert len(bc.bins) == 4 and max(bc.bins) < MAX_BATCH_BIN
+    bc.observe(99.0, 1e15)
     assert max(bc.bins) == MAX_BATCH_BIN
+
+
+def test_batch_cost_tells_batches_past_64_apart():
+    """At 128 requests the batch runs 128-256 sequences: one bin for every size >= 64 held them in
+    one point, the line ran through it and the prior's base (1 s), and the slope was whatever
+    joined the two (here 0.0003 s where the data's is 0.004; docs/adaptive.md, "Estimates").
+    Bins 8 per doubling keep 128 and 256 apart: the ridge fit through both."""
+    bc = BatchCost(base0=1.0, slope0=0.0, prior_weight=2.0, decay=0.95)
+    for _ in range(40):
+        bc.observe(0.3 + 0.004 * 127, 128)
+        bc.observe(0.3 + 0.004 * 255, 256)
+    assert batch_bin(127) != batch_bin(255) and len(bc.bins) == 2
+    w = math.sqrt(sum(0.95 ** i for i in range(40)))
+    r2 = math.sqrt(2.0)
+    rows = [[w, w * 127], [w, w * 255], [r2, 0.0], [0.0, r2]]
+    rhs = [w * (0.3 + 0.004 * 127), w * (0.3 + 0.004 * 255), r2 * 1.0, 0.0]
+    want, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
+    base, slope, drafting = bc.fit()
+    assert (base, slope) == pytest.approx(tuple(want), rel=1e-10)
+    assert slope > 0.0025                       # the prior's base shrinks it; one bin: 0.0003
 
 
 def test_batch_cost_at_batch_one_keeps_the_prior_slope_and_never_slopes_down():
