@@ -99,7 +99,7 @@ class Estimates:
     launch_s: float = 0.0           # extra seconds a speculative target step pays as a request of
     #                                 its own (queue, the context's prefill) before its first token,
     #                                 which a step of depth 0, written by a request already
-    #                                 running, does not; 0 = the theory's (and the simulator's)
+    #                                 running, does not; 0 = the theory's (both backends measure it)
     target_draft_s: float = 0.0     # extra target step seconds per draft request running beside
     #                                 it: where draft and target share a machine's cores (a 2-core
     #                                 CPU: 8-10% of a step, docs/adaptive.md), the drafter slows the

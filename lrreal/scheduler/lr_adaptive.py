@@ -35,9 +35,9 @@ process learns across its requests, and a 192-token answer has about five steps,
 anything alone); one Controller per problem (its hysteresis follows its own choices). The
 Estimator starts from the neutral prior (lrcore's Estimates(): told nothing about this workload),
 whose times are rescaled to the run's first timed step (`_scale_prior`), or from estimates carried
-from an earlier run's records (`--adaptive-prior`, adaptive_prior.py), taken as they are. The simulator's policy keeps one Estimator per request: its
-requests run thousands of tokens (the paper presets), and its phase-change target is a change
-inside one request.
+from an earlier run's records (`--adaptive-prior`, adaptive_prior.py), taken as they are. The simulator's policy keeps acceptance per request (its
+requests run thousands of tokens, the paper presets, and its phase-change target is a change
+inside one request) and shares the run's step costs (Estimator.share_costs).
 
 Bounds (`adaptive_config`): depths 0..--depth, widths 1..--width, and k2 fixed: 1 for
 lr-adaptive; for lr+sd-adaptive the engine's one k2 = --num-speculative-tokens + 1, because vLLM

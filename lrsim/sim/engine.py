@@ -48,7 +48,8 @@ class Job:
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
-                 "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok", "area0")
+                 "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok", "area0",
+                 "first_end")
 
     def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
                  sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
@@ -66,6 +67,8 @@ class Job:
         self.cancelled = False
         self.submitted = env._now
         self.area0 = 0.0                  # the engine's batch area at submission (Engine.submit)
+        self.first_end = None             # end of its first iteration, if it prefilled (its first
+        #                                   token: lr-adaptive's launch, launch_s)
         self.started = None
         self.finished = None
         self.tag = tag
@@ -439,7 +442,10 @@ class Engine:
             d.busy_s += spent
         self.iter_no = it = self.iter_no + k
         if self.prefilling:
+            first = now - spent + spent / k     # the end of the chunk's first iteration
             for j in self.prefilling:
+                if j.first_end is None:         # a preempted job's re-prefill is no first token
+                    j.first_end = first
                 self.ctx_a += j.prefill
                 j.ctx += j.prefill          # so that _remove takes it out again
                 j.prefill = 0

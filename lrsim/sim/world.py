@@ -66,6 +66,8 @@ class World:
     stats: StepStats = field(default_factory=StepStats, init=False)
     sd: SDStats = field(default_factory=SDStats, init=False)
     decisions: object | None = field(default=None, init=False)   # lr-adaptive: its DecisionLog
+    adaptive_costs: object | None = field(default=None, init=False)  # lr-adaptive: the run's
+    #                                 Estimator of step costs, shared by its requests
 
     # --- helpers for policies -----------------------------------------------------------------
     def sd_stream(self, req, k2: int | None = None) -> SDStream | None:

@@ -63,6 +63,31 @@ def test_conservation_and_determinism():
     assert s1 == s2
 
 
+def test_the_run_shares_its_step_costs_and_no_prompt_prefill_is_a_step_cost(monkeypatch):
+    """What the engines cost is learned run-wide, from every request on them (as the real
+    backend's RunEstimates), and acceptance per request; a request's first step, which holds its
+    prompt's prefill, is observed for its tokens but not timed."""
+    seen = []
+    observe = lr_adaptive.AdaptiveLookahead.observe_target
+
+    def spy(self, job, k2, sd, timed=True, launched=False, stream_start=False):
+        seen.append((self, job.tag.position, timed))
+        observe(self, job, k2, sd, timed, launched, stream_start)
+    monkeypatch.setattr(lr_adaptive.AdaptiveLookahead, "observe_target", spy)
+    s, world = run(_cfg(requests=3, steps=20, depth=2))
+    lrs = {id(lr): lr for lr, _, _ in seen}.values()
+    assert len(lrs) == 3
+    costs = world.adaptive_costs
+    for lr in lrs:
+        assert lr.est is not costs and lr.est.target is costs.target and lr.est.draft is costs.draft
+        assert lr.est.verify is costs.verify and lr.est.load is costs.load
+        assert lr.est.step_tokens is costs.step_tokens and lr.est.launch is costs.launch
+        assert all(a is not b for a in lr.est.alpha for b in costs.alpha)
+    assert all(timed == (pos > 0) for _, pos, timed in seen)
+    assert sum(not timed for _, _, timed in seen) == 3
+    assert costs.launch.weight > 0                # tree steps' launches were measured
+
+
 def test_it_learns_to_stop_speculating_when_drafts_are_never_accepted():
     # the paper's hardware (a 13 ms verdict per step), acceptance 0: from the neutral prior (0.5)
     # it speculates, learns that nothing is accepted, and stops (the theory's free world, with no

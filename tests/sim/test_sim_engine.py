@@ -116,3 +116,21 @@ def test_free_engine_runs_jobs_independently():
     env.run()
     assert ends == {0: 2.0, 0.3: pytest.approx(2.3), 5: 7.0}
     assert e.busy_s == pytest.approx(2.3 + 2.0)
+
+
+def test_mean_batch_and_first_token_over_a_jobs_life():
+    """lr-adaptive's Estimator reads a target step's batch as the sequences the engine ran over
+    the step's life (read as the job finishes), and a prefilling job's first token as the end of
+    its first iteration: two jobs of 4 and 2 flat 1 s iterations, the second prefilling."""
+    from lrsim.sim.engine import mean_batch
+    env, e, _, _ = _setup(latency=Roofline(base_s=1.0, knee_tokens=100))
+    seen = {}
+    for name, job in [("long", Job(env, 4)), ("short", Job(env, 2, ctx=8, prefill=8))]:
+        e.submit(job)
+        job.done.callbacks.append(lambda _e, n=name, j=job: seen.__setitem__(
+            n, (j.finished, mean_batch(e, j), j.first_end)))
+    env.run(until=100)
+    assert seen["long"][:2] == pytest.approx((4.0, 1.5)) and seen["long"][2] is None
+    assert seen["short"] == pytest.approx((2.0, 2.0, 1.0))
+    assert mean_batch(FreeEngine(env, "f", Roofline(base_s=1.0, knee_tokens=100), e.devices),
+                      Job(env, 1)) == 1.0

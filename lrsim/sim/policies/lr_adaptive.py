@@ -13,12 +13,16 @@ request observes feeds its Estimator:
     target's batch averaged over the step's life (engine.mean_batch: a step of ~40 iterations
     shares the batch with speculative steps that start and end inside it, so the batch as it
     ends says little; the real backend measures the same), its k2 and tokens per pass, its
-    tokens; for SD the accepted tokens and rejected rounds it drew
+    tokens, and for a tree's step its launch (observe_target: as the
+    real scheduler times it; a request's first step, its prompt's prefill, is not timed); for SD
+    the accepted tokens and rejected rounds it drew
   - each finished draft: seconds and the draft engine's batch over its life; each verdict's seconds
   - the requests in flight at each decision.
 One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
-nothing about this workload), so a request follows its own phase changes. The decision logic is
-lrcore.adaptive's, imported, not copied.
+nothing about this workload), so a request follows its own phase changes; its Estimator shares the
+run's step costs, verdict time, launch, load and step length (Estimator.share_costs: what the
+engines cost is learned from every request on them, as the real backend's one Estimator per
+engine pair). The decision logic is lrcore.adaptive's, imported, not copied.
 
 The Config bounds the choice (`adaptive_config`): depths 0..cfg.depth, widths 1..cfg.width, k2
 1, cfg.k2 or a shorter length of lr plan's grid (3, 5) below it (`sd_lengths`); with SD on offer
@@ -86,7 +90,10 @@ class AdaptiveLookahead(AsyncLookahead):
     def __init__(self, world, req, rec):
         super().__init__(world, req, rec)
         self.acfg = adaptive_config(world.cfg)
-        self.est = Estimator(self.acfg, prior=neutral_prior(self.acfg))
+        prior = neutral_prior(self.acfg)
+        if world.adaptive_costs is None:
+            world.adaptive_costs = Estimator(self.acfg, prior=prior)
+        self.est = Estimator(self.acfg, prior=prior).share_costs(world.adaptive_costs)
         self.ctl = Controller(self.acfg)
         self.streams = {self.stream.k2: self.stream} if self.stream is not None else {}
         self.on_stream = False    # the last target step was a depth-0 root's (one request writes on)
@@ -135,13 +142,26 @@ class AdaptiveLookahead(AsyncLookahead):
             after = sd_counts(self.world.sd, stream)
             sd = (after[0] - before[0], after[1] - before[1])
         # observed before on_target acts on the finished step (a decision may follow at once)
-        job.done.callbacks.insert(0, lambda _e: self.observe_target(job, k2, sd))
+        launched, stream_start = new_request and not writing_on, new_request and writing_on
+        job.done.callbacks.insert(0, lambda _e: self.observe_target(
+            job, k2, sd, node.position > 0, launched, stream_start))
 
-    def observe_target(self, job, k2, sd):
+    def observe_target(self, job, k2, sd, timed=True, launched=False, stream_start=False):
+        """As the real scheduler (lrreal/scheduler/lr_adaptive.py): a tree's step (`launched`, a
+        request of its own) is timed whole, its launch learned apart (launch_s); a depth-0 stream's
+        first step is timed from its first token (after_prefill: the wait before it is no cost of
+        the steps that follow, and depth 0's price has no launch). `timed` False: the request's
+        first step, which holds its prompt's prefill (at t = 0 every request's): not timed; its
+        tokens and SD counts are still observed."""
         tokens = job.total * job.emit_per_iter if k2 > 1 else job.total
-        self.est.observe_target_step(job.finished - job.submitted, mean_batch(self.world.target, job), k2,
-                                     tokens_per_pass=job.emit_per_iter if k2 > 1 else None,
-                                     tokens=tokens)
+        if timed:
+            target, wait = self.world.target, launch_s(job, tokens)
+            seconds = job.finished - job.submitted
+            if stream_start and wait is not None:
+                seconds -= min(wait, seconds)
+            self.est.observe_target_step(seconds, mean_batch(target, job), k2,
+                                         tokens_per_pass=job.emit_per_iter if k2 > 1 else None,
+                                         tokens=tokens, launch_s=wait if launched else None)
         self.est.observe_step_tokens(tokens)
         if sd is not None:
             self.est.observe_sd(*sd)
@@ -161,6 +181,17 @@ class AdaptiveLookahead(AsyncLookahead):
         if k2 not in self.streams:
             self.streams[k2] = self.world.sd_stream(self.req, k2)
         return self.streams[k2]
+
+
+def launch_s(job, tokens: float) -> float | None:
+    """Seconds a new request's step of `tokens` waited for its first token (the end of its first
+    iteration) beyond one token's time: its queue and prefill, as the real backend's
+    lrreal/scheduler/lr_adaptive.py launch_s: first - submitted - (finished - first) / (tokens -
+    1); None if it never prefilled."""
+    if job.first_end is None:
+        return None
+    per_token = (job.finished - job.first_end) / (tokens - 1) if tokens > 1 else 0.0
+    return max(0.0, job.first_end - job.submitted - per_token)
 
 
 def sd_counts(stats, stream) -> tuple[int, int]:
