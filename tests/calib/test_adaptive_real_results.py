@@ -201,7 +201,16 @@ def test_on_the_third_cpu_two_rounds_show_depth_0_but_not_the_target():
                for ad, st in got.values())
     first, second = got["1"][0]["by_block"]
     assert f"{first['depth0_share']:.2f}" == "0.25" and f"{first['speedup_vs_ar']:.2f}" == "0.80"
-    assert f"{second['speedup_vs_ar']:.2f}" == "0.97"
+    assert first["alpha1_first"] == 0.5                  # the neutral prior's
+    assert second["depth0_share"] == 1.0 and f"{second['speedup_vs_ar']:.2f}" == "0.97"
+    assert [got[n][0]["first_problem_records"] for n in ("1", "2", "4")] == [1, 0, 0]
+    paid = json.loads((RESULTS / "adaptive_real_f25m17_paid.json").read_text())
+    assert f"{paid['levels']['1']['ar']['tokens_per_s']:.2f}" == "2.26"
+    v3 = json.loads((RESULTS / "adaptive_real_v3.json").read_text())["levels"]
+    first_cpu = [v3[n]["lr-d2"]["speedup_vs_ar"] for n in ("1", "2", "4")]
+    assert [f"{x:.2f}" for x in first_cpu] == ["0.84", "0.74", "0.65"]
+    assert [st["speedup_vs_ar"] < x for (_, st), x in zip(got.values(), first_cpu)] == [
+        True, False, True]
     assert all(b["depth0_share"] == 1.0 for n in ("2", "4") for b in got[n][0]["by_block"])
     assert f"{got['4'][0]['by_block'][1]['speedup_vs_ar']:.2f}" == "0.85"
     assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "1.21"

@@ -9,13 +9,14 @@ request observes feeds its Estimator:
   - the verdict of the first ready draft of each decided position, at its launch depth (the first
     sibling: the marginal acceptance, not lowered by siblings rejected before it)
   - each finished target step: seconds (submission to finish: the wait for the engine's next
-    iteration boundary or a batch slot is part of what speculation costs), the sequences in the
+    iteration boundary or a batch slot is part of what speculation costs; a depth-0 stream's
+    first step from its first token), the sequences in the
     target's batch averaged over the step's life (engine.mean_batch: a step of ~40 iterations
     shares the batch with speculative steps that start and end inside it, so the batch as it
     ends says little; the real backend measures the same), its k2 and tokens per pass, its
-    tokens, and for a tree's step its launch (observe_target: as the
-    real scheduler times it; a request's first step, its prompt's prefill, is not timed); for SD
-    the accepted tokens and rejected rounds it drew
+    tokens, and for a tree's step its launch (observe_target: as the real scheduler measures
+    it; a request's first step, its prompt's prefill, is not timed, unlike the real scheduler);
+    for SD the accepted tokens and rejected rounds it drew
   - each finished draft: seconds and the draft engine's batch over its life; each verdict's seconds
   - the requests in flight at each decision.
 One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
@@ -150,9 +151,10 @@ class AdaptiveLookahead(AsyncLookahead):
         """As the real scheduler (lrreal/scheduler/lr_adaptive.py): a tree's step (`launched`, a
         request of its own) is timed whole, its launch learned apart (launch_s); a depth-0 stream's
         first step is timed from its first token (after_prefill: the wait before it is no cost of
-        the steps that follow, and depth 0's price has no launch). `timed` False: the request's
-        first step, which holds its prompt's prefill (at t = 0 every request's): not timed; its
-        tokens and SD counts are still observed."""
+        the steps that follow, and depth 0's price has no launch). Unlike it, `timed` False: the
+        request's first step, which holds its prompt's prefill (at t = 0 every request's, which
+        would time the whole run's prefill as a step): not timed; its tokens and SD counts are
+        still observed."""
         tokens = job.total * job.emit_per_iter if k2 > 1 else job.total
         if timed:
             target, wait = self.world.target, launch_s(job, tokens)
