@@ -202,6 +202,14 @@ SPEC_FACTOR_BOUNDS = (0.25, 4.0)   # the correction never more than 4x either wa
 #                                    luck must not make speculation look free or hopeless
 
 
+def first_token_wait(start: float, first: float, end: float, tokens: float) -> float:
+    """Seconds a request waited for its first token beyond one token's time (its queue and
+    prefill: Estimates.launch_s): first - start - (end - first) / (tokens - 1). Both schedulers
+    time launches with it (lrreal/scheduler/lr_adaptive.py, lrsim/sim/policies/lr_adaptive.py)."""
+    per_token = (end - first) / (tokens - 1) if tokens > 1 else 0.0
+    return max(0.0, first - start - per_token)
+
+
 def _measured(name: str, *values: float) -> None:
     """A caller's bug, not a user's: a negative or non-finite measurement would poison the sums."""
     if any(not (math.isfinite(v) and v >= 0) for v in values):

@@ -55,6 +55,7 @@ import json
 from dataclasses import asdict, replace
 
 from lrcore.adaptive import AdaptiveConfig, Controller, Estimates, Estimator
+from lrcore.adaptive.estimator import first_token_wait
 
 from ..engine import GenResult, Progress, monotonic, sd_summary
 from .adaptive_prior import NEUTRAL
@@ -115,8 +116,7 @@ def launch_s(t: GenResult) -> float | None:
     first - start - (end - first) / (tokens - 1); None where the engine did not say when."""
     if t.first is None or t.tokens < 1:
         return None
-    per_token = (t.end - t.first) / (t.tokens - 1) if t.tokens > 1 else 0.0
-    return max(0.0, t.first - t.start - per_token)
+    return first_token_wait(t.start, t.first, t.end, t.tokens)
 
 
 def after_prefill(step: GenResult, first: float | None) -> GenResult:

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import Counter, deque
 
 from lrcore.adaptive import AdaptiveConfig, Controller, Decision, Estimates, Estimator
+from lrcore.adaptive.estimator import first_token_wait
 
 from ..engine import mean_batch
 from .lr_async import AsyncLookahead
@@ -192,8 +193,7 @@ def launch_s(job, tokens: float) -> float | None:
     1); None if it never prefilled."""
     if job.first_end is None:
         return None
-    per_token = (job.finished - job.first_end) / (tokens - 1) if tokens > 1 else 0.0
-    return max(0.0, job.first_end - job.submitted - per_token)
+    return first_token_wait(job.submitted, job.first_end, job.finished, tokens)
 
 
 def sd_counts(stats, stream) -> tuple[int, int]:
