@@ -53,6 +53,15 @@ class AdaptiveConfig:
     #                                 through a long step, which the formula cannot see
     explore_every: int = 50         # after this many decisions at depth 0, one depth-1 speculation
     #                                 refreshes acceptance (AR observes none); 0 = never
+    batch_reach: float = 2.0        # a choice may put at most 2x the largest target batch measured
+    #                                 so far (Estimates.batch_seen) in its steps: past it the cost
+    #                                 is the fit's extrapolation, and the neutral prior's free
+    #                                 batching (slope 0) made any batch look free: at 128 requests
+    #                                 its first pick, depth 4 k2 9 for every request, put 5,760
+    #                                 positions in one batch (docs/adaptive.md, "Batch reach")
+    batch_floor: float = 32.0       # ... and any choice of at most 32 positions is within reach:
+    #                                 one request's tree at depth 4 width 2 (31), a few requests'
+    #                                 trees (the real corpus: <= 12); plain AR always is
 
     def __post_init__(self):
         def bad(name, v, want):
@@ -67,7 +76,8 @@ class AdaptiveConfig:
                 bad(name, vs, "a non-empty tuple of integers >= 1")
         for name, lo, hi in (("sd_draft_ratio", 0, math.inf), ("width_exponent", 0, 1),
                              ("decay", 0, 1), ("margin", 0, math.inf), ("min_gain", 0, math.inf),
-                             ("depth_rtol", 0, 1)):
+                             ("depth_rtol", 0, 1), ("batch_reach", 1, math.inf),
+                             ("batch_floor", 1, math.inf)):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and lo <= v <= hi and math.isfinite(v)):
                 bad(name, v, f"a finite number in [{lo}, {hi}]")
@@ -107,6 +117,8 @@ class Estimates:
     spec_factor: float = 1.0        # the speculative choices' rate as the run measured it over
     #                                 their price, relative to depth 0's (Estimator.observe_paid):
     #                                 what the closed forms miss (1: nothing, the simulator's)
+    batch_seen: float = 0.0         # the largest target batch (positions) a step's cost was
+    #                                 measured at (0: none): AdaptiveConfig.batch_reach's base
 
     def __post_init__(self):
         if not self.alpha_by_depth or any(not 0.0 <= a <= 1.0 for a in self.alpha_by_depth):
@@ -116,7 +128,8 @@ class Estimates:
             raise UserError(f"estimates: alpha2 must be a probability, got {self.alpha2!r}")
         if not (self.target_step_s > 0 and self.draft_step_s >= 0 and self.verify_s >= 0
                 and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0
-                and self.launch_s >= 0 and self.target_draft_s >= 0 and self.spec_factor > 0):
+                and self.launch_s >= 0 and self.target_draft_s >= 0 and self.spec_factor > 0
+                and self.batch_seen >= 0):
             raise UserError("estimates: target_step_s, step_tokens and spec_factor must be > 0, "
                             "the other times and slopes >= 0")
 
@@ -133,6 +146,10 @@ class Estimates:
     def draft_time(self, sequences: float) -> float:
         """Seconds of one draft step with `sequences` in the draft's batch."""
         return self.draft_step_s + self.draft_slope_s * (sequences - 1.0)
+
+    def reach(self, cfg: "AdaptiveConfig") -> float:
+        """The largest target batch (positions) a choice may put in its steps (batch_reach)."""
+        return max(cfg.batch_floor, cfg.batch_reach * self.batch_seen)
 
     def to_dict(self) -> dict:
         d = asdict(self)

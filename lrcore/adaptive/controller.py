@@ -6,7 +6,8 @@ import json
 from dataclasses import asdict, dataclass
 
 from .config import AdaptiveConfig, Estimates
-from .rule import AR, Choice, argmax, expected_rate, on_plateau, preferred, ranked
+from .rule import (AR, Choice, argmax, batch_positions, expected_rate, on_plateau, preferred,
+                   ranked, within_reach)
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,10 @@ class Controller:
     the deepest choice on that plateau (`preferred`) when the argmax's expected rate beats the
     current one's, for the same estimates, by more than cfg.margin (at once), or by more than
     cfg.min_gain with the same target for cfg.dwell decisions in a row (estimates oscillating
-    near a boundary change the target before that: no flapping). At depth 0 it probes depth 1
-    every cfg.explore_every decisions so acceptance stays measured."""
+    near a boundary change the target before that: no flapping). A current choice whose batch
+    has gone past the reach of the measured costs (rule.within_reach: the load rose) moves to the
+    target at once. At depth 0 it probes depth 1 every cfg.explore_every decisions so acceptance
+    stays measured (when the probe is within reach)."""
 
     def __init__(self, cfg: AdaptiveConfig, current: Choice | None = None):
         self.cfg = cfg
@@ -74,6 +77,10 @@ class Controller:
         target, _ = preferred(rated, self.cfg)
         aim = target.label() if target == best else f"{target.label()} (plateau of {best.label()})"
         cur = self.current
+        if cur is not None and not within_reach(est, cur, self.cfg):
+            beyond, cur = cur, None          # its batch is past what the costs were measured at
+        else:
+            beyond = None
         stays = cur is not None and on_plateau(cur, rate(cur), best, best_rate, self.cfg)
         gain = best_rate / rate(cur) - 1.0 if cur is not None else 0.0
         if cur is not None and not stays and self.cfg.min_gain < gain <= self.cfg.margin:
@@ -81,7 +88,11 @@ class Controller:
             self.pending = target
         else:
             self.pending, self.streak = None, 0
-        if cur is None:
+        if beyond is not None:
+            chosen, why = target, (f"switch from {beyond.label()}: its batch, "
+                                   f"{batch_positions(est, beyond):.0f} positions, is past the "
+                                   f"reach of the measured costs, {est.reach(self.cfg):.0f}; {aim}")
+        elif cur is None:
             chosen, why = target, f"first decision: the best, {aim}"
         elif stays:
             chosen, why = cur, (f"{cur.label()} is still the best" if cur == best else
@@ -101,8 +112,9 @@ class Controller:
         run = chosen
         if chosen.depth == 0 and self.cfg.max_depth >= 1 and self.cfg.explore_every > 0:
             self.at_depth0 += 1
-            if self.at_depth0 > self.cfg.explore_every:
-                run = Choice(1, 1, chosen.k2)
+            probe = Choice(1, 1, chosen.k2)
+            if self.at_depth0 > self.cfg.explore_every and within_reach(est, probe, self.cfg):
+                run = probe
                 why = (f"explore: depth 1 once after {self.cfg.explore_every} decisions at depth 0 "
                        f"(keeps acceptance measured); {why}")
                 self.at_depth0 = 0

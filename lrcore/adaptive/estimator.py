@@ -106,11 +106,13 @@ class BatchCost:
     busy: dict[tuple[int, int], list[float]] = field(default_factory=dict)  # (b, bin of 2 v) ->
     #                                                  decayed [w, sum u, sum t, sum v] (v > 0)
     drafting0: float = 0.0
+    largest: float = 0.0        # the largest batch observed (Estimates.batch_seen)
     fitted: tuple | None = field(default=None, compare=False, repr=False)   # fit() until the
     #                                 next observation (a run-wide cost is read at every decision)
 
     def observe(self, seconds: float, batch: float, beside: float = 0.0) -> None:
         self.fitted = None
+        self.largest = max(self.largest, batch)
         u = batch - 1.0
         b = batch_bin(u)
         k = self.decay
@@ -238,6 +240,7 @@ class Estimator:
         # the price checked against the run's own commits, speculating (True) and not (False)
         self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
         self.spec_factor0 = p.spec_factor
+        self.batch_seen0 = p.batch_seen     # a calibrated prior's measured batches count
 
     def share_costs(self, run: "Estimator") -> "Estimator":
         """Take `run`'s step costs (target, draft), verdict time, launch, load, step length and
@@ -347,7 +350,7 @@ class Estimator:
         return Estimates(self._alphas(prob), prob(self.alpha2.value),
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
                          self.step_tokens.value, max(self.launch.value, 0.0), tv,
-                         self._spec_factor())
+                         self._spec_factor(), max(self.batch_seen0, self.target.largest))
 
     def _spec_factor(self) -> float:
         """Speculation's measured rate over its price, relative to depth 0's (observe_paid),

@@ -39,6 +39,20 @@ def candidates(cfg: AdaptiveConfig) -> list[Choice]:
     return out
 
 
+def batch_positions(est: Estimates, c: Choice) -> float:
+    """Target positions in one step's batch when est.load requests all run `c`: n P k2, P the
+    tree's positions 1 + W + ... + W^D (expected_rate's T_sd(n P) at k2)."""
+    return est.load * sum(c.width ** d for d in range(c.depth + 1)) * c.k2
+
+
+def within_reach(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> bool:
+    """The cheapest candidate (depth 0 at the shortest k2 on offer: plain AR where k2 1 is) always;
+    any other choice if its batch is within Estimates.reach: the step costs are not extrapolated
+    past batch_reach times the largest batch they were measured at."""
+    return ((c.depth == 0 and c.k2 == min(cfg.k2s))
+            or batch_positions(est, c) <= est.reach(cfg) * (1.0 + TIE_RTOL))
+
+
 def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
     """Expected committed tokens per second of one request running choice `c` while `est.load`
     requests in flight all run it (the closed forms of lrcore/theory.py with measured costs).
@@ -79,8 +93,9 @@ def expected_rate(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> float:
 
 
 def ranked(est: Estimates, cfg: AdaptiveConfig) -> list[tuple[Choice, float]]:
-    """Every candidate with its expected rate, in candidate order."""
-    return _rates(est, candidates(cfg), cfg)
+    """Every candidate within reach (within_reach; plain AR always is) with its expected rate,
+    in candidate order."""
+    return _rates(est, [c for c in candidates(cfg) if within_reach(est, c, cfg)], cfg)
 
 
 def _rates(est: Estimates, choices: list[Choice],
@@ -123,7 +138,7 @@ def _rates(est: Estimates, choices: list[Choice],
 
 
 def best_choice(est: Estimates, cfg: AdaptiveConfig) -> tuple[Choice, float]:
-    """The argmax of expected_rate over the candidates; a tie (within TIE_RTOL) goes to the
+    """The argmax of expected_rate over the candidates within reach; a tie (within TIE_RTOL) goes to the
     cheaper candidate."""
     return argmax(ranked(est, cfg))
 

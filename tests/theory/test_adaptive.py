@@ -464,9 +464,10 @@ GRID = list(itertools.product(
 def test_the_decision_is_the_brute_force_argmax(mode, alpha, draft, verify, load_slope):
     load, slope = load_slope
     cfg = AdaptiveConfig(mode=mode, max_depth=6, widths=(1, 2), k2s=(1, 3))
+    # batch_seen: costs measured at every batch the candidates put (test_batch_reach: otherwise)
     e = Estimates(alpha_by_depth=alpha, alpha2=0.5, target_step_s=1.0, target_slope_s=slope,
                   draft_step_s=draft, draft_slope_s=draft * 0.1, verify_s=verify, load=load,
-                  step_tokens=L)
+                  step_tokens=L, batch_seen=4 * 127 * 3)
     brute = {(d, w, k2): brute_rate(e, Choice(d, w, k2), cfg)
              for d in range(7) for w in ((1,) if d == 0 else (1, 2)) for k2 in (1, 3)}
     assert {tuple(c): r for c, r in ranked(e, cfg)} == pytest.approx(brute, rel=REL)
@@ -511,6 +512,53 @@ def test_deep_speculation_when_acceptance_is_high_and_the_draft_cheap():
     best, _ = best_choice(e, cfg)
     assert best == max(candidates(cfg), key=lambda c: (brute_rate(e, c, cfg), -c.depth))
     assert 1 <= best.depth < cfg.max_depth
+
+
+def test_batch_reach_keeps_choices_within_twice_the_largest_batch_measured():
+    cfg = AdaptiveConfig(max_depth=4, widths=(1,), k2s=(1, 3))
+    e = flat(0.9, draft=0.02, load=128.0, alpha2=0.5)   # flat costs: any batch looks free
+    assert best_choice(replace(e, batch_seen=1e6), cfg)[0] == Choice(4, 1, 3)
+    # nothing measured: only choices of <= batch_floor (32) positions, and plain AR always
+    assert [c for c, _ in ranked(e, cfg)] == [AR] and best_choice(e, cfg) == (AR, L)
+    # AR measured at 128 requests: up to 256 positions (depth 1 without SD), then 384 (SD k2 3
+    # at depth 0, depth 2), each the best within reach
+    assert [c for c, _ in ranked(replace(e, batch_seen=128.0), cfg)] == [AR, Choice(1, 1, 1)]
+    assert {c for c, _ in ranked(replace(e, batch_seen=192.0), cfg)} == {
+        AR, Choice(0, 1, 3), Choice(1, 1, 1), Choice(2, 1, 1)}
+    assert best_choice(replace(e, batch_seen=192.0), cfg)[0] == Choice(2, 1, 1)
+    # one request: its tree of <= 32 positions is within reach before anything is measured
+    assert [c for c, _ in ranked(replace(e, load=1.0), cfg)] == candidates(cfg)
+    # the cheapest candidate is always within reach where AR is not on offer
+    sd_only = AdaptiveConfig(max_depth=2, widths=(1,), k2s=(9,))
+    assert [c for c, _ in ranked(e, sd_only)] == [Choice(0, 1, 9)]
+    # batch_seen: the largest target batch a step was measured at, in positions (an SD step at
+    # k2 holds batch x k2), kept however the costs decay; a prior's counts
+    est = Estimator(cfg)
+    assert est.snapshot().batch_seen == 0.0
+    est.observe_target_step(1.0, batch=100, k2=3, tokens_per_pass=2.0)
+    est.observe_target_step(1.0, batch=128)
+    for _ in range(200):
+        est.observe_target_step(1.0, batch=2)
+    assert est.snapshot().batch_seen == 300.0
+    assert Estimator(cfg, Estimates(batch_seen=500.0)).snapshot().batch_seen == 500.0
+    with pytest.raises(UserError, match="batch_reach"):
+        AdaptiveConfig(batch_reach=0.5)
+
+
+def test_a_choice_past_the_reach_moves_at_once_when_the_load_rises():
+    cfg = AdaptiveConfig(max_depth=4, widths=(1,), explore_every=0)
+    ctl = Controller(cfg)
+    e = flat(0.9, draft=0.02, batch_seen=10.0)           # reach: the floor, 32 positions
+    assert ctl.decide(e).choice == Choice(4, 1, 1)
+    # 8 requests in flight: depth 4's 40 positions are past the reach; depth 3's 32 are not
+    d = ctl.decide(replace(e, load=8.0))
+    assert d.choice == Choice(3, 1, 1)
+    assert "past the reach of the measured costs, 32" in d.reason
+    # at depth 0 the probe of depth 1 waits until it is within reach
+    ctl = Controller(AdaptiveConfig(explore_every=2))
+    far, near = flat(0.3, load=64.0, **NEAR), flat(0.3, load=64.0, batch_seen=64.0, **NEAR)
+    assert [ctl.decide(far).depth for _ in range(6)] == [0] * 6
+    assert [ctl.decide(near).depth for _ in range(3)] == [1, 0, 0]
 
 
 # --- hysteresis, exploration, the record -----------------------------------------------------
