@@ -71,6 +71,7 @@ def run(cfg: Config) -> tuple[dict, World]:
     env, target, draft, judge = world.env, world.target, world.draft, world.judge
     policy = POLICIES[cfg.policy]
     requests = cfg.workload.requests()
+    world.arrivals = sorted(r.arrival for r in requests)
 
     def request(req):
         if req.arrival > env.now:

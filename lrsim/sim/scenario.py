@@ -34,6 +34,8 @@ latency tables:
                                          (sets alpha1 and sibling_hard, lrsim/plan/width.py)
     [workload] phase_alpha1 = 0.3, phase_at = 0.5   a phase change: from half the steps on, the
                                          step acceptance is 0.3 (for adaptive lookahead)
+    [workload] rate = 0.05, rate_end = 3      a load ramp: Poisson arrivals whose rate rises
+                                         linearly over the requests (for adaptive lookahead)
 Every error names the file and the field: `lr: error: FILE: models.target.latency.kind: ...`.
 """
 from __future__ import annotations
@@ -279,8 +281,8 @@ def _workload(doc: _Doc | None, seed: int):
     if kind != "synthetic":
         raise doc.err("kind", f"must be 'synthetic' or 'trace', got {kind!r}")
     doc.check_keys({"kind", "requests", "steps", "alpha1", "alpha2", "alpha_by_depth", "step_mean",
-                    "step_sigma", "prompt_tokens", "rate", "seed", "sibling_hard", "accept_by_width",
-                    "phase_alpha1", "phase_at", "accepted_length_hist", "note"})
+                    "step_sigma", "prompt_tokens", "rate", "rate_end", "seed", "sibling_hard",
+                    "accept_by_width", "phase_alpha1", "phase_at", "accepted_length_hist", "note"})
     abd = doc.get("alpha_by_depth", list, None)
     if abd is not None and not all(_number(a) and 0 <= a <= 1 for a in abd):
         raise doc.err("alpha_by_depth", "must be a list of probabilities in [0, 1]")
@@ -315,6 +317,7 @@ def _workload(doc: _Doc | None, seed: int):
         alpha2=doc.get("alpha2", float, 0.0, lo=0.0, hi=1.0), alpha_by_depth=abd,
         step_mean=doc.get("step_mean", float, 40.0, lo=1.0, hi=1e6), step_sigma=doc.get("step_sigma", float, 0.5, lo=0.0, hi=10.0),
         prompt_tokens=doc.get("prompt_tokens", int, 300, lo=0, hi=10_000_000), rate=doc.get("rate", float, None, lo=1e-9),
+        rate_end=doc.get("rate_end", float, None, lo=1e-9),
         seed=doc.get("seed", int, seed, lo=0, hi=2**63 - 1), sibling_hard=hard,
         phase_alpha1=doc.get("phase_alpha1", float, None, lo=0.0, hi=1.0),
         phase_at=doc.get("phase_at", float, 0.5, lo=0.0, hi=1.0),

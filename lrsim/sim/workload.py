@@ -92,6 +92,10 @@ class Synthetic:
     prompt_cached: int = 0           # of them already in the prefix caches (RequestSpec)
     draft_prompt_cached: int | None = None   # in the drafter's, if not the same (RequestSpec)
     rate: float | None = None        # Poisson arrivals per second; None = all arrive at t = 0
+    # a load ramp: the arrival rate rises (or falls) linearly with the request's index from `rate`
+    # (the first) to `rate_end` (the last), so the requests meet every load between the two
+    # (adaptive lookahead past the static optimum's break-even); None = `rate` throughout
+    rate_end: float | None = None
     seed: int = 0
     # P(a step that no draft can match): correlates sibling drafts (width > 1). The paper saw
     # acceptance rise only 0.63 -> 0.83 from width 1 to 8 (its width ablation): sibling_hard ~ 0.15
@@ -145,6 +149,9 @@ class Synthetic:
             raise UserError(f"workload.step_mean must be >= 1, got {self.step_mean}")
         if self.rate is not None and self.rate <= 0:
             raise UserError(f"workload.rate must be > 0, got {self.rate}")
+        if self.rate_end is not None and (self.rate is None or not self.rate_end > 0):
+            raise UserError(f"workload.rate_end must be > 0 and needs a rate, got "
+                            f"{self.rate_end} with rate {self.rate}")
         if not 0.0 <= self.sibling_hard < 1.0:
             raise UserError(f"workload.sibling_hard must be in [0, 1), got {self.sibling_hard}")
         top = max([self.alpha1] + list(self.alpha_by_depth or [])
@@ -164,7 +171,7 @@ class Synthetic:
         else:
             lens = self._lengths(g, (self.n_requests, self.steps))
         if self.rate:
-            arrivals = np.cumsum(g.exponential(1.0 / self.rate, self.n_requests))
+            arrivals = np.cumsum(self._ramped(g.exponential(1.0 / self.rate, self.n_requests), 0))
             arrivals -= arrivals[0]
         else:
             arrivals = np.zeros(self.n_requests)
@@ -193,7 +200,7 @@ class Synthetic:
         for rows in self._length_chunks(np.random.default_rng([self.seed, 0x5EED]), chunk):
             m = len(rows)
             if arr_g is not None:
-                x = arr_g.exponential(1.0 / self.rate, m)
+                x = self._ramped(arr_g.exponential(1.0 / self.rate, m), rid)
                 x[0] += carry                         # = the running sum of requests()' cumsum
                 cum = np.cumsum(x)
                 carry = cum[-1]
@@ -207,6 +214,15 @@ class Synthetic:
                                   random.Random(self.seed * 1_000_003 + rid), prompt_cached=cached,
                                   draft_prompt_cached=d_cached)
                 rid += 1
+
+    def _ramped(self, gaps: np.ndarray, first: int) -> np.ndarray:
+        """Inter-arrival gaps of requests first, first + 1, ... drawn at `rate`, rescaled to the
+        ramp's rate at each one's index (rate_end); unchanged without a ramp."""
+        if self.rate_end is None:
+            return gaps
+        i = np.arange(first, first + len(gaps), dtype=float)
+        at = self.rate + (self.rate_end - self.rate) * i / max(self.n_requests - 1, 1)
+        return gaps * (self.rate / at)
 
     def _length_chunks(self, g: np.random.Generator, chunk: int):
         """requests()' step lengths, `chunk` requests at a time, drawn from g in the same order."""

@@ -5,6 +5,7 @@ the single place where output is accounted (conservation checks rely on it).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 import simpy
@@ -68,6 +69,18 @@ class World:
     decisions: object | None = field(default=None, init=False)   # lr-adaptive: its DecisionLog
     adaptive_costs: object | None = field(default=None, init=False)  # lr-adaptive: the run's
     #                                 Estimator of step costs, shared by its requests
+    arrivals: list[float] | None = field(default=None, init=False)  # every request's arrival,
+    #                                 sorted (runner.run): the requests that have arrived by now,
+    #                                 counted before their processes start
+
+    def in_flight(self) -> int:
+        """Requests arrived and not finished: with `arrivals` known, those whose processes have
+        not started yet at this instant count too (all of them at t = 0, where each request's
+        first decision ran before the next one's process had started)."""
+        unfinished = sum(r.finish is None for r in self.records)
+        if self.arrivals is None:
+            return unfinished
+        return unfinished + bisect_right(self.arrivals, self.env.now) - len(self.records)
 
     # --- helpers for policies -----------------------------------------------------------------
     def sd_stream(self, req, k2: int | None = None) -> SDStream | None:

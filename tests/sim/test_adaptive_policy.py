@@ -2,6 +2,7 @@
 tree, records them, and the mode vocabulary, planner and workload carry it."""
 import json
 
+import numpy as np
 import pytest
 
 from lrcore import adaptive
@@ -185,6 +186,28 @@ def test_phase_change_in_a_scenario_file(tmp_path):
     p.write_text(text.replace("\n[workload]\n", "\n[workload]\nphase_alpha1 = 0.3\nphase_at = 0.25\n", 1))
     wl = scenario.load(str(p)).workload
     assert (wl.phase_alpha1, wl.phase_at) == (0.3, 0.25)
+
+
+def test_a_load_ramp_rescales_each_gap_to_the_rate_at_its_index(tmp_path):
+    flat, ramp = Synthetic(n_requests=5, rate=1.0, seed=2), Synthetic(n_requests=5, rate=1.0,
+                                                                     rate_end=3.0, seed=2)
+    gaps = np.diff([r.arrival for r in flat.requests()])
+    ramped = np.diff([r.arrival for r in ramp.requests()])
+    # request i arrives at rate 1 + 2 i / 4: its gap is the flat draw's over that rate
+    assert ramped == pytest.approx(gaps / np.array([1.5, 2.0, 2.5, 3.0]), rel=1e-12)
+    assert [r.step_tokens for r in ramp.requests()] == [r.step_tokens for r in flat.requests()]
+    # streamed in chunks as drawn at once
+    assert [r.arrival for r in ramp.iter_requests(chunk=2)] == pytest.approx(
+        [r.arrival for r in ramp.requests()], rel=1e-12, abs=1e-12)
+    with pytest.raises(UserError, match="rate_end"):
+        Synthetic(rate_end=2.0)
+    with pytest.raises(UserError, match="rate_end"):
+        Synthetic(rate=1.0, rate_end=0.0)
+    text = (scenario.resolve_path("h100-paper")).read_text()
+    p = tmp_path / "ramp.toml"
+    p.write_text(text.replace("\n[workload]\n", "\n[workload]\nrate = 0.5\nrate_end = 4.0\n", 1))
+    wl = scenario.load(str(p)).workload
+    assert (wl.rate, wl.rate_end) == (0.5, 4.0)
 
 
 def test_cli_simulate_lr_adaptive(run_lr):

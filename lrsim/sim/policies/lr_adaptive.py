@@ -18,7 +18,7 @@ request observes feeds its Estimator:
     it; a request's first step, its prompt's prefill, is not timed, unlike the real scheduler);
     for SD the accepted tokens and rejected rounds it drew
   - each finished draft: seconds and the draft engine's batch over its life; each verdict's seconds
-  - the requests in flight at each decision.
+  - the requests in flight at each decision (World.in_flight: arrived, not finished).
 One Estimator and Controller per request, starting from the neutral prior (`neutral_prior`: told
 nothing about this workload), so a request follows its own phase changes; its Estimator shares the
 run's step costs, verdict time, launch, load and step length (Estimator.share_costs: what the
@@ -107,7 +107,7 @@ class AdaptiveLookahead(AsyncLookahead):
     def choose(self, position):
         if position >= self.n_steps:
             return
-        self.est.observe_load(sum(r.finish is None for r in self.world.records))
+        self.est.observe_load(self.world.in_flight())
         d = self.ctl.decide(self.est.snapshot())
         self.max_depth, self.width = d.depth, d.width
         self.stream = self.sd_stream(d.k2)
