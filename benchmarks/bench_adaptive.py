@@ -23,7 +23,9 @@ paper's hardware (presets, 4x H100):
       (the target alone, all requests); target: adaptive never below 0.97x AR. Shown beside it:
       the static optimum of (a) at each load, and the best static configuration at each load.
   (d) load past the static optimum's break-even: as (c) at 64 and 128 requests, where that
-      optimum runs below AR; target: adaptive beats every static configuration.
+      optimum runs below AR, and on a load ramp (Poisson arrivals whose rate rises over the run,
+      so that the load rises from one request in flight past that break-even; lr plan's latency
+      speedup); target: adaptive beats every static configuration.
 
 Seeded: the numbers only move when the simulator, the presets or lrcore/adaptive/ change.
 Writes --out (JSON) and its .md twin (tables).
@@ -65,6 +67,11 @@ LOADS = (1, 2, 4, 8, 16, 32)
 PAST_LOADS = (64, 128)     # (d): past the static optimum's break-even (below AR from 64 on)
 LOAD_SEEDS = 2
 LOAD_STEPS = 36            # r1-gsm8k's steps
+# (d) a load ramp: Poisson arrivals whose rate rises linearly over the requests (Synthetic.rate_end)
+# from one request in flight at a time to past the static optimum's break-even (AR's in-flight
+# count at the end: the table's "peak in flight")
+RAMP = dict(requests=200, rate=0.05, rate_end=6.0)
+RAMP_SEEDS = 2
 
 
 def seeds_for(steps: int) -> int:
@@ -128,7 +135,7 @@ def one_run(args) -> dict:
     True = the PHASE workload, a number = that step acceptance throughout, False = the preset's."""
     from lrsim.sim.runner import run
 
-    name, policy, knobs, seed, requests, steps, phase = args
+    name, policy, knobs, seed, requests, steps, phase, *ramp = args
     after = None
     if policy.startswith(ORACLE):  # an lr-async Config, run by PhaseOracle (below)
         after = tuple(int(x) for x in policy[len(ORACLE):].split(":"))
@@ -138,12 +145,15 @@ def one_run(args) -> dict:
         cfg.workload = replace(cfg.workload, **PHASE)
     elif phase:                   # one phase's acceptance alone (the oracle's per-phase runs)
         cfg.workload = replace(cfg.workload, alpha1=phase)
+    if ramp:                      # (d)'s load ramp: (rate, rate_end)
+        cfg.workload = replace(cfg.workload, rate=ramp[0][0], rate_end=ramp[0][1])
     if after is None:
         s, world = run(cfg)
     else:
         with oracle_policy(after):
             s, world = run(cfg)
-    out = {"lat": float(np.mean([r.latency for r in world.records])), "tps": s["tokens_per_s"]}
+    out = {"lat": float(np.mean([r.latency for r in world.records])), "tps": s["tokens_per_s"],
+           "peak": peak_in_flight(world.records)}
     if "adaptive" in s:
         out["by_depth"] = s["adaptive"]["by_depth"]
     return out
@@ -293,6 +303,42 @@ def load_rows(jobs: int, static_opt: tuple[str, dict] | None,
     return rows
 
 
+def peak_in_flight(records) -> int:
+    """The most requests in flight at once (arrival to finish)."""
+    events = sorted([(r.arrival, 1) for r in records] + [(r.finish, -1) for r in records],
+                    key=lambda e: (e[0], e[1]))
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def ramp_row(jobs: int, static_opt: tuple[str, dict] | None) -> dict:
+    """(d) on the load ramp: lr plan's speedup (mean over paired seeds of AR's mean latency / the
+    configuration's) for every static configuration, AR and the adaptive policies."""
+    configs = STATIC + ADAPTIVE
+    seeds = range(RAMP_SEEDS)
+    rates = (RAMP["rate"], RAMP["rate_end"])
+    args = [(LOAD_PRESET, pol, k, s, RAMP["requests"], LOAD_STEPS, False, rates)
+            for pol, k in configs for s in seeds]
+    res = map_points(one_run, args, jobs)
+    lat = {label(pol, k): [res[i * len(seeds) + j]["lat"] for j in range(len(seeds))]
+           for i, (pol, k) in enumerate(configs)}
+    peaks = {label(pol, k): max(res[i * len(seeds) + j]["peak"] for j in range(len(seeds)))
+             for i, (pol, k) in enumerate(configs)}
+    speed = {lb: float(np.mean([a / x for a, x in zip(lat["ar"], v)])) for lb, v in lat.items()}
+    static = {lb: v for lb, v in speed.items() if "adaptive" not in lb}
+    best = max(static, key=static.get)
+    row = {**RAMP, "seeds": RAMP_SEEDS, "steps": LOAD_STEPS, "speedup": speed, "peak_in_flight": peaks,
+           "best_static": {"label": best, "speedup": static[best]},
+           "lr-adaptive": speed[label(*ADAPTIVE[0])], "lr+sd-adaptive": speed[label(*ADAPTIVE[1])]}
+    if static_opt is not None:
+        row["static_optimum"] = {"label": static_opt[0], "speedup": speed.get(static_opt[0])}
+    row["beats_every_static"] = max(row["lr-adaptive"], row["lr+sd-adaptive"]) > static[best]
+    return row
+
+
 def static_label_of(plan_label: str) -> str:
     """A plan row's label in this script's labels (dedicated placement only)."""
     return plan_label.replace(" shared", "")
@@ -302,6 +348,7 @@ def static_label_of(plan_label: str) -> str:
 
 def render(o: dict) -> str:
     a, b, c, d = o["presets"], o["phase"], o["load"], o.get("past_break_even", [])
+    ramp = o.get("ramp")
     out = ["# lr-adaptive in the simulator", "",
            "Every adaptive request starts from the neutral prior (lrcore.adaptive's: acceptance "
            "0.5 at every depth; SD acceptance 0.5 where SD is on offer): it is told the bounds (depth "
@@ -365,6 +412,25 @@ def render(o: dict) -> str:
                 "static optimum of (a) runs below AR. Target: adaptive beats every static "
                 "configuration (the grid of (a) and AR).", "",
                 *load_table(d, "beats all", "beats_every_static")]
+    if ramp:
+        so = ramp.get("static_optimum") or {}
+        peak = ramp["peak_in_flight"]
+        out += ["", "### (d) on a load ramp: the load rises past the break-even within the run", "",
+                f"{ramp['requests']} requests of {ramp['steps']} steps on {LOAD_PRESET}, Poisson "
+                f"arrivals whose rate rises linearly over the requests from {ramp['rate']:g} to "
+                f"{ramp['rate_end']:g} requests/s, {ramp['seeds']} seeds; speedup = mean over paired "
+                "seeds of AR latency / latency (lr plan's). Every request meets a load between one "
+                f"request in flight and AR's peak of {peak['ar']}. Target: adaptive beats every "
+                "static configuration (the grid of (a) and AR).", "",
+                "| configuration | speedup | peak in flight |", "|---|---|---|"]
+        for lb, v in sorted(ramp["speedup"].items(), key=lambda kv: -kv[1]):
+            out.append(f"| {lb} | {v:.3f} | {peak[lb]} |")
+        out += ["", f"Best static: {ramp['best_static']['label']} {ramp['best_static']['speedup']:.3f}; "
+                f"static optimum of (a): {so.get('label', '-')} "
+                + (f"{so['speedup']:.3f}" if so.get("speedup") is not None else "-")
+                + f"; lr-adaptive {ramp['lr-adaptive']:.3f}, lr+sd-adaptive "
+                f"{ramp['lr+sd-adaptive']:.3f}: beats every static: "
+                f"{'yes' if ramp['beats_every_static'] else 'NO'}."]
     return "\n".join(out) + "\n"
 
 
@@ -417,7 +483,12 @@ def main(argv=None) -> dict:
         print(f"({part}) concurrency {r['concurrency']:3d}: lr-adaptive {r['lr-adaptive']:.3f}x AR, "
               f"lr+sd-adaptive {r['lr+sd-adaptive']:.3f}x, best static {r['best_static']['label']} "
               f"{r['best_static']['vs_ar']:.3f}x", flush=True)
-    out = {"presets": a, "phase": b, "load": c, "past_break_even": d, "placements": placements,
+    ramp = ramp_row(args.jobs, (static_opt, {}) if static_opt else None)
+    print(f"(d) ramp {RAMP['rate']:g}->{RAMP['rate_end']:g} req/s: lr-adaptive {ramp['lr-adaptive']:.3f}, "
+          f"lr+sd-adaptive {ramp['lr+sd-adaptive']:.3f}, best static {ramp['best_static']['label']} "
+          f"{ramp['best_static']['speedup']:.3f}  [{time.perf_counter() - t0:.0f} s]", flush=True)
+    out = {"presets": a, "phase": b, "load": c, "past_break_even": d, "ramp": ramp,
+           "placements": placements,
            "elapsed_s": time.perf_counter() - t0, "cores": os.cpu_count(),
            "targets": {"a_min_ratio": TARGET_A, "c_min_vs_ar": TARGET_C}}
     if args.out:
