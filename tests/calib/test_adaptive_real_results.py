@@ -185,32 +185,38 @@ def test_with_the_prefill_left_out_the_drafter_term_stays_0_and_lr_d2_is_priced_
     assert f"{r2['expected_first']:.2f}" == "1.17" and f"{r2['speedup_vs_ar']:.2f}" == "1.15"
 
 
-def test_on_the_third_cpu_two_rounds_show_depth_0_but_not_the_target():
-    """What the README and docs/adaptive.md say of traces/load-adaptive-f23m1 (2 rounds at 1, 2
-    and 4 in flight): lr-d2 0.81x / 0.76x / 0.62x AR, lr-adaptive 0.89x / 1.06x / 0.92x, at depth
-    0 at every decision but the corpus's first problem (0.80x, depth 0 at 0.25 of its
-    positions), round 1 at 1 in flight 0.97x, the second block at 4 0.85x; lr-d2 priced 0.70x /
-    0.62x / 0.55x; AR 1.21 tok/s at 1 in flight; no interval, target not met."""
+def test_on_the_third_cpu_four_rounds_show_depth_0_but_not_the_target_at_1_in_flight():
+    """What the README and docs/adaptive.md say of traces/load-adaptive-f23m1 (4 rounds at 1 and 4
+    in flight, 5 at 2): lr-d2 0.81x / 0.72x / 0.67x AR, lr-adaptive 0.94x / 0.98x / 1.01x with
+    90% intervals 0.87-1.01 / 0.93-1.04 / 0.92-1.11, at depth 0 at every decision but the
+    corpus's first problem (0.80x, depth 0 at 0.25 of its positions, from the neutral prior),
+    rounds 1-3 at 1 in flight 0.97x / 1.05x / 0.96x; lr-d2 priced 0.86x / 0.80x / 0.66x; AR 1.26
+    tok/s at 1 in flight; the target not met by the point estimate at 1 in flight."""
     doc = json.loads((RESULTS / "adaptive_real_f23m1.json").read_text())
     assert not doc["target_met"] and list(doc["levels"]) == ["1", "2", "4"]
     got = {n: (t["lr-adaptive-d2"], t["lr-d2"]) for n, t in doc["levels"].items()}
-    assert [f"{st['speedup_vs_ar']:.2f}" for _, st in got.values()] == ["0.81", "0.76", "0.62"]
-    assert [f"{ad['speedup_vs_ar']:.2f}" for ad, _ in got.values()] == ["0.89", "1.06", "0.92"]
-    assert [f"{st['priced_by_adaptive']:.2f}" for _, st in got.values()] == ["0.70", "0.62", "0.55"]
-    assert all(ad["blocks"] == st["blocks"] == 2 and ad["speedup_vs_ar_ci90"] is None
-               for ad, st in got.values())
-    first, second = got["1"][0]["by_block"]
-    assert f"{first['depth0_share']:.2f}" == "0.25" and f"{first['speedup_vs_ar']:.2f}" == "0.80"
-    assert first["alpha1_first"] == 0.5                  # the neutral prior's
-    assert second["depth0_share"] == 1.0 and f"{second['speedup_vs_ar']:.2f}" == "0.97"
+    assert [f"{st['speedup_vs_ar']:.2f}" for _, st in got.values()] == ["0.81", "0.72", "0.67"]
+    assert [f"{ad['speedup_vs_ar']:.2f}" for ad, _ in got.values()] == ["0.94", "0.98", "1.01"]
+    assert [f"{st['priced_by_adaptive']:.2f}" for _, st in got.values()] == ["0.86", "0.80", "0.66"]
+    assert [ad["blocks"] for ad, _ in got.values()] == [4, 5, 4]
+    assert [f"{lo:.2f}-{hi:.2f}" for lo, hi in (ad["speedup_vs_ar_ci90"] for ad, _ in got.values())] \
+        == ["0.87-1.01", "0.93-1.04", "0.92-1.11"]
+    blocks = got["1"][0]["by_block"]
+    assert f"{blocks[0]['depth0_share']:.2f}" == "0.25" and f"{blocks[0]['speedup_vs_ar']:.2f}" == "0.80"
+    assert blocks[0]["alpha1_first"] == 0.5                  # the neutral prior's
+    assert all(b["depth0_share"] == 1.0 for b in blocks[1:])
+    assert [f"{b['speedup_vs_ar']:.2f}" for b in blocks[1:]] == ["0.97", "1.05", "0.96"]
     assert [got[n][0]["first_problem_records"] for n in ("1", "2", "4")] == [1, 0, 0]
+    assert all(b["depth0_share"] == 1.0 for n in ("2", "4") for b in got[n][0]["by_block"])
+    # against the first CPU (v3) and the second (f25m17, the paid corpus): lr-d2 loses more at 1
+    # and 2 in flight, less at 4
+    for name, want in (("adaptive_real_v3", ["0.84", "0.74", "0.65"]),
+                       ("adaptive_real_f25m17_paid", ["0.91", "1.11", "0.65"])):
+        other = json.loads((RESULTS / f"{name}.json").read_text())["levels"]
+        theirs = [other[n]["lr-d2"]["speedup_vs_ar"] for n in ("1", "2", "4")]
+        assert [f"{x:.2f}" for x in theirs] == want
+        assert [st["speedup_vs_ar"] < x for (_, st), x in zip(got.values(), theirs)] == [
+            True, True, False]
     paid = json.loads((RESULTS / "adaptive_real_f25m17_paid.json").read_text())
     assert f"{paid['levels']['1']['ar']['tokens_per_s']:.2f}" == "2.26"
-    v3 = json.loads((RESULTS / "adaptive_real_v3.json").read_text())["levels"]
-    first_cpu = [v3[n]["lr-d2"]["speedup_vs_ar"] for n in ("1", "2", "4")]
-    assert [f"{x:.2f}" for x in first_cpu] == ["0.84", "0.74", "0.65"]
-    assert [st["speedup_vs_ar"] < x for (_, st), x in zip(got.values(), first_cpu)] == [
-        True, False, True]
-    assert all(b["depth0_share"] == 1.0 for n in ("2", "4") for b in got[n][0]["by_block"])
-    assert f"{got['4'][0]['by_block'][1]['speedup_vs_ar']:.2f}" == "0.85"
-    assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "1.21"
+    assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "1.26"
