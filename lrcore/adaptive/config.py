@@ -60,8 +60,10 @@ class AdaptiveConfig:
     #                                 its first pick, depth 4 k2 9 for every request, put 5,760
     #                                 positions in one batch (docs/adaptive.md, "Batch reach")
     batch_floor: float = 32.0       # ... and any choice of at most 32 positions is within reach:
-    #                                 one request's tree at depth 4 width 2 (31), a few requests'
-    #                                 trees (the real corpus: <= 12); plain AR always is
+    #                                 one request's tree at depth 4 width 2 without SD (31), the
+    #                                 real corpus's 1-4 requests at depth 2 without SD (<= 12); SD
+    #                                 multiplies the positions by k2 (depth 4 at k2 9: 45). Plain
+    #                                 AR always is, and counts as measured (Estimates.reach)
 
     def __post_init__(self):
         def bad(name, v, want):
@@ -119,6 +121,8 @@ class Estimates:
     #                                 what the closed forms miss (1: nothing, the simulator's)
     batch_seen: float = 0.0         # the largest target batch (positions) a step's cost was
     #                                 measured at (0: none): AdaptiveConfig.batch_reach's base
+    in_flight: float = 0.0          # requests in flight at the last count, not smoothed (0: not
+    #                                 counted): the batch reach counts the batch a choice puts now
 
     def __post_init__(self):
         if not self.alpha_by_depth or any(not 0.0 <= a <= 1.0 for a in self.alpha_by_depth):
@@ -129,9 +133,9 @@ class Estimates:
         if not (self.target_step_s > 0 and self.draft_step_s >= 0 and self.verify_s >= 0
                 and self.target_slope_s >= 0 and self.draft_slope_s >= 0 and self.step_tokens > 0
                 and self.launch_s >= 0 and self.target_draft_s >= 0 and self.spec_factor > 0
-                and self.batch_seen >= 0):
+                and self.batch_seen >= 0 and self.in_flight >= 0):
             raise UserError("estimates: target_step_s, step_tokens and spec_factor must be > 0, "
-                            "the other times and slopes >= 0")
+                            "the other times, slopes, batch_seen and in_flight >= 0")
 
     def alpha(self, depth: int) -> float:
         """Acceptance of one draft at `depth` >= 1 (the deepest known value beyond the table)."""
@@ -147,9 +151,16 @@ class Estimates:
         """Seconds of one draft step with `sequences` in the draft's batch."""
         return self.draft_step_s + self.draft_slope_s * (sequences - 1.0)
 
+    def requests_now(self) -> float:
+        """The requests whose batch a choice puts now: the larger of the smoothed load and the
+        last count (the load lags a burst of arrivals)."""
+        return max(self.load, self.in_flight)
+
     def reach(self, cfg: "AdaptiveConfig") -> float:
-        """The largest target batch (positions) a choice may put in its steps (batch_reach)."""
-        return max(cfg.batch_floor, cfg.batch_reach * self.batch_seen)
+        """The largest target batch (positions) a choice may put in its steps: batch_reach times
+        the largest batch measured, or plain AR's batch now (always a candidate, so as good as
+        measured), at least batch_floor."""
+        return max(cfg.batch_floor, cfg.batch_reach * max(self.batch_seen, self.requests_now()))
 
     def to_dict(self) -> dict:
         d = asdict(self)

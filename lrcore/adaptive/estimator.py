@@ -241,6 +241,7 @@ class Estimator:
         self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
         self.spec_factor0 = p.spec_factor
         self.batch_seen0 = p.batch_seen     # a calibrated prior's measured batches count
+        self.in_flight = 0.0                # the last count (observe_load); a prior's is stale
 
     def share_costs(self, run: "Estimator") -> "Estimator":
         """Take `run`'s step costs (target, draft), verdict time, launch, load, step length and
@@ -334,6 +335,7 @@ class Estimator:
         """Requests in flight, e.g. at each decision."""
         _measured("observe_load", in_flight)
         self.load.observe(in_flight)
+        self.in_flight = float(in_flight)
 
     def observe_step_tokens(self, tokens: float) -> None:
         """Tokens of one committed step."""
@@ -350,7 +352,8 @@ class Estimator:
         return Estimates(self._alphas(prob), prob(self.alpha2.value),
                          tb, ts, db, ds, self.verify.value, max(self.load.value, 1.0),
                          self.step_tokens.value, max(self.launch.value, 0.0), tv,
-                         self._spec_factor(), max(self.batch_seen0, self.target.largest))
+                         self._spec_factor(), max(self.batch_seen0, self.target.largest),
+                         self.in_flight)
 
     def _spec_factor(self) -> float:
         """Speculation's measured rate over its price, relative to depth 0's (observe_paid),

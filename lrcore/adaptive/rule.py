@@ -40,9 +40,10 @@ def candidates(cfg: AdaptiveConfig) -> list[Choice]:
 
 
 def batch_positions(est: Estimates, c: Choice) -> float:
-    """Target positions in one step's batch when est.load requests all run `c`: n P k2, P the
-    tree's positions 1 + W + ... + W^D (expected_rate's T_sd(n P) at k2)."""
-    return est.load * sum(c.width ** d for d in range(c.depth + 1)) * c.k2
+    """Target positions in one step's batch when the requests in flight (Estimates.requests_now)
+    all run `c`: n P k2, P the tree's positions 1 + W + ... + W^D (expected_rate's T_sd(n P) at
+    k2)."""
+    return est.requests_now() * sum(c.width ** d for d in range(c.depth + 1)) * c.k2
 
 
 def within_reach(est: Estimates, c: Choice, cfg: AdaptiveConfig) -> bool:

@@ -41,9 +41,17 @@ def _record_estimates(rec: dict) -> dict | None:
     return decisions[-1].get("estimates") if decisions and isinstance(decisions[-1], dict) else None
 
 
+def _defaults() -> dict:
+    from dataclasses import asdict
+    return json.loads(json.dumps(asdict(AdaptiveConfig())))
+
+
 def _matches(rec: dict, config: dict, models: dict | None) -> bool:
+    """Same mode family, bounds and knobs (a knob the record predates counts at its default:
+    the record's behaviour before the knob existed), same models."""
     a = rec.get("adaptive")
-    if rec.get("mode") not in ADAPTIVE_MODES or not isinstance(a, dict) or a.get("config") != config:
+    if rec.get("mode") not in ADAPTIVE_MODES or not isinstance(a, dict) \
+            or not isinstance(a.get("config"), dict) or {**_defaults(), **a["config"]} != config:
         return False
     if models is None:
         return True

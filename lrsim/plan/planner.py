@@ -97,7 +97,9 @@ def evaluate(args) -> dict:
     if load.rate:
         n = max(1, math.ceil((load.requests or DEFAULT_RATE_REQUESTS) / replicas))
         cfg = configure(source, cand, hard, load, n)
-        cfg.workload = replace(cfg.workload, rate=load.rate / replicas)
+        # the plan's constant rate replaces a scenario's own arrivals (a synthetic ramp's too)
+        ramp = {"rate_end": None} if hasattr(cfg.workload, "rate_end") else {}
+        cfg.workload = replace(cfg.workload, rate=load.rate / replicas, **ramp)
     else:
         active = min(replicas, load.concurrency or 1)
         cfg = configure(source, cand, hard, load, max(1, math.ceil((load.concurrency or 1) / replicas)))

@@ -140,6 +140,8 @@ def build(o: Options) -> Config:
                                      ("steps", o.steps), ("rate", o.rate)) if v is not None}
         if o.seed:
             changes["seed"] = o.seed
+        if o.rate is not None:          # --rate: a constant rate, in place of a scenario's ramp
+            changes["rate_end"] = None
         if o.alpha2 is not None:        # the what-if acceptance replaces the measured lengths
             changes["accepted_length_hist"] = None
         cfg.workload = replace(wl, **changes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -54,6 +54,18 @@ def test_a_trace_file_gives_its_last_matching_record(tmp_path):
     # a record without `final` (older toolkit): its last decision's estimates
     g = write(tmp_path / "old.jsonl", rec(None, last=LEARNED))
     assert load_prior(g, ACFG, MODELS)[0] == LEARNED
+
+
+def test_a_record_older_than_a_knob_matches_at_the_knobs_default(tmp_path):
+    # records collected before the batch reach (traces/load-adaptive-f23m1's) hold no
+    # batch_reach / batch_floor: they match a run at the defaults, not one that changed them
+    old = rec(LEARNED)
+    for knob in ("batch_reach", "batch_floor"):
+        del old["adaptive"]["config"][knob]
+    f = write(tmp_path / "old.jsonl", old)
+    assert load_prior(f, ACFG, MODELS)[0] == LEARNED
+    with pytest.raises(UserError, match="no lr-adaptive record"):
+        load_prior(f, replace(ACFG, batch_reach=3.0), MODELS)
 
 
 def test_a_directory_gives_the_newest_file_and_an_empty_one_the_neutral_prior(tmp_path):

@@ -188,6 +188,31 @@ def test_phase_change_in_a_scenario_file(tmp_path):
     assert (wl.phase_alpha1, wl.phase_at) == (0.3, 0.25)
 
 
+def test_in_flight_counts_every_arrived_request_before_its_process_starts():
+    from lrsim.sim.runner import _world
+    from lrsim.sim.world import RequestRecord
+    cfg = _cfg(requests=3, steps=5)
+    cfg, world = _world(cfg, stream=None)
+    assert world.in_flight() == 0                     # no arrivals known, no records
+    world.arrivals = [0.0, 0.0, 5.0]
+    assert world.in_flight() == 2                     # t = 0: two arrived, no process started
+    world.records.append(RequestRecord(0, 0.0, 5, 200))
+    assert world.in_flight() == 2                     # one started: counted once
+    world.records[0].finish = 0.0
+    assert world.in_flight() == 1
+    # in a run: every request of 16 arriving at t = 0 is counted from the first decision on
+    s, w = run(_cfg(requests=16, steps=8))
+    first = [e for e in s["adaptive"]["log"] if e["position"] == 0]
+    assert first and all(e["estimates"]["in_flight"] == 16 for e in first)
+
+
+def test_the_theorys_free_engine_puts_every_batch_within_reach():
+    cfg = Config.ideal_setup("lr-adaptive", alpha1=0.95, c1=0.05, depth=4, steps=60, requests=16)
+    assert lr_adaptive.adaptive_config(cfg).batch_floor >= 1e15
+    s = simulate(cfg)
+    assert s["adaptive"]["by_depth"].get("4", 0) > 0.9 * s["adaptive"]["decisions"]
+
+
 def test_a_load_ramp_rescales_each_gap_to_the_rate_at_its_index(tmp_path):
     flat, ramp = Synthetic(n_requests=5, rate=1.0, seed=2), Synthetic(n_requests=5, rate=1.0,
                                                                      rate_end=3.0, seed=2)

@@ -518,16 +518,24 @@ def test_batch_reach_keeps_choices_within_twice_the_largest_batch_measured():
     cfg = AdaptiveConfig(max_depth=4, widths=(1,), k2s=(1, 3))
     e = flat(0.9, draft=0.02, load=128.0, alpha2=0.5)   # flat costs: any batch looks free
     assert best_choice(replace(e, batch_seen=1e6), cfg)[0] == Choice(4, 1, 3)
-    # nothing measured: only choices of <= batch_floor (32) positions, and plain AR always
-    assert [c for c, _ in ranked(e, cfg)] == [AR] and best_choice(e, cfg) == (AR, L)
-    # AR measured at 128 requests: up to 256 positions (depth 1 without SD), then 384 (SD k2 3
-    # at depth 0, depth 2), each the best within reach
+    # nothing measured: plain AR (always a candidate) counts as measured at its batch, 128, so
+    # choices of up to 256 positions: depth 1 without SD
+    assert [c for c, _ in ranked(e, cfg)] == [AR, Choice(1, 1, 1)]
     assert [c for c, _ in ranked(replace(e, batch_seen=128.0), cfg)] == [AR, Choice(1, 1, 1)]
+    # measured at 192: up to 384 positions (SD k2 3 at depth 0, depth 2), the best within reach
     assert {c for c, _ in ranked(replace(e, batch_seen=192.0), cfg)} == {
         AR, Choice(0, 1, 3), Choice(1, 1, 1), Choice(2, 1, 1)}
     assert best_choice(replace(e, batch_seen=192.0), cfg)[0] == Choice(2, 1, 1)
     # one request: its tree of <= 32 positions is within reach before anything is measured
     assert [c for c, _ in ranked(replace(e, load=1.0), cfg)] == candidates(cfg)
+    # the reach counts the requests in flight now where the smoothed load lags a burst
+    assert [c for c, _ in ranked(replace(e, load=8.0, in_flight=128.0), cfg)] == [AR, Choice(1, 1, 1)]
+    est = Estimator(cfg)
+    est.observe_load(128)
+    snap = est.snapshot()
+    # the load: the aging prior (2 x 0.95 observations of 1) and the count
+    assert snap.load == pytest.approx((1.9 * 1 + 128) / 2.9, rel=REL) and snap.in_flight == 128.0
+    assert snap.requests_now() == 128.0
     # the cheapest candidate is always within reach where AR is not on offer
     sd_only = AdaptiveConfig(max_depth=2, widths=(1,), k2s=(9,))
     assert [c for c, _ in ranked(e, sd_only)] == [Choice(0, 1, 9)]
@@ -554,9 +562,10 @@ def test_a_choice_past_the_reach_moves_at_once_when_the_load_rises():
     d = ctl.decide(replace(e, load=8.0))
     assert d.choice == Choice(3, 1, 1)
     assert "past the reach of the measured costs, 32" in d.reason
-    # at depth 0 the probe of depth 1 waits until it is within reach
-    ctl = Controller(AdaptiveConfig(explore_every=2))
-    far, near = flat(0.3, load=64.0, **NEAR), flat(0.3, load=64.0, batch_seen=64.0, **NEAR)
+    # at depth 0 the probe of depth 1 waits until it is within reach (at the default reach of 2
+    # it always is: twice AR's batch)
+    ctl = Controller(AdaptiveConfig(explore_every=2, batch_reach=1.5))
+    far, near = flat(0.3, load=64.0, **NEAR), flat(0.3, load=64.0, batch_seen=86.0, **NEAR)
     assert [ctl.decide(far).depth for _ in range(6)] == [0] * 6
     assert [ctl.decide(near).depth for _ in range(3)] == [1, 0, 0]
 

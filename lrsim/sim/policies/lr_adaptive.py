@@ -62,8 +62,14 @@ def adaptive_config(cfg) -> AdaptiveConfig:
     c2 = 0.0                                  # n-gram SD drafts for free
     if cfg.sd_draft is not None and cfg.k2 > 1:
         c2 = cfg.sd_draft.per_token() / cfg.target.latency.per_token()
+    # the theory's free engine (--ideal) measures no batch (mean_batch: 1) and batching is free:
+    # every batch is within reach
+    floor = FREE_BATCH_FLOOR if cfg.ideal else AdaptiveConfig.batch_floor
     return AdaptiveConfig(mode="async", max_depth=cfg.depth, widths=tuple(range(1, cfg.width + 1)),
-                          k2s=sd_lengths(cfg.k2), sd_draft_ratio=c2)
+                          k2s=sd_lengths(cfg.k2), sd_draft_ratio=c2, batch_floor=floor)
+
+
+FREE_BATCH_FLOOR = 1e15     # positions: past any batch a run can put
 
 
 SHORTER_K2S = (3, 5)    # lr plan's default --k2 grid below the paper's 9
