@@ -125,7 +125,9 @@ def test_the_estimator_is_fed_what_the_run_measured():
     # the decisions saw the estimates as they were then: the first the prior, the last not
     first, last = lr.decisions[0]["estimates"], lr.decisions[-1]["estimates"]
     assert set(first.pop("alpha_by_depth")) == {0.5}
-    assert first == {k: v for k, v in prior.to_dict().items() if k != "alpha_by_depth"}
+    assert first.pop("in_flight") == 1.0              # the count at the decision, not the prior's
+    assert first == {k: v for k, v in prior.to_dict().items()
+                     if k not in ("alpha_by_depth", "in_flight")}
     assert last["target_step_s"] != prior.target_step_s
 
 
