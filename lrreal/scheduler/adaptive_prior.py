@@ -22,6 +22,7 @@ says where it came from (`adaptive.prior_from`).
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from lrcore.adaptive import AdaptiveConfig, Estimates
@@ -41,7 +42,9 @@ def _record_estimates(rec: dict) -> dict | None:
     return decisions[-1].get("estimates") if decisions and isinstance(decisions[-1], dict) else None
 
 
+@lru_cache(maxsize=1)
 def _defaults() -> dict:
+    """AdaptiveConfig's defaults as the records hold them (once: read for every record)."""
     from dataclasses import asdict
     return json.loads(json.dumps(asdict(AdaptiveConfig())))
 
