@@ -1,8 +1,10 @@
 """End to end on the real thing: packaged models, vLLM CPU engines, GSM8K, trace records.
 
 Engines start once for this module (target + draft, ~1-2 min on 2 cores) under the machine-wide
-vLLM lock and always shut down. Budgets are tiny (48 tokens) so the module fits CI. A cold model
-cache is converted first (`lr models prepare`, ~5 min on 2 cores, once).
+vLLM lock and always shut down; every real-engine test that can run in-process runs here, on
+them (lr-adaptive's too: an engine start costs more than most of these tests). Budgets are tiny
+(32 tokens) and the machine-speed probe runs only where a test checks it, so the module fits CI.
+A cold model cache is converted first (`lr models prepare`, ~5 min on 2 cores, once).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import pytest
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-MAX_TOKENS = 48
+MAX_TOKENS = 32
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,8 +33,10 @@ def real(prepared_cache):
     from lrreal.datasets import load_problems
     from lrreal.lock import vllm_lock
 
+    # probe=False: the probe (~5-20 s a record here) is switched on by the test that checks it
     spec = CollectSpec(mode="lr", dataset="gsm8k", limit=1, depth=2, max_tokens=MAX_TOKENS,
-                       max_step_tokens=32, verifier="exact", cache_dir=str(prepared_cache))
+                       max_step_tokens=32, verifier="exact", probe=False,
+                       cache_dir=str(prepared_cache))
     col = Collector(spec)
     loop = asyncio.new_event_loop()
     lock = vllm_lock()
@@ -89,8 +93,13 @@ def test_models_prepare_is_idempotent_on_real_models(prepared_cache):
 
 
 def test_ar_and_lr_write_valid_traces(real, tmp_path):
-    ar = _run(real, "ar")
-    lr = _run(real, "lr")
+    col = real[0]
+    col.spec.probe = True
+    try:
+        ar = _run(real, "ar")
+        lr = _run(real, "lr")
+    finally:
+        col.spec.probe = False
     out, recs = _write_and_read(tmp_path, [ar, lr])
     assert [r["mode"] for r in recs] == ["ar", "lr"]
     for r in recs:
@@ -131,7 +140,7 @@ def test_ar_and_lr_write_valid_traces(real, tmp_path):
     assert lr["steps"][0]["text"] == ar["steps"][0]["text"]
     # every real engine request says why it ended (vLLM's finish and stop reasons): lr's steps
     # but the last one end at the "\n\n" stop string or their 32-token cap; ar's one streamed
-    # request ends at EOS or its 48-token budget, which only its last step carries
+    # request ends at EOS or its token budget, which only its last step carries
     for s in lr["steps"][:-1]:
         if s["target"] is not None:
             t = s["target"]
@@ -332,3 +341,102 @@ def test_reset_prefix_cache_empties_the_real_engines(real):
         assert again >= 64 and again % 32 == 0, (name, again)
         loop.run_until_complete(engine.reset_prefix_cache())
         assert cached(engine, 2) == 0, name
+
+
+# --- collections of their own spec on the module's engines ------------------------------------
+def _collect_here(real, out: Path, offset: int = 0, **spec) -> dict:
+    """One GSM8K problem as `lr collect` runs it - a Collector of its own spec (its scheduler
+    config and verifier, --adaptive-prior resolved from files as a new process resolves it), its
+    record written and read back - but on the module's engines: the pool hands the same engines
+    to the same engine arguments, so no engine starts."""
+    from lrcore.traces import TraceWriter, read_traces
+    from lrreal.collect import CollectSpec, Collector
+    from lrreal.datasets import load_problems
+
+    col, loop, _ = real
+    c = Collector(CollectSpec(**{"dataset": "gsm8k", "limit": 1, "offset": offset, "depth": 2,
+                                 "max_tokens": MAX_TOKENS, "max_step_tokens": 16, "probe": False,
+                                 "cache_dir": col.spec.cache_dir, "out": str(out)} | spec))
+    c.verifier = c.make_verifier()
+    starts = col.pool.starts
+
+    async def go():
+        c.start(pool=col.pool)
+        await c.warm_up()
+        return await c.run_one(load_problems("gsm8k", 1, offset)[0], 0)
+
+    rec = loop.run_until_complete(go())
+    assert col.pool.starts == starts, "the engines are the module's"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with TraceWriter(out, resume=True) as w:
+        w.write(rec)
+    (r,) = read_traces(out)                               # schema + cross-field rules, adaptive's too
+    return r
+
+
+def test_lr_collect_with_the_score_verifier(real, tmp_path):
+    """`--mode lr --verifier score` (the SpecReason-style baseline: the target scores each
+    drafted step 0-9 in one greedy token) on the real target; the boundary rule off so that steps
+    are drafted and scored from the first one on: every decided step has a score digit or the
+    exact-match shortcut, and the record names the scorer's prompt."""
+    from lrcore.traces import validate_record
+    from lrreal.verifiers import SCORE_PROMPT
+
+    rec = _collect_here(real, tmp_path / "score.jsonl", mode="lr", verifier="score",
+                        boundary_rule=False)
+    validate_record(rec)
+    assert rec["mode"] == "lr" and 0 < rec["output_tokens"] <= MAX_TOKENS
+    assert rec["run"]["flags"]["verifier"] == "score"
+    assert rec["run"]["verifier"]["method"] == "score" and rec["run"]["verifier"]["threshold"] == 7
+    assert rec["run"]["verifier"]["prompt"] == {"name": "score", "sha256": SCORE_PROMPT.sha256}
+    assert rec["run"]["judge_prompt"] == {"name": "score", "sha256": SCORE_PROMPT.sha256}
+    checks = [s["verify"] for s in rec["steps"] if s.get("verify")]
+    checks += [v for s in rec["steps"] for v in s.get("judged") or []]
+    assert checks, "no drafted step was decided"
+    for v in checks:
+        # "not-ready": the target's step finished first and the draft was cancelled unjudged
+        assert v["method"] in ("score", "not-ready"), v
+        if v["method"] != "score":
+            continue
+        if v["shortcut"]:  # the exact-match shortcut decided: no score asked
+            assert v["verdict"] is True and v["score"] is None
+        else:  # the real target answered a digit (a reply without one would be an error)
+            assert v["error"] is None, v
+            assert v["score"] in [float(d) for d in range(10)], v
+            assert v["verdict"] is (v["score"] >= 7), v
+
+
+def test_lr_adaptive_collects_a_valid_record_with_its_decisions(real, tmp_path):
+    """lr-adaptive with a small budget on the real engines: a valid record whose every decision
+    is recorded, and real step seconds in the estimates (not the prior's 1 s)."""
+    from lrcore.adaptive import Decision
+
+    r = _collect_here(real, tmp_path / "adaptive.jsonl", mode="lr-adaptive")
+    assert r["mode"] == "lr-adaptive" and 0 < r["output_tokens"] <= MAX_TOKENS
+    assert r["output_text"] == "".join(s["text"] for s in r["steps"])
+    assert r["engine_stats"]["target"]["forward_passes"]
+    ad = r["adaptive"]
+    assert ad["config"]["max_depth"] == 2 and ad["config"]["k2s"] == [1]
+    decisions = ad["decisions"]
+    assert decisions and decisions[0]["position"] == 0
+    for d in decisions:
+        Decision.from_dict({k: v for k, v in d.items() if k != "position"})
+    # the first step follows the chat prompt (no boundary): the target writes it
+    assert r["steps"][0]["source"] == "target"
+    if len(decisions) > 1:
+        assert decisions[-1]["estimates"]["target_step_s"] != 1.0
+
+
+def test_lr_adaptive_starts_from_the_estimates_an_earlier_run_recorded(real, tmp_path):
+    """--adaptive-prior DIR on the real engines: the second run's Estimator starts from the first
+    run's `adaptive.final`, read back from the trace directory as another process would, and says
+    so."""
+    first = tmp_path / "corpus" / "a.jsonl"
+    r1 = _collect_here(real, first, mode="lr-adaptive")
+    assert r1["adaptive"]["prior_from"] == "neutral" and r1["adaptive"]["final"]
+    r2 = _collect_here(real, tmp_path / "b.jsonl", offset=1, mode="lr-adaptive",
+                       adaptive_prior=str(first.parent))
+    ad = r2["adaptive"]
+    assert ad["prior_from"] == f"{first}:1" and ad["prior"] == r1["adaptive"]["final"]
+    # one request in flight in both runs: the first decision's count is the prior's too
+    assert ad["decisions"][0]["estimates"] == r1["adaptive"]["final"]

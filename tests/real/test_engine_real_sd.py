@@ -17,8 +17,8 @@ def test_sd_records_token_level_acceptance(prepared_cache, tmp_path):
     from lrreal.datasets import load_problems
     from lrreal.lock import vllm_lock
 
-    spec = CollectSpec(mode="sd", dataset="gsm8k", limit=1, max_tokens=MAX_TOKENS,
-                       cache_dir=str(prepared_cache))
+    spec = CollectSpec(mode="sd", dataset="gsm8k", limit=1, max_tokens=MAX_TOKENS, probe=False,
+                       cache_dir=str(prepared_cache))   # the probe is checked in test_engine_real
     col = Collector(spec)
     prob = load_problems("gsm8k", limit=1)[0]
 

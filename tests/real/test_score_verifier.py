@@ -1,6 +1,6 @@
 """The score verifier (`--verifier score[:T]`, SpecReason-style): the target model scores the
 drafted step 0-9 in one greedy token; accepted iff score >= T. On stub and fake engines (no vLLM);
-the real engines are in test_engine_real.py and test_score_e2e.py."""
+the real engines are in test_engine_real.py (two scores, and an lr collection scored by them)."""
 from __future__ import annotations
 
 import asyncio

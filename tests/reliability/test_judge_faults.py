@@ -323,6 +323,7 @@ def test_real_lr_collect_against_a_faulty_judge_that_dies_mid_run(prepared_cache
         p = subprocess.run([sys.executable, str(ROOT / "cli.py"), "collect", "--mode", "lr-sync",
                             "--dataset", "gsm8k", "--limit", "1", "--max-tokens", "48",
                             "--max-step-tokens", "12", "--no-boundary-rule", "--depth", "2",
+                            "--no-probe",  # the machine-speed probe is not what this checks
                             # the small model as both draft and target, sampled: engines start and
                             # decode ~1.5x faster, and drafts still differ from the target's steps;
                             # lr-sync judges every drafted step (in async lr an equally fast draft

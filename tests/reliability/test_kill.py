@@ -81,11 +81,12 @@ def test_fake_engine_signal_stops_cleanly(tmp_path, sig, group):
 
 # ---------------------------------------------------------------------------------- real engines
 
-REAL_ARGS = ["--mode", "lr", "--dataset", "gsm8k", "--limit", "2", "--max-tokens", "24",
+REAL_ARGS = ["--mode", "lr", "--dataset", "gsm8k", "--limit", "2", "--max-tokens", "24", "--no-probe",
              "--max-step-tokens", "16", "--depth", "2"]
 # The kill loop restarts the engines N + 1 times: one engine (AR) keeps it within CI's budget;
 # the two-engine (LR) shutdown is covered by the signal tests and benchmarks/bench_kill.py.
-REAL_KILL_ARGS = ["--mode", "ar", "--dataset", "gsm8k", "--limit", "2", "--max-tokens", "24"]
+REAL_KILL_ARGS = ["--mode", "ar", "--dataset", "gsm8k", "--limit", "2", "--max-tokens", "24",
+                  "--no-probe"]
 
 
 
