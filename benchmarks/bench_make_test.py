@@ -77,7 +77,8 @@ def main() -> None:
         rc_test, test_s = (timed(["make", "test"], clone, log) if rc_venv == 0 else (None, 0.0))
     text = (clone / "make_test.log").read_text()
     doc = {"benchmark": "make_test", "commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime()),
-           "cpu_model": hardware().get("cpu_model", "unknown"), "cores": os.cpu_count(), "load_before": load_before,
+           "cpu_model": hardware().get("cpu_model", "unknown"), "cpu_id": hardware().get("cpu_id"),
+           "cores": os.cpu_count(), "load_before": load_before,
            "venv_rc": rc_venv, "venv_s": round(venv_s, 1), "test_rc": rc_test, "test_s": round(test_s, 1),
            "pytest": parse_summary(text) if rc_venv == 0 else None}
     write_results(a.out, doc, render)
@@ -88,7 +89,8 @@ def render(d: dict) -> str:
     p = d["pytest"] or {}
     ran = sum(p.get(k, 0) for k in COUNTS)
     counts = ", ".join(f"{p[k]:,} {k}" for k in COUNTS if p.get(k))
-    return (f"`make test` on a fresh clone of {d['commit'][:7]} ({d['date']}, {d['cpu_model']}, "
+    cpu = d["cpu_model"] + (f" {d['cpu_id']}" if d.get("cpu_id") else "")   # cpu_id: since 2026-12-05
+    return (f"`make test` on a fresh clone of {d['commit'][:7]} ({d['date']}, {cpu}, "
             f"{d['cores']} cores; `benchmarks/bench_make_test.py`): the install (`make venv`, a new "
             f".venv) took {d['venv_s'] / 60:.1f} minutes, the suite {d['test_s'] / 60:.1f} minutes for "
             f"{ran:,} tests ({counts}; exit {d['test_rc']}), {(d['venv_s'] + d['test_s']) / 60:.0f} "

@@ -348,7 +348,9 @@ def _collect_here(real, out: Path, offset: int = 0, **spec) -> dict:
     """One GSM8K problem as `lr collect` runs it - a Collector of its own spec (its scheduler
     config and verifier, --adaptive-prior resolved from files as a new process resolves it), its
     record written and read back - but on the module's engines: the pool hands the same engines
-    to the same engine arguments, so no engine starts."""
+    to the same engine arguments, so no engine starts, and lr-adaptive's estimator that problems
+    on one pair of engines share is dropped first, as a new `lr collect` process starts without
+    one."""
     from lrcore.traces import TraceWriter, read_traces
     from lrreal.collect import CollectSpec, Collector
     from lrreal.datasets import load_problems
@@ -359,6 +361,8 @@ def _collect_here(real, out: Path, offset: int = 0, **spec) -> dict:
                                  "cache_dir": col.spec.cache_dir, "out": str(out)} | spec))
     c.verifier = c.make_verifier()
     starts = col.pool.starts
+    for engine in col.pool.engines.values():   # as a new process's engines: no estimator yet
+        vars(engine).pop("_adaptive_runs", None)   # (lr_adaptive.run_estimates keeps one on them)
 
     async def go():
         c.start(pool=col.pool)
