@@ -52,9 +52,7 @@ def main() -> None:
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wall = time.perf_counter() - t0
     a.log.write_text(p.stdout)
-    per_test: dict[str, float] = defaultdict(float)
-    for seconds, _, test in DURATION.findall(p.stdout):
-        per_test[test] += float(seconds)
+    per_test = per_test_seconds(p.stdout)
     hw = hardware()
     doc = {"benchmark": "real_tests", "commit": git("rev-parse", "HEAD"),
            "tree_clean": git("status", "--porcelain", "--untracked-files=no") == "",
@@ -65,6 +63,14 @@ def main() -> None:
            "tests_s": {t: round(s, 1) for t, s in sorted(per_test.items(), key=lambda kv: -kv[1])}}
     write_results(a.out, doc, render)
     print(render(doc), end="")
+
+
+def per_test_seconds(text: str) -> dict[str, float]:
+    """Each test's setup + call + teardown seconds from pytest's --durations lines."""
+    per_test: dict[str, float] = defaultdict(float)
+    for seconds, _, test in DURATION.findall(text):
+        per_test[test] += float(seconds)
+    return dict(per_test)
 
 
 def render(d: dict) -> str:

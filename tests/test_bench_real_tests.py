@@ -25,10 +25,7 @@ def test_durations_are_summed_per_test_with_spaces_in_their_ids():
            "10.17s teardown tests/real/a.py::test_x\n"
            "6.28s call     tests/r/b.py::test_y[flags2-not enough KV cache for one request]\n"
            "(2 durations < 0.005s hidden.)\n")
-    got = {}
-    for seconds, _, test in br.DURATION.findall(out):
-        got[test] = got.get(test, 0.0) + float(seconds)
-    assert got == {"tests/real/a.py::test_x": pytest.approx(323.87),
+    assert br.per_test_seconds(out) == {"tests/real/a.py::test_x": pytest.approx(323.87),
                    "tests/r/b.py::test_y[flags2-not enough KV cache for one request]": 6.28}
 
 
