@@ -185,7 +185,6 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
     with `keep` every probe too (`each`: benchmarks/bench_contention_probe.py reads their spread).
     Engine start-up (about a minute per engine on CPU) dominates; the probes take seconds."""
     import asyncio
-    import statistics
 
     from . import shutdown
     from .collect import CollectSpec, Collector
@@ -211,10 +210,18 @@ def probe_machine(target: str = "target", draft: str | None = "draft", target_co
 
     with shutdown.signals_to_exceptions(), vllm_lock(), shutdown.EngineGuard():
         probes = asyncio.run(run())
-    out = {"t": time.time(), **machine_load(), "repeats": repeats,
-           "cores": col.run_info["hardware"].get("cores"),
+    return summarize(probes, col.run_info["hardware"], keep)
+
+
+def summarize(probes: list[dict], hardware: dict, keep: bool = False) -> dict:
+    """probe_machine's result from its probes (probe_engines records) on engines started with
+    `hardware` (a Collector's run_info["hardware"]: their cores and the machine model)."""
+    import statistics
+
+    out = {"t": time.time(), **machine_load(), "repeats": len(probes),
+           "cores": hardware.get("cores"),
            # the machine model: a probe carries a profile's speed only within one (rescale.py)
-           "hardware": {k: v for k, v in col.run_info["hardware"].items() if k in ("cpu_model", "gpu")},
+           "hardware": {k: v for k, v in hardware.items() if k in ("cpu_model", "gpu")},
            "engines": {}}
     for name in probes[0]["engines"]:
         es = [p["engines"][name] for p in probes]

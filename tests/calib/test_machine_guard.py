@@ -1,6 +1,6 @@
 """A profile carried to another machine model: `lr calibrate` warns when its traces ran on several,
 `lr replay` when the replayed records ran on another than the profile's, `lr calibrate probe`
-(tests/real/test_probe_real.py) when this machine is another. On the committed traces: traces/load
+(tests/real/test_engine_real.py, test_calibrate_probe_rescales_a_corpus_profile) when this machine is another. On the committed traces: traces/load
 ran on an AMD EPYC, traces/load-cold on an Intel Xeon (benchmarks/results/load_cold.md)."""
 import json
 import os

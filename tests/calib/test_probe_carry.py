@@ -2,7 +2,7 @@
 measured and reported always, and scales the profile's fitted contention only when asked (across
 two sittings of one host the carry brought fewer replayed points within 10%: docs/load.md,
 "Two sittings with side-by-side probes"). The probe itself is monkeypatched here (its real run:
-tests/real/test_probe_real.py)."""
+tests/real/test_engine_real.py, test_calibrate_probe_rescales_a_corpus_profile)."""
 import json
 from pathlib import Path
 

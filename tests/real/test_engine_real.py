@@ -444,3 +444,57 @@ def test_lr_adaptive_starts_from_the_estimates_an_earlier_run_recorded(real, tmp
     assert ad["prior_from"] == f"{first}:1" and ad["prior"] == r1["adaptive"]["final"]
     # one request in flight in both runs: the first decision's count is the prior's too
     assert ad["decisions"][0]["estimates"] == r1["adaptive"]["final"]
+
+
+def test_calibrate_probe_rescales_a_corpus_profile(real, tmp_path, monkeypatch, run_lr):
+    """`lr calibrate probe` on the module's engines: a corpus profile rescaled to this machine's
+    speed now. The probe is the real one (lrreal.probe.probe_engines on the running target and
+    draft, alone and side by side); what probe_machine adds around it - starting and stopping
+    the engines as `lr collect` does - is the module's own start (its Collector), so the test
+    hands the command the module's probe instead of a second engine start."""
+    from lrreal import probe as probe_mod
+    from lrsim.calib.calibrate import calibrate
+    from lrsim.calib.profile import load_profile, save_profile
+    from lrsim.calib.rescale import machine
+
+    files = [str(ROOT / "traces/corpus/gsm8k" / f) for f in ("ar.jsonl", "lr-d2.jsonl")]
+    if not all(Path(f).is_file() for f in files):
+        pytest.skip("no corpus traces")
+    col, loop, _ = real
+    asked = []
+
+    def probe_here(target, draft, target_cores, draft_cores, repeats, cache_dir):
+        asked.append((target, draft, target_cores, draft_cores, repeats))
+        probes = [loop.run_until_complete(probe_mod.probe_engines(col.pool.engines, salt=77 + i))
+                  for i in range(repeats)]
+        return probe_mod.summarize(probes, col.run_info["hardware"])
+
+    monkeypatch.setattr(probe_mod, "probe_machine", probe_here)
+    doc = calibrate(files, select_placement=False)
+    doc["source"]["hardware"]["cpu_model"] = "Another CPU"   # not this machine: a warning
+    src = save_profile(doc, tmp_path / "corpus.json")
+    out = tmp_path / "today.json"
+    code, stdout, err = run_lr("calibrate", "probe", "--profile", src, "-o", out, "--repeats", "1",
+                               "--json")
+    assert code == 0, err[-2000:]
+    assert asked == [("target", "draft", "0", "1", 1)]       # the corpus's binding, both engines
+    res = json.loads(stdout)
+    before, after = load_profile(src), load_profile(out)
+    for role in ("target", "draft"):
+        f_dec, f_pre = res["factors"][role]["decode"], res["factors"][role]["prefill"]
+        assert 0.2 < f_dec < 5 and 0.2 < f_pre < 5, res
+        assert after.doc["latency"][role]["base_s"] == pytest.approx(
+            before.doc["latency"][role]["base_s"] * f_dec)
+        assert res["probe"]["engines"][role]["decode_s"] > 0
+        assert res["probe"]["engines"][role]["contended_decode_s"] > 0   # side by side too
+    # the corpus's traces predate the side-by-side probe: its contention stays as fitted
+    assert res["contention"] == res["contention_measured"] == {} and "contention" not in after.doc["rescaled"]
+    assert res["probe"]["cores"] == {"target": "0", "draft": "1"}
+    assert after.doc["rescaled"]["factors"]["target"]["decode"] == res["factors"]["target"]["decode"]
+    # the probe names this machine, which is not the profile's: the rescale is only the intercept
+    here = machine(res["probe"]["hardware"])
+    assert here and after.doc["rescaled"]["probe"]["hardware"] == res["probe"]["hardware"]
+    assert res["warnings"] == [f"the profile describes Another CPU; this machine is {here}: a "
+                               "probe carries a profile's speed within one machine model, not the "
+                               "shape of its batch curve to another; calibrate on traces of that "
+                               "machine"]
