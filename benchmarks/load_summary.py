@@ -130,6 +130,14 @@ PREDICTIONS = (
      "bench_load.py --load traces/load-cold-epyc-f25m17 --calibrate-rounds 0 --rounds 1 --batch-factors ..."),
     ("load_cold_epyc_f25m17_2_heldout_bf", "traces/load-cold-epyc-f25m17-2", "the first sitting's profile, with batch factors",
      "bench_load.py --load traces/load-cold-epyc-f25m17-2 --calibrate-on traces/load-cold-epyc-f25m17 --batch-factors ..."),
+    ("load_adaptive_f26m2", "traces/load-adaptive-f26m2", "its own levels 1-2, an EPYC of family 26",
+     "bench_load.py --load traces/load-adaptive-f26m2 --configs ar,lr-d2 ..."),
+    ("load_adaptive_f26m2_f23m1", "traces/load-adaptive-f26m2", "the family 23 CPU's adaptive corpus",
+     "bench_load.py --load traces/load-adaptive-f26m2 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f23m1 ..."),
+    ("load_adaptive_f26m2_f25m17", "traces/load-adaptive-f26m2", "the family 25 model 17 CPU's adaptive corpus",
+     "bench_load.py --load traces/load-adaptive-f26m2 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f25m17-paid ..."),
+    ("load_adaptive_f26m2_v3", "traces/load-adaptive-f26m2", "traces/load-adaptive-v3's (an earlier EPYC)",
+     "bench_load.py --load traces/load-adaptive-f26m2 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-v3 ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

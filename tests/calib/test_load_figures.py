@@ -1049,6 +1049,48 @@ PARAMETERS = {"400": "traces/load-heldout's --first-problem", "600": "traces/loa
               "50": "physical.MIN_KNOT_PASSES, the passes a batch factor needs"}
 
 
+def test_the_family_26_claims():
+    """docs/load.md, "An EPYC of family 26, predicted from the others": traces/load-adaptive-f26m2
+    (126 records, one boot, one collector run of 43 minutes; family 26 model 2 with avx512f and
+    avx512_bf16; 84 of ar and lr-d2, six blocks each at 1, 2 and 4 in flight), lr-d2 0.92x /
+    0.86x / 0.72x, break-even 1; own: replay 2 of 3 (29.3%, at 2), plan 3 of 3 (4.4%); f23m1's
+    profile: 2 (14.5%), 1 (15.5%); f25m17's: 2 (16.4%), 2 (10.1%), 3 at the measured acceptance;
+    v3's: 2 (10.3%), 2 (10.7%); every break-even as measured; absolute replay within -1.6..+18.8,
+    -2.8..+20.0, -7.7..+4.8%; the plan within 16% at every level from every other CPU; every
+    replay error below the fourth CPU's held-out ones."""
+    names = ("load_adaptive_f26m2", "load_adaptive_f26m2_f23m1", "load_adaptive_f26m2_f25m17",
+             "load_adaptive_f26m2_v3")
+    own, f23, f25, v3 = (json.loads((RESULTS / f"{k}.json").read_text()) for k in names)
+    every = [json.loads(line) for f in sorted((ROOT / "traces/load-adaptive-f26m2/gsm8k").glob("c*/*.jsonl"))
+             for line in f.read_text().splitlines()]
+    assert len(every) == 126 and own["records"] == 84
+    assert len({r["run"]["hardware"]["boot_id"] for r in every}) == 1
+    assert {r["run"]["hardware"]["cpu_id"] for r in every} == {"family 26 model 2 stepping 1"}
+    assert all({"avx512f", "avx512_bf16"} <= set(r["run"]["hardware"]["cpu_isa"]) for r in every)
+    log = (ROOT / "traces/load-adaptive-f26m2/collection.log").read_text().splitlines()
+    stamps = [ln.split()[2] for ln in log if ln.startswith("# 2026")]
+    h0, m0, _ = map(int, stamps[0].split(":"))
+    h1, m1, _ = map(int, stamps[-1].split(":"))
+    assert (h1 * 60 + m1) - (h0 * 60 + m0) == 43                        # minutes, one run
+    assert sum("collect_load" in ln for ln in log if ln.startswith("#")) == 1
+    sp = [round(own["levels"][n]["lr-d2"]["speedup_vs_ar"], 2) for n in ("1", "2", "4")]
+    assert sp == [0.92, 0.86, 0.72]
+    assert all(own["levels"][n]["lr-d2"]["blocks"] == 6 for n in ("1", "2", "4"))
+    for doc, rep, worst, plan, top in ((own, 2, 29.3, 3, 4.4), (f23, 2, 14.5, 1, 15.5),
+                                       (f25, 2, 16.4, 2, 10.1), (v3, 2, 10.3, 2, 10.7)):
+        e = replayed_pct(doc)
+        assert len(e) == 3 and within_10(e.values()) == rep and largest(e)[1] == worst
+        assert within_10(planned_pct(doc)) == plan and round(max(planned_pct(doc)), 1) == top
+        assert break_evens(doc) == {"lr-d2": ("1", "1")}
+    assert largest(replayed_pct(own))[0] == ("2", "lr-d2")
+    assert within_10(planned_pct(f25, "planned_at_measured_acceptance")) == 3
+    assert all(doc["calibrated_on"]["held_out"] for doc in (f23, f25, v3)) and not own["calibrated_on"]["held_out"]
+    assert all(max(planned_pct(doc)) < 16 for doc in (f23, f25, v3))
+    fourth = [json.loads((RESULTS / f"load_cold_epyc_f25m17_{k}.json").read_text()) for k in ("xeon", "epyc", "f23")]
+    assert max(largest(replayed_pct(d))[1] for d in (f23, f25, v3)) < min(
+        largest(replayed_pct(d))[1] for d in fourth)
+
+
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
     the quoted results and code spans) is one the rendered results it cites hold, one a claims test
@@ -1073,7 +1115,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_two_side_by_side_sittings_claims, test_the_third_sitting_claims,
                        test_the_another_machine_claims, test_the_second_xeon_sitting_claims,
                        test_the_third_cpu_claims, test_the_third_cpu_round_1_claims, test_the_fourth_cpu_claims,
-                       test_the_fourth_cpu_second_sitting_and_batch_factor_claims)
+                       test_the_fourth_cpu_second_sitting_and_batch_factor_claims,
+                       test_the_family_26_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1090,6 +1133,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_f25m17", "load_cold_epyc_f25m17_r1_heldout", "load_cold_epyc_f25m17_xeon",
               "load_cold_epyc_f25m17_epyc", "load_cold_epyc_f25m17_f23", "batch_curve", "load_cold_epyc_f25m17_2",
               "load_cold_epyc_f25m17_2_heldout", "load_cold_epyc_f25m17_heldout2", "load_cold_epyc_f25m17_bf",
-              "load_cold_epyc_f25m17_r1_heldout_bf", "load_cold_epyc_f25m17_2_heldout_bf")]
+              "load_cold_epyc_f25m17_r1_heldout_bf", "load_cold_epyc_f25m17_2_heldout_bf",
+              "load_adaptive_f26m2", "load_adaptive_f26m2_f23m1", "load_adaptive_f26m2_f25m17",
+              "load_adaptive_f26m2_v3")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
