@@ -498,3 +498,36 @@ def test_calibrate_probe_rescales_a_corpus_profile(real, tmp_path, monkeypatch, 
                                "probe carries a profile's speed within one machine model, not the "
                                "shape of its batch curve to another; calibrate on traces of that "
                                "machine"]
+
+
+def test_lr_collect_against_a_faulty_judge_that_dies_mid_run(real, tmp_path):
+    """`lr collect --mode lr-sync --verifier judge` on the real engines with a judge that never
+    answers well (garbage or an HTTP error, then it dies on its second request): one valid
+    record, every judged step rejected with its cause, and the summary `lr collect --json` prints
+    (lrreal.summary.summarize of the file) counts them. lr-sync judges every drafted step; the
+    boundary rule is off so that steps are drafted from the first one. (The judge faults one by
+    one, on fake engines: tests/reliability/test_judge_faults.py.)"""
+    import signal
+
+    from lrreal.summary import summarize
+    from tests.reliability.test_judge_faults import judge_checks, start_process
+
+    stats = tmp_path / "judge.json"
+    proc, url = start_process("--mode", "mixed", "--mix", "garbage=1,http-error=1", "--seed", "0",
+                              "--die-after", "1", stats=stats)
+    try:
+        rec = _collect_here(real, tmp_path / "t.jsonl", mode="lr-sync", verifier="judge",
+                            judge_url=url, boundary_rule=False, max_step_tokens=12,
+                            temperature=0.8)   # sampled: drafts that differ from the target's steps
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+    [row] = summarize([rec])
+    checks = judge_checks([rec])
+    assert checks, "no step reached the judge (every draft matched its target step exactly)"
+    assert all(v["verdict"] is False and v["error"] for v in checks)
+    assert row["verifications_failed"] == len(checks)
+    assert set(row["verification_failures_by_cause"]) <= {"bad reply", "http", "connection"}
+    served = json.loads(stats.read_text())["served"]
+    assert "ok" not in served and sum(served.values()) >= 1
