@@ -242,7 +242,8 @@ def test_on_the_fourth_cpu_the_target_is_met_at_every_level():
     assert [f"{ad['speedup_vs_ar']:.2f}" for ad, _ in got.values()] == ["1.00", "1.06", "1.01"]
     assert [f"{lo:.2f}-{hi:.2f}" for lo, hi in (ad["speedup_vs_ar_ci90"] for ad, _ in got.values())] \
         == ["0.98-1.01", "1.00-1.17", "0.94-1.07"]
-    assert min(ad["speedup_vs_ar"] for ad, _ in got.values()) >= 0.97 <= got["1"][0]["speedup_vs_ar_ci90"][0]
+    assert min(ad["speedup_vs_ar"] for ad, _ in got.values()) >= 0.97     # the target, every level
+    assert got["1"][0]["speedup_vs_ar_ci90"][0] >= 0.97                  # at 1 in flight, the interval too
     assert [f"{st['priced_by_adaptive']:.2f}" for _, st in got.values()] == ["0.94", "0.85", "0.69"]
     assert [ad["blocks"] for ad, _ in got.values()] == [6, 6, 6]
     first, *later = got["1"][0]["by_block"]
