@@ -7,7 +7,7 @@ BIN     := $(VENV)/bin
 VLLM_EXTRA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo gpu || echo cpu)
 STAMP   := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)-$(VLLM_EXTRA)
 
-.PHONY: venv demo test test-fast bench clean-venv
+.PHONY: venv native demo test test-fast bench clean-venv
 
 venv: $(STAMP)
 
@@ -23,16 +23,21 @@ $(STAMP): pyproject.toml Makefile
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-demo: venv
+# The simulator's compiled hot path (lrsim/native.py, mypyc): built when missing or when a module of
+# lrsim/sim changed since the build (~10 s); until then the simulator runs as plain Python.
+native: venv
+	$(BIN)/python -m lrsim.native build --if-stale
+
+demo: native
 	$(BIN)/python -m analysis.demo
 
-test: venv
+test: native
 	$(BIN)/python -m pytest -q
 
-test-fast: venv
+test-fast: native
 	$(BIN)/python -m pytest -q -m "not slow and not real"
 
-bench: venv
+bench: native
 	$(BIN)/python benchmarks/bench_theory.py
 
 clean-venv:

@@ -1,7 +1,31 @@
 """Fixtures shared by every test directory."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked `pure_python` patches methods of the simulator's classes, which the compiled
+    modules (lrsim/native.py) call directly: where they are in use, it runs in a subprocess on
+    the plain-Python modules (LRSIM_PURE=1) and passes if that run passes."""
+    if pyfuncitem.get_closest_marker("pure_python") is None or os.environ.get("LRSIM_PURE"):
+        return None
+    from lrsim import native
+    if not native.in_use():
+        return None
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        pyfuncitem.nodeid], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "LRSIM_PURE": "1"})
+    assert r.returncode == 0, f"{pyfuncitem.nodeid} on plain Python:\n{r.stdout[-4000:]}"
+    return True
 
 
 @pytest.fixture(scope="session")

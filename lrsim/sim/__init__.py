@@ -13,7 +13,11 @@ Layers (one module per concept):
     scenario   TOML scenario files -> Config
     sweep      grids of (k1 | depth, k2, width) under a budget
 """
-from .config import Config
-from .runner import run, simulate
+from ..native import enable as _enable
+
+_enable(__path__, __name__)   # the compiled modules, where built and fresh (lrsim/native.py)
+
+from .config import Config  # noqa: E402
+from .runner import run, simulate  # noqa: E402
 
 __all__ = ["Config", "run", "simulate"]

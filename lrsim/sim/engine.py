@@ -28,11 +28,12 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from typing import Any
 
 import simpy
 from simpy.events import NORMAL, PENDING
 
-from .kernel import Wake
+from .dispatch import Wake
 from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
@@ -51,8 +52,11 @@ class Job:
                  "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok", "area0",
                  "first_end")
 
-    def __init__(self, env, iters: int, ctx: float = 0.0, prefill: int = 0, tokens_per_iter: int = 1,
-                 sd: bool = False, tag=None, emit_per_iter: float = 1.0, group=None):
+    # The numbers arrive as int, float or NumPy scalars (tokens_per_iter is a float under SD with
+    # misses, world.target_job): Any keeps Python's own arithmetic on them where the module is
+    # compiled (lrsim/native.py), which would check an `int` and convert to a `float`.
+    def __init__(self, env, iters: Any, ctx: Any = 0.0, prefill: Any = 0, tokens_per_iter: Any = 1,
+                 sd: bool = False, tag=None, emit_per_iter: Any = 1.0, group=None):
         iters = int(iters)
         self.iters_left = self.total = iters if iters > 1 else 1    # = max(1, int(iters))
         self.tokens_per_iter = tokens_per_iter
@@ -67,10 +71,16 @@ class Job:
         self.cancelled = False
         self.submitted = env._now
         self.area0 = 0.0                  # the engine's batch area at submission (Engine.submit)
-        self.first_end = None             # end of its first iteration, if it prefilled (its first
-        #                                   token: lr-adaptive's launch, launch_s)
-        self.started = None
-        self.finished = None
+        self.first_end: float | None = None   # end of its first iteration, if it prefilled (its
+        #                                   first token: lr-adaptive's launch, launch_s)
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.start_iter = 0               # the engine's iteration count at its admission (Engine._add)
+        self.finish_iter = 0              # ... and at its last iteration's end
+        # the KV cache's bookkeeping (kvcache.KVCache.on_add/refresh)
+        self.kv_tok: Any = 0
+        self.kv_own: Any = 0
+        self.kv_held: Any = 0
         self.tag = tag
         self.group = group                # the request it belongs to (shares its KV prefix)
         # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
@@ -97,8 +107,8 @@ class Engine:
     SD sequences and context sum are running totals (context = A + iter_no * E)."""
 
     def __init__(self, env: simpy.Environment, name: str, latency: LatencyModel, devices: list,
-                 max_seqs: int = 256, sd_k2: int = 1, sd_draft: LatencyModel | None = None,
-                 context_term: bool = True, max_chunk: int = 64, kv: KVSpec | None = None):
+                 max_seqs: Any = 256, sd_k2: Any = 1, sd_draft: LatencyModel | None = None,
+                 context_term: bool = True, max_chunk: Any = 64, kv: KVSpec | None = None):
         self.env = env
         self.name = name
         self.latency = latency
@@ -113,21 +123,22 @@ class Engine:
         self.cancelled: list[Job] = []    # cancelled while admitted, removed at the next boundary
         self.iter_no = 0
         self.n = 0                        # admitted sequences
-        self.dec = 0                      # decode positions per iteration of admitted jobs
+        self.dec: Any = 0                 # decode positions per iteration of admitted jobs
         self.nsd = 0
         self.ctx_a = 0.0
         self.ctx_e = 0.0
         self._seq = 0
-        self._chunk = (0.0, 0.0)          # (start, iteration time) of the chunk in progress
+        self._chunk: Any = (0.0, 0.0)     # (start, iteration time) of the chunk in progress
+        self._n_chunk: Any = 0            # its iterations
         self.busy_s = 0.0
         self.area = 0.0                   # integral of admitted sequences over time (chunks ended)
         self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
         self.batch_hist: dict[int, int] = {}   # sequences per iteration -> iterations
-        self._shared = None               # known once every model is placed (first kick)
+        self._shared: bool | None = None  # known once every model is placed (first kick)
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
-        self._end = None                  # the chunk end's entry when env can cancel it (kernel.py)
+        self._end: Any = None             # the chunk end's entry when env can cancel it (kernel.py)
         self._retime = getattr(env, "retime", None)   # kernel.Environment's cancel + timer
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
@@ -135,9 +146,9 @@ class Engine:
         self._ungranted = 0               # device requests not yet granted (shared placement)
         self._boundary = False            # an early chunk end is already scheduled
         self._reqs: list = []
-        self.peer: Engine | None = None   # engine on other devices of the same machine (runner)
+        self.peer: Any = None             # the Engine on other devices of the same machine (runner)
         self.contention = 0.0             # fractional slowdown of an iteration while the peer runs
-        self.kv = KVCache(kv, name) if kv is not None else None
+        self.kv: Any = KVCache(kv, name) if kv is not None else None   # KVCache | None
         # the prefix cache's granularity (kvcache.request_prefill): the KV spec's block, else a
         # token (no KV model: the cache holds everything the engine saw)
         self.prefix_block = kv.block_tokens if kv is not None else 1
@@ -294,7 +305,7 @@ class Engine:
     def _start_chunk(self):
         # the iteration's cost at the current batch: the decode positions of the admitted jobs,
         # whose first iteration (prefilling) processes their prefill instead (+ first token)
-        pre = 0
+        pre: Any = 0
         dec = self.dec
         prefilling = self.prefilling
         for j in prefilling:
@@ -308,6 +319,7 @@ class Engine:
             t_iter += (self.sd_k2 - 1) * self.sd_draft.forward(nsd, 0, nsd, ctx)
         if self.contention and self.peer is not None and self.peer._state == "run":
             t_iter *= 1.0 + self.contention
+        n: Any                            # iterations in the chunk (kv may count them in NumPy)
         if self._shared or prefilling:
             n = 1
         else:
@@ -428,7 +440,7 @@ class Engine:
             heapq.heappop(h)
         return h[0][0]
 
-    def _advance(self, k: int, spent: float):
+    def _advance(self, k: Any, spent: Any):
         env = self.env
         now = env._now
         self.busy_s += spent

@@ -14,24 +14,12 @@ before).
 from __future__ import annotations
 
 from bisect import insort
-from heapq import heappop, heappush
+from heapq import heappush
 
 import simpy
-from simpy.core import EmptySchedule
 from simpy.events import NORMAL
 
-
-class Wake:
-    """A bare SimPy event (what `Environment.step` reads: callbacks, _ok) for an engine's own
-    timers: lighter than a Timeout; `gen`/`k` carry what the engine's callback needs."""
-
-    __slots__ = ("callbacks", "_ok", "gen", "k")
-
-    def __init__(self, callbacks, gen: int = 0, k: int = 0):
-        self.callbacks = callbacks
-        self._ok = True
-        self.gen = gen
-        self.k = k
+from .dispatch import Wake, drain  # noqa: F401  (Wake: the engines' timer event)
 
 
 class Environment(simpy.Environment):
@@ -79,23 +67,5 @@ class Environment(simpy.Environment):
     def run(self, until=None):
         if until is not None:
             return super().run(until)     # through step() above
-        q = self._queue
-        t = self._timers
-        try:
-            while True:
-                if t and (not q or t[0] < q[0]):
-                    self._now, _, _, event = t.pop(0)
-                else:
-                    try:
-                        self._now, _, _, event = heappop(q)
-                    except IndexError:
-                        raise EmptySchedule from None
-                callbacks, event.callbacks = event.callbacks, None
-                for callback in callbacks:
-                    callback(event)
-                if not event._ok and not hasattr(event, "_defused"):
-                    exc = type(event._value)(*event._value.args)
-                    exc.__cause__ = event._value
-                    raise exc
-        except EmptySchedule:
-            return None
+        drain(self)                       # the loop itself: dispatch.py
+        return None

@@ -81,6 +81,7 @@ def test_tabulated_odd_curves_keep_numpys_semantics():
             assert _same(t.forward(*args), _reference_forward(t, *args))
 
 
+@pytest.mark.pure_python
 @pytest.mark.parametrize("policy,knobs", [("ar", {}), ("sd", {"k2": 4}),
                                           ("lr-async", {"depth": 3, "width": 2, "k2": 3}),
                                           ("lr-sync", {"k1": 3})])

@@ -184,6 +184,7 @@ def test_score_verdict_is_a_target_job_and_llm_verdict_a_judge_job():
     assert judge.jobs[0].prefill == JUDGE_TEMPLATE_TOKENS + 40 + 45
 
 
+@pytest.mark.pure_python
 def test_score_verifier_judges_on_the_target_engine_in_a_run(monkeypatch):
     """Every verdict of a score run is a 1-token job on the target's engine (the policies tag
     each draft and target step job with its node; a verdict job has no tag)."""

@@ -1,6 +1,10 @@
 """Decoding policies: each is a SimPy generator `run(world, req, rec)` that drives one request
 from its arrival to its last committed step."""
-from . import ar, lr_adaptive, lr_async, lr_stage, lr_sync
+from ...native import enable as _enable
+
+_enable(__path__, __name__)   # the compiled lr_async, where built and fresh (lrsim/native.py)
+
+from . import ar, lr_adaptive, lr_async, lr_stage, lr_sync  # noqa: E402
 
 POLICIES = {
     "ar": ar.run,          # target alone

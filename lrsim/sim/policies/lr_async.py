@@ -39,10 +39,12 @@ Prefix caching on the drafter: it re-reads only the committed tokens it has not 
 from __future__ import annotations
 
 from heapq import heappush
+from typing import Any
 
+from mypy_extensions import mypyc_attr
 from simpy.events import NORMAL
 
-from ..kernel import Wake
+from ..dispatch import Wake
 
 
 class Node:
@@ -67,14 +69,14 @@ class Node:
         self.position = position
         self.parent = parent
         self.children: list[Node] = []
-        self.draft_job = None     # None for a root made from a committed target step
-        self.target_job = None    # the target's step number `position`
+        self.draft_job: Any = None    # an engine Job; None for a root made from a committed target step
+        self.target_job: Any = None   # the target's step number `position`
         self.draft_done = parent is None
         self.target_done = False
         self.launch_depth = launch_depth
         self.alive = True
         self.expanded = False
-        self.verdict_event = None  # started once (by judge), then reused
+        self.verdict_event: Any = None  # started once (by judge), then reused
 
 
 def run(world, req, rec):
@@ -84,6 +86,9 @@ def run(world, req, rec):
     yield lr.finished
 
 
+# compiled (lrsim/native.py), it stays a base class for Python ones: lr_adaptive's policy, the
+# benchmarks' phase oracle
+@mypyc_attr(allow_interpreted_subclasses=True)
 class AsyncLookahead:
     """One request under asynchronous LR; the methods, in the order of the rules above:
       start/restart  a root after the committed steps: choose the speculation's shape (static:
@@ -118,7 +123,7 @@ class AsyncLookahead:
         timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
         # a free verdict (kind "none") has nothing to overlap: both timings decide alike
         self.eager = timing == "eager" and cfg.verifier.kind != "none"
-        self.root: Node | None = None
+        self.root: Any = None     # the Node at the committed context
         self.accepted_run = 0     # drafts accepted since the last target commit
         self.d_cached = float(req.draft_cached)  # committed tokens (prompt included) the drafter
                                   # has processed, so its prefix cache holds them
