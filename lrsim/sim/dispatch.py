@@ -4,12 +4,17 @@ Python class; these two need nothing from it).
 
 `drain(env)` is `Environment.run()` without `until`: it processes the same events in the same
 order (time, priority, id) as SimPy's `Environment.step` would, taking the engines' cancellable
-timers (`env._timers`, sorted) before the heap's head whenever they sort first.
+timers (`env._timers`, sorted) before the heap's head whenever they sort first. `timer`,
+`cancel` and `retime` are the Environment's methods of those names (an engine calls `retime`
+for every chunk end).
 """
 from __future__ import annotations
 
+from bisect import insort
 from heapq import heappop
 from typing import Any
+
+NORMAL = 1                        # simpy.events.NORMAL: a Timeout's priority
 
 
 class Wake:
@@ -45,3 +50,29 @@ def drain(env: Any) -> None:
             exc = type(event._value)(*event._value.args)
             exc.__cause__ = event._value
             raise exc
+
+
+def timer(env: Any, delay: Any, event: Any) -> tuple:
+    """Schedule `event` after `delay` (priority NORMAL, like a Timeout) so that it can be
+    cancelled; returns the entry to pass to `cancel`."""
+    entry = (env._now + delay, NORMAL, next(env._eid), event)
+    insort(env._timers, entry)
+    return entry
+
+
+def cancel(env: Any, entry: Any) -> None:
+    """Drop a timer that has not fired (a fired or unknown one is ignored)."""
+    t: list = env._timers
+    for i, e in enumerate(t):
+        if e is entry:
+            del t[i]
+            env.cancelled += 1
+            return
+
+
+def retime(env: Any, old: Any, delay: Any, event: Any) -> tuple:
+    """= cancel(old) (if not None), then timer(delay, event): an engine's chunk end replaced in
+    one call (its hot path)."""
+    if old is not None:
+        cancel(env, old)
+    return timer(env, delay, event)

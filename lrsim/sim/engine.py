@@ -33,7 +33,7 @@ from typing import Any
 import simpy
 from simpy.events import NORMAL, PENDING
 
-from .dispatch import Wake
+from .dispatch import Wake, retime
 from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
@@ -139,7 +139,7 @@ class Engine:
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
         self._end: Any = None             # the chunk end's entry when env can cancel it (kernel.py)
-        self._retime = getattr(env, "retime", None)   # kernel.Environment's cancel + timer
+        self._cancellable = hasattr(env, "_timers")   # a kernel.Environment: dispatch.retime
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
         self._granted_cbs = (self._granted,)
@@ -245,9 +245,8 @@ class Engine:
         stale predecessor fires and is ignored by its generation)."""
         if not delay > 0.0:           # = max(0.0, delay)
             delay = 0.0
-        retime = self._retime
-        if retime is not None:
-            self._end = retime(self._end, delay, w)
+        if self._cancellable:
+            self._end = retime(self.env, self._end, delay, w)
         else:
             env = self.env
             heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))

@@ -13,12 +13,11 @@ before).
 """
 from __future__ import annotations
 
-from bisect import insort
 from heapq import heappush
 
 import simpy
-from simpy.events import NORMAL
 
+from . import dispatch
 from .dispatch import Wake, drain  # noqa: F401  (Wake: the engines' timer event)
 
 
@@ -29,27 +28,16 @@ class Environment(simpy.Environment):
         self.cancelled = 0               # timers cancelled before they fired
 
     def timer(self, delay: float, event) -> tuple:
-        """Schedule `event` after `delay` (priority NORMAL, like a Timeout) so that it can be
-        cancelled; returns the entry to pass to `cancel`."""
-        entry = (self._now + delay, NORMAL, next(self._eid), event)
-        insort(self._timers, entry)
-        return entry
+        """Schedule `event` after `delay` so that it can be cancelled (dispatch.timer)."""
+        return dispatch.timer(self, delay, event)
 
     def retime(self, old, delay: float, event) -> tuple:
-        """= cancel(old) (if not None), then timer(delay, event): an engine's chunk end replaced in
-        one call (its hot path)."""
-        if old is not None:
-            self.cancel(old)
-        return self.timer(delay, event)
+        """= cancel(old) (if not None), then timer(delay, event) (dispatch.retime)."""
+        return dispatch.retime(self, old, delay, event)
 
     def cancel(self, entry) -> None:
         """Drop a timer that has not fired (a fired or unknown one is ignored)."""
-        t = self._timers
-        for i, e in enumerate(t):
-            if e is entry:
-                del t[i]
-                self.cancelled += 1
-                return
+        dispatch.cancel(self, entry)
 
     def peek(self):
         t = self._timers
