@@ -26,7 +26,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import cpu_name, write_results  # noqa: E402
+from lrsim import native  # noqa: E402
+
+# the simulator as `make` leaves it: its compiled modules, built now if missing or stale (before
+# lrsim.sim is imported: it picks them up at import); LRSIM_PURE=1 measures plain Python
+if __name__ == "__main__" and not os.environ.get("LRSIM_PURE"):
+    native.build(if_stale=True, quiet=True)
 
 from lrsim.sim import scenario  # noqa: E402
 from lrsim.sim.config import Config  # noqa: E402
@@ -122,6 +128,8 @@ def render(res: dict) -> str:
               f"{min(2, res['cpu_count'] or 1)} cores: {res['projected_100_point_sweep_min']:.1f} min "
               f"(load average {res['load_before']:.2f} before the run, {res['cpu_count']} CPUs; "
               f"each case the median of {res.get('repeats', 1)} runs by CPU time)."]
+    if "modules" in res:
+        lines.append(f"Simulator modules: {res['modules']}; CPU: {res['cpu']}.")
     if "sweep_100_points_wall_min" in res:
         lines.append(f"Real 100-point sweep: {res['sweep_100_points_wall_min']} min wall.")
     return "\n".join(lines) + "\n"
@@ -135,7 +143,10 @@ def main():
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sim.json"))
     a = ap.parse_args()
     load_before = os.getloadavg()[0]
-    res = bench(a.sweep, max(1, a.repeats)) | {"load_before": load_before}
+    st = native.state()
+    res = bench(a.sweep, max(1, a.repeats)) | {
+        "load_before": load_before, "cpu": cpu_name(), "compiled": native.in_use(),
+        "modules": "compiled (lrsim/native.py)" if native.in_use() else f"plain Python: {st['reason']}"}
     write_results(a.out, res, render)
     if a.json:
         print(json.dumps(res))

@@ -83,3 +83,14 @@ def bench_main(doc: str, name: str, measure: Callable[[], dict], render: Callabl
     out = measure()
     write_results(args.out, out, render)
     print(json.dumps(out, indent=1) if args.json else render(out), end="" if not args.json else "\n")
+
+
+def cpu_name() -> str:
+    """This machine's CPU as the traces name it (lrreal.binding.cpu_identity: a virtual machine
+    may call every generation "AMD EPYC", so its family and model too)."""
+    from lrreal.binding import cpu_identity
+    try:
+        info = cpu_identity(Path("/proc/cpuinfo").read_text())
+    except OSError:
+        return "unknown CPU"
+    return " ".join(x for x in (info.get("cpu_model"), info.get("cpu_id")) if x) or "unknown CPU"

@@ -51,7 +51,8 @@ def test_rendered_results_are_their_json_rendered():
                       ("bench_fuzz_files", "fuzz_files"), ("bench_fuzz_params", "fuzz_params"),
                       ("bench_real", "real"), ("bench_fleet", "fleet"),
                       ("bench_engine_faults", "engine_faults"), ("bench_models_prepare", "models_prepare"),
-                      ("bench_verifiers", "verifiers"), ("bench_contention_probe", "contention_probe")):
+                      ("bench_verifiers", "verifiers"), ("bench_contention_probe", "contention_probe"),
+                      ("bench_sim", "sim"), ("bench_sim_ab", "sim_native")):
         doc = json.loads((res / f"{name}.json").read_text())
         assert (res / f"{name}.md").read_text() == __import__(mod).render(doc), name
     assert {"benchmarks/results/demo.md", "benchmarks/results/theorems.md",
@@ -63,7 +64,8 @@ def test_rendered_results_are_their_json_rendered():
             "benchmarks/results/validation.md", "benchmarks/results/load_heldout.md",
             "benchmarks/results/fleet.md", "benchmarks/results/engine_faults.md",
             "benchmarks/results/models_prepare.md", "benchmarks/results/verifiers.md",
-            "benchmarks/results/contention_probe.md"} <= quoted
+            "benchmarks/results/contention_probe.md", "benchmarks/results/sim.md",
+            "benchmarks/results/sim_native.md"} <= quoted
 
 
 def test_the_real_backend_figures_are_the_sample_traces_measured():
