@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import cpu_name, write_results  # noqa: E402
 
 from lrsim.plan import planner  # noqa: E402
 from lrsim.plan.sources import PresetSource  # noqa: E402
@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
            "cpu_s": sum(cpu), "parallel_efficiency": serial / (wall * args.jobs),
            "cpu_s_mean": sum(cpu) / len(cpu), "cpu_s_max": max(cpu), "cores": os.cpu_count(),
            "steps": args.steps, "rate": args.rate, "preset": args.preset,
-           "load_average": os.getloadavg()[0]}
+           "load_average": os.getloadavg()[0], "cpu": cpu_name(), "modules": _modules()}
     print(f"sweep wall time        {wall:8.1f} s   (1-min load average at the end: {out['load_average']:.1f})")
     print(f"per point (mean / max) {out['sim_s_mean']:8.2f} s / {out['sim_s_max']:.2f} s wall, "
           f"{sum(cpu) / len(cpu):.2f} s / {max(cpu):.2f} s CPU")
@@ -83,8 +83,17 @@ def main(argv=None) -> dict:
     return out
 
 
+def _modules() -> str:
+    """Whether the workers ran the simulator's compiled modules (lrsim/native.py: each worker
+    imports them where the build is fresh)."""
+    from lrsim import native
+    st = native.state()
+    return "compiled (lrsim/native.py)" if st["active"] else f"plain Python: {st['reason']}"
+
+
 def render(o: dict) -> str:
     """The results as the docs quote them."""
+    tail = f"\nCPU: {o['cpu']}; simulator modules: {o['modules']}.\n" if "cpu" in o else ""
     return (f"{o['points']} configurations x {o['requests']} requests ({o['steps']} steps each, "
             f"{o['rate']:g} req/s, preset {o['preset']}) on {o['workers']} local worker processes, "
             f"{o['cores']} cores:\n\n"
@@ -93,7 +102,7 @@ def render(o: dict) -> str:
             f"| CPU per point (mean / max) | {o['cpu_s_mean']:.2f} s / {o['cpu_s_max']:.2f} s |\n"
             f"| total CPU | {o['cpu_s']:.1f} s |\n"
             f"| wall per point (mean / max) | {o['sim_s_mean']:.2f} s / {o['sim_s_max']:.2f} s |\n"
-            f"| parallel efficiency | {o['parallel_efficiency']:.0%} |\n")
+            f"| parallel efficiency | {o['parallel_efficiency']:.0%} |\n" + tail)
 
 
 if __name__ == "__main__":
