@@ -19,6 +19,7 @@ build into a temporary folder).
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -129,13 +130,24 @@ def in_use() -> bool:
 
 def build(if_stale: bool = False, quiet: bool = False) -> dict:
     """Compile MODULES into root(), replacing the build there (a new folder swapped in whole, so
-    a process that has the old one loaded keeps it). Returns state()."""
-    if if_stale and state()["fresh"]:
-        return state()
+    a process that has the old one loaded keeps it); `if_stale`: only if it is missing or stale.
+    Returns state(), with `rebuilt`."""
     try:
         import mypyc  # noqa: F401
     except ImportError:
         raise SystemExit("lrsim.native: mypyc is not installed (pip install mypy)") from None
+    dest = root()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # one build at a time per folder (`make test` and `make demo` started together): the second
+    # waits, then finds the first's build fresh
+    with open(dest.with_name(dest.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if if_stale and state()["fresh"]:
+            return state() | {"rebuilt": False}
+        return _build(dest, quiet) | {"rebuilt": True}
+
+
+def _build(dest: Path, quiet: bool) -> dict:
     sources = digest()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lrsim-native-") as tmp:
@@ -155,7 +167,6 @@ def build(if_stale: bool = False, quiet: bool = False) -> dict:
                 rc, " | ".join(tail) or log.read_text()[-800:]))
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         built = [m[:-3] + suffix for m in MODULES] + [GROUP.replace(".", "/") + "__mypyc" + suffix]
-        dest = root()
         fresh = dest.with_name(dest.name + f".new-{os.getpid()}")
         shutil.rmtree(fresh, ignore_errors=True)
         for rel in built:
@@ -188,10 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     if a.cmd == "build":
-        if a.if_stale and state()["fresh"]:
+        if not build(if_stale=a.if_stale)["rebuilt"]:
             print(f"lrsim.native: up to date ({root()})")
-        else:
-            build()
         return 0
     st = state()
     if a.json:

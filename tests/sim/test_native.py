@@ -117,3 +117,17 @@ def test_make_builds_it_and_this_suite_runs_it():
     assert native.in_use() == st["active"], st
     if os.environ.get("MAKELEVEL") and not os.environ.get("LRSIM_PURE"):
         assert st["active"], st
+
+
+def test_two_builds_at_once_build_once(tmp_path, monkeypatch):
+    """`make test` and `make demo` started together: the second waits for the first's build and
+    finds it fresh."""
+    env = {**os.environ, "LRSIM_NATIVE_ROOT": str(tmp_path / "native")}
+    cmd = [sys.executable, "-m", "lrsim.native", "build", "--if-stale"]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert sorted("up to date" in o for o in outs) == [False, True], outs
+    monkeypatch.setenv("LRSIM_NATIVE_ROOT", env["LRSIM_NATIVE_ROOT"])
+    assert native.state()["fresh"]
