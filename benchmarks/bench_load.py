@@ -76,6 +76,7 @@ from lrsim.calib.rescale import contention_scales, machine  # noqa: E402
 from benchmarks.load_plan import (ACCEPTANCE_CONFIGS, BOTH_DEVICES, ONE_DEVICE, PLAN_ARGS,  # noqa: E402,F401
                                   PLAN_PROFILES, break_even, level, lr_plan, measured_acceptance,
                                   plan_at, plan_profile, search)
+from benchmarks import load_replay  # noqa: E402
 from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RESAMPLES,  # noqa: E402,F401
                                     PROFILE_CONFIGS, REPLAY_SEEDS, _median, _ratio, blocks,
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
@@ -168,9 +169,13 @@ def main() -> None:
     ap.add_argument("--batch-factors", action="store_true",
                     help="calibrate every profile with `lr calibrate --batch-factors` (the measured "
                          "correction per batch size of a plain decode pass; docs/load.md, \"A fourth CPU\")")
+    ap.add_argument("--adaptive-afresh", action="store_true",
+                    help="replay adaptive records (lr-adaptive) with the simulator's lr-adaptive "
+                         "deciding afresh, not with the depth, width and k2 each record's run chose")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
         return
+    load_replay.DECIDE_AFRESH = a.adaptive_afresh
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
@@ -267,6 +272,8 @@ def main() -> None:
                                                       - set(PROFILE_CONFIGS)),
                              # every profile with lr calibrate --batch-factors (absent: without)
                              **({"batch_factors": True} if a.batch_factors else {})},
+           # how adaptive records replayed (absent: with their recorded decisions)
+           **({"adaptive_replay": "afresh"} if a.adaptive_afresh else {}),
            "machines": hw,
            # the machine boots the corpus predicted ran in: a level whose blocks ran in several
            # compares runs of several machines (a resumed collection; lrsim/calib/equal.py)
@@ -418,6 +425,8 @@ def render(out: dict) -> str:
              + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else "")
              + (" Every profile with --batch-factors (a measured correction per batch size of a plain "
                 "decode pass)." if cal.get("batch_factors") else "")
+             + (" Adaptive records replayed deciding afresh (the simulator's lr-adaptive), not "
+                "with their recorded decisions." if out.get("adaptive_replay") == "afresh" else "")
              + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"

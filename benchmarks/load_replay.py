@@ -50,6 +50,9 @@ def makespan(block: list[dict]) -> float:
 # the verdicts of drafts it never judged) is drawn, and one draw of a one-record block is noisy
 # (SD's accepted tokens per proposal: about +-8% over one 192-token answer)
 REPLAY_SEEDS = 4
+# adaptive records replay their recorded decisions (TraceWorkload.recorded_decisions); bench_load's
+# --adaptive-afresh sets this to let the simulator's lr-adaptive decide afresh instead
+DECIDE_AFRESH = False
 
 
 def predict_block(prof: Profile, block: list[dict], speed: dict | None = None, carry: bool = False) -> float:
@@ -89,7 +92,7 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
     worlds = []
     for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
-                            arrivals=arrivals)
+                            arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH)
         worlds.append(run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))[1])
     over = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
         first["mode"], prof.doc["overheads"].get("per_request_s", 0.0))

@@ -218,6 +218,7 @@ def replay_cmd(
     probe: str = typer.Option("both", "--probe", help="Correct each record for the machine speed: both (mean of the probes around it) | before (only the probe taken before it: known before the run) | none."),
     save_profile: Optional[Path] = typer.Option(None, "--save-profile", help="With --holdout or --calibrate-on: write the profile fitted on the calibration part."),
     per_record: bool = typer.Option(False, "--per-record", help="Also print one row per trace record."),
+    adaptive_afresh: bool = typer.Option(False, "--adaptive-afresh", help="Adaptive records: let the simulator's lr-adaptive decide afresh, not replay the decisions each record's run made."),
     as_json: bool = JSON,
 ):
     """Simulate the traces' own workload and compare with what was measured (MAPE, Pearson r)."""
@@ -232,7 +233,8 @@ def replay_cmd(
         check_output(save_profile, "--save-profile", inputs=[*traces, profile])
     prof = load_profile(profile) if profile is not None else None
     out, prof = replay_files([str(t) for t in traces], prof, holdout, seed,
-                             calibrate_on=_labels("--calibrate-on", calibrate_on), probe=probe)
+                             calibrate_on=_labels("--calibrate-on", calibrate_on), probe=probe,
+                             recorded_decisions=not adaptive_afresh)
     if save_profile is not None:
         _save_profile(prof, save_profile, "--save-profile")
     if as_json:

@@ -40,6 +40,7 @@ Mapping (one record -> one request):
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -199,6 +200,24 @@ def record_rng(seed: int, rec: dict, index: int) -> random.Random:
     return random.Random(key)       # a str seed is hashed with SHA-512: stable across processes
 
 
+def _choices(rec: dict) -> tuple[list[int], list] | None:
+    """An adaptive record's decisions by root position, (positions, Decisions) sorted; None for
+    a record without them (a static mode's)."""
+    decisions = [d for d in (rec.get("adaptive") or {}).get("decisions") or []
+                 if isinstance(d, dict) and "position" in d]
+    if not decisions:
+        return None
+    from lrcore.adaptive import Decision
+    try:
+        ordered = sorted(((int(d["position"]), i, Decision.from_dict(
+            {k: v for k, v in d.items() if k != "position"})) for i, d in enumerate(decisions)),
+            key=lambda t: t[:2])
+    except (KeyError, TypeError, ValueError) as e:
+        raise UserError(f"trace record {rec.get('problem_id')}: an adaptive decision that cannot "
+                        f"be read ({type(e).__name__}: {e})") from None
+    return [p for p, _, _ in ordered], [d for _, _, d in ordered]
+
+
 def _run_key(rec: dict) -> tuple:
     """Which run a record came from, as far as the record says: its block's round and the probe
     its run took at the start (each `lr collect` run of several requests takes one)."""
@@ -226,6 +245,10 @@ class TraceWorkload:
     # replay the records' own arrivals (load.arrival_s, from the earliest): an open-loop run's
     # Poisson arrivals; off, every record arrives at t = 0 (one request alone, or a closed block)
     arrivals: bool = False
+    # an adaptive record (lr-adaptive, lr+sd-adaptive) replays the depth, width and k2 its run
+    # chose at each root (its `adaptive.decisions`), as its verdicts and step lengths replay what
+    # happened; off, the simulator's lr-adaptive decides afresh within the recorded bounds
+    recorded_decisions: bool = True
     _pooled: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -292,10 +315,22 @@ class TraceWorkload:
                             if rule and all("text" in s for s in kept) else None)
             req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]
             req.judge_timing = _judge_timing(r)  # type: ignore[attr-defined]
+            req.choices = _choices(r) if self.recorded_decisions else None  # type: ignore[attr-defined]
             out.append(req)
         # in arrival order (files are written in completion order): a streamed run admits
         # requests by one process walking the list
         return sorted(out, key=lambda q: q.arrival) if self.arrivals else out
+
+    def recorded_choice(self, req, position: int):
+        """The decision (lrcore.adaptive.Decision) the recorded run's adaptive policy made at a
+        root of `position` committed steps: its last one at or before that position (a replay's
+        roots are the recorded run's positions, each decided there); None without recorded
+        decisions, where the simulator's policy decides."""
+        ch = getattr(req, "choices", None)
+        if not ch:
+            return None
+        i = bisect_right(ch[0], position) - 1
+        return ch[1][i] if i >= 0 else None
 
     def can_draft(self, req, position: int) -> bool:
         b = getattr(req, "boundary", None)

@@ -73,13 +73,76 @@ def test_calibrate_and_replay_take_adaptive_records_as_lr_records(records, tmp_p
     assert doc["step_acceptance"]["proposed"] > 0        # their verdicts count
     out = replay(Profile(doc), mixed)
     assert set(out["modes"]) == {"ar", "lr-adaptive"}
-    # the same records replayed as the lr records they are: the simulator's lr-adaptive, deciding
-    # afresh within their bounds, predicts their latency about as well as lr-async at their own
-    # depth (measured: lr-adaptive 6.4%, lr 7.8%): bounded at about twice that, and within 5
-    # points of lr's
+    # the same records replayed as the lr records they are: their recorded decisions (the
+    # Controller's first pick from the neutral estimates, depth 4, the records' own depth) are
+    # followed, so the simulator's lr-adaptive runs lr-async at their depth: the same error
     plain = [r for r in records if r["mode"] in ("ar", "lr")]
     path = tmp_path / "plain.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in plain))
     lr = replay(Profile(calibrate([str(path)])), plain)["modes"]["lr"]["mape"]
     adaptive = out["modes"]["lr-adaptive"]["mape"]
-    assert adaptive <= 0.15 and abs(adaptive - lr) <= 0.05, (adaptive, lr)
+    assert {d["depth"] for r in mixed if r["mode"] == "lr-adaptive" for d in r["adaptive"]["decisions"]} \
+        == {r["run"]["flags"]["depth"] for r in plain if r["mode"] == "lr"} == {4}
+    assert adaptive == pytest.approx(lr, abs=1e-12) and adaptive <= 0.15, (adaptive, lr)
+
+
+def _replayed(prof, rec, **workload):
+    """One record replayed as predict_record does, and the world's decisions and drafts."""
+    from lrsim.calib.replay import ReplayWorkload, _knobs
+    from lrsim.sim.runner import run
+
+    wl = ReplayWorkload([rec], source="test", **workload)
+    summary, world = run(prof.to_config(rec["mode"], workload=wl, **_knobs(rec, prof)))
+    return summary, world.decisions.summary(), world.stats.proposed
+
+
+def test_a_replay_follows_the_recorded_decisions(records, tmp_path):
+    """An adaptive record replays the depth its run chose at each root (its last decision at or
+    before the root's position), as its verdicts and step lengths replay what happened; with
+    recorded_decisions off the simulator's lr-adaptive decides afresh."""
+    lr = [r for r in records if r["mode"] == "lr"]
+    path = tmp_path / "lr.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lr))
+    prof = Profile(calibrate([str(path)]))
+    rec = as_adaptive(max(lr, key=lambda r: len(r["steps"])))
+    n = len(rec["steps"])
+    template = rec["adaptive"]["decisions"][0]
+
+    def decided(depths: dict) -> dict:
+        r = copy.deepcopy(rec)
+        r["adaptive"]["decisions"] = [{**template, "position": p, "index": i, "depth": d}
+                                      for i, (p, d) in enumerate(sorted(depths.items()))]
+        return r
+
+    s0, log0, drafts0 = _replayed(prof, decided({p: 0 for p in range(n)}))
+    assert log0["by_depth"] == {"0": n} and drafts0 == 0        # depth 0 throughout: no draft
+    # depth 2 from the third root on, recorded once: the last decision at or before a root holds
+    s2, log2, drafts2 = _replayed(prof, decided({0: 0, 2: 2}))
+    assert log2["by_depth"] == {"0": 2, "2": n - 2} and drafts2 > 0
+    assert s2["wall_s"] != s0["wall_s"]
+    # afresh: the Controller's own choices, from the neutral prior (not the recorded ones)
+    _, fresh, _ = _replayed(prof, decided({p: 0 for p in range(n)}), recorded_decisions=False)
+    assert fresh["decisions"] == n and fresh["by_depth"] != {"0": n}
+
+
+def test_lr_replay_adaptive_afresh_changes_only_the_adaptive_records(records, tmp_path, run_lr):
+    """`lr replay --adaptive-afresh`: the adaptive records' predictions follow the simulator's
+    own decisions (the neutral prior's first pick is depth 4 too, as recorded here, but what the
+    request then observes moves them), every other record's are unchanged."""
+    mixed = [r for r in records if r["mode"] == "ar"] + \
+        [as_adaptive(r) for r in records if r["mode"] == "lr"]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in mixed))
+    prof = tmp_path / "p.json"
+    code, _, err = run_lr("calibrate", path, "-o", prof)
+    assert code == 0, err
+    outs = []
+    for extra in ((), ("--adaptive-afresh",)):
+        code, out, err = run_lr("replay", path, "--profile", prof, "--per-record", "--json", *extra)
+        assert code == 0, err
+        outs.append({(r["mode"], r["problem_id"]): r["predicted_s"]
+                     for r in json.loads(out)["per_record"]})
+    recorded, afresh = outs
+    assert recorded.keys() == afresh.keys()
+    assert all(recorded[k] == afresh[k] for k in recorded if k[0] == "ar")
+    assert any(recorded[k] != afresh[k] for k in recorded if k[0] == "lr-adaptive")

@@ -25,6 +25,10 @@ run's step costs, verdict time, launch, load and step length (Estimator.share_co
 engines cost is learned from every request on them, as the real backend's one Estimator per
 engine pair). The decision logic is lrcore.adaptive's, imported, not copied.
 
+A replayed adaptive record (a trace workload with `recorded_choice`) makes the choices its run
+made instead: each root takes the record's last decision at or before its position, so the
+replay is the timing of what happened (lrsim/sim/traces.py; docs/adaptive.md).
+
 The Config bounds the choice (`adaptive_config`): depths 0..cfg.depth, widths 1..cfg.width, k2
 1, cfg.k2 or a shorter length of lr plan's grid (3, 5) below it (`sd_lengths`); with SD on offer
 the prior's SD acceptance is 0.5 (`neutral_prior`), as lrcore's 0 would never run SD and so never
@@ -105,6 +109,7 @@ class AdaptiveLookahead(AsyncLookahead):
         self.ctl = Controller(self.acfg)
         self.streams = {self.stream.k2: self.stream} if self.stream is not None else {}
         self.on_stream = False    # the last target step was a depth-0 root's (one request writes on)
+        self.recorded = getattr(world.workload, "recorded_choice", None)
         if world.decisions is None:
             world.decisions = DecisionLog()
 
@@ -114,7 +119,10 @@ class AdaptiveLookahead(AsyncLookahead):
         if position >= self.n_steps:
             return
         self.est.observe_load(self.world.in_flight())
-        d = self.ctl.decide(self.est.snapshot())
+        # a replayed adaptive record: the choice its run made here (TraceWorkload.recorded_choice)
+        d = self.recorded(self.req, position) if self.recorded is not None else None
+        if d is None:
+            d = self.ctl.decide(self.est.snapshot())
         self.max_depth, self.width = d.depth, d.width
         self.stream = self.sd_stream(d.k2)
         self.world.decisions.add(self.req.rid, position, d)
