@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import cpu_name, parse_or_render, write_results  # noqa: E402
+from benchmarks.write import cpu_name, parse_or_render, sim_modules, write_results  # noqa: E402
 
 RATE = 1.0
 STEPS = 60
@@ -73,14 +73,6 @@ def point(policy: str, requests: int, stream: bool, rate: float = RATE) -> dict:
             "steps": s["steps"], "mem_mib": max(0, peak - base) / 1024, "rss_before_mib": base / 1024,
             "peak_in_flight": (s.get("stream") or {}).get("peak_in_flight"),
             "summary": {k: s[k] for k in PCT + COUNTERS}}
-
-
-def _modules() -> str:
-    """Whether the points ran the simulator's compiled modules (lrsim/native.py: each child
-    imports them where the build is fresh)."""
-    from lrsim import native
-    st = native.state()
-    return "compiled (lrsim/native.py)" if st["active"] else f"plain Python: {st['reason']}"
 
 
 def _child(policy: str, requests: int, stream: bool, rate: float = RATE) -> dict:
@@ -238,7 +230,7 @@ def main():
     res = bench(max(1, a.repeats), a.quick)
     res |= {"load_before": load_before, "load_after": os.getloadavg()[0], "cpu_count": os.cpu_count(),
             "machine": f"{platform.machine()}, Python {platform.python_version()}, {cpu_name()}",
-            "modules": _modules(),
+            "modules": sim_modules(),
             "elapsed_min": round((time.perf_counter() - t0) / 60, 2)}
     write_results(a.out, res, render)
     if a.json:

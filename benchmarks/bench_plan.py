@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import cpu_name, write_results  # noqa: E402
+from benchmarks.write import cpu_name, sim_modules, write_results  # noqa: E402
 
 from lrsim.plan import planner  # noqa: E402
 from lrsim.plan.sources import PresetSource  # noqa: E402
@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
            "cpu_s": sum(cpu), "parallel_efficiency": serial / (wall * args.jobs),
            "cpu_s_mean": sum(cpu) / len(cpu), "cpu_s_max": max(cpu), "cores": os.cpu_count(),
            "steps": args.steps, "rate": args.rate, "preset": args.preset,
-           "load_average": os.getloadavg()[0], "cpu": cpu_name(), "modules": _modules()}
+           "load_average": os.getloadavg()[0], "cpu": cpu_name(), "modules": sim_modules()}
     print(f"sweep wall time        {wall:8.1f} s   (1-min load average at the end: {out['load_average']:.1f})")
     print(f"per point (mean / max) {out['sim_s_mean']:8.2f} s / {out['sim_s_max']:.2f} s wall, "
           f"{sum(cpu) / len(cpu):.2f} s / {max(cpu):.2f} s CPU")
@@ -81,14 +81,6 @@ def main(argv=None) -> dict:
     if args.out:
         write_results(args.out, out, render)
     return out
-
-
-def _modules() -> str:
-    """Whether the workers ran the simulator's compiled modules (lrsim/native.py: each worker
-    imports them where the build is fresh)."""
-    from lrsim import native
-    st = native.state()
-    return "compiled (lrsim/native.py)" if st["active"] else f"plain Python: {st['reason']}"
 
 
 def render(o: dict) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.write import cpu_name, write_results  # noqa: E402
+from benchmarks.write import cpu_name, sim_modules, write_results  # noqa: E402
 from lrsim import native  # noqa: E402
 
 # the simulator as `make` leaves it: its compiled modules, built now if missing or stale (before
@@ -143,10 +143,9 @@ def main():
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "sim.json"))
     a = ap.parse_args()
     load_before = os.getloadavg()[0]
-    st = native.state()
     res = bench(a.sweep, max(1, a.repeats)) | {
         "load_before": load_before, "cpu": cpu_name(), "compiled": native.in_use(),
-        "modules": "compiled (lrsim/native.py)" if native.in_use() else f"plain Python: {st['reason']}"}
+        "modules": sim_modules()}
     write_results(a.out, res, render)
     if a.json:
         print(json.dumps(res))

@@ -94,3 +94,11 @@ def cpu_name() -> str:
     except OSError:
         return "unknown CPU"
     return " ".join(x for x in (info.get("cpu_model"), info.get("cpu_id")) if x) or "unknown CPU"
+
+
+def sim_modules() -> str:
+    """Which simulator modules a run here uses: compiled (lrsim/native.py, where the build is
+    fresh: every process that imports the simulator picks it up) or plain Python, and why."""
+    from lrsim import native
+    st = native.state()
+    return "compiled (lrsim/native.py)" if st["active"] else f"plain Python: {st['reason']}"
