@@ -19,15 +19,11 @@ build into a temporary folder).
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
-import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
 import time
 from pathlib import Path
 
@@ -132,6 +128,8 @@ def build(if_stale: bool = False, quiet: bool = False) -> dict:
     """Compile MODULES into root(), replacing the build there (a new folder swapped in whole, so
     a process that has the old one loaded keeps it); `if_stale`: only if it is missing or stale.
     Returns state(), with `rebuilt`."""
+    import fcntl                      # the build's modules: imported by a build only, not by every
+    #                                   `import lrsim.sim` (enable, state)
     try:
         import mypyc  # noqa: F401
     except ImportError:
@@ -148,6 +146,10 @@ def build(if_stale: bool = False, quiet: bool = False) -> dict:
 
 
 def _build(dest: Path, quiet: bool) -> dict:
+    import shutil
+    import subprocess
+    import tempfile
+
     sources = digest()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lrsim-native-") as tmp:
