@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_plan import grid, sweep_args  # noqa: E402
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import cpu_name, sim_modules, write_results  # noqa: E402
 
 from lrsim.plan import planner  # noqa: E402
 from lrsim.plan.sources import PresetSource  # noqa: E402
@@ -57,7 +57,7 @@ def measure(points: int, requests: int, steps: int, rate: float, preset: str) ->
             "cores": os.cpu_count(), "worker_nodes": nodes, "ray_version": ray.__version__,
             "wall_s_one_node": one, "wall_s_two_nodes": two, "speedup": one / two,
             "efficiency": one / (2 * two), "same_results": rows_one == rows_two,
-            "loadavg_after": list(os.getloadavg())}
+            "loadavg_after": list(os.getloadavg()), "cpu": cpu_name(), "modules": sim_modules()}
 
 
 def render(doc: dict) -> str:
@@ -70,7 +70,8 @@ def render(doc: dict) -> str:
         f"| 2 | {doc['wall_s_two_nodes']:.1f} s |", "",
         f"Two nodes against one: {doc['speedup']:.2f}x, efficiency {100 * doc['efficiency']:.0f}%; "
         f"same ranking and latencies on both: {'yes' if doc['same_results'] else 'NO'}. "
-        f"1-min load average after the run {doc['loadavg_after'][0]:.2f}.", ""])
+        f"1-min load average after the run {doc['loadavg_after'][0]:.2f}.", *(
+            [f"CPU: {doc['cpu']}; simulator modules: {doc['modules']}.", ""] if "cpu" in doc else [])])
 
 
 def main(argv=None) -> dict:
