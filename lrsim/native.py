@@ -1,7 +1,7 @@
 """The simulator's compiled hot path: the event loop, the engines and the lr-async tree, compiled
 to C by mypyc (the mypy project's compiler for type-annotated Python) from the same source files.
 
-    python -m lrsim.native build [--if-stale]   # compile (`make venv`, `make test`, `make demo`)
+    python -m lrsim.native build [--if-stale]   # compile (`make native`: make test, demo, bench)
     python -m lrsim.native status [--json]      # built? fresh? in use?
 
 The Python modules stay the source and the reference: the compiled ones run the same operations

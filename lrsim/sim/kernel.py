@@ -18,7 +18,6 @@ from heapq import heappush
 import simpy
 
 from . import dispatch
-from .dispatch import Wake, drain  # noqa: F401  (Wake: the engines' timer event)
 
 
 class Environment(simpy.Environment):
@@ -55,5 +54,5 @@ class Environment(simpy.Environment):
     def run(self, until=None):
         if until is not None:
             return super().run(until)     # through step() above
-        drain(self)                       # the loop itself: dispatch.py
+        dispatch.drain(self)              # the loop itself, compiled where built
         return None
