@@ -1,6 +1,6 @@
-"""The event loop's body and the engines' bare timer event, apart from kernel.Environment so that
-they can be compiled (lrsim/native.py: a compiled class cannot extend simpy.Environment, a plain
-Python class; these two need nothing from it).
+"""The event loop's body, the engines' bare timer event and their jobs' completion event, apart
+from kernel.Environment so that they can be compiled (lrsim/native.py: a compiled class cannot
+extend simpy.Environment or simpy.Event, plain Python classes; these need nothing from them).
 
 `drain(env)` is `Environment.run()` without `until`: it processes the same events in the same
 order (time, priority, id) as SimPy's `Environment.step` would, taking the engines' cancellable
@@ -11,8 +11,10 @@ for every chunk end).
 from __future__ import annotations
 
 from bisect import insort
-from heapq import heappop
+from heapq import heappop, heappush
 from typing import Any
+
+from simpy.events import PENDING
 
 NORMAL = 1                        # simpy.events.NORMAL: a Timeout's priority
 
@@ -28,6 +30,48 @@ class Wake:
         self._ok = True
         self.gen = gen                      # the engine's chunk generation
         self.k: Any = k                     # iterations run by the chunk's end (an int, maybe NumPy's)
+
+
+class Done:
+    """A job's completion event: what SimPy's processes, conditions (env.all_of) and the loop
+    read of a simpy.Event (env, callbacks, _ok, _value; triggered, processed, ok, value,
+    succeed), without simpy.Event's interpreted constructor (one per engine job: lr-async makes
+    about four per simulated step). It succeeds once, with a value, and never fails."""
+
+    __slots__ = ("env", "callbacks", "_ok", "_value")
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.callbacks: Any = []            # None once processed
+        self._ok = True
+        self._value: Any = PENDING
+
+    @property
+    def triggered(self) -> bool:
+        return self._value is not PENDING
+
+    @property
+    def processed(self) -> bool:
+        return self.callbacks is None
+
+    @property
+    def ok(self) -> bool:
+        return self._ok
+
+    @property
+    def value(self) -> Any:
+        if self._value is PENDING:
+            raise AttributeError(f"Value of {self} is not yet available")
+        return self._value
+
+    def succeed(self, value: Any = None) -> "Done":
+        """= simpy.Event.succeed: processed at this instant, after the events already due."""
+        if self._value is not PENDING:
+            raise RuntimeError(f"{self} has already been triggered")
+        self._value = value
+        env = self.env
+        heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+        return self
 
 
 def drain(env: Any) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 import simpy
 from simpy.events import NORMAL, PENDING
 
-from .dispatch import Wake, retime
+from .dispatch import Done, Wake, retime
 from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
@@ -43,9 +43,9 @@ NEVER_CAP = 1 << 62
 class Job:
     """A request to an engine: `iters` iterations, each decoding `tokens_per_iter` positions.
 
-    `done` succeeds (value None: the job as its value made a job <-> event reference cycle for
-    every job) when the last iteration ends; a cancelled job's never fires, and its callbacks are
-    dropped at the cancel."""
+    `done` (a dispatch.Done: a simpy.Event to processes and conditions) succeeds (value None: the
+    job as its value made a job <-> event reference cycle for every job) when the last iteration
+    ends; a cancelled job's never fires, and its callbacks are dropped at the cancel."""
 
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
@@ -67,7 +67,7 @@ class Job:
         self.ctx = ctx - prefill if ctx > prefill else 0.0
         self.sd = sd
         self.emit_per_iter = emit_per_iter
-        self.done = simpy.Event(env)
+        self.done = Done(env)
         self.cancelled = False
         self.submitted = env._now
         self.area0 = 0.0                  # the engine's batch area at submission (Engine.submit)
