@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from lrcore.errors import UserError
 
+from .dispatch import timeout
 from .engine import Engine, Job
 
 JUDGE_TEMPLATE_TOKENS = 120   # system prompt + instructions around the two steps (authors' prompt)
@@ -42,12 +43,12 @@ class VerifierCost:
     def judge(self, env, engine: Engine | None, draft_tokens: int, target_tokens: int):
         """SimPy event that fires when the verdict is known. `engine`: the judge's engine (llm)
         or the target's (score)."""
-        if self.kind == "none":
-            return env.timeout(0)
+        if self.kind == "none":             # (dispatch.timeout = env.timeout, lighter)
+            return timeout(env, 0)
         if self.kind == "constant":
-            return env.timeout(self.seconds)
+            return timeout(env, self.seconds)
         if self.kind == "per_token":
-            return env.timeout(self.seconds * (draft_tokens + target_tokens))
+            return timeout(env, self.seconds * (draft_tokens + target_tokens))
         if self.kind == "score":
             job = Job(env, 1, ctx=0.0, prefill=SCORE_TEMPLATE_TOKENS + draft_tokens)
             return engine.submit(job).done
