@@ -124,6 +124,16 @@ def cancel(env: Any, entry: Any) -> None:
             return
 
 
+def retime_at(env: Any, old: Any, when: Any, event: Any) -> tuple:
+    """= retime, at the time `when` rather than after a delay (an engine's planned chunk end,
+    Engine._plan)."""
+    if old is not None:
+        cancel(env, old)
+    entry = (when, NORMAL, next(env._eid), event)
+    insort(env._timers, entry)
+    return entry
+
+
 def retime(env: Any, old: Any, delay: Any, event: Any) -> tuple:
     """= cancel(old) (if not None), then timer(delay, event): an engine's chunk end replaced in
     one call (its hot path)."""

@@ -33,7 +33,7 @@ from typing import Any
 import simpy
 from simpy.events import NORMAL, PENDING
 
-from .dispatch import Done, Wake, retime
+from .dispatch import Done, Wake, retime, retime_at
 from .kvcache import KVCache, KVSpec, held
 from .latency import LatencyModel
 
@@ -153,6 +153,9 @@ class Engine:
         # token (no KV model: the cache holds everything the engine saw)
         self.prefix_block = kv.block_tokens if kv is not None else 1
         self._order: dict = {}            # KV cache only: admitted jobs in admission order
+        # a prefill iteration planned through (_plan_decode): (its end, the decode chunk's
+        # iteration time and iterations after it), or None
+        self._plan: Any = None
 
     @property
     def shared(self) -> bool:
@@ -167,6 +170,8 @@ class Engine:
     def area_now(self) -> float:
         """The integral of the admitted sequences over time up to now: the chunks ended, plus the
         one in progress (the batch is constant within a chunk)."""
+        if self._plan is not None:
+            self._unplan()
         if self._state == "run":
             return self.area + self.n * (self.env._now - self._chunk[0])
         return self.area
@@ -175,6 +180,8 @@ class Engine:
     def submit(self, job: Job) -> Job:
         if self.kv is not None:
             self.kv.check_fits(job)
+        if self._plan is not None:
+            self._unplan()
         job.area0 = self.area_now()
         self.waiting.append(job)
         # = self._changed(), inlined (one call per job)
@@ -189,6 +196,8 @@ class Engine:
 
     def cancel(self, job: Job) -> None:
         if job.finished is None and not job.cancelled:
+            if self._plan is not None:
+                self._unplan()
             job.cancelled = True
             # its done event never fires: drop the callbacks, which often reach the job itself
             # (a closure over it) and would leave a cycle for the cyclic GC
@@ -311,13 +320,7 @@ class Engine:
             pre += j.prefill
             dec -= j.tokens_per_iter
         it = self.iter_no
-        ctx = self.ctx_a + it * self.ctx_e
-        t_iter = self.latency.forward(dec, pre, self.n, ctx)
-        nsd = self.nsd
-        if nsd and self.sd_draft is not None and self.sd_k2 > 1:
-            t_iter += (self.sd_k2 - 1) * self.sd_draft.forward(nsd, 0, nsd, ctx)
-        if self.contention and self.peer is not None and self.peer._state == "run":
-            t_iter *= 1.0 + self.contention
+        t_iter = self._cost(dec, pre, self.ctx_a + it * self.ctx_e)
         n: Any                            # iterations in the chunk (kv may count them in NumPy)
         if self._shared or prefilling:
             n = 1
@@ -341,10 +344,83 @@ class Engine:
         self._chunk = (env._now, t_iter)
         self._n_chunk = n
         self._gen = gen = self._gen + 1
-        # the chunk's end after n iterations, as in _recompose
-        self._schedule_end(Wake(self._end_cbs, gen, n), n * t_iter)
+        plan = (self._plan_decode(it) if prefilling and self._cancellable and not self._shared
+                and self.kv is None and not self.contention else None)
+        if plan is None:
+            # the chunk's end after n iterations, as in _recompose
+            self._schedule_end(Wake(self._end_cbs, gen, n), n * t_iter)
+        else:
+            # the prefill iteration's end, then the decode chunk's (_schedule_end's times, each
+            # from the one before): one timer, at the decode chunk's end
+            n2, t2 = plan
+            d1 = n * t_iter
+            if not d1 > 0.0:
+                d1 = 0.0
+            t1 = env._now + d1
+            d2 = n2 * t2
+            if not d2 > 0.0:
+                d2 = 0.0
+            self._plan = (t1, t2, n2)
+            self._end = retime_at(env, self._end, t1 + d2, Wake(self._end_cbs, gen, n2))
         if was != "run" and self.peer is not None:
             self._notify_peer()
+
+    def _cost(self, dec: Any, pre: Any, ctx: Any) -> Any:
+        """One iteration's seconds at the current batch: `dec` decode positions, `pre` prefill
+        tokens, `ctx` context tokens (the SD drafter's passes inside the step, the peer's
+        contention)."""
+        t_iter = self.latency.forward(dec, pre, self.n, ctx)
+        nsd = self.nsd
+        if nsd and self.sd_draft is not None and self.sd_k2 > 1:
+            t_iter += (self.sd_k2 - 1) * self.sd_draft.forward(nsd, 0, nsd, ctx)
+        if self.contention and self.peer is not None and self.peer._state == "run":
+            t_iter *= 1.0 + self.contention
+        return t_iter
+
+    # --- a prefill iteration planned through (one event where there were two) ------------------
+    # A chunk whose batch prefills runs one iteration (its cost is the prefill's); its end then
+    # starts the decode chunk, which costs what the batch after the prefill costs, to the next
+    # job's end. Where nothing is submitted or cancelled meanwhile that second chunk is known when
+    # the first starts: the engine schedules its end only, and lands the prefill's end (_land)
+    # when that timer fires or when something reads or changes the batch earlier (_unplan, at
+    # every submit, cancel and area_now). The same operations on the same values, at the same
+    # times: only the decode chunk's timer takes its event id at the prefill's start. Not with a
+    # KV cache, time-shared devices or contention (their next chunk depends on what happens then).
+
+    def _plan_decode(self, it: Any) -> Any:
+        """(iterations, iteration time) of the decode chunk that would start when the prefill
+        iteration starting now at iteration `it` ends, or None if a job ends with it."""
+        h = self.heap
+        it2 = it + 1
+        n2 = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - it2
+        if n2 < 1:
+            return None
+        if n2 > self.max_chunk:
+            n2 = self.max_chunk
+        ctx_a = self.ctx_a
+        for j in self.prefilling:         # what _advance adds, in its order
+            ctx_a += j.prefill
+        return n2, self._cost(self.dec, 0, ctx_a + it2 * self.ctx_e)
+
+    def _land(self):
+        """The planned prefill iteration's end, as its own chunk end would have run it (one
+        iteration, at its end time), and the decode chunk started there."""
+        t1, t2, n2 = self._plan
+        self._plan = None
+        self._advance(1, 1 * self._chunk[1], t1)
+        self._chunk = (t1, t2)
+        self._n_chunk = n2
+
+    def _unplan(self):
+        """Before the planned chunk's end: within the prefill iteration, back to its own chunk
+        end (a timer at its end); past it, that end landed."""
+        t1 = self._plan[0]
+        if self.env._now >= t1:
+            self._land()
+            return
+        self._plan = None
+        self._gen = gen = self._gen + 1
+        self._end = retime_at(self.env, self._end, t1, Wake(self._end_cbs, gen, 1))
 
     def _on_end(self, w: Wake):
         """The chunk ends (k iterations run; the chunk of generation gen, else it is stale)."""
@@ -353,6 +429,8 @@ class Engine:
         self._end = None
         if self._reqs:
             self._release()
+        if self._plan is not None:
+            self._land()
         k = w.k
         if k:
             self._advance(k, k * self._chunk[1])
@@ -439,9 +517,10 @@ class Engine:
             heapq.heappop(h)
         return h[0][0]
 
-    def _advance(self, k: Any, spent: Any):
+    def _advance(self, k: Any, spent: Any, at: Any = None):
+        """k iterations run, `spent` seconds, ending now (or `at`: a planned prefill's end)."""
         env = self.env
-        now = env._now
+        now = env._now if at is None else at
         self.busy_s += spent
         self.last_end = now
         self.iterations += k
