@@ -1,5 +1,6 @@
-"""The simulator's compiled hot path: the event loop, the engines and the lr-async tree, compiled
-to C by mypyc (the mypy project's compiler for type-annotated Python) from the same source files.
+"""The simulator's compiled hot path: the event loop, the engines and their KV caches, token-level
+SD, the world and the lr-async tree, compiled to C by mypyc (the mypy project's compiler for
+type-annotated Python) from the same source files.
 
     python -m lrsim.native build [--if-stale]   # compile (`make native`: make test, demo, bench)
     python -m lrsim.native status [--json]      # built? fresh? in use?
@@ -30,8 +31,16 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent          # lrsim/
 REPO = PACKAGE.parent
 # the modules compiled, by path from the repository root: where a simulated step spends its time
-# (a profile of lr-async at 256 concurrent requests: engine 39%, lr_async 28%, the loop 11%)
-MODULES = ("lrsim/sim/dispatch.py", "lrsim/sim/engine.py", "lrsim/sim/policies/lr_async.py")
+# (a profile of lr-async at 256 concurrent requests: engine 39%, lr_async 28%, the loop 11%);
+# world.py: the helpers the policies call per job (target_job, draft_job, cancel, commit) and
+# the step statistics (1.07x single request, 1.08x at 256 concurrent, compiled with it);
+# kvcache.py: the KV cache's bookkeeping at every batch boundary of an engine with a KV spec
+# (1.10x at 256 concurrent on a 300k-token cache; nothing to gain without one); tokensd.py:
+# token-level SD's rounds per step (SDStream.rounds_for), under SD (k2 = 4: 1.04x single
+# request, 1.07x at 256 concurrent). Measured and left out: verifier.py (1.00x) and latency.py
+# (0.98x with its classes kept Python classes, as a Config needs them)
+MODULES = ("lrsim/sim/dispatch.py", "lrsim/sim/engine.py", "lrsim/sim/world.py",
+           "lrsim/sim/kvcache.py", "lrsim/sim/tokensd.py", "lrsim/sim/policies/lr_async.py")
 GROUP = "lrsim.sim.hot"           # one shared library: calls between the modules stay native
 # mypy's settings for the build: types are checked in the compiled modules only (those they
 # import are read for their types); SimPy and NumPy are opaque (Any), so code that calls them

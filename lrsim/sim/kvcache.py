@@ -41,8 +41,18 @@ import heapq
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from lrcore.errors import UserError
+
+# This module is compiled (lrsim/native.py): the numbers that arrive as int, float or NumPy
+# scalars (token counts, the jobs' fields, the engine's iteration counts) are `Any`, which keeps
+# Python's own values and arithmetic; an `int` or `float` annotation is checked at run time and
+# converts an int to a float. KVSpec and the errors stay plain Python classes (native_class=False):
+# a Config holds a KVSpec (copied, pickled to worker processes, dataclasses.replace'd) and its
+# checks raise UserError for any bad value.
 
 BLOCK_TOKENS = 16            # vLLM's CacheConfig.block_size default on GPUs (vLLM-CPU: 128,
 #                              lrsim/calib/kv.py; lr collect sets 32)
@@ -51,7 +61,7 @@ GPU_MEMORY_UTILIZATION = 0.9  # vLLM's gpu_memory_utilization default: share of 
 MAX_BLOCK_TOKENS = 1 << 16
 
 
-def request_prefill(ctx: float, unseen: int, block: int) -> int:
+def request_prefill(ctx: Any, unseen: Any, block: Any) -> Any:
     """The tokens a new engine request prefills when its context holds `ctx` tokens, `unseen` of
     which its engine never processed. vLLM's prefix cache hits the longest run of cached full
     blocks and leaves at least the prompt's last token to compute (vllm/v1/core/
@@ -66,21 +76,26 @@ def request_prefill(ctx: float, unseen: int, block: int) -> int:
     return int(round(ctx - (seen // block) * block))
 
 
+@mypyc_attr(native_class=False)
 class KVCapacityError(UserError):
     """A single sequence that can never fit the engine's KV cache (one line, like every UserError)."""
 
 
+@mypyc_attr(native_class=False)
 class KVNoRoomError(UserError):
     """The weights leave no memory for a KV cache (a planner skips such a candidate)."""
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class KVSpec:
-    capacity_tokens: int                   # KV slots of the engine's pool, all its TP shards together
-    block_tokens: int = BLOCK_TOKENS       # tokens per block (vLLM's default 16)
-    watermark: float = 0.0                 # share of blocks kept free when admitting (vLLM V0 used
+    # int, int, float: Any, so that __post_init__ (compiled) sees any value and rejects a bad one
+    # as a UserError
+    capacity_tokens: Any                   # KV slots of the engine's pool, all its TP shards together
+    block_tokens: Any = BLOCK_TOKENS       # tokens per block (vLLM's default 16)
+    watermark: Any = 0.0                   # share of blocks kept free when admitting (vLLM V0 used
     #                                        0.01; V1 has none), never when the batch is empty
-    sizing: dict | None = field(default=None, compare=False)   # how capacity was derived
+    sizing: Any = field(default=None, compare=False)   # dict | None: how capacity was derived
     #                                        (kv_from_memory), for reports and for re-sizing on more
     #                                        devices (equal resources)
     per_device: bool = True                # capacity grows with the devices (GPU memory); False:
@@ -104,7 +119,7 @@ class KVSpec:
     def blocks(self) -> int:
         return self.capacity_tokens // self.block_tokens
 
-    def widened(self, tp_old: int, tp_new: int) -> "KVSpec":
+    def widened(self, tp_old: Any, tp_new: Any) -> "KVSpec":
         """The pool on tp_new devices instead of tp_old (equal resources): re-sized from memory
         when it was sized that way, else scaled by the device count (conservative: it ignores
         that each device then holds a smaller share of the weights)."""
@@ -119,9 +134,9 @@ class KVSpec:
                       self.block_tokens, self.watermark)
 
 
-def kv_from_memory(device_gib: float, devices: int, weights_gib: float, bytes_per_token: float,
-                   utilisation: float = GPU_MEMORY_UTILIZATION, share: float = 1.0,
-                   block_tokens: int = BLOCK_TOKENS, watermark: float = 0.0,
+def kv_from_memory(device_gib: Any, devices: Any, weights_gib: Any, bytes_per_token: Any,
+                   utilisation: Any = GPU_MEMORY_UTILIZATION, share: Any = 1.0,
+                   block_tokens: Any = BLOCK_TOKENS, watermark: Any = 0.0,
                    what: str = "model") -> KVSpec:
     """vLLM's sizing: KV bytes = utilisation x memory of the engine's devices - weights (the
     profiled activation peak is left out), in tokens of `bytes_per_token` (2 x layers x KV heads
@@ -171,17 +186,17 @@ class Usage:
 
     __slots__ = ("block", "groups", "total")
 
-    def __init__(self, block: int):
+    def __init__(self, block: Any):
         self.block = block
         self.groups: dict = {}        # group -> [sum of blocks (tokens), jobs, shortest context]
-        self.total = 0
+        self.total: Any = 0
 
-    def add(self, job, tokens: float) -> int:
+    def add(self, job, tokens: Any) -> Any:
         """Add a job holding `tokens` tokens; returns the new total."""
         self.total = self.peek(job, tokens, commit=True)
         return self.total
 
-    def peek(self, job, tokens: float, commit: bool = False) -> int:
+    def peek(self, job, tokens: Any, commit: bool = False) -> Any:
         """The total if a job holding `tokens` tokens were added."""
         b = self.block
         own = math.ceil(tokens / b - 1e-9) * b
@@ -201,7 +216,7 @@ class Usage:
         return self.total + after - before
 
 
-def held(job, done: int, ahead: int = 0) -> float:
+def held(job, done: Any, ahead: Any = 0) -> Any:
     """Tokens job holds to run its iteration number done + ahead + 1 since (re)admission: its
     context, what it generated, and the positions a verification pass writes beyond them."""
     return job.kv_base + (done + ahead) * job.emit_per_iter + (job.tokens_per_iter - 1)
@@ -221,13 +236,13 @@ class KVCache:
         self.block = spec.block_tokens
         self.capacity = spec.blocks * spec.block_tokens
         self.limit = self.capacity - math.floor(spec.watermark * spec.blocks) * spec.block_tokens
-        self.peak = 0
+        self.peak: Any = 0
         self.preemptions = 0
         self.recomputed_tokens = 0.0
         self.blocked_s = 0.0               # time the queue's head waited for blocks
         self.blocked_jobs = 0              # jobs that waited for blocks at least once
-        self._blocked_since = None
-        self._blocked_job = None
+        self._blocked_since: Any = None
+        self._blocked_job: Any = None
         self.a = 0.0                       # running sums of the upper bound (on_add, upper)
         self.e = 0.0
         self.jobs = 0
@@ -294,7 +309,7 @@ class KVCache:
     # --- the exact usage, incrementally: a job's own blocks only grow while it is admitted (its
     # KV context is fixed, `done` only rises), so each is refreshed when a heap says it may have
     # grown, with the very expression usage() evaluates; the shared prefixes are `shared`
-    def _refresh(self, job, iteration: int) -> None:
+    def _refresh(self, job, iteration: Any) -> None:
         """job's own blocks at `iteration`, by usage()'s arithmetic (done + ahead = done) and by
         Usage's (held(job, done), which adds tokens_per_iter - 1 in one piece: the two can differ
         by a rounding), and the first iteration at which they may grow next (never later than
@@ -319,7 +334,7 @@ class KVCache:
                 nxt = max(done + 1, math.floor(est - 1e-3) + 1)
                 heapq.heappush(self._grow, (job.start_iter + nxt, job.kv_tok, job))
 
-    def current(self, iteration: int) -> int:
+    def current(self, iteration: Any) -> Any:
         """usage() of every admitted job at `iteration` (the engine's current iteration, which
         never goes back), without visiting the jobs whose blocks did not grow."""
         h = self._grow
@@ -329,12 +344,12 @@ class KVCache:
                 self._refresh(job, iteration)
         return self._own - self.shared
 
-    def held_total(self, iteration: int) -> int:
+    def held_total(self, iteration: Any) -> Any:
         """tally(running).total at `iteration` (the engine's current one)."""
         self.current(iteration)
         return self._held - self.shared
 
-    def peek(self, job, tokens: float) -> int:
+    def peek(self, job, tokens: Any) -> Any:
         """tally(running).peek(job, tokens) at the iteration of the last current() / held_total()
         (jobs admitted since included): the blocks held if job, holding `tokens`, joined."""
         b = self.block
@@ -348,7 +363,7 @@ class KVCache:
                 total += (len(bases) - 1) * (int(low // b) * b) - len(bases) * (int(new // b) * b)
         return total
 
-    def at(self, iteration: int, ahead: int) -> int:
+    def at(self, iteration: Any, ahead: Any) -> Any:
         """usage() of every admitted job `ahead` iterations after `iteration` (the engine's
         current one): current(iteration) plus the growth of the jobs whose heap entry falls due
         by then (a walk of the heap that stops below any later entry), the same arithmetic."""
@@ -376,10 +391,10 @@ class KVCache:
                     stack.append(i + 1)
         return total
 
-    def _shared(self, bases: list) -> int:
+    def _shared(self, bases: list) -> Any:
         return (len(bases) - 1) * (int(min(bases) // self.block) * self.block) if len(bases) > 1 else 0
 
-    def upper(self, iteration: int) -> float:
+    def upper(self, iteration: Any) -> Any:
         """At least the exact usage at iteration index `iteration` (+1 token against rounding)."""
         return self.a + iteration * self.e + self.jobs * self.block - self.shared + 1.0
 
@@ -394,14 +409,14 @@ class KVCache:
                 f"{self.capacity:,} tokens: give the model more KV cache (kv_cache_tokens, memory "
                 "or devices) or shorten the requests")
 
-    def tally(self, entries, ahead: int = 0) -> Usage:
+    def tally(self, entries, ahead: Any = 0) -> Usage:
         """The blocks held by (job, iterations done) entries, `ahead` iterations later."""
         u = Usage(self.block)
         for j, done in entries:
             u.add(j, held(j, done, ahead))
         return u
 
-    def usage(self, entries, ahead: int = 0) -> int:
+    def usage(self, entries, ahead: Any = 0) -> Any:
         """Usage(...).total of the same entries, in one tight loop (the simulator's hot spot
         under load: called at every batch boundary)."""
         b = self.block
@@ -427,7 +442,7 @@ class KVCache:
             total += own - (n - 1) * (int(low // b) * b)
         return total
 
-    def iterations_fitting(self, iteration: int, n: int) -> tuple[int, int]:
+    def iterations_fitting(self, iteration: Any, n: Any) -> tuple[Any, Any]:
         """The most iterations m (1..n) the batch admitted at `iteration` (the engine's current
         one) can run before its blocks overflow the pool (the first always fits: the boundary's
         admission/preemption made sure of it), and the blocks it holds in the last of them."""
@@ -445,7 +460,7 @@ class KVCache:
                 hi = mid
         return lo + 1, fit if fit is not None else self.at(iteration, lo)
 
-    def finished(self, job, iterations: int) -> None:
+    def finished(self, job, iterations: Any) -> None:
         """job left the batch (done, or cancelled) after `iterations` since its admission: the
         sequence it computed stays cached, free (a request keeps its longest one)."""
         g = job.group
@@ -478,7 +493,7 @@ class KVCache:
         self.reprefilled_tokens += miss
         return miss
 
-    def evict(self, running_tokens: int) -> None:
+    def evict(self, running_tokens: Any) -> None:
         """Evict least recently used cached sequences until they fit beside the running jobs."""
         room = self.capacity - running_tokens
         while self.cached and self.cached_tokens > room:
@@ -487,11 +502,11 @@ class KVCache:
             self.evicted.add(g)
             self.evictions += 1
 
-    def observe(self, tokens: int) -> None:
+    def observe(self, tokens: Any) -> None:
         if tokens > self.peak:
             self.peak = tokens
 
-    def blocked(self, now: float, job) -> None:
+    def blocked(self, now: Any, job) -> None:
         """The queue's head `job` (None: nothing waits for blocks) at a boundary at `now`."""
         if job is not None and self._blocked_since is None:
             self._blocked_since = now

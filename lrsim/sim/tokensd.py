@@ -32,8 +32,15 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from mypy_extensions import mypyc_attr
+
+# This module is compiled (lrsim/native.py): the numbers that arrive as int, float or NumPy
+# scalars (k2, alpha2, the workload's hit rate, token counts, the counters they feed) are `Any`,
+# which keeps Python's own values and arithmetic (an `int` annotation is checked at run time,
+# a `float` one turns an int into a float); the rounds' lists hold Python ints (`tolist`).
 
 
 CHUNK_ROUNDS = 2048     # SD rounds drawn per numpy call
@@ -41,9 +48,9 @@ CHUNK_ROUNDS = 2048     # SD rounds drawn per numpy call
 
 @dataclass
 class SDStats:
-    rounds: int = 0
-    drafted: int = 0
-    accepted: int = 0
+    rounds: Any = 0                   # int
+    drafted: Any = 0                  # int
+    accepted: Any = 0                 # int
     hist: list[int] = field(default_factory=list)   # hist[e] = verify passes that emitted e tokens
 
     @property
@@ -51,6 +58,8 @@ class SDStats:
         return {e: c for e, c in enumerate(self.hist) if c}
 
 
+# a Python class where compiled: a workload holds one (copied, pickled to worker processes)
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class AcceptedLengths:
     """The empirical distribution of X, the draft tokens one proposing pass accepts, from a
@@ -70,7 +79,7 @@ class AcceptedLengths:
         tail = list(itertools.accumulate(reversed(hist)))[::-1]     # tail[j] = passes with X >= j
         return cls(tuple(t / n for t in tail[1:]))
 
-    def surv(self, cap: int) -> list[float]:
+    def surv(self, cap: Any) -> list[float]:
         """P(X >= j) for j = 1..cap."""
         s = list(self.survival[:cap])
         if cap > len(s):
@@ -80,17 +89,17 @@ class AcceptedLengths:
                 s.append(s[-1] * q)
         return s
 
-    def mean(self, cap: int) -> float:
+    def mean(self, cap: Any) -> Any:
         """E[min(X, cap)]: accepted tokens per proposing pass (E = sum of the survival)."""
         return float(sum(self.surv(cap)))
 
-    def draw(self, g: np.random.Generator, n: int, cap: int) -> np.ndarray:
+    def draw(self, g: np.random.Generator, n: Any, cap: Any) -> Any:          # an ndarray
         """n draws of min(X, cap) by inversion: X = #{j : U < P(X >= j)}."""
         asc = np.asarray(self.surv(cap)[::-1])
         return len(asc) - np.searchsorted(asc, g.random(n), side="right")
 
 
-def accepted_run(alpha: float, cap: int, rng: random.Random) -> int:
+def accepted_run(alpha: Any, cap: Any, rng: random.Random) -> Any:
     """min(X, cap) for X ~ Geometric(alpha) on {0, 1, ...}: P(X >= j) = alpha^j (scalar reference)."""
     if alpha <= 0.0 or cap <= 0:
         return 0
@@ -106,23 +115,23 @@ class SDStream:
     seeded from the request's RNG) consumed in order; a step of n tokens takes the rounds up to
     the first prefix sum >= n (one bisect instead of a Python loop per round: this was the
     simulator's hot spot at large k2)."""
-    k2: int
-    alpha2: float
+    k2: Any                          # int
+    alpha2: Any                      # float
     carry_surplus: bool = False      # True under --ideal (see module doc)
-    credit: int = 0
-    hit: float = 1.0                 # P(a round carries a proposal); see the module doc
+    credit: Any = 0                  # int
+    hit: Any = 1.0                   # P(a round carries a proposal); see the module doc
     lengths: AcceptedLengths | None = None   # measured accepted lengths; None = Geometric(alpha2)
 
     def __post_init__(self):
         self._emits: list[int] = []
         self._cs: list[int] = []
         self._ps: list[int] = []      # prefix sums of proposing rounds (only with hit < 1)
-        self.last_positions = 0       # verified positions of the rounds the last rounds_for took
+        self.last_positions: Any = 0  # verified positions of the rounds the last rounds_for took
         self._p = 0           # next unused round
         self._base = 0        # tokens emitted by the used rounds (prefix sum before _p)
-        self._np = None
+        self._np: Any = None
 
-    def _refill(self, rng: random.Random) -> None:
+    def _refill(self, rng: Any) -> None:
         if self._np is None:
             self._np = np.random.default_rng(rng.getrandbits(63))
         cap = self.k2 - 1
@@ -145,7 +154,7 @@ class SDStream:
         self._cs = list(itertools.accumulate(self._emits))
         self._p, self._base = 0, 0
 
-    def rounds_for(self, n_tokens: int, rng: random.Random, stats: SDStats | None = None) -> int:
+    def rounds_for(self, n_tokens: Any, rng: Any, stats: SDStats | None = None) -> int:
         need = n_tokens
         if self.carry_surplus:
             use = min(self.credit, need)

@@ -7,27 +7,32 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 import simpy
 
-from .engine import Engine, Job
+from .engine import Job
 from .kvcache import request_prefill
 from .tokensd import SDStats, SDStream
+
+# This module may be compiled (lrsim/native.py), where an `int` or `float` annotation is checked
+# at run time and converts an int to a float: the numbers that arrive as int, float or NumPy
+# scalars (times, token counts) are `Any`, which keeps Python's own values and arithmetic.
 
 
 @dataclass
 class RequestRecord:
-    rid: int
-    arrival: float
-    steps_expected: int
-    tokens_expected: int
-    first_output: float | None = None
-    finish: float | None = None
-    tokens: int = 0
+    rid: Any
+    arrival: Any                       # float (the env's clock)
+    steps_expected: Any                # int
+    tokens_expected: Any               # int
+    first_output: Any = None           # float | None
+    finish: Any = None                 # float | None
+    tokens: Any = 0                    # int
     steps: list[str] = field(default_factory=list)     # "draft" | "target" per committed step
 
     @property
-    def latency(self) -> float:
+    def latency(self) -> Any:
         return self.finish - self.arrival
 
 
@@ -54,24 +59,31 @@ class StepStats:
         self.per_cycle[emitted] = self.per_cycle.get(emitted, 0) + 1
 
 
-@dataclass(eq=False, repr=False)   # one run's world: compared by identity, not printed field by field
 class World:
-    env: simpy.Environment
-    cfg: object                        # config.Config
-    workload: object
-    target: Engine
-    draft: Engine | None
-    judge: Engine | None
-    pool: object                       # devices.DevicePool
-    records: list[RequestRecord] = field(default_factory=list, init=False)
-    stats: StepStats = field(default_factory=StepStats, init=False)
-    sd: SDStats = field(default_factory=SDStats, init=False)
-    decisions: object | None = field(default=None, init=False)   # lr-adaptive: its DecisionLog
-    adaptive_costs: object | None = field(default=None, init=False)  # lr-adaptive: the run's
-    #                                 Estimator of step costs, shared by its requests
-    arrivals: list[float] | None = field(default=None, init=False)  # every request's arrival,
-    #                                 sorted (runner.run): the requests that have arrived by now,
-    #                                 counted before their processes start
+    """One run's world (compared by identity, not printed field by field): the engines, and
+    what happened (records, stats, sd). `World(env, cfg, workload, target, draft, judge, pool)`."""
+
+    # an explicit __init__, not a dataclass's: compiled (lrsim/native.py), fields a dataclass
+    # leaves out of __init__ (init=False) would stay unset
+    # the engines are Engines or, under --ideal, free_engine.FreeEngines (or a test's fakes)
+    def __init__(self, env: simpy.Environment, cfg: Any, workload: Any, target: Any,
+                 draft: Any, judge: Any, pool: Any) -> None:
+        self.env = env
+        self.cfg = cfg                     # config.Config
+        self.workload = workload
+        self.target = target
+        self.draft = draft
+        self.judge = judge
+        self.pool = pool                   # devices.DevicePool
+        self.records: list[RequestRecord] = []
+        self.stats = StepStats()
+        self.sd = SDStats()
+        self.decisions: Any = None         # lr-adaptive: its DecisionLog
+        self.adaptive_costs: Any = None    # lr-adaptive: the run's Estimator of step costs,
+        #                                    shared by its requests
+        self.arrivals: list[Any] | None = None   # every request's arrival, sorted
+        #                                    (runner.run): the requests that have arrived by now,
+        #                                    counted before their processes start
 
     def in_flight(self) -> int:
         """Requests arrived and not finished: with `arrivals` known, those whose processes have
@@ -83,7 +95,7 @@ class World:
         return unfinished + bisect_right(self.arrivals, self.env.now) - len(self.records)
 
     # --- helpers for policies -----------------------------------------------------------------
-    def sd_stream(self, req, k2: int | None = None) -> SDStream | None:
+    def sd_stream(self, req, k2: Any = None) -> SDStream | None:
         """Token-level SD rounds of `req` at k2 positions per pass (default: the Config's)."""
         k2 = self.cfg.k2 if k2 is None else k2
         if k2 <= 1:
@@ -94,8 +106,8 @@ class World:
                         hit=1.0 if hit is None else hit(req),
                         lengths=None if lengths is None else lengths(req))
 
-    def target_job(self, req, tokens: int, ctx: float, prefill: int = 0, stream=None,
-                   rounds: int | None = None, tag=None, new_request: bool = True) -> Job:
+    def target_job(self, req, tokens: Any, ctx: Any, prefill: Any = 0, stream=None,
+                   rounds: Any = None, tag=None, new_request: bool = True) -> Job:
         """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions.
         `ctx`: its context (prompt included), `prefill` of which the engine never saw; a new
         engine request (not ar's stream going on) prefills as the prefix cache's blocks leave it."""
@@ -111,7 +123,7 @@ class World:
         return Job(self.env, rounds, ctx, prefill, per_round, True, tag,
                    emit_per_iter=tokens / max(rounds, 1), group=req.rid)
 
-    def draft_job(self, tokens: int, ctx: float, prefill: int = 0, tag=None, req=None,
+    def draft_job(self, tokens: Any, ctx: Any, prefill: Any = 0, tag=None, req=None,
                   new_request: bool = True) -> Job:
         """A draft step (target_job's ctx, prefill and new_request); `req`: its request, whose
         other jobs share its KV prefix."""
@@ -120,7 +132,7 @@ class World:
         return Job(self.env, tokens, ctx, prefill, 1, False, tag,
                    group=None if req is None else req.rid)
 
-    def cancel(self, engine: Engine, job: Job | None, kind: str) -> None:
+    def cancel(self, engine: Any, job: Job | None, kind: str) -> None:
         if job is None or job.finished is not None or job.cancelled:
             return
         engine.cancel(job)
@@ -128,13 +140,13 @@ class World:
         # work thrown away: iterations completed before the cancel (at the last batch boundary)
         self.stats.cancelled_tokens[kind] += job.total - job.iters_left
 
-    def commit(self, rec: RequestRecord, source: str, tokens: int) -> None:
+    def commit(self, rec: RequestRecord, source: str, tokens: Any) -> None:
         if rec.first_output is None:
             rec.first_output = self.env.now
         rec.steps.append(source)
         rec.tokens += tokens
 
-    def verdict_delay(self, draft_tokens: int, target_tokens: int):
+    def verdict_delay(self, draft_tokens: Any, target_tokens: Any) -> Any:
         v = self.cfg.verifier
         engine = self.target if v.kind == "score" else self.judge   # score: the target judges
         return v.judge(self.env, engine, draft_tokens, target_tokens)

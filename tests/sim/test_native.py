@@ -62,10 +62,14 @@ def built(tmp_path_factory):
     """A build of today's sources in a folder of its own (the one `make` keeps is left alone)."""
     where = tmp_path_factory.mktemp("native")
     os.environ["LRSIM_NATIVE_ROOT"] = str(where)
+    pure = os.environ.pop("LRSIM_PURE", None)     # this suite run on plain Python (LRSIM_PURE=1)
+    #                                               checks the build all the same
     try:
         st = native.build(quiet=True)
     finally:
         del os.environ["LRSIM_NATIVE_ROOT"]
+        if pure is not None:
+            os.environ["LRSIM_PURE"] = pure
     assert st["fresh"] and st["active"], st
     return where
 
@@ -80,6 +84,7 @@ def test_compiled_and_plain_python_give_the_same_summaries(built):
 
 
 def test_a_changed_source_sends_the_simulator_back_to_plain_python(built, tmp_path, monkeypatch):
+    monkeypatch.delenv("LRSIM_PURE", raising=False)
     stale = tmp_path / "stale"
     stale.mkdir()
     manifest = json.loads((built / "manifest.json").read_text())

@@ -45,6 +45,7 @@ from mypy_extensions import mypyc_attr
 from simpy.events import NORMAL
 
 from ..dispatch import Wake
+from ..world import RequestRecord, World
 
 
 class Node:
@@ -108,7 +109,7 @@ class AsyncLookahead:
     # Cancelling is then a flag plus engine.cancel, not Interrupts to many short-lived processes,
     # and processes would add SimPy events: a different event order, different seeded results.
 
-    def __init__(self, world, req, rec):
+    def __init__(self, world: World, req, rec: RequestRecord):
         self.world, self.req, self.rec = world, req, rec
         env, cfg, wl = world.env, world.cfg, world.workload
         self.env, self.cfg, self.wl = env, cfg, wl
