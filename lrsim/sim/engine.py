@@ -10,7 +10,10 @@ the same, so the engine sleeps through `n` iterations in one SimPy timeout, wher
 next job completion. A submit or cancel wakes it; it then finishes the iteration in progress
 (iterations are never preempted) and recomposes the batch. Events scale with jobs, not tokens.
 With a context-length term the chunk is capped (`max_chunk`) so the context used for the cost
-lags the true one by at most that many tokens.
+lags the true one by at most that many tokens. A batch that prefills runs a chunk of one
+iteration; where nothing can change the decode chunk after it, both are one timer
+(`_plan_decode`). An idle engine starts a submitted job at once (no kick event) where nothing at
+the same instant can change how it starts.
 
 Contention (two engines on separate devices of one machine, e.g. two CPU cores sharing memory
 bandwidth): an engine linked to a `peer` pays `(1 + contention)` x the iteration time for every

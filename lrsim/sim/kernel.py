@@ -7,9 +7,12 @@ superseded timer stays queued and fires later to do nothing (in a profiled run: 
 events per simulated lr-async step). Here such timers live in a small side queue (one entry per
 engine at most) and `cancel` removes them; `run` pops the smaller of the side queue's head and
 the heap's head, so every other event is processed exactly when and in the order it was before.
-A cancelled timer still takes its event id when scheduled, so ids (and `_eid` counts) are
-unchanged. `Engine` works with a plain simpy.Environment too (it then leaves stale timers, as
-before).
+A cancelled timer still takes its event id when scheduled. `Engine` works with a plain
+simpy.Environment too (it then leaves stale timers, as before, and plans no prefill through:
+every chunk end is an event). With this environment an engine plans a prefill iteration
+through (engine.py, `_plan_decode`: one timer where there were two), so it takes fewer event
+ids; the events processed keep their order and every output is the same
+(tests/sim/test_sim_fast_paths.py runs both environments).
 """
 from __future__ import annotations
 
