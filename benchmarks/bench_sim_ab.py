@@ -10,7 +10,9 @@ Default base: 4fc3b39, main just before the simulator speed pass was merged (be4
 pure` compares this tree with itself: the base runs the plain-Python modules (LRSIM_PURE=1), the
 head the compiled ones (lrsim/native.py; built first if stale). Each run also prints a digest
 of its summary, so the table says whether the two sides' outputs are the same, bit for bit, on
-every workload. Run it alone (no test suite or engine beside it). Writes
+every workload. A base commit with compiled modules (lrsim/native.py) runs them, built in its
+worktree first (`--base acf257a --out benchmarks/results/sim_ab_acf257a.json`: this session's
+engine and compiled-module changes against the compiled simulator before them). Run it alone (no test suite or engine beside it). Writes
 benchmarks/results/sim_ab.{json,md} (`--base pure`: sim_native.{json,md}).
 """
 from __future__ import annotations
@@ -92,6 +94,9 @@ def bench(base: str, pairs: int) -> dict:
         else:
             subprocess.run(["git", "worktree", "add", "--detach", str(tree_a), base], cwd=ROOT,
                            check=True, capture_output=True)
+            if (tree_a / "lrsim" / "native.py").exists():   # a base with compiled modules: built
+                subprocess.run([sys.executable, "-m", "lrsim.native", "build"], cwd=tree_a,
+                               check=True, capture_output=True)
         try:
             commit_a = "plain Python (LRSIM_PURE=1)" if pure else subprocess.run(
                 ["git", "rev-parse", "--short", "HEAD"], cwd=tree_a,
@@ -132,7 +137,9 @@ def bench(base: str, pairs: int) -> dict:
 def render(doc: dict) -> str:
     compiled = all(r.get("head_compiled") for r in doc["rows"])
     lines = [f"Simulator CPU seconds, this tree (head{', compiled modules' if compiled else ''}) "
-             f"against {doc['base']} (base), run in turn "
+             f"against {doc['base']} (base"
+             f"{', compiled modules' if any(r.get('base_compiled') for r in doc['rows']) else ''}), "
+             "run in turn "
              f"base, head, ... {doc['pairs']} pairs per workload after a warm-up pair, each a fresh "
              "process timed around the simulation (h100-paper scenario, lr-async depth 4 unless "
              "named). Ratio = base / head CPU-s, pair by pair: median (min-max). Each process "
