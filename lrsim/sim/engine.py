@@ -190,13 +190,6 @@ class Engine:
         # = self._changed(), inlined (one call per job)
         st = self._state
         if st == "idle":
-            if self._shared is False and self.kv is None and not self.contention:
-                # start at once, without the kick event: a submit later at this instant restarts
-                # the chunk at its first instant (_recompose, k = 0), with the batch a kick after
-                # both would have admitted (with a KV cache, time-sharing or contention the kick
-                # reads state that same-instant events may change: it stays an event)
-                self._kick()
-                return job
             self._state = "kick"
             env = self.env
             heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._kick_cbs)))
