@@ -11,8 +11,9 @@ pure` compares this tree with itself: the base runs the plain-Python modules (LR
 head the compiled ones (lrsim/native.py; built first if stale). Each run also prints a digest
 of its summary, so the table says whether the two sides' outputs are the same, bit for bit, on
 every workload. A base commit with compiled modules (lrsim/native.py) runs them, built in its
-worktree first (`--base acf257a --out benchmarks/results/sim_ab_acf257a.json`: this session's
-engine and compiled-module changes against the compiled simulator before them). Run it alone (no test suite or engine beside it). Writes
+worktree first (`--base acf257a --out benchmarks/results/sim_ab_acf257a.json`: the lighter job
+events, planned prefills and three more compiled modules against the compiled simulator before
+them). Run it alone (no test suite or engine beside it). Writes
 benchmarks/results/sim_ab.{json,md} (`--base pure`: sim_native.{json,md}).
 """
 from __future__ import annotations
@@ -32,6 +33,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.write import cpu_name, write_results  # noqa: E402
 
 BASE = "4fc3b39"
+# each tree runs (and builds) its own compiled modules, in its own lrsim/_native
+ENV = {k: v for k, v in os.environ.items() if k != "LRSIM_NATIVE_ROOT"}
 # (name, policy, requests, steps, rate, extra Config fields): bench_sim.py's h100-paper cases
 WORKLOADS = [
     ("lr-async, 1 request, 2000 steps", "lr-async", 1, 2000, None, {}),
@@ -76,7 +79,7 @@ print(json.dumps({"cpu_s": cpu, "cpu_warm_s": cpu_warm, "steps": s["steps"], "di
 
 
 def one(tree: Path, workload: tuple, pure: bool = False) -> dict:
-    env = {**os.environ, "LRSIM_PURE": "1" if pure else ""}
+    env = {**ENV, "LRSIM_PURE": "1" if pure else ""}
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(workload)], cwd=tree,
                          capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -90,14 +93,14 @@ def bench(base: str, pairs: int) -> dict:
         tree_a = ROOT if pure else Path(d) / "base"
         if pure:
             subprocess.run([sys.executable, "-m", "lrsim.native", "build", "--if-stale"], cwd=ROOT,
-                           check=True, capture_output=True)
+                           check=True, capture_output=True, env=ENV)
         else:
             subprocess.run(["git", "worktree", "add", "--detach", str(tree_a), base], cwd=ROOT,
                            check=True, capture_output=True)
-            if (tree_a / "lrsim" / "native.py").exists():   # a base with compiled modules: built
-                subprocess.run([sys.executable, "-m", "lrsim.native", "build"], cwd=tree_a,
-                               check=True, capture_output=True)
         try:
+            if not pure and (tree_a / "lrsim" / "native.py").exists():   # a base with compiled
+                subprocess.run([sys.executable, "-m", "lrsim.native", "build"],   # modules: built
+                               cwd=tree_a, check=True, capture_output=True, env=ENV)
             commit_a = "plain Python (LRSIM_PURE=1)" if pure else subprocess.run(
                 ["git", "rev-parse", "--short", "HEAD"], cwd=tree_a,
                 capture_output=True, text=True, check=True).stdout.strip()
@@ -121,7 +124,7 @@ def bench(base: str, pairs: int) -> dict:
                      "warm_ratio_min": round(min(warm), 3), "warm_ratio_max": round(max(warm), 3),
                      "same_output": len({r["digest"] for r in a_runs + b_runs}) == 1,
                      "head_compiled": all(r.get("compiled") for r in b_runs),
-                     "base_compiled": any(r.get("compiled") for r in a_runs)}
+                     "base_compiled": all(r.get("compiled") for r in a_runs)}
                 rows.append(r)
                 print(f"{r['case']:40s} base {r['base_cpu_s']:7.2f} head {r['head_cpu_s']:7.2f} CPU-s "
                       f"ratio {r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f}) "

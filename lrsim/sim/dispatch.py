@@ -36,7 +36,8 @@ class Done:
     """A job's completion event: what SimPy's processes, conditions (env.all_of) and the loop
     read of a simpy.Event (env, callbacks, _ok, _value; triggered, processed, ok, value,
     succeed), without simpy.Event's interpreted constructor (one per engine job: lr-async makes
-    about four per simulated step). It succeeds once, with a value, and never fails."""
+    about four per simulated step). It succeeds once, with a value, and never fails; `&`, `|`,
+    fail, trigger and env.run(until=...) on it are not supported (nothing here uses them)."""
 
     __slots__ = ("env", "callbacks", "_ok", "_value")
 
@@ -78,6 +79,8 @@ def timeout(env: Any, delay: Any) -> Done:
     """= env.timeout(delay) (delay >= 0): an event processed `delay` s from now, scheduled as
     SimPy schedules a Timeout (the same time, priority and id), as a Done (no interpreted
     constructor: a constant-time verdict is one per judged draft)."""
+    if delay < 0:
+        raise ValueError(f"negative delay {delay}")
     ev = Done(env)
     ev._value = None
     heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), ev))

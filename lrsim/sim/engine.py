@@ -12,8 +12,7 @@ next job completion. A submit or cancel wakes it; it then finishes the iteration
 With a context-length term the chunk is capped (`max_chunk`) so the context used for the cost
 lags the true one by at most that many tokens. A batch that prefills runs a chunk of one
 iteration; where nothing can change the decode chunk after it, both are one timer
-(`_plan_decode`). An idle engine starts a submitted job at once (no kick event) where nothing at
-the same instant can change how it starts.
+(`_plan_decode`).
 
 Contention (two engines on separate devices of one machine, e.g. two CPU cores sharing memory
 bandwidth): an engine linked to a `peer` pays `(1 + contention)` x the iteration time for every
@@ -38,7 +37,7 @@ from simpy.events import NORMAL, PENDING
 
 from .dispatch import Done, Wake, retime, retime_at
 from .kvcache import KVCache, KVSpec, held
-from .latency import LatencyModel
+from .latency import Ideal, LatencyModel
 
 NEVER_CAP = 1 << 62
 
@@ -88,6 +87,13 @@ class Job:
         self.group = group                # the request it belongs to (shares its KV prefix)
         # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
         self.kv_base = prefill if prefill > ctx else ctx
+
+
+def unit_costs(model: Any) -> bool:
+    """Whether `model` is the theory's unit cost (latency.Ideal), scaled or not."""
+    while model is not None and not isinstance(model, Ideal):
+        model = getattr(model, "inner", None)
+    return model is not None
 
 
 def mean_batch(engine, job: Job) -> float:
@@ -157,8 +163,11 @@ class Engine:
         self.prefix_block = kv.block_tokens if kv is not None else 1
         self._order: dict = {}            # KV cache only: admitted jobs in admission order
         # a prefill iteration planned through (_plan_decode): (its end, the decode chunk's
-        # iteration time and iterations after it), or None
+        # iteration time and iterations after it), or None; never with the theory's unit costs
+        # (Ideal: iteration times on a grid, where events at one instant are routine)
         self._plan: Any = None
+        self._plannable = (self._cancellable and kv is None and not unit_costs(latency)
+                           and not unit_costs(sd_draft))
 
     @property
     def shared(self) -> bool:
@@ -347,8 +356,8 @@ class Engine:
         self._chunk = (env._now, t_iter)
         self._n_chunk = n
         self._gen = gen = self._gen + 1
-        plan = (self._plan_decode(it) if prefilling and self._cancellable and not self._shared
-                and self.kv is None and not self.contention else None)
+        plan = (self._plan_decode(it) if prefilling and self._plannable and not self._shared
+                and not self.contention else None)
         if plan is None:
             # the chunk's end after n iterations, as in _recompose
             self._schedule_end(Wake(self._end_cbs, gen, n), n * t_iter)
@@ -387,8 +396,13 @@ class Engine:
     # the first starts: the engine schedules its end only, and lands the prefill's end (_land)
     # when that timer fires or when something reads or changes the batch earlier (_unplan, at
     # every submit, cancel and area_now). The same operations on the same values, at the same
-    # times: only the decode chunk's timer takes its event id at the prefill's start. Not with a
-    # KV cache, time-shared devices or contention (their next chunk depends on what happens then).
+    # times; only the decode chunk's timer takes its event id at the prefill's start, not at its
+    # end, so an event due at exactly the decode chunk's end and scheduled between the two would
+    # run after it rather than before. Not with a KV cache, time-shared devices or contention
+    # (their next chunk depends on what happens then), nor with the theory's unit costs (Ideal:
+    # times on a grid, where such ties are routine; elsewhere an exact tie of two engines'
+    # float sums is a coincidence). Engine accounting read after env.run(until=...) may miss a
+    # prefill whose plan is still open (the runner always drains).
 
     def _plan_decode(self, it: Any) -> Any:
         """(iterations, iteration time) of the decode chunk that would start when the prefill

@@ -150,14 +150,24 @@ def _kernel_cases():
     c.target = replace(c.target, devices=["gpu0"], contention=0.3)
     c.draft = replace(c.draft, devices=["gpu1"], contention=0.2)
     yield c
+    # the theory's unit costs with a batch budget: iteration times on a grid, events at one
+    # instant routine (a review found one cancel that planning moved past a job's end here)
+    from lrsim.sim.config import Config
+    yield Config.ideal_setup("lr-async", 0.7, 0.25, k1=2, steps=60, requests=3, seed=0, budget=4)
 
 
-@pytest.mark.parametrize("i", range(6))
+# the cases with an engine that plans prefills (no KV cache, time-sharing, contention or unit
+# costs; case 4's draft has no KV cache): they take fewer event ids than SimPy's, the others as many
+PLANNED = (0, 1, 2, 4)
+
+
+@pytest.mark.parametrize("i", range(7))
 def test_kernel_environment_is_simpys_event_for_event(monkeypatch, i):
     """kernel.Environment (stale chunk ends cancelled, not fired; an inlined run loop; a
     prefill iteration planned through, Engine._plan_decode) gives the outputs of a plain
     simpy.Environment, where the stale chunk ends fire and are ignored and every chunk end is an
-    event: the same outputs, fewer event ids taken (a planned prefill's one timer for two)."""
+    event: the same outputs; fewer event ids taken where engines plan (a planned prefill's one
+    timer for two), as many where none can."""
     import simpy
 
     from lrsim.sim import runner
@@ -165,4 +175,4 @@ def test_kernel_environment_is_simpys_event_for_event(monkeypatch, i):
     monkeypatch.setattr(runner, "Environment", simpy.Environment)
     plain = _everything(list(_kernel_cases())[i])
     assert plain[:-1] == fast[:-1]
-    assert fast[-1] <= plain[-1]
+    assert fast[-1] < plain[-1] if i in PLANNED else fast[-1] == plain[-1]
