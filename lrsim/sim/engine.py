@@ -192,9 +192,7 @@ class Engine:
     def submit(self, job: Job) -> Job:
         if self.kv is not None:
             self.kv.check_fits(job)
-        if self._plan is not None:
-            self._unplan()
-        job.area0 = self.area_now()
+        job.area0 = self.area_now()       # (lands or undoes a planned prefill first: _unplan)
         self.waiting.append(job)
         # = self._changed(), inlined (one call per job)
         st = self._state
