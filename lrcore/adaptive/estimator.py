@@ -236,6 +236,10 @@ class Estimator:
         self.verify = DecayedMean(p.verify_s, w, k, ages)
         self.load = DecayedMean(p.load, w, k, ages)
         self.step_tokens = DecayedMean(p.step_tokens, w, k, ages)
+        # the step length the step costs are stored per (the prior's, whose costs are per step of
+        # its step_tokens): fixed, so that every batch bin holds one unit whatever the mean length
+        # did since (snapshot reads them at the mean length of the moment)
+        self.ref_tokens = p.step_tokens
         self.launch = DecayedMean(p.launch_s, w, k, ages)
         # the price checked against the run's own commits, speculating (True) and not (False)
         self.paid = {True: PaidCheck(w, k), False: PaidCheck(w, k)}
@@ -251,7 +255,7 @@ class Estimator:
         changes)."""
         self.target, self.draft, self.verify = run.target, run.draft, run.verify
         self.launch, self.load, self.paid = run.launch, run.load, run.paid
-        self.step_tokens = run.step_tokens
+        self.step_tokens, self.ref_tokens = run.step_tokens, run.ref_tokens
         return self
 
     def observe_verdict(self, depth: int, accepted: bool) -> None:
@@ -284,8 +288,9 @@ class Estimator:
         """One target step with `batch` sequences in the target's batch. A step run with SD
         (k2 > 1, `tokens_per_pass` tokens committed per pass, default the current estimate) is
         stored as the plain step of batch * k2 positions it equals under `expected_rate`'s model.
-        `tokens`, the step's length, scales the seconds to a step of the mean length (the current
-        step_tokens estimate): steps vary in length far more than a batch changes their time.
+        `tokens`, the step's length, scales the seconds to a step of the prior's length
+        (`ref_tokens`; snapshot reads the costs at the mean length): steps vary in length far more
+        than a batch changes their time.
         `launch_s`: of the seconds, those before its first token beyond one token's time (a
         request of its own: queue, prefill); learned apart (Estimates.launch_s), the rest is the
         step's cost in the batch. None: a step of a request already running (depth 0).
@@ -314,7 +319,7 @@ class Estimator:
         if tokens is None:
             return seconds
         _measured("tokens", tokens)
-        return seconds * self.step_tokens.value / tokens if tokens > 0 else seconds
+        return seconds * self.ref_tokens / tokens if tokens > 0 else seconds
 
     def observe_verify(self, seconds: float) -> None:
         """One verdict's latency (a level's sibling verdicts run concurrently: report one)."""
@@ -346,6 +351,12 @@ class Estimator:
         """The current estimates (probabilities clipped to [0, 1] against rounding; the load is at
         least 1, the request asking)."""
         (tb, ts, tv), (db, ds, _) = self.target.fit(), self.draft.fit()
+        # costs are stored per step of ref_tokens tokens; read them per step of the mean length.
+        # Stored at the mean length of their moment, a batch size seen only early (speculation's,
+        # before depth 0 took over) kept the early unit while the mean moved, and the fit mixed
+        # units (docs/adaptive.md, "Estimates")
+        scale = self.step_tokens.value / self.ref_tokens
+        tb, ts, tv, db, ds = tb * scale, ts * scale, tv * scale, db * scale, ds * scale
 
         def prob(x: float) -> float:
             return min(max(x, 0.0), 1.0)

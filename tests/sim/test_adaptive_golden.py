@@ -96,9 +96,11 @@ def test_golden_summary(name):
 def test_a_preset_reaches_97_percent_of_the_best_static(preset):
     # below 97% before the plateau rule, depth pooling, dwell and k2 3/5 on offer; r1-humaneval
     # (a short R1 preset, 67 steps) until the depth pool outweighed a depth's memory: its
-    # noisy deeper acceptance took the tree to depth 2. Two presets on 8 seeds:
+    # noisy deeper acceptance took the tree to depth 2. Two presets on 16 seeds (8 left
+    # r1-humaneval's ratio to seed noise: 0.969 or 0.977 by a change of units that moved it
+    # 0.980 -> 0.981 on 16, bench_adaptive's count for a preset this short):
     # benchmarks/results/adaptive.md has all 14 and their measured ratios
-    seeds = range(8)
+    seeds = range(16)
     static = speedups(STATIC_CONFIGS, seeds, preset=preset)
     mine = speedups(ADAPTIVE, seeds, preset=preset)
     best = max(static.values())
