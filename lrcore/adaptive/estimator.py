@@ -250,7 +250,8 @@ class Estimator:
     def share_costs(self, run: "Estimator") -> "Estimator":
         """Take `run`'s step costs (target, draft), verdict time, launch, load, step length and
         price check: what the engines cost is the run's, learned from every request on them (the
-        step costs are stored per step of the mean length, so the length is shared with them);
+        step costs are read at the mean step length, so the length and the unit they are stored
+        in, ref_tokens, are shared with them);
         this one keeps its own acceptance, step and SD (a request's content, and its phase
         changes)."""
         self.target, self.draft, self.verify = run.target, run.draft, run.verify

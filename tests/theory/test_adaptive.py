@@ -388,6 +388,28 @@ def test_an_sd_target_step_is_stored_as_its_plain_equivalent():
     assert est.target.bins[2] == pytest.approx([1.0, 2.0, 1.0], rel=REL)
 
 
+def test_step_costs_keep_one_unit_while_the_mean_step_length_moves():
+    """Step seconds are stored per step of the prior's length (ref_tokens) and read at the mean
+    length: a batch seen only while steps were long (a tree's, early) and one seen after they
+    shortened (depth 0, later) hold the same per-token speed, so the fitted slope is 0 and the
+    base is the speed at the mean length. Stored at the mean length of their moment, the early
+    bins kept the early unit and the line came out sloped (a test that fails on that)."""
+    cfg = AdaptiveConfig(prior_weight=2.0, decay=0.95)
+    est = Estimator(cfg, Estimates(target_step_s=2.0, step_tokens=40.0))    # 0.05 s per token
+    for _ in range(20):                      # early: 40-token steps at batch 3
+        est.observe_step_tokens(40)
+        est.observe_target_step(2.0, batch=3, tokens=40)
+    for _ in range(60):                      # later: 10-token steps at batch 1, the same speed
+        est.observe_step_tokens(10)
+        est.observe_target_step(0.5, batch=1, tokens=10)
+    snap = est.snapshot()
+    assert snap.target_slope_s == pytest.approx(0.0, abs=1e-12)
+    assert snap.target_step_s == pytest.approx(0.05 * est.step_tokens.value, rel=1e-9)
+    assert est.ref_tokens == 40.0
+    shared = Estimator(cfg, Estimates(step_tokens=7.0)).share_costs(est)
+    assert shared.ref_tokens == 40.0 and shared.snapshot().target_step_s == snap.target_step_s
+
+
 def test_a_launched_target_step_learns_its_launch_apart_from_its_batch_cost():
     """A tree's target step is a request of its own: the seconds before its first token (queue,
     prefill) are its launch, learned apart; the rest is the step's cost, as a step of depth 0
