@@ -138,6 +138,9 @@ PREDICTIONS = (
      "bench_load.py --load traces/load-adaptive-f26m2 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f25m17-paid ..."),
     ("load_adaptive_f26m2_v3", "traces/load-adaptive-f26m2", "traces/load-adaptive-v3's (an earlier EPYC)",
      "bench_load.py --load traces/load-adaptive-f26m2 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-v3 ..."),
+    ("load_adaptive_f26m2_unit_heldout", "traces/load-adaptive-f26m2-unit",
+     "its first sitting's profile, same host, seven hours later",
+     "bench_load.py --load traces/load-adaptive-f26m2-unit --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f26m2 ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

@@ -1091,6 +1091,42 @@ def test_the_family_26_claims():
         largest(replayed_pct(d))[1] for d in fourth)
 
 
+def test_the_family_26_second_sitting_claims():
+    """docs/load.md: traces/load-adaptive-f26m2-unit (126 records, one collector run of 46
+    minutes, the same boot as the first sitting) predicted by the first sitting's profile: lr-d2
+    measured 0.85x / 0.74x / 0.70x, replayed 0.91x / 0.83x / 0.74x, planned 0.93x / 0.82x / 0.70x;
+    replay 2 of 3 (11.8%, at 2 in flight), plan 2 of 3 (10.1%, at 1); break-even 1; absolute
+    replay 3-15% fast; contention scales target 1.14, draft 1.34; the profile's fit 0.000, this
+    corpus's own 0.148, with which 3 of 3 within 3.6%."""
+    from datetime import datetime
+
+    doc = json.loads((RESULTS / "load_adaptive_f26m2_unit_heldout.json").read_text())
+    every = [json.loads(line) for f in sorted((ROOT / "traces/load-adaptive-f26m2-unit/gsm8k").glob("c*/*.jsonl"))
+             for line in f.read_text().splitlines()]
+    first = json.loads(next((ROOT / "traces/load-adaptive-f26m2/gsm8k/c1").glob("*.jsonl")).read_text().splitlines()[0])
+    assert len(every) == 126 and doc["records"] == 84
+    assert {r["run"]["hardware"]["boot_id"] for r in every} == {first["run"]["hardware"]["boot_id"]}
+    log = (ROOT / "traces/load-adaptive-f26m2-unit/collection.log").read_text().splitlines()
+    stamps = [datetime.fromisoformat(" ".join(ln.split()[1:3])) for ln in log if ln.startswith("# 2026")]
+    assert int((stamps[-1] - stamps[0]).total_seconds() // 60) == 46    # minutes, one run
+    assert doc["calibrated_on"]["held_out"] and doc["calibrated_on"]["corpus"] == "traces/load-adaptive-f26m2"
+    lv = doc["levels"]
+    assert [f"{lv[n]['lr-d2']['speedup_vs_ar']:.2f}" for n in ("1", "2", "4")] == ["0.85", "0.74", "0.70"]
+    assert [f"{lv[n]['lr-d2']['predicted_speedup_vs_ar']:.2f}" for n in ("1", "2", "4")] == ["0.91", "0.83", "0.74"]
+    assert [f"{doc['planned'][n]['lr-d2']['speedup_vs_ar']:.2f}" for n in ("1", "2", "4")] == ["0.93", "0.82", "0.70"]
+    e = replayed_pct(doc)
+    assert within_10(e.values()) == 2 and largest(e) == (("2", "lr-d2"), 11.8)
+    plan = planned_pct(doc)
+    assert within_10(plan) == 2 and round(max(plan), 1) == 10.1 and plan.index(max(plan)) == 0
+    assert break_evens(doc) == {"lr-d2": ("1", "1")}
+    err = doc["replay_tokens_per_s_error"]
+    assert (round(100 * err["min"]), round(100 * err["max"])) == (3, 15)
+    assert {k: round(v, 2) for k, v in doc["contention_scales"].items()} == {"target": 1.14, "draft": 1.34}
+    w = doc["contention_whatif"]
+    assert w["profile"]["target"] == 0.0 and round(w["held_out_fit"]["target"], 3) == 0.148
+    assert max(abs(x) for x in w["replay_speedup_error"].values()) * 100 <= 3.6
+
+
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
     the quoted results and code spans) is one the rendered results it cites hold, one a claims test
@@ -1116,7 +1152,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_another_machine_claims, test_the_second_xeon_sitting_claims,
                        test_the_third_cpu_claims, test_the_third_cpu_round_1_claims, test_the_fourth_cpu_claims,
                        test_the_fourth_cpu_second_sitting_and_batch_factor_claims,
-                       test_the_family_26_claims)
+                       test_the_family_26_claims, test_the_family_26_second_sitting_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1135,6 +1171,6 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_f25m17_2_heldout", "load_cold_epyc_f25m17_heldout2", "load_cold_epyc_f25m17_bf",
               "load_cold_epyc_f25m17_r1_heldout_bf", "load_cold_epyc_f25m17_2_heldout_bf",
               "load_adaptive_f26m2", "load_adaptive_f26m2_f23m1", "load_adaptive_f26m2_f25m17",
-              "load_adaptive_f26m2_v3")]
+              "load_adaptive_f26m2_v3", "load_adaptive_f26m2_unit_heldout")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
