@@ -84,7 +84,12 @@ class FakeEngine:
                     break
                 progress.update(text, n)
             else:
-                n += 1  # the EOS token itself counts as a generated token, as in vLLM
+                # the EOS token itself counts as a generated token, as in vLLM, and takes its
+                # decode pass like any other (without it a step ending the answer ran faster per
+                # token than every other step: lr-adaptive's Estimator read that as a cost)
+                if n < req.max_tokens:
+                    await asyncio.sleep(self.per_token_s)
+                n += 1
                 if n > req.max_tokens:
                     n, finish = req.max_tokens, "length"
                 progress.update(text, n)

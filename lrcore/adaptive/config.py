@@ -107,7 +107,8 @@ class Estimates:
     draft_slope_s: float = 0.0      # extra draft seconds per extra sequence in its batch
     verify_s: float = 0.013         # one verdict: the paper's 7B judge on H200 (arXiv 2506.19830)
     load: float = 1.0               # requests in flight
-    step_tokens: float = 40.0       # tokens per reasoning step (only scales the rate)
+    step_tokens: float = 40.0       # tokens per reasoning step (scales the rate; a prior's is
+    #                                 also the length its costs are per, the Estimator's unit)
     launch_s: float = 0.0           # extra seconds a speculative target step pays as a request of
     #                                 its own (queue, the context's prefill) before its first token,
     #                                 which a step of depth 0, written by a request already

@@ -300,23 +300,35 @@ class Estimator:
         _measured("observe_target_step", seconds, batch - 1, k2 - 1, drafting)
         if launch_s is not None:
             _measured("launch_s", launch_s)
-            launch_s = min(launch_s, seconds)
-            self.launch.observe(launch_s)
-            seconds -= launch_s
-        seconds = self._per_mean_step(seconds, tokens)
+            self.launch.observe(min(launch_s, seconds))
+        self.target.observe(self.target_cost(seconds, k2, tokens_per_pass, tokens, launch_s),
+                            batch * k2, drafting)
+
+    def target_cost(self, seconds: float, k2: int = 1, tokens_per_pass: float | None = None,
+                    tokens: float | None = None, launch_s: float | None = None) -> float:
+        """What observe_target_step stores of a step (the same arguments): its seconds less the
+        launch, per step of ref_tokens tokens, as the plain step it equals under SD. The real
+        scheduler rescales the neutral prior with it (the prior's costs are in this unit)."""
+        if launch_s is not None:
+            seconds -= min(launch_s, seconds)
+        seconds = self._per_ref_step(seconds, tokens)
         if k2 > 1:
             m = tokens_per_pass or float(geometric_sum(self.alpha2.value, k2))
             seconds = seconds * m / (1.0 + self.cfg.sd_draft_ratio * (k2 - 1))
-        self.target.observe(seconds, batch * k2, drafting)
+        return seconds
 
     def observe_draft_step(self, seconds: float, batch: float = 1,
                            tokens: float | None = None) -> None:
         """One draft step with `batch` sequences in the draft's batch (`tokens`: as for
         observe_target_step)."""
         _measured("observe_draft_step", seconds, batch - 1)
-        self.draft.observe(self._per_mean_step(seconds, tokens), batch)
+        self.draft.observe(self.draft_cost(seconds, tokens), batch)
 
-    def _per_mean_step(self, seconds: float, tokens: float | None) -> float:
+    def draft_cost(self, seconds: float, tokens: float | None = None) -> float:
+        """What observe_draft_step stores of a step: its seconds per step of ref_tokens tokens."""
+        return self._per_ref_step(seconds, tokens)
+
+    def _per_ref_step(self, seconds: float, tokens: float | None) -> float:
         if tokens is None:
             return seconds
         _measured("tokens", tokens)

@@ -283,21 +283,22 @@ class AdaptiveLookahead(AsyncLookahead):
 
     # -- observations ----------------------------------------------------------------------------
 
-    def _scale_prior(self, measured_s: float, tokens: float, prior_s: float) -> None:
+    def _scale_prior(self, measured_s: float, prior_s: float) -> None:
         """At the first timed step: the neutral prior's times (target step 1 s, draft 0.1 s,
         verdict 0.013 s: ratios, on an arbitrary scale) rescaled so the measured kind of step
-        takes what was measured, per step of the prior's step_tokens (the length the Estimator
-        stores costs per: a first step of 8 tokens taken as the cost of a 40-token step put the
-        prior's base at a fifth of every later observation, and the ridge fit gave the
-        difference to the batch slope and the drafter's cost). The prior weighs as observations for ever, so at its own scale
+        takes what was measured, `measured_s` in the unit the Estimator stores that kind in
+        (Estimator.target_cost / draft_cost: less its launch, per step of the prior's
+        step_tokens, SD's as the plain step it equals). A first step of 8 tokens taken whole as
+        the cost of a 40-token step put the prior's base at a fifth of every later observation,
+        and the ridge fit gave the difference to the batch slope and the drafter's cost.
+        The prior weighs as observations for ever, so at its own scale
         it would pull a CPU's 20 s steps (or a fake engine's 20 ms ones) towards 1 s and hide
         how the batch slows them; its ratios, which steer the decision, are kept."""
         sh = self.shared
         if sh.scaled or measured_s <= 0 or prior_s <= 0:
             return
         sh.scaled = True
-        p = sh.prior
-        k = measured_s * (p.step_tokens / tokens if tokens > 0 else 1.0) / prior_s
+        k, p = measured_s / prior_s, sh.prior
         sh.prior = replace(p, target_step_s=p.target_step_s * k, target_slope_s=p.target_slope_s * k,
                            draft_step_s=p.draft_step_s * k, draft_slope_s=p.draft_slope_s * k,
                            verify_s=p.verify_s * k, launch_s=p.launch_s * k,
@@ -316,7 +317,7 @@ class AdaptiveLookahead(AsyncLookahead):
     def _on_draft(self, c: Node) -> None:
         if c.alive and c.draft is not None:
             d = c.draft
-            self._scale_prior(d.end - d.start, d.tokens, self.prior.draft_step_s)
+            self._scale_prior(self.est.draft_cost(d.end - d.start, d.tokens), self.prior.draft_step_s)
             self.est.observe_draft_step(max(0.0, d.end - d.start),
                                         mean_batch(self.run.draft, d.start, d.end), tokens=d.tokens)
         super()._on_draft(c)
@@ -329,13 +330,14 @@ class AdaptiveLookahead(AsyncLookahead):
         return await super()._on_decided(root, judged)
 
     def _observe_target(self, t: GenResult, batch: float, launched: bool = False) -> None:
-        """One finished target step: its seconds at its batch (scaled to a step of the mean length:
+        """One finished target step: its seconds at its batch (per step of the prior's length:
         steps run 9-100 tokens, far more spread than a batch adds), its tokens, SD's counters; a
         step that was a request of its own (`launched`: a tree's), its launch too (`launch_s`)."""
-        self._scale_prior(t.end - t.start, t.tokens, self.prior.target_step_s)
-        self.est.observe_target_step(max(0.0, t.end - t.start), max(1.0, batch), self.k2,
-                                     tokens=t.tokens, launch_s=launch_s(t) if launched else None,
-                                     drafting=meter(self.run.draft).mean(t.start, t.end))
+        seconds, wait = max(0.0, t.end - t.start), launch_s(t) if launched else None
+        self._scale_prior(self.est.target_cost(seconds, self.k2, tokens=t.tokens, launch_s=wait),
+                          self.prior.target_step_s)
+        self.est.observe_target_step(seconds, max(1.0, batch), self.k2, tokens=t.tokens,
+                                     launch_s=wait, drafting=meter(self.run.draft).mean(t.start, t.end))
         self.est.observe_step_tokens(t.tokens)
         if self.k2 > 1:
             self._observe_sd()

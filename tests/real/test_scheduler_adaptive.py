@@ -282,6 +282,41 @@ def test_the_estimator_learns_what_the_drafter_beside_a_target_step_costs(factor
     assert record(res, "lr-adaptive")["adaptive"]["final"]["target_draft_s"] == est.target_draft_s
 
 
+def test_the_prior_is_rescaled_in_the_unit_the_estimator_stores(monkeypatch):
+    """The run's first timed step rescales the neutral prior (_scale_prior) in the unit the
+    Estimator stores: here a tree's target step whose request waits 0.05 s for its prefill (its
+    launch, learned apart) and writes 8 tokens at 0.002 s. Rescaled from its whole seconds per
+    40-token step, the prior's base was 4x every later observation and the ridge fit gave the
+    difference to the slope and the drafter's cost; in one unit a drafter that costs nothing is
+    believed to cost nothing and the base is the step's per-token time."""
+    class Alternate:
+        def __init__(self, cfg):
+            self.n = 0
+
+        def decide(self, est):
+            depth = 2 * ((self.n // 3 + 1) % 2)         # depth 2 first: a tree's step is timed first
+            self.n += 1
+            return Decision(index=self.n - 1, depth=depth, width=1, k2=1, expected_tps=1.0,
+                            ar_tps=1.0, best=(depth, 1, 1), best_tps=1.0, reason="scripted",
+                            estimates=est)
+
+    monkeypatch.setattr(lr_adaptive, "Controller", Alternate)
+    rng = random.Random(7)
+    wrong_steps = {i for i in range(len(LONG)) if rng.random() < 0.5}
+    target = FakeEngine("target", LONG, per_token_s=0.002)
+    target.prefill_s = 0.05                              # every new target request waits for it
+    draft = FakeEngine("draft", LONG, per_token_s=0.01,  # slower: the target's step ends first
+                       wrong=lambda step, seed: step in wrong_steps)
+    res, lr = run_adaptive(SchedulerConfig(mode="lr-adaptive", depth=2, max_tokens=4000),
+                           target, draft)
+    assert res.text == "\n\n".join(LONG)
+    est = lr.est.snapshot()
+    scaled = lr.shared.prior
+    assert scaled.target_step_s == pytest.approx(0.002 * 40, rel=1e-6)   # per 40-token step
+    assert est.target_draft_s == 0.0
+    assert est.launch_s > 0.03
+
+
 class HiddenCostVerifier(ExactVerifier):
     """Exact matching that waits `hidden_s` before each verdict, outside the verdict's own timing
     (which the Estimator learns): a cost of speculation the closed forms cannot see."""
@@ -475,7 +510,7 @@ def test_it_stops_speculating_when_each_speculative_step_pays_a_prefill():
 
 def test_step_times_reach_the_estimator_with_their_lengths(monkeypatch):
     """Steps run from a few tokens to a hundred: their seconds go to the Estimator with their
-    token counts (scaled to a step of the mean length), as the simulator's policy reports them;
+    token counts (scaled to a step of the prior's length), as the simulator's policy reports them;
     without, the batch slope was fitted to step-length noise (0 on this machine)."""
     from lrcore.adaptive import Estimator
 
