@@ -25,7 +25,9 @@ paper's hardware (presets, 4x H100):
   (d) load past the static optimum's break-even: as (c) at 64 and 128 requests, where that
       optimum runs below AR, and on a load ramp (Poisson arrivals whose rate rises over the run,
       so that the load rises from one request in flight past that break-even; lr plan's latency
-      speedup); target: adaptive beats every static configuration.
+      speedup); target: adaptive beats every static configuration. Beside it on the ramp, a load
+      oracle (LoadOracle: told the best static shape of (c) and (d) for the requests in flight at
+      every root): what knowing each load's best shape earns there.
 
 Seeded: the numbers only move when the simulator, the presets or lrcore/adaptive/ change.
 Writes --out (JSON) and its .md twin (tables).
@@ -51,7 +53,9 @@ from lrsim.plan import planner, presets  # noqa: E402
 from lrsim.plan.parallel import map_points  # noqa: E402
 from lrsim.plan.sources import PresetSource  # noqa: E402
 from lrsim.sim.policies import POLICIES  # noqa: E402
+from lrsim.sim.policies.lr_adaptive import AdaptiveLookahead  # noqa: E402
 from lrsim.sim.policies.lr_async import AsyncLookahead  # noqa: E402
+from lrcore.adaptive import Decision, Estimates  # noqa: E402
 
 DEPTHS, K2S, SD_K2 = [1, 2, 3, 4], [3, 5, 9], 9
 TARGET_A, TARGET_C = 0.97, 0.97
@@ -60,6 +64,7 @@ PHASE = dict(alpha1=0.7, phase_alpha1=0.3, phase_at=0.5)
 PHASE_PRESETS = ("r1-gsm8k", "qwen3-aime24")
 PHASE_MIN_STEPS = 200      # (b): a phase of >= 100 steps each (GSM8K's 36-step answers are too short)
 ORACLE = "phase-oracle:"   # (b): one_run's name for PhaseOracle runs
+LOAD_ORACLE = "load-oracle:"   # (d): one_run's name for LoadOracle runs
 ORACLE_TOP = 3             # (b): the one-switch oracle pairs each phase's 3 best static shapes
 #                            (and the best static: 9-16 pairs)
 LOAD_PRESET = "r1-gsm8k"
@@ -136,10 +141,13 @@ def one_run(args) -> dict:
     from lrsim.sim.runner import run
 
     name, policy, knobs, seed, requests, steps, phase, *ramp = args
-    after = None
+    after = table = None
     if policy.startswith(ORACLE):  # an lr-async Config, run by PhaseOracle (below)
         after = tuple(int(x) for x in policy[len(ORACLE):].split(":"))
         policy = "lr-async"
+    elif policy.startswith(LOAD_ORACLE):   # an lr-adaptive Config, run by LoadOracle (below)
+        table = decode_table(policy[len(LOAD_ORACLE):])
+        policy = "lr-adaptive"
     cfg = presets.get(name).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
     if phase is True:
         cfg.workload = replace(cfg.workload, **PHASE)
@@ -147,7 +155,10 @@ def one_run(args) -> dict:
         cfg.workload = replace(cfg.workload, alpha1=phase)
     if ramp:                      # (d)'s load ramp: (rate, rate_end)
         cfg.workload = replace(cfg.workload, rate=ramp[0][0], rate_end=ramp[0][1])
-    if after is None:
+    if table is not None:
+        with load_oracle_policy(table):
+            s, world = run(cfg)
+    elif after is None:
         s, world = run(cfg)
     else:
         with oracle_policy(after):
@@ -204,6 +215,56 @@ def oracle_policy(after: tuple[int, int]):
         yield
     finally:
         POLICIES["lr-async"] = plain
+
+
+class LoadOracle(AdaptiveLookahead):
+    """lr-adaptive told, instead of deciding, the best static shape for the requests in flight now:
+    at every root, the (depth, k2) that was the best static configuration at the tabulated load
+    nearest (in log) to World.in_flight, from (c) and (d)'s fixed loads. Depth 0 writes on as
+    lr-adaptive's does (one request, no launch per step). What knowing the best shape for each load
+    earns on the ramp, with no learning and no price to get wrong (ramp_row)."""
+
+    def __init__(self, world, req, rec, table):
+        super().__init__(world, req, rec)
+        loads = [math.log(n) for n, _, _ in table]
+
+        def pick(_req, _position):
+            now = math.log(max(world.in_flight(), 1))
+            _, depth, k2 = table[min(range(len(table)), key=lambda i: abs(loads[i] - now))]
+            return Decision(0, depth, 1, k2, 1.0, 1.0, (depth, 1, k2), 1.0, "load oracle",
+                            Estimates())
+        self.recorded = pick                # the replay hook: its choice, not the Controller's
+
+
+def shape_of(static_label: str) -> tuple[int, int]:
+    """(depth, k2) of one of this script's static labels ("ar", "sd k2=3", "lr depth=2",
+    "lr+sd depth=4 k2=5")."""
+    knobs = dict(kv.split("=") for kv in static_label.split()[1:])
+    return int(knobs.get("depth", 0)), int(knobs.get("k2", 1))
+
+
+def encode_table(table) -> str:
+    return ",".join(f"{n}:{d}:{k}" for n, d, k in table)
+
+
+def decode_table(text: str) -> list[tuple[int, int, int]]:
+    return [tuple(int(x) for x in item.split(":")) for item in text.split(",")]
+
+
+@contextmanager
+def load_oracle_policy(table):
+    """Within: the registry's lr-adaptive runs LoadOracle(table) (this benchmark's bound, not a
+    policy users can choose)."""
+    def run(world, req, rec):
+        lr = LoadOracle(world, req, rec, table)
+        lr.start()
+        yield lr.finished
+    plain = POLICIES["lr-adaptive"]
+    POLICIES["lr-adaptive"] = run
+    try:
+        yield
+    finally:
+        POLICIES["lr-adaptive"] = plain
 
 
 def phase_row(name: str, jobs: int) -> dict:
@@ -314,10 +375,12 @@ def peak_in_flight(records) -> int:
     return peak
 
 
-def ramp_row(jobs: int, static_opt: tuple[str, dict] | None) -> dict:
+def ramp_row(jobs: int, static_opt: tuple[str, dict] | None, table=None) -> dict:
     """(d) on the load ramp: lr plan's speedup (mean over paired seeds of AR's mean latency / the
-    configuration's) for every static configuration, AR and the adaptive policies."""
-    configs = STATIC + ADAPTIVE
+    configuration's) for every static configuration, AR and the adaptive policies; with `table`
+    ((load, depth, k2) of the best static at each fixed load of (c) and (d)), the LoadOracle's."""
+    oracle = [(LOAD_ORACLE + encode_table(table), ADAPTIVE[1][1])] if table else []
+    configs = STATIC + ADAPTIVE + oracle
     seeds = range(RAMP_SEEDS)
     rates = (RAMP["rate"], RAMP["rate_end"])
     args = [(LOAD_PRESET, pol, k, s, RAMP["requests"], LOAD_STEPS, False, rates)
@@ -328,6 +391,8 @@ def ramp_row(jobs: int, static_opt: tuple[str, dict] | None) -> dict:
     peaks = {label(pol, k): max(res[i * len(seeds) + j]["peak"] for j in range(len(seeds)))
              for i, (pol, k) in enumerate(configs)}
     speed = {lb: float(np.mean([a / x for a, x in zip(lat["ar"], v)])) for lb, v in lat.items()}
+    loaded = {lb: speed.pop(lb) for lb in list(speed) if lb.startswith(LOAD_ORACLE)}
+    peaks = {lb: v for lb, v in peaks.items() if not lb.startswith(LOAD_ORACLE)}
     static = {lb: v for lb, v in speed.items() if "adaptive" not in lb}
     best = max(static, key=static.get)
     row = {**RAMP, "seeds": RAMP_SEEDS, "steps": LOAD_STEPS, "speedup": speed, "peak_in_flight": peaks,
@@ -336,6 +401,9 @@ def ramp_row(jobs: int, static_opt: tuple[str, dict] | None) -> dict:
     if static_opt is not None:
         row["static_optimum"] = {"label": static_opt[0], "speedup": speed.get(static_opt[0])}
     row["beats_every_static"] = max(row["lr-adaptive"], row["lr+sd-adaptive"]) > static[best]
+    if table:
+        row["load_oracle"] = {"table": [list(t) for t in table],
+                              "speedup": next(iter(loaded.values()))}
     return row
 
 
@@ -345,6 +413,13 @@ def static_label_of(plan_label: str) -> str:
 
 
 # --- report -------------------------------------------------------------------------------------
+
+def shape_label(dk) -> str:
+    depth, k2 = dk
+    if depth == 0:
+        return "ar" if k2 == 1 else f"sd k2={k2}"
+    return f"lr depth={depth}" if k2 == 1 else f"lr+sd depth={depth} k2={k2}"
+
 
 def render(o: dict) -> str:
     a, b, c, d = o["presets"], o["phase"], o["load"], o.get("past_break_even", [])
@@ -431,6 +506,15 @@ def render(o: dict) -> str:
                 + f"; lr-adaptive {ramp['lr-adaptive']:.3f}, lr+sd-adaptive "
                 f"{ramp['lr+sd-adaptive']:.3f}: beats every static: "
                 f"{'yes' if ramp['beats_every_static'] else 'NO'}."]
+        lo = ramp.get("load_oracle")
+        if lo:
+            shapes = "; ".join(f"{n}: {shape_label(dk)}" for n, *dk in lo["table"])
+            out += ["", "A load oracle (lr-adaptive told, at every root, the best static shape of (c) and "
+                    "(d) at the tabulated load nearest, in log, to the requests in flight then; no "
+                    f"learning, no price): {lo['speedup']:.3f}, "
+                    f"{lo['speedup'] / ramp['best_static']['speedup'] - 1:+.1%} against the best static. "
+                    f"Its table: {shapes}. Not a bound on every policy (the best shape at a fixed "
+                    "load need not be the best on a ramp): what knowing the load's best shape earns."]
     return "\n".join(out) + "\n"
 
 
@@ -483,7 +567,8 @@ def main(argv=None) -> dict:
         print(f"({part}) concurrency {r['concurrency']:3d}: lr-adaptive {r['lr-adaptive']:.3f}x AR, "
               f"lr+sd-adaptive {r['lr+sd-adaptive']:.3f}x, best static {r['best_static']['label']} "
               f"{r['best_static']['vs_ar']:.3f}x", flush=True)
-    ramp = ramp_row(args.jobs, (static_opt, {}) if static_opt else None)
+    table = [(r["concurrency"], *shape_of(r["best_static"]["label"])) for r in c + d]
+    ramp = ramp_row(args.jobs, (static_opt, {}) if static_opt else None, table)
     print(f"(d) ramp {RAMP['rate']:g}->{RAMP['rate_end']:g} req/s: lr-adaptive {ramp['lr-adaptive']:.3f}, "
           f"lr+sd-adaptive {ramp['lr+sd-adaptive']:.3f}, best static {ramp['best_static']['label']} "
           f"{ramp['best_static']['speedup']:.3f}  [{time.perf_counter() - t0:.0f} s]", flush=True)

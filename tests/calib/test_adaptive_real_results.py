@@ -273,8 +273,8 @@ def test_on_the_fourth_cpu_again_with_one_cost_unit_the_target_is_met():
     every level (at 2 in flight by the whole interval, not at 1: 0.969); the first problem at depth
     0 at a quarter of its positions (0.94x), every later decision depth 0; slope believed
     0.03-0.07 (the first sitting 0.08-0.21), drafter 0.06-0.10 (0.000-0.005), commits' factor
-    0.77-0.79; lr-d2 priced 0.97x / 0.90x / 0.74x, above measured at every level; the mean step
-    length near 40 tokens in both sittings."""
+    0.77-0.79; lr-d2 priced 0.97x / 0.90x / 0.74x, above measured and below AR at every level; the
+    mean step length 38-51 tokens in both sittings (the records' last estimates)."""
     doc = json.loads((RESULTS / "adaptive_real_f26m2_unit.json").read_text())
     old = json.loads((RESULTS / "adaptive_real_f26m2.json").read_text())
     assert doc["target_met"] and list(doc["levels"]) == ["1", "2", "4"]
@@ -286,7 +286,7 @@ def test_on_the_fourth_cpu_again_with_one_cost_unit_the_target_is_met():
     assert f"{min(ad['speedup_vs_ar'] for ad, _ in got.values()):.3f}" == "0.984"
     assert ci[1][0] >= 0.97 and f"{ci[0][0]:.3f}" == "0.969"
     assert [f"{st['priced_by_adaptive']:.2f}" for _, st in got.values()] == ["0.97", "0.90", "0.74"]
-    assert all(st["priced_by_adaptive"] > st["speedup_vs_ar"] for _, st in got.values())
+    assert all(1 > st["priced_by_adaptive"] > st["speedup_vs_ar"] for _, st in got.values())
     first, *later = got["1"][0]["by_block"]
     assert f"{first['depth0_share']:.2f}" == "0.25" and f"{first['speedup_vs_ar']:.2f}" == "0.94"
     rest = later + [b for n in ("2", "4") for b in got[n][0]["by_block"]]
@@ -302,8 +302,16 @@ def test_on_the_fourth_cpu_again_with_one_cost_unit_the_target_is_met():
         b for n in ("2", "4") for b in old["levels"][n]["lr-adaptive-d2"]["by_block"]]
     assert span(old_rest, "slope_share_first") == "0.08-0.21"
     assert span(old_rest, "drafter_share_first", ".3f") == "0.000-0.005"
+    # the corpus ran before _scale_prior left out a launched step's launch: its prior came from
+    # the first problem's first step whole (a tree's root: 21 tokens in 3.64 s, prefill included)
+    first_rec = json.loads((ROOT / "traces/load-adaptive-f26m2-unit/gsm8k/c1/lr-adaptive-d2.jsonl")
+                           .read_text().splitlines()[0])
+    step, prior = first_rec["steps"][0]["target"], first_rec["adaptive"]["prior"]
+    assert first_rec["adaptive"]["decisions"][0]["depth"] == 2 and step["tokens"] == 21
+    assert f"{step['end'] - step['start']:.2f}" == "3.64"
+    assert f"{prior['target_step_s']:.2f}" == "6.94" == f"{(step['end'] - step['start']) * 40 / 21:.2f}"
     for corpus in ("load-adaptive-f26m2", "load-adaptive-f26m2-unit"):
         lengths = [json.loads(line)["adaptive"]["final"]["step_tokens"]
                    for f in sorted((ROOT / "traces" / corpus / "gsm8k").glob("c*/lr-adaptive*.jsonl"))
                    for line in f.read_text().splitlines()]
-        assert 35 <= min(lengths) and max(lengths) <= 55
+        assert f"{min(lengths):.0f}-{max(lengths):.0f}" == "38-51"
