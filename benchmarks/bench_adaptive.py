@@ -202,19 +202,25 @@ def oracle(after: tuple[int, int]) -> str:
 
 
 @contextmanager
-def oracle_policy(after: tuple[int, int]):
-    """Within: the registry's lr-async runs PhaseOracle(after) (the Config stays a validated
-    lr-async one; the oracle is this benchmark's bound, not a policy users can choose)."""
+def stand_in(policy: str, make):
+    """Within: the registry's `policy` runs make(world, req, rec) instead (the Config stays a
+    validated one of that policy; an oracle is this benchmark's bound, not a policy users can
+    choose)."""
     def run(world, req, rec):
-        lr = PhaseOracle(world, req, rec, after)
+        lr = make(world, req, rec)
         lr.start()
         yield lr.finished
-    plain = POLICIES["lr-async"]
-    POLICIES["lr-async"] = run
+    plain = POLICIES[policy]
+    POLICIES[policy] = run
     try:
         yield
     finally:
-        POLICIES["lr-async"] = plain
+        POLICIES[policy] = plain
+
+
+def oracle_policy(after: tuple[int, int]):
+    """Within: the registry's lr-async runs PhaseOracle(after)."""
+    return stand_in("lr-async", lambda world, req, rec: PhaseOracle(world, req, rec, after))
 
 
 class LoadOracle(AdaptiveLookahead):
@@ -251,20 +257,9 @@ def decode_table(text: str) -> list[tuple[int, int, int]]:
     return [tuple(int(x) for x in item.split(":")) for item in text.split(",")]
 
 
-@contextmanager
 def load_oracle_policy(table):
-    """Within: the registry's lr-adaptive runs LoadOracle(table) (this benchmark's bound, not a
-    policy users can choose)."""
-    def run(world, req, rec):
-        lr = LoadOracle(world, req, rec, table)
-        lr.start()
-        yield lr.finished
-    plain = POLICIES["lr-adaptive"]
-    POLICIES["lr-adaptive"] = run
-    try:
-        yield
-    finally:
-        POLICIES["lr-adaptive"] = plain
+    """Within: the registry's lr-adaptive runs LoadOracle(table)."""
+    return stand_in("lr-adaptive", lambda world, req, rec: LoadOracle(world, req, rec, table))
 
 
 def phase_row(name: str, jobs: int) -> dict:

@@ -246,24 +246,29 @@ class SharedCores(FakeEngine):
         self._alone = seconds
 
 
+def alternating(first: int):
+    """A scripted Controller: three decisions at depth `first` (0 or 2), three at the other, and
+    so on: steps alone and beside the drafter."""
+    class Alternate:
+        def __init__(self, cfg):
+            self.n = 0
+
+        def decide(self, est):
+            depth = 2 * ((self.n // 3 + first // 2) % 2)
+            self.n += 1
+            return Decision(index=self.n - 1, depth=depth, width=1, k2=1, expected_tps=1.0,
+                            ar_tps=1.0, best=(depth, 1, 1), best_tps=1.0, reason="scripted",
+                            estimates=est)
+    return Alternate
+
+
 @pytest.mark.parametrize("factor", [0.0, 1.0])
 def test_the_estimator_learns_what_the_drafter_beside_a_target_step_costs(factor, monkeypatch):
     """The draft requests running beside each target step reach the Estimator: a target that
     runs twice as slow while the drafter works is believed to pay a share of a step per draft
     request (Estimates.target_draft_s), one the drafter does not slow keeps the prior's 0. (A
     scripted Controller alternates depth 0 and 2: steps alone and beside the drafter.)"""
-    class Alternate:
-        def __init__(self, cfg):
-            self.n = 0
-
-        def decide(self, est):
-            depth = 2 * (self.n // 3 % 2)
-            self.n += 1
-            return Decision(index=self.n - 1, depth=depth, width=1, k2=1, expected_tps=1.0,
-                            ar_tps=1.0, best=(depth, 1, 1), best_tps=1.0, reason="scripted",
-                            estimates=est)
-
-    monkeypatch.setattr(lr_adaptive, "Controller", Alternate)
+    monkeypatch.setattr(lr_adaptive, "Controller", alternating(first=0))
     rng = random.Random(7)
     wrong_steps = {i for i in range(len(LONG)) if rng.random() < 0.5}
     target = SharedCores("target", LONG, per_token_s=0.002)
@@ -289,18 +294,7 @@ def test_the_prior_is_rescaled_in_the_unit_the_estimator_stores(monkeypatch):
     40-token step, the prior's base was 4x every later observation and the ridge fit gave the
     difference to the slope and the drafter's cost; in one unit a drafter that costs nothing is
     believed to cost nothing and the base is the step's per-token time."""
-    class Alternate:
-        def __init__(self, cfg):
-            self.n = 0
-
-        def decide(self, est):
-            depth = 2 * ((self.n // 3 + 1) % 2)         # depth 2 first: a tree's step is timed first
-            self.n += 1
-            return Decision(index=self.n - 1, depth=depth, width=1, k2=1, expected_tps=1.0,
-                            ar_tps=1.0, best=(depth, 1, 1), best_tps=1.0, reason="scripted",
-                            estimates=est)
-
-    monkeypatch.setattr(lr_adaptive, "Controller", Alternate)
+    monkeypatch.setattr(lr_adaptive, "Controller", alternating(first=2))   # a tree's step timed first
     rng = random.Random(7)
     wrong_steps = {i for i in range(len(LONG)) if rng.random() < 0.5}
     target = FakeEngine("target", LONG, per_token_s=0.002)
