@@ -409,13 +409,6 @@ def static_label_of(plan_label: str) -> str:
 
 # --- report -------------------------------------------------------------------------------------
 
-def shape_label(dk) -> str:
-    depth, k2 = dk
-    if depth == 0:
-        return "ar" if k2 == 1 else f"sd k2={k2}"
-    return f"lr depth={depth}" if k2 == 1 else f"lr+sd depth={depth} k2={k2}"
-
-
 def render(o: dict) -> str:
     a, b, c, d = o["presets"], o["phase"], o["load"], o.get("past_break_even", [])
     ramp = o.get("ramp")
@@ -503,7 +496,8 @@ def render(o: dict) -> str:
                 f"{'yes' if ramp['beats_every_static'] else 'NO'}."]
         lo = ramp.get("load_oracle")
         if lo:
-            shapes = "; ".join(f"{n}: {shape_label(dk)}" for n, *dk in lo["table"])
+            # the table is (c) and (d)'s best static shapes: their labels name them
+            shapes = "; ".join(f"{r['concurrency']}: {r['best_static']['label']}" for r in c + d)
             out += ["", "A load oracle (lr-adaptive told, at every root, the best static shape of (c) and "
                     "(d) at the tabulated load nearest, in log, to the requests in flight then; no "
                     f"learning, no price): {lo['speedup']:.3f}, "
