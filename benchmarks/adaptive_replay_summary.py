@@ -37,6 +37,7 @@ CORPORA = (
     ("f23m1", "traces/load-adaptive-f23m1", "AMD EPYC family 23 model 1"),
     ("f26m2", "traces/load-adaptive-f26m2", "AMD EPYC family 26 model 2"),
     ("f26m2u", "traces/load-adaptive-f26m2-unit", "AMD EPYC family 26 model 2, again (one cost unit)"),
+    ("f26m2_3", "traces/load-adaptive-f26m2-3", "AMD EPYC family 26 model 2, a third time (the prior in the Estimator's unit)"),
 )
 ADAPTIVE, STATIC = "lr-adaptive-d2", "lr-d2"
 TARGET = 0.10                     # bench_load.py's: a replayed speedup within 10% of the measured
