@@ -99,6 +99,20 @@ def drain(env: Any) -> None:
         else:
             return
         env._now = now
+        # the engines' and jobs' own events first, read as the classes they are (compiled: their
+        # fields directly, not through Python's attribute lookup); neither ever fails
+        if isinstance(event, Wake):
+            wcbs = event.callbacks
+            event.callbacks = None
+            for callback in wcbs:
+                callback(event)
+            continue
+        if isinstance(event, Done):
+            dcbs = event.callbacks
+            event.callbacks = None
+            for callback in dcbs:
+                callback(event)
+            continue
         callbacks = event.callbacks
         event.callbacks = None
         for callback in callbacks:

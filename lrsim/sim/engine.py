@@ -27,9 +27,9 @@ ends at the iteration after which the cache would overflow (kvcache.py has the r
 """
 from __future__ import annotations
 
-import heapq
 import math
 from collections import deque
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 import simpy
@@ -37,7 +37,8 @@ from simpy.events import NORMAL, PENDING
 
 from .dispatch import Done, Wake, retime, retime_at
 from .kvcache import KVCache, KVSpec, held
-from .latency import Ideal, LatencyModel
+from .latency import Ideal, LatencyModel, Roofline
+from .roofline_time import roofline_time
 
 NEVER_CAP = 1 << 62
 
@@ -55,20 +56,23 @@ class Job:
                  "first_end")
 
     # The numbers arrive as int, float or NumPy scalars (tokens_per_iter is a float under SD with
-    # misses, world.target_job): Any keeps Python's own arithmetic on them where the module is
-    # compiled (lrsim/native.py), which would check an `int` and convert to a `float`.
+    # misses, world.target_job). Those the engine's per-iteration sums and costs read are stored
+    # as Python floats (float(): the same value, a whole number below 2^53 exactly), so that the
+    # compiled module (lrsim/native.py) keeps them as C doubles, and plain Python holds the same
+    # values of the same type; the KV cache's (kv_base, below) keep the values as they came.
     def __init__(self, env, iters: Any, ctx: Any = 0.0, prefill: Any = 0, tokens_per_iter: Any = 1,
                  sd: bool = False, tag=None, emit_per_iter: Any = 1.0, group=None):
         iters = int(iters)
-        self.iters_left = self.total = iters if iters > 1 else 1    # = max(1, int(iters))
-        self.tokens_per_iter = tokens_per_iter
-        self.prefill = prefill
+        self.iters_left: int = iters if iters > 1 else 1    # = max(1, int(iters))
+        self.total: int = self.iters_left
+        self.tokens_per_iter: float = float(tokens_per_iter)
+        self.prefill: float = float(prefill)
         # the cost model's context before the first pass: the policies' ctx holds the prefill
         # (or is 0: a fresh sequence, whose context is its prefill), and the first pass adds
         # the prefill to it (_advance), so the context after it is kv_base
-        self.ctx = ctx - prefill if ctx > prefill else 0.0
+        self.ctx: float = float(ctx - prefill) if ctx > prefill else 0.0
         self.sd = sd
-        self.emit_per_iter = emit_per_iter
+        self.emit_per_iter: float = float(emit_per_iter)
         self.done = Done(env)
         self.cancelled = False
         self.submitted = env._now
@@ -77,8 +81,8 @@ class Job:
         #                                   first token: lr-adaptive's launch, launch_s)
         self.started: float | None = None
         self.finished: float | None = None
-        self.start_iter = 0               # the engine's iteration count at its admission (Engine._add)
-        self.finish_iter = 0              # ... and at its last iteration's end
+        self.start_iter: int = 0          # the engine's iteration count at its admission (Engine._add)
+        self.finish_iter: int = 0         # ... and at its last iteration's end
         # the KV cache's bookkeeping (kvcache.KVCache.on_add/refresh)
         self.kv_tok: Any = 0
         self.kv_own: Any = 0
@@ -119,26 +123,35 @@ class Engine:
                  max_seqs: Any = 256, sd_k2: Any = 1, sd_draft: LatencyModel | None = None,
                  context_term: bool = True, max_chunk: Any = 64, kv: KVSpec | None = None):
         self.env = env
+        self._queue: list = env._queue    # the environment's event heap and id counter (the
+        self._eid: Any = env._eid         # same objects for the whole run)
         self.name = name
         self.latency = latency
+        # the roofline model's terms, computed once: its iteration time is then one compiled call
+        # (roofline_time, as Roofline.forward computes it), not a Python method per iteration
+        self._roof: tuple[float, float, float, float] | None = (
+            latency.terms if type(latency) is Roofline else None)
+        self._sd_roof: tuple[float, float, float, float] | None = (
+            sd_draft.terms if type(sd_draft) is Roofline else None)
         self.devices = devices
         self.max_seqs = max_seqs          # vLLM max_num_seqs: more jobs queue (FIFO)
         self.sd_k2 = sd_k2                # positions per SD verification pass
         self.sd_draft = sd_draft          # drafter run inside the engine step (None = n-gram, free)
         self.max_chunk = max_chunk if context_term else NEVER_CAP
         self.waiting: deque[Job] = deque()
-        self.heap: list = []              # (finish_iter, seq, job)
+        self.heap: list[tuple[int, int, Job]] = []   # (finish_iter, seq, job)
         self.prefilling: list[Job] = []   # admitted, first iteration (prefill) not yet run
         self.cancelled: list[Job] = []    # cancelled while admitted, removed at the next boundary
         self.iter_no = 0
         self.n = 0                        # admitted sequences
-        self.dec: Any = 0                 # decode positions per iteration of admitted jobs
+        self.dec = 0.0                    # decode positions per iteration of admitted jobs
         self.nsd = 0
         self.ctx_a = 0.0
         self.ctx_e = 0.0
         self._seq = 0
-        self._chunk: Any = (0.0, 0.0)     # (start, iteration time) of the chunk in progress
-        self._n_chunk: Any = 0            # its iterations
+        self._chunk: tuple[float, float] = (0.0, 0.0)   # (start, iteration time) of the chunk
+        #                                   in progress
+        self._n_chunk = 0                 # its iterations
         self.busy_s = 0.0
         self.area = 0.0                   # integral of admitted sequences over time (chunks ended)
         self.last_end = 0.0                    # end of the last iteration run
@@ -199,7 +212,7 @@ class Engine:
         if st == "idle":
             self._state = "kick"
             env = self.env
-            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._kick_cbs)))
+            heappush(self._queue, (env._now, NORMAL, next(self._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
         return job
@@ -227,7 +240,7 @@ class Engine:
         if st == "idle":
             self._state = "kick"      # start at this instant, after all same-time submits
             env = self.env            # = env.timeout(0) with self._kick as its callback
-            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._kick_cbs)))
+            heappush(self._queue, (env._now, NORMAL, next(self._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
 
@@ -268,7 +281,7 @@ class Engine:
             self._end = retime(self.env, self._end, delay, w)
         else:
             env = self.env
-            heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
+            heappush(self._queue, (env._now + delay, NORMAL, next(self._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
@@ -305,7 +318,7 @@ class Engine:
         self._ungranted -= 1
         if not self._ungranted:
             env = self.env
-            heapq.heappush(env._queue, (env._now, NORMAL, next(env._eid), Wake(self._granted_cbs)))
+            heappush(self._queue, (env._now, NORMAL, next(self._eid), Wake(self._granted_cbs)))
 
     def _granted(self, _e):
         self._admit()
@@ -323,7 +336,7 @@ class Engine:
     def _start_chunk(self):
         # the iteration's cost at the current batch: the decode positions of the admitted jobs,
         # whose first iteration (prefilling) processes their prefill instead (+ first token)
-        pre: Any = 0
+        pre = 0.0
         dec = self.dec
         prefilling = self.prefilling
         for j in prefilling:
@@ -331,7 +344,7 @@ class Engine:
             dec -= j.tokens_per_iter
         it = self.iter_no
         t_iter = self._cost(dec, pre, self.ctx_a + it * self.ctx_e)
-        n: Any                            # iterations in the chunk (kv may count them in NumPy)
+        n: int                            # iterations in the chunk
         if self._shared or prefilling:
             n = 1
         else:
@@ -343,7 +356,8 @@ class Engine:
             if kv is not None and n > 1:        # end the chunk where the cache would overflow
                 top = kv.upper(it + n - 1)
                 if top > kv.capacity:
-                    n, last = kv.iterations_fitting(it, n)
+                    fit, last = kv.iterations_fitting(it, n)
+                    n = int(fit)                # (the KV cache may count in NumPy)
                     kv.observe(last)
                 elif top > kv.peak:             # a new peak is possible: measure it
                     kv.observe(kv.at(it, n - 1))   # = kv.usage(self._running(), n - 1)
@@ -375,14 +389,18 @@ class Engine:
         if was != "run" and self.peer is not None:
             self._notify_peer()
 
-    def _cost(self, dec: Any, pre: Any, ctx: Any) -> Any:
+    def _cost(self, dec: float, pre: float, ctx: float) -> float:
         """One iteration's seconds at the current batch: `dec` decode positions, `pre` prefill
         tokens, `ctx` context tokens (the SD drafter's passes inside the step, the peer's
         contention)."""
-        t_iter = self.latency.forward(dec, pre, self.n, ctx)
+        roof = self._roof
+        t_iter = (roofline_time(roof, dec, pre, ctx) if roof is not None
+                  else self.latency.forward(dec, pre, self.n, ctx))
         nsd = self.nsd
         if nsd and self.sd_draft is not None and self.sd_k2 > 1:
-            t_iter += (self.sd_k2 - 1) * self.sd_draft.forward(nsd, 0, nsd, ctx)
+            sd_roof = self._sd_roof
+            t_iter += (self.sd_k2 - 1) * (roofline_time(sd_roof, nsd, 0, ctx) if sd_roof is not None
+                                          else self.sd_draft.forward(nsd, 0, nsd, ctx))
         if self.contention and self.peer is not None and self.peer._state == "run":
             t_iter *= 1.0 + self.contention
         return t_iter
@@ -460,7 +478,7 @@ class Engine:
         j.finish_iter = self.iter_no + j.iters_left
         j.start_iter = self.iter_no
         self._seq += 1
-        heapq.heappush(self.heap, (j.finish_iter, self._seq, j))
+        heappush(self.heap, (j.finish_iter, self._seq, j))
         self.n += 1
         self.dec += j.tokens_per_iter
         self.nsd += j.sd
@@ -505,7 +523,7 @@ class Engine:
         it = self.iter_no
         cap = self.max_seqs
         heap, prefilling = self.heap, self.prefilling
-        push = heapq.heappush
+        push = heappush
         seq, n, dec, nsd, ctx_a, ctx_e = self._seq, self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e
         while w and n < cap:
             j = w.popleft()
@@ -529,10 +547,10 @@ class Engine:
     def _next_finish(self) -> int:
         h = self.heap
         while h[0][2].cancelled:
-            heapq.heappop(h)
+            heappop(h)
         return h[0][0]
 
-    def _advance(self, k: Any, spent: Any, at: Any = None):
+    def _advance(self, k: int, spent: float, at: Any = None) -> None:
         """k iterations run, `spent` seconds, ending now (or `at`: a planned prefill's end)."""
         env = self.env
         now = env._now if at is None else at
@@ -553,14 +571,14 @@ class Engine:
                     j.first_end = first
                 self.ctx_a += j.prefill
                 j.ctx += j.prefill          # so that _remove takes it out again
-                j.prefill = 0
+                j.prefill = 0.0
             self.prefilling.clear()
         h = self.heap
         if not h or h[0][0] > it:
             return
         if self.kv is not None:
             while h and h[0][0] <= it:
-                j = heapq.heappop(h)[2]
+                j = heappop(h)[2]
                 if j.cancelled:
                     continue
                 self._remove(j)
@@ -571,11 +589,11 @@ class Engine:
             return
         # the jobs finishing now: = self._remove(j); j.done.succeed() for each, inlined, with
         # the running sums in locals (the same float operations in the same order)
-        q = env._queue
-        eid = env._eid
+        q = self._queue
+        eid = self._eid
         dec, nsd, ctx_a, ctx_e = self.dec, self.nsd, self.ctx_a, self.ctx_e
-        pop = heapq.heappop
-        push = heapq.heappush
+        pop = heappop
+        push = heappush
         while h and h[0][0] <= it:
             j = pop(h)[2]
             if j.cancelled:
@@ -656,7 +674,7 @@ class Engine:
         done = self.iter_no - j.start_iter
         self._remove(j)
         self.heap = [e for e in self.heap if e[2] is not j]
-        heapq.heapify(self.heap)
+        heapify(self.heap)
         j.iters_left = j.finish_iter - self.iter_no
         j.started = None                  # waiting again: cancel() treats it as never admitted
         if j in self.prefilling:          # its first iteration never ran: nothing to recompute
@@ -666,7 +684,7 @@ class Engine:
             redo = math.ceil(tokens - 1e-9)
             # the cost model's context after the re-prefill is what it was before the preemption
             j.ctx = j.ctx + done * j.emit_per_iter - redo
-            j.prefill = redo
+            j.prefill = float(redo)
             j.kv_base = tokens
             self.kv.recomputed_tokens += tokens
         self.kv.preemptions += 1

@@ -27,6 +27,8 @@ import numpy as np
 
 from lrcore.errors import UserError
 
+from .roofline_time import roofline_time
+
 H100_HBM_BYTES_PER_S = 3.35e12      # H100 SXM HBM3 bandwidth (NVIDIA datasheet)
 H100_BF16_FLOPS = 989e12            # H100 SXM dense BF16 tensor-core peak (NVIDIA datasheet)
 
@@ -34,7 +36,7 @@ H100_BF16_FLOPS = 989e12            # H100 SXM dense BF16 tensor-core peak (NVID
 class LatencyModel:
     """Interface: seconds for one forward iteration."""
 
-    def forward(self, decode_tokens: int, prefill_tokens: int, seqs: int, context: float) -> float:
+    def forward(self, decode_tokens: float, prefill_tokens: float, seqs: int, context: float) -> float:
         raise NotImplementedError
 
     def per_token(self) -> float:
@@ -58,12 +60,16 @@ class Roofline(LatencyModel):
             raise UserError(f"roofline latency: base_s and knee_tokens must be > 0, got "
                             f"{self.base_s}, {self.knee_tokens}")
 
-    def forward(self, decode_tokens, prefill_tokens, seqs, context):
-        over = decode_tokens + prefill_tokens - self.knee_tokens
+    @property
+    def terms(self) -> tuple[float, float, float, float]:
+        """(overhead_s + base_s, knee_tokens, slope past the knee, per_ctx_token_s): what
+        roofline_time reads (the engine computes them once: Engine.__init__)."""
         slope = self.per_token_s if self.per_token_s is not None else self.base_s / self.knee_tokens
-        # max(0.0, over) without the call (the same value: max keeps 0.0 unless over > 0.0)
-        return (self.overhead_s + self.base_s + slope * (over if over > 0.0 else 0.0)
-                + self.per_ctx_token_s * context)
+        return (float(self.overhead_s + self.base_s), float(self.knee_tokens), float(slope),
+                float(self.per_ctx_token_s))
+
+    def forward(self, decode_tokens, prefill_tokens, seqs, context):
+        return roofline_time(self.terms, decode_tokens, prefill_tokens, context)
 
     @classmethod
     def from_hardware(cls, params: float, bytes_per_param: float = 2.0, tp: int = 1,

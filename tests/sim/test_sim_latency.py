@@ -1,6 +1,7 @@
 """Latency models: roofline shape, tabulated interpolation, the measurement-file format."""
 import json
 
+import numpy as np
 import pytest
 
 from lrcore.errors import UserError
@@ -64,3 +65,19 @@ def test_bad_measurement_file_is_a_user_error(tmp_path, doc):
 def test_ideal_budget():
     i = Ideal(1.0, budget=4)
     assert i.forward(4, 0, 4, 0) == 1.0 and i.forward(5, 0, 5, 0) == 2.0
+
+
+def test_roofline_forward_is_its_formula_on_every_number_type():
+    """Roofline.forward (through roofline_time, the function the compiled engine calls) gives
+    (overhead + base) + slope * max(0, decode + prefill - knee) + per_ctx * context for int,
+    float and NumPy arguments, bit for bit as Python's own arithmetic on them."""
+    r = Roofline(base_s=0.021, knee_tokens=187.5, per_token_s=1.3e-4, per_ctx_token_s=2.7e-8,
+                 overhead_s=0.0031)
+    for dec, pre, ctx in [(1, 0, 0.0), (256, 40, 12345.0), (3.25, 17, 999), (0, 0, 0),
+                          (np.int64(300), np.int64(5), np.float64(77.5)), (187, 0.5, 1e6)]:
+        over = dec + pre - r.knee_tokens
+        want = r.overhead_s + r.base_s + r.per_token_s * max(0.0, over) + r.per_ctx_token_s * ctx
+        assert r.forward(dec, pre, 1, ctx) == want
+    # the slope defaults to base / knee (continuous at the knee)
+    r2 = Roofline(base_s=0.02, knee_tokens=100.0)
+    assert r2.forward(150, 0, 1, 0.0) == 0.02 + (0.02 / 100.0) * 50.0

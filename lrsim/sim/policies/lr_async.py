@@ -66,7 +66,7 @@ class Node:
     __slots__ = ("position", "parent", "children", "draft_job", "target_job", "draft_done",
                  "target_done", "launch_depth", "alive", "expanded", "verdict_event")
 
-    def __init__(self, position: int, parent=None, launch_depth: int = 0):
+    def __init__(self, position: int, parent: Node | None = None, launch_depth: int = 0):
         self.position = position
         self.parent = parent
         self.children: list[Node] = []
@@ -124,7 +124,7 @@ class AsyncLookahead:
         timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
         # a free verdict (kind "none") has nothing to overlap: both timings decide alike
         self.eager = timing == "eager" and cfg.verifier.kind != "none"
-        self.root: Any = None     # the Node at the committed context
+        self.root: Node = Node(0)  # the Node at the committed context (start sets it)
         self.accepted_run = 0     # drafts accepted since the last target commit
         self.d_cached = float(req.draft_cached)  # committed tokens (prompt included) the drafter
                                   # has processed, so its prefix cache holds them
@@ -150,7 +150,7 @@ class AsyncLookahead:
             self.submit_target(node, prefill)
             self.expand(node)
 
-    def expand(self, node):
+    def expand(self, node: Node) -> None:
         """Draft `width` children (the step after node's context) if node is within the depth
         limit and its context may be drafted after (boundary rule)."""
         root = self.root
@@ -185,7 +185,7 @@ class AsyncLookahead:
                 new_request=recorded is None))    # a recorded count is the cache's own: exact
             job.done.callbacks.append(lambda _e, n=c: self.on_draft(n))
 
-    def on_draft(self, node):
+    def on_draft(self, node: Node) -> None:
         if not node.alive:
             return
         node.draft_done = True
@@ -196,7 +196,7 @@ class AsyncLookahead:
         if self.eager and node.parent is not None and node.parent.target_done:
             self.judge(node)              # the step it is compared with is there already
 
-    def submit_target(self, node, prefill, new_request=True):
+    def submit_target(self, node: Node, prefill: Any, new_request: bool = True) -> None:
         """Ask the target for step `node.position`, the step after node's context (a new engine
         request unless it goes on in one: lr_adaptive's depth 0)."""
         pos = node.position
@@ -213,7 +213,7 @@ class AsyncLookahead:
             prefill=prefill, stream=self.stream, tag=node, new_request=new_request))
         job.done.callbacks.append(lambda _e, n=node: self.on_target(n))
 
-    def on_target(self, node):
+    def on_target(self, node: Node) -> None:
         if not node.alive:
             return
         node.target_done = True
@@ -224,14 +224,14 @@ class AsyncLookahead:
         if node is self.root:
             self.resolve(node)
 
-    def judge(self, node):
+    def judge(self, node: Node) -> Any:
         """The event of node's verdict against its parent's target step: started once, reused."""
         if node.verdict_event is None:
             pos = node.position - 1       # both steps follow the context of `pos` steps
             node.verdict_event = self.world.verdict_delay(self.lens[pos], self.lens[pos])
         return node.verdict_event
 
-    def resolve(self, root, waited=False):
+    def resolve(self, root: Node, waited: bool = False) -> None:
         """The root's target step is done: drop (reject) children not drafted yet, wait for the
         verdicts of the ready ones, then decide."""
         if not waited and any(not c.draft_done and c.alive for c in root.children):
@@ -258,7 +258,7 @@ class AsyncLookahead:
         ev = pending[0] if len(pending) == 1 else self.env.all_of(pending)
         ev.callbacks.append(lambda _e: self.decide(root, ready))
 
-    def decide(self, root, ready):
+    def decide(self, root: Node, ready: list[Node]) -> None:
         """Commit the first accepted ready child (in sibling order), else the target's step."""
         win = self.first_accepted(root.position, ready) if ready else None
         winner = ready[win] if win is not None else None
@@ -278,7 +278,7 @@ class AsyncLookahead:
         if self.root.target_done:         # the new root's step may be in already
             self.resolve(self.root)
 
-    def accept(self, root, winner):
+    def accept(self, root: Node, winner: Node) -> None:
         """Commit winner's draft; winner becomes the root and its subtree keeps running."""
         pos = root.position
         self.world.commit(self.rec, "draft", self.lens[pos])
@@ -286,7 +286,7 @@ class AsyncLookahead:
         self.accepted_run += 1
         self.new_root(winner)
 
-    def reject(self, root):
+    def reject(self, root: Node) -> None:
         """Commit the target's step (decide/resolve cancelled all speculation) and restart."""
         pos = root.position
         self.world.commit(self.rec, "target", self.lens[pos])
@@ -294,7 +294,7 @@ class AsyncLookahead:
         self.accepted_run = 0
         self.restart(pos + 1, prefill=0)  # the target wrote this step: cached
 
-    def new_root(self, node):
+    def new_root(self, node: Node) -> None:
         node.parent = None
         self.root = node
         self.choose(node.position)
@@ -306,7 +306,7 @@ class AsyncLookahead:
                 self.expand(n)
             stack.extend(n.children)
 
-    def kill(self, node):
+    def kill(self, node: Node) -> None:
         """Cancel node's jobs and its subtree's, and drop the links of the dead subtree (retire:
         a dead node's callbacks only read `alive`), so that it is freed when the last reference
         goes, not by the cyclic GC."""
@@ -332,7 +332,7 @@ class AsyncLookahead:
         self.width) and SD stream (self.stream) to run it with. Static: the Config's, always
         (lr_adaptive.py asks lrcore.adaptive instead)."""
 
-    def first_accepted(self, pos, ready):
+    def first_accepted(self, pos: int, ready: list[Node]) -> Any:
         """Index of the first sibling the verifier accepts (in sibling order), or None."""
         joint = getattr(self.wl, "judge_siblings", None)  # workloads may correlate siblings
         if joint is not None:
@@ -342,7 +342,7 @@ class AsyncLookahead:
                 return i
         return None
 
-    def count_judged(self, ready, win):
+    def count_judged(self, ready: list[Node], win: Any) -> None:
         """Step statistics of one decided position (drafts judged up to the winner)."""
         judged = ready if win is None else ready[:win + 1]
         for i, c in enumerate(judged):
@@ -357,6 +357,6 @@ class AsyncLookahead:
              if self.spec_len is not None else None)
         return n if n else self.lens[position]
 
-    def ctx_tokens(self, node):
+    def ctx_tokens(self, node: Node) -> float:
         """Tokens in node's context."""
         return self.cum[node.position]
