@@ -12,11 +12,38 @@ from __future__ import annotations
 
 from bisect import insort
 from heapq import heappop, heappush
-from typing import Any
+from typing import Any, Final
 
 from simpy.events import PENDING
 
-NORMAL = 1                        # simpy.events.NORMAL: a Timeout's priority
+NORMAL: Final = 1                 # simpy.events.NORMAL: a Timeout's priority
+
+
+class EventIds:
+    """The environment's event-id counter (kernel.Environment's `_eid`, where SimPy keeps an
+    itertools.count: the same ids 0, 1, 2, ... to SimPy's `take(env._eid)`), which the compiled
+    modules advance directly (take) instead of through Python's next()."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __iter__(self) -> "EventIds":
+        return self
+
+    def __next__(self) -> Any:         # (Any: mypyc's iterator slot returns an object)
+        n = self.n
+        self.n = n + 1
+        return n
+
+
+def take(ids: Any) -> int:
+    """= next(ids): the next event id (an EventIds read directly; a plain simpy.Environment's
+    itertools.count through next())."""
+    if isinstance(ids, EventIds):
+        n = ids.n
+        ids.n = n + 1
+        return n
+    return next(ids)
 
 
 class Wake:
@@ -71,7 +98,7 @@ class Done:
             raise RuntimeError(f"{self} has already been triggered")
         self._value = value
         env = self.env
-        heappush(env._queue, (env._now, NORMAL, next(env._eid), self))
+        heappush(env._queue, (env._now, NORMAL, take(env._eid), self))
         return self
 
 
@@ -83,7 +110,7 @@ def timeout(env: Any, delay: Any) -> Done:
         raise ValueError(f"negative delay {delay}")
     ev = Done(env)
     ev._value = None
-    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), ev))
+    heappush(env._queue, (env._now + delay, NORMAL, take(env._eid), ev))
     return ev
 
 
@@ -123,10 +150,10 @@ def drain(env: Any) -> None:
             raise exc
 
 
-def timer(env: Any, delay: Any, event: Any) -> tuple:
+def timer(env: Any, delay: Any, event: Any) -> Any:
     """Schedule `event` after `delay` (priority NORMAL, like a Timeout) so that it can be
     cancelled; returns the entry to pass to `cancel`."""
-    entry = (env._now + delay, NORMAL, next(env._eid), event)
+    entry: Any = (env._now + delay, NORMAL, take(env._eid), event)
     insort(env._timers, entry)
     return entry
 
@@ -141,17 +168,17 @@ def cancel(env: Any, entry: Any) -> None:
             return
 
 
-def retime_at(env: Any, old: Any, when: Any, event: Any) -> tuple:
+def retime_at(env: Any, old: Any, when: Any, event: Any) -> Any:
     """= retime, at the time `when` rather than after a delay (an engine's planned chunk end,
     Engine._plan)."""
     if old is not None:
         cancel(env, old)
-    entry = (when, NORMAL, next(env._eid), event)
+    entry: Any = (when, NORMAL, take(env._eid), event)
     insort(env._timers, entry)
     return entry
 
 
-def retime(env: Any, old: Any, delay: Any, event: Any) -> tuple:
+def retime(env: Any, old: Any, delay: Any, event: Any) -> Any:
     """= cancel(old) (if not None), then timer(delay, event): an engine's chunk end replaced in
     one call (its hot path)."""
     if old is not None:

@@ -33,9 +33,9 @@ from heapq import heapify, heappop, heappush
 from typing import Any
 
 import simpy
-from simpy.events import NORMAL, PENDING
+from simpy.events import PENDING
 
-from .dispatch import Done, Wake, retime, retime_at
+from .dispatch import NORMAL, Done, Wake, retime, retime_at, take
 from .kvcache import KVCache, KVSpec, held
 from .latency import Ideal, LatencyModel, Roofline
 from .roofline_time import roofline_time
@@ -66,11 +66,12 @@ class Job:
         self.iters_left: int = iters if iters > 1 else 1    # = max(1, int(iters))
         self.total: int = self.iters_left
         self.tokens_per_iter: float = float(tokens_per_iter)
-        self.prefill: float = float(prefill)
+        fctx, fpre = float(ctx), float(prefill)
+        self.prefill: float = fpre
         # the cost model's context before the first pass: the policies' ctx holds the prefill
         # (or is 0: a fresh sequence, whose context is its prefill), and the first pass adds
         # the prefill to it (_advance), so the context after it is kv_base
-        self.ctx: float = float(ctx - prefill) if ctx > prefill else 0.0
+        self.ctx: float = fctx - fpre if fctx > fpre else 0.0
         self.sd = sd
         self.emit_per_iter: float = float(emit_per_iter)
         self.done = Done(env)
@@ -90,7 +91,7 @@ class Job:
         self.tag = tag
         self.group = group                # the request it belongs to (shares its KV prefix)
         # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
-        self.kv_base = prefill if prefill > ctx else ctx
+        self.kv_base = prefill if fpre > fctx else ctx
 
 
 def unit_costs(model: Any) -> bool:
@@ -212,7 +213,7 @@ class Engine:
         if st == "idle":
             self._state = "kick"
             env = self.env
-            heappush(self._queue, (env._now, NORMAL, next(self._eid), Wake(self._kick_cbs)))
+            heappush(self._queue, (env._now, NORMAL, take(self._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
         return job
@@ -240,7 +241,7 @@ class Engine:
         if st == "idle":
             self._state = "kick"      # start at this instant, after all same-time submits
             env = self.env            # = env.timeout(0) with self._kick as its callback
-            heappush(self._queue, (env._now, NORMAL, next(self._eid), Wake(self._kick_cbs)))
+            heappush(self._queue, (env._now, NORMAL, take(self._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
 
@@ -281,7 +282,7 @@ class Engine:
             self._end = retime(self.env, self._end, delay, w)
         else:
             env = self.env
-            heappush(self._queue, (env._now + delay, NORMAL, next(self._eid), w))
+            heappush(self._queue, (env._now + delay, NORMAL, take(self._eid), w))
 
     def _kick(self, _e=None):
         self._admit()
@@ -318,7 +319,7 @@ class Engine:
         self._ungranted -= 1
         if not self._ungranted:
             env = self.env
-            heappush(self._queue, (env._now, NORMAL, next(self._eid), Wake(self._granted_cbs)))
+            heappush(self._queue, (env._now, NORMAL, take(self._eid), Wake(self._granted_cbs)))
 
     def _granted(self, _e):
         self._admit()
@@ -610,7 +611,7 @@ class Engine:
                 raise RuntimeError(f"{done} has already been triggered")
             done._ok = True
             done._value = None
-            push(q, (now, NORMAL, next(eid), done))
+            push(q, (now, NORMAL, take(eid), done))
         self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e = n, dec, nsd, ctx_a, ctx_e
 
     # --- KV cache (only with a KVSpec) ----------------------------------------------------------

@@ -28,6 +28,7 @@ from . import dispatch
 class Environment(simpy.Environment):
     def __init__(self, initial_time=0):
         super().__init__(initial_time)
+        self._eid = dispatch.EventIds()  # SimPy's id counter, one the compiled modules advance
         self._timers: list = []          # cancellable entries, sorted (few: one per engine)
         self.cancelled = 0               # timers cancelled before they fired
 

@@ -42,9 +42,8 @@ from heapq import heappush
 from typing import Any
 
 from mypy_extensions import mypyc_attr
-from simpy.events import NORMAL
 
-from ..dispatch import Wake
+from ..dispatch import NORMAL, Wake, take
 from ..world import RequestRecord, World
 
 
@@ -238,7 +237,7 @@ class AsyncLookahead:
             # a draft finishing at this very instant counts as ready: let same-time events run first
             # (= env.timeout(0) calling resolve: the same event id and time, as a bare Wake)
             env = self.env
-            heappush(env._queue, (env._now, NORMAL, next(env._eid),
+            heappush(env._queue, (env._now, NORMAL, take(env._eid),
                                   Wake((lambda _e: self.resolve(root, True),))))
             return
         ready = [c for c in root.children if c.draft_done and c.alive]
