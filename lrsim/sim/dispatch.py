@@ -4,9 +4,9 @@ extend simpy.Environment or simpy.Event, plain Python classes; these need nothin
 
 `drain(env)` is `Environment.run()` without `until`: it processes the same events in the same
 order (time, priority, id) as SimPy's `Environment.step` would, taking the engines' cancellable
-timers (`env._timers`, sorted) before the heap's head whenever they sort first. `timer`,
-`cancel` and `retime` are the Environment's methods of those names (an engine calls `retime`
-for every chunk end).
+timers (`env._timers`, sorted) before the heap's head whenever they sort first. `place` and
+`drop` schedule and cancel those timers (the Environment's `timer`, `retime` and `cancel`; an
+engine calls `place` for every chunk end).
 """
 from __future__ import annotations
 
@@ -92,6 +92,11 @@ class Done:
             raise AttributeError(f"Value of {self} is not yet available")
         return self._value
 
+    def add(self, callback: Any) -> None:
+        """= callbacks.append(callback), before it is processed (compiled: a direct call)."""
+        cbs: list = self.callbacks
+        cbs.append(callback)
+
     def succeed(self, value: Any = None) -> "Done":
         """= simpy.Event.succeed: processed at this instant, after the events already due."""
         if self._value is not PENDING:
@@ -150,37 +155,22 @@ def drain(env: Any) -> None:
             raise exc
 
 
-def timer(env: Any, delay: Any, event: Any) -> Any:
-    """Schedule `event` after `delay` (priority NORMAL, like a Timeout) so that it can be
-    cancelled; returns the entry to pass to `cancel`."""
-    entry: Any = (env._now + delay, NORMAL, take(env._eid), event)
-    insort(env._timers, entry)
+def place(timers: list, ids: Any, old: Any, when: Any, event: Any) -> Any:
+    """Drop the timer entry `old` (if not None and still there), then schedule `event` at the
+    time `when` (priority NORMAL, like a Timeout) so that it can be cancelled: the new entry,
+    to pass to `drop` or `place` later. `timers` and `ids` are the environment's (env._timers,
+    env._eid), which an engine keeps: its hot path (Engine._schedule_end, a chunk end, replaces
+    the one before)."""
+    if old is not None:
+        drop(timers, old)
+    entry: Any = (when, NORMAL, take(ids), event)
+    insort(timers, entry)
     return entry
 
 
-def cancel(env: Any, entry: Any) -> None:
+def drop(timers: list, entry: Any) -> None:
     """Drop a timer that has not fired (a fired or unknown one is ignored)."""
-    t: list = env._timers
-    for i, e in enumerate(t):
-        if e is entry:
-            del t[i]
-            env.cancelled += 1
+    for i in range(len(timers)):
+        if timers[i] is entry:
+            del timers[i]
             return
-
-
-def retime_at(env: Any, old: Any, when: Any, event: Any) -> Any:
-    """= retime, at the time `when` rather than after a delay (an engine's planned chunk end,
-    Engine._plan)."""
-    if old is not None:
-        cancel(env, old)
-    entry: Any = (when, NORMAL, take(env._eid), event)
-    insort(env._timers, entry)
-    return entry
-
-
-def retime(env: Any, old: Any, delay: Any, event: Any) -> Any:
-    """= cancel(old) (if not None), then timer(delay, event): an engine's chunk end replaced in
-    one call (its hot path)."""
-    if old is not None:
-        cancel(env, old)
-    return timer(env, delay, event)

@@ -35,7 +35,7 @@ from typing import Any
 import simpy
 from simpy.events import PENDING
 
-from .dispatch import NORMAL, Done, Wake, retime, retime_at, take
+from .dispatch import NORMAL, Done, Wake, place, take
 from .kvcache import KVCache, KVSpec, held
 from .latency import Ideal, LatencyModel, Roofline
 from .roofline_time import roofline_time
@@ -162,7 +162,8 @@ class Engine:
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
         self._gen = 0                     # chunk generation: stale chunk-end callbacks are ignored
         self._end: Any = None             # the chunk end's entry when env can cancel it (kernel.py)
-        self._cancellable = hasattr(env, "_timers")   # a kernel.Environment: dispatch.retime
+        self._cancellable = hasattr(env, "_timers")   # a kernel.Environment: dispatch.place
+        self._timers: list = env._timers if self._cancellable else []   # its timers (the same list)
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
         self._granted_cbs = (self._granted,)
@@ -269,17 +270,17 @@ class Engine:
             self._gen = gen = self._gen + 1
             # the chunk end at the end of this iteration (= env.timeout(max(0.0, delay)) calling
             # _on_end): the one it replaces is cancelled where the environment can
-            # (kernel.Environment.retime), else it fires stale and is ignored (generation)
+            # (dispatch.place), else it fires stale and is ignored (generation)
             self._schedule_end(Wake(self._end_cbs, gen, k), start + k * t_iter - now)
 
     def _schedule_end(self, w: Wake, delay: float) -> None:
         """The chunk's end `delay` s from now (clamped at 0), replacing the one scheduled before
-        (kernel.Environment.retime where the environment can cancel, else a plain push whose
+        (dispatch.place where the environment can cancel, else a plain push whose
         stale predecessor fires and is ignored by its generation)."""
         if not delay > 0.0:           # = max(0.0, delay)
             delay = 0.0
         if self._cancellable:
-            self._end = retime(self.env, self._end, delay, w)
+            self._end = place(self._timers, self._eid, self._end, self.env._now + delay, w)
         else:
             env = self.env
             heappush(self._queue, (env._now + delay, NORMAL, take(self._eid), w))
@@ -386,7 +387,8 @@ class Engine:
             if not d2 > 0.0:
                 d2 = 0.0
             self._plan = (t1, t2, n2)
-            self._end = retime_at(env, self._end, t1 + d2, Wake(self._end_cbs, gen, n2))
+            self._end = place(self._timers, self._eid, self._end, t1 + d2,
+                              Wake(self._end_cbs, gen, n2))
         if was != "run" and self.peer is not None:
             self._notify_peer()
 
@@ -454,7 +456,7 @@ class Engine:
             return
         self._plan = None
         self._gen = gen = self._gen + 1
-        self._end = retime_at(self.env, self._end, t1, Wake(self._end_cbs, gen, 1))
+        self._end = place(self._timers, self._eid, self._end, t1, Wake(self._end_cbs, gen, 1))
 
     def _on_end(self, w: Wake):
         """The chunk ends (k iterations run; the chunk of generation gen, else it is stale)."""

@@ -30,19 +30,18 @@ class Environment(simpy.Environment):
         super().__init__(initial_time)
         self._eid = dispatch.EventIds()  # SimPy's id counter, one the compiled modules advance
         self._timers: list = []          # cancellable entries, sorted (few: one per engine)
-        self.cancelled = 0               # timers cancelled before they fired
 
     def timer(self, delay: float, event) -> tuple:
-        """Schedule `event` after `delay` so that it can be cancelled (dispatch.timer)."""
-        return dispatch.timer(self, delay, event)
+        """Schedule `event` after `delay` so that it can be cancelled (dispatch.place)."""
+        return dispatch.place(self._timers, self._eid, None, self._now + delay, event)
 
     def retime(self, old, delay: float, event) -> tuple:
-        """= cancel(old) (if not None), then timer(delay, event) (dispatch.retime)."""
-        return dispatch.retime(self, old, delay, event)
+        """= cancel(old) (if not None), then timer(delay, event) (dispatch.place)."""
+        return dispatch.place(self._timers, self._eid, old, self._now + delay, event)
 
     def cancel(self, entry) -> None:
         """Drop a timer that has not fired (a fired or unknown one is ignored)."""
-        dispatch.cancel(self, entry)
+        dispatch.drop(self._timers, entry)
 
     def peek(self):
         t = self._timers
