@@ -143,14 +143,6 @@ class World:
         # work thrown away: iterations completed before the cancel (at the last batch boundary)
         self.stats.cancelled_tokens[kind] += job.total - job.iters_left
 
-    def submit_target(self, job: Job) -> Job:
-        """self.target.submit(job) (compiled, a direct call where the target is an Engine)."""
-        return submit(self.target, job)
-
-    def submit_draft(self, job: Job) -> Job:
-        """self.draft.submit(job), as submit_target."""
-        return submit(self.draft, job)
-
     def commit(self, rec: RequestRecord, source: str, tokens: Any) -> None:
         if rec.first_output is None:
             rec.first_output = self.env.now
@@ -161,11 +153,3 @@ class World:
         v = self.cfg.verifier
         engine = self.target if v.kind == "score" else self.judge   # score: the target judges
         return v.judge(self.env, engine, draft_tokens, target_tokens)
-
-
-def submit(engine: Any, job: Job) -> Job:
-    """engine.submit(job): an Engine's by a direct call where this module is compiled; another
-    engine's (--ideal's FreeEngine, a test's) through Python's method call."""
-    if isinstance(engine, Engine):
-        return engine.submit(job)
-    return engine.submit(job)

@@ -44,6 +44,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from ..dispatch import NORMAL, Wake, take
+from ..engine import Job
 from ..world import RequestRecord, World
 
 
@@ -159,7 +160,7 @@ class AsyncLookahead:
         if self.can_draft is not None and not self.can_draft(self.req, pos):
             if node.position == 0 and not self.prompt_seen:
                 # the first step follows the chat prompt: the drafter only prefills the prompt
-                self.world.submit_draft(self.world.draft_job(1, float(self.req.prompt_tokens),
+                self.world.draft.submit(self.world.draft_job(1, float(self.req.prompt_tokens),
                                                              prefill=self.req.draft_prompt_uncached, req=self.req))
                 self.prompt_seen = True
                 self.d_cached = float(self.req.prompt_tokens)
@@ -179,9 +180,10 @@ class AsyncLookahead:
         for _ in range(self.width):
             c = Node(pos + 1, node, launch_depth=pos + 1 - root.position)
             node.children.append(c)
-            c.draft_job = job = world.submit_draft(world.draft_job(
+            job: Job = world.draft.submit(world.draft_job(
                 n_tok, ctx, prefill=prefill if recorded is None else recorded, tag=c, req=req,
                 new_request=recorded is None))    # a recorded count is the cache's own: exact
+            c.draft_job = job
             job.done.add(lambda _e, n=c: self.on_draft(n))
 
     def on_draft(self, node: Node) -> None:
@@ -207,9 +209,10 @@ class AsyncLookahead:
                                          node.draft_job is not None)
             if recorded is not None:      # the cache's own count: exact, not rounded again
                 prefill, new_request = recorded, False
-        node.target_job = job = world.submit_target(world.target_job(
+        job: Job = world.target.submit(world.target_job(
             self.req, self.job_len("target", pos), self.ctx_tokens(node),
             prefill=prefill, stream=self.stream, tag=node, new_request=new_request))
+        node.target_job = job
         job.done.add(lambda _e, n=node: self.on_target(n))
 
     def on_target(self, node: Node) -> None:
