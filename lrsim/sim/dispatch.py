@@ -103,7 +103,7 @@ class Done:
             raise RuntimeError(f"{self} has already been triggered")
         self._value = value
         env = self.env
-        heappush(env._queue, (env._now, NORMAL, take(env._eid), self))
+        schedule_now(getattr(env, "_nowq", None), env._queue, (env._now, NORMAL, take(env._eid), self))
         return self
 
 
@@ -119,17 +119,52 @@ def timeout(env: Any, delay: Any) -> Done:
     return ev
 
 
+def schedule_now(nowq: Any, queue: list, entry: Any) -> None:
+    """Schedule `entry`, due at the environment's present time with priority NORMAL: on its
+    now-queue where it has one (kernel.Environment._nowq), else on its heap. The now-queue is a
+    FIFO, and sorted as the heap would pop it: its entries are appended at the present time,
+    which never goes back, with ids that only grow; a heap push and pop is log(n) tuple
+    comparisons, which under load (hundreds of events queued) cost more than the event."""
+    if nowq is not None:
+        nowq.append(entry)
+    else:
+        heappush(queue, entry)
+
+
+def next_entry(q: list, t: list, n: list) -> Any:
+    """Take the first of the three queues' heads by SimPy's order (time, priority, id): the
+    heap `q`, the timers `t` (sorted), the now-queue `n`; None when all are empty."""
+    if n:
+        e = n[0]
+        src = 1
+        if t and t[0] < e:
+            e = t[0]
+            src = 2
+        if q and q[0] < e:
+            return heappop(q)
+        if src == 1:
+            return n.pop(0)
+        return t.pop(0)
+    if t:
+        if q and q[0] < t[0]:
+            return heappop(q)
+        return t.pop(0)
+    if q:
+        return heappop(q)
+    return None
+
+
 def drain(env: Any) -> None:
-    """Run `env` until no event is left (= simpy's `run()` with the timers merged in)."""
+    """Run `env` until no event is left (= simpy's `run()` with the timers and the now-queue
+    merged in)."""
     q: list = env._queue
     t: list = env._timers
+    n: list = env._nowq
     while True:
-        if t and (not q or t[0] < q[0]):
-            now, _, _, event = t.pop(0)
-        elif q:
-            now, _, _, event = heappop(q)
-        else:
+        e = next_entry(q, t, n)
+        if e is None:
             return
+        now, _, _, event = e
         env._now = now
         # the engines' and jobs' own events first, read as the classes they are (compiled: their
         # fields directly, not through Python's attribute lookup); neither ever fails

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from heapq import heapify, heappop, heappush
+from heapq import heappush
 from typing import Any
 
 import simpy
 from simpy.events import PENDING
 
-from .dispatch import NORMAL, Done, Wake, place, take
+from .dispatch import NORMAL, Done, Wake, place, schedule_now, take
 from .kvcache import KVCache, KVSpec, held
 from .latency import Ideal, LatencyModel, Roofline
 from .roofline_time import roofline_time
@@ -53,7 +53,7 @@ class Job:
     __slots__ = ("iters_left", "tokens_per_iter", "prefill", "ctx", "sd", "done", "cancelled",
                  "submitted", "started", "finished", "tag", "emit_per_iter", "total", "finish_iter",
                  "start_iter", "kv_base", "group", "kv_own", "kv_held", "kv_tok", "area0",
-                 "first_end")
+                 "first_end", "seq")
 
     # The numbers arrive as int, float or NumPy scalars (tokens_per_iter is a float under SD with
     # misses, world.target_job). Those the engine's per-iteration sums and costs read are stored
@@ -84,6 +84,7 @@ class Job:
         self.finished: float | None = None
         self.start_iter: int = 0          # the engine's iteration count at its admission (Engine._add)
         self.finish_iter: int = 0         # ... and at its last iteration's end
+        self.seq = 0                      # ... its admission number there (JobHeap's tie-break)
         # the KV cache's bookkeeping (kvcache.KVCache.on_add/refresh)
         self.kv_tok: Any = 0
         self.kv_own: Any = 0
@@ -92,6 +93,74 @@ class Job:
         self.group = group                # the request it belongs to (shares its KV prefix)
         # KV context: ctx holds the prefill, or is 0 (kvcache.py); = max(ctx, prefill)
         self.kv_base = prefill if fpre > fctx else ctx
+
+
+class JobHeap:
+    """An engine's admitted jobs by (finish_iter, seq): a binary heap of the Jobs themselves, so
+    that the compiled engine compares two int fields where heapq compared (finish_iter, seq, job)
+    tuples through Python's rich comparison (under load, hundreds of jobs: much of an engine's
+    bookkeeping). The keys are unique (one admission number per job), so `pop` returns the
+    jobs in exactly heapq's order: the minimum, whatever the layout."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def top(self) -> Job:
+        """The job of the smallest key (the heap is not empty)."""
+        return self.jobs[0]
+
+    def push(self, job: Job) -> None:
+        """Add `job` by its finish_iter and seq (set before)."""
+        h = self.jobs
+        h.append(job)
+        fi, sq = job.finish_iter, job.seq
+        pos = len(h) - 1
+        while pos > 0:                # up while the parent sorts after it
+            parent = (pos - 1) >> 1
+            p = h[parent]
+            if fi < p.finish_iter or (fi == p.finish_iter and sq < p.seq):
+                h[pos] = p
+                pos = parent
+            else:
+                break
+        h[pos] = job
+
+    def pop(self) -> Job:
+        """Remove and return the job of the smallest key."""
+        h = self.jobs
+        last = h.pop()
+        n = len(h)
+        if not n:
+            return last
+        top = h[0]
+        fi, sq = last.finish_iter, last.seq
+        pos = 0
+        while True:                   # the last job down from the root, below smaller children
+            c = 2 * pos + 1
+            if c >= n:
+                break
+            a = h[c]
+            if c + 1 < n:
+                b = h[c + 1]
+                if b.finish_iter < a.finish_iter or (b.finish_iter == a.finish_iter and b.seq < a.seq):
+                    c, a = c + 1, b
+            if a.finish_iter < fi or (a.finish_iter == fi and a.seq < sq):
+                h[pos] = a
+                pos = c
+            else:
+                break
+        h[pos] = last
+        return top
+
+    def remove(self, job: Job) -> None:
+        """Drop `job` (a preempted job: rare)."""
+        keep = [j for j in self.jobs if j is not job]
+        self.jobs = []
+        for j in keep:
+            self.push(j)
 
 
 def unit_costs(model: Any) -> bool:
@@ -140,7 +209,7 @@ class Engine:
         self.sd_draft = sd_draft          # drafter run inside the engine step (None = n-gram, free)
         self.max_chunk = max_chunk if context_term else NEVER_CAP
         self.waiting: deque[Job] = deque()
-        self.heap: list[tuple[int, int, Job]] = []   # (finish_iter, seq, job)
+        self.heap = JobHeap()             # admitted jobs by (finish_iter, seq)
         self.prefilling: list[Job] = []   # admitted, first iteration (prefill) not yet run
         self.cancelled: list[Job] = []    # cancelled while admitted, removed at the next boundary
         self.iter_no = 0
@@ -164,6 +233,7 @@ class Engine:
         self._end: Any = None             # the chunk end's entry when env can cancel it (kernel.py)
         self._cancellable = hasattr(env, "_timers")   # a kernel.Environment: dispatch.place
         self._timers: list = env._timers if self._cancellable else []   # its timers (the same list)
+        self._nowq: list | None = env._nowq if self._cancellable else None   # its now-queue
         self._end_cbs = (self._on_end,)   # the callbacks of every chunk-end Wake
         self._kick_cbs = (self._kick,)
         self._granted_cbs = (self._granted,)
@@ -214,7 +284,7 @@ class Engine:
         if st == "idle":
             self._state = "kick"
             env = self.env
-            heappush(self._queue, (env._now, NORMAL, take(self._eid), Wake(self._kick_cbs)))
+            schedule_now(self._nowq, self._queue, (env._now, NORMAL, take(self._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
         return job
@@ -242,7 +312,7 @@ class Engine:
         if st == "idle":
             self._state = "kick"      # start at this instant, after all same-time submits
             env = self.env            # = env.timeout(0) with self._kick as its callback
-            heappush(self._queue, (env._now, NORMAL, take(self._eid), Wake(self._kick_cbs)))
+            schedule_now(self._nowq, self._queue, (env._now, NORMAL, take(self._eid), Wake(self._kick_cbs)))
         elif st == "run" and not self._boundary:
             self._recompose()
 
@@ -320,7 +390,7 @@ class Engine:
         self._ungranted -= 1
         if not self._ungranted:
             env = self.env
-            heappush(self._queue, (env._now, NORMAL, take(self._eid), Wake(self._granted_cbs)))
+            schedule_now(self._nowq, self._queue, (env._now, NORMAL, take(self._eid), Wake(self._granted_cbs)))
 
     def _granted(self, _e):
         self._admit()
@@ -351,7 +421,7 @@ class Engine:
             n = 1
         else:
             h = self.heap
-            n = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - it
+            n = (h.top().finish_iter if not h.top().cancelled else self._next_finish()) - it
             if n > self.max_chunk:
                 n = self.max_chunk
             kv = self.kv
@@ -428,7 +498,7 @@ class Engine:
         iteration starting now at iteration `it` ends, or None if a job ends with it."""
         h = self.heap
         it2 = it + 1
-        n2 = (h[0][0] if not h[0][2].cancelled else self._next_finish()) - it2
+        n2 = (h.top().finish_iter if not h.top().cancelled else self._next_finish()) - it2
         if n2 < 1:
             return None
         if n2 > self.max_chunk:
@@ -481,7 +551,8 @@ class Engine:
         j.finish_iter = self.iter_no + j.iters_left
         j.start_iter = self.iter_no
         self._seq += 1
-        heappush(self.heap, (j.finish_iter, self._seq, j))
+        j.seq = self._seq
+        self.heap.push(j)
         self.n += 1
         self.dec += j.tokens_per_iter
         self.nsd += j.sd
@@ -526,7 +597,6 @@ class Engine:
         it = self.iter_no
         cap = self.max_seqs
         heap, prefilling = self.heap, self.prefilling
-        push = heappush
         seq, n, dec, nsd, ctx_a, ctx_e = self._seq, self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e
         while w and n < cap:
             j = w.popleft()
@@ -536,7 +606,8 @@ class Engine:
             j.finish_iter = fi = it + j.iters_left
             j.start_iter = it
             seq += 1
-            push(heap, (fi, seq, j))
+            j.seq = seq
+            heap.push(j)
             n += 1
             dec += j.tokens_per_iter
             nsd += j.sd
@@ -549,9 +620,9 @@ class Engine:
 
     def _next_finish(self) -> int:
         h = self.heap
-        while h[0][2].cancelled:
-            heappop(h)
-        return h[0][0]
+        while h.top().cancelled:
+            h.pop()
+        return h.top().finish_iter
 
     def _advance(self, k: int, spent: float, at: Any = None) -> None:
         """k iterations run, `spent` seconds, ending now (or `at`: a planned prefill's end)."""
@@ -577,11 +648,11 @@ class Engine:
                 j.prefill = 0.0
             self.prefilling.clear()
         h = self.heap
-        if not h or h[0][0] > it:
+        if not len(h) or h.top().finish_iter > it:
             return
         if self.kv is not None:
-            while h and h[0][0] <= it:
-                j = heappop(h)[2]
+            while len(h) and h.top().finish_iter <= it:
+                j = h.pop()
                 if j.cancelled:
                     continue
                 self._remove(j)
@@ -594,11 +665,10 @@ class Engine:
         # the running sums in locals (the same float operations in the same order)
         q = self._queue
         eid = self._eid
+        nq = self._nowq if at is None else None   # (a planned prefill's end is in the past)
         dec, nsd, ctx_a, ctx_e = self.dec, self.nsd, self.ctx_a, self.ctx_e
-        pop = heappop
-        push = heappush
-        while h and h[0][0] <= it:
-            j = pop(h)[2]
+        while len(h) and h.top().finish_iter <= it:
+            j = h.pop()
             if j.cancelled:
                 continue
             n -= 1
@@ -613,7 +683,7 @@ class Engine:
                 raise RuntimeError(f"{done} has already been triggered")
             done._ok = True
             done._value = None
-            push(q, (now, NORMAL, take(eid), done))
+            schedule_now(nq, q, (now, NORMAL, take(eid), done))
         self.n, self.dec, self.nsd, self.ctx_a, self.ctx_e = n, dec, nsd, ctx_a, ctx_e
 
     # --- KV cache (only with a KVSpec) ----------------------------------------------------------
@@ -676,8 +746,7 @@ class Engine:
         prefills everything it held (context + generated tokens) in its first iteration."""
         done = self.iter_no - j.start_iter
         self._remove(j)
-        self.heap = [e for e in self.heap if e[2] is not j]
-        heapify(self.heap)
+        self.heap.remove(j)
         j.iters_left = j.finish_iter - self.iter_no
         j.started = None                  # waiting again: cancel() treats it as never admitted
         if j in self.prefilling:          # its first iteration never ran: nothing to recompute

@@ -30,6 +30,7 @@ class Environment(simpy.Environment):
         super().__init__(initial_time)
         self._eid = dispatch.EventIds()  # SimPy's id counter, one the compiled modules advance
         self._timers: list = []          # cancellable entries, sorted (few: one per engine)
+        self._nowq: list = []            # entries due now, FIFO (dispatch.schedule_now)
 
     def timer(self, delay: float, event) -> tuple:
         """Schedule `event` after `delay` so that it can be cancelled (dispatch.place)."""
@@ -43,17 +44,25 @@ class Environment(simpy.Environment):
         """Drop a timer that has not fired (a fired or unknown one is ignored)."""
         dispatch.drop(self._timers, entry)
 
+    def _side_head(self):
+        """The first of the timers' and the now-queue's heads (SimPy's order), or None."""
+        t, n = self._timers, self._nowq
+        if t and (not n or t[0] < n[0]):
+            return t
+        return n if n else None
+
     def peek(self):
-        t = self._timers
-        if t and (not self._queue or t[0] < self._queue[0]):
-            return t[0][0]
+        side = self._side_head()
+        if side is not None and (not self._queue or side[0] < self._queue[0]):
+            return side[0][0]
         return super().peek()
 
     def step(self) -> None:
-        t = self._timers
-        if t and (not self._queue or t[0] < self._queue[0]):
-            # the timer is next: process it through SimPy's own step (same semantics)
-            heappush(self._queue, t.pop(0))
+        side = self._side_head()
+        if side is not None and (not self._queue or side[0] < self._queue[0]):
+            # a timer or a now-queue entry is next: process it through SimPy's own step (same
+            # semantics)
+            heappush(self._queue, side.pop(0))
         super().step()
 
     def run(self, until=None):

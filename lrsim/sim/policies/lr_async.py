@@ -38,12 +38,11 @@ Prefix caching on the drafter: it re-reads only the committed tokens it has not 
 """
 from __future__ import annotations
 
-from heapq import heappush
 from typing import Any
 
 from mypy_extensions import mypyc_attr
 
-from ..dispatch import NORMAL, Wake, take
+from ..dispatch import NORMAL, Wake, schedule_now, take
 from ..engine import Job
 from ..world import RequestRecord, World
 
@@ -113,6 +112,7 @@ class AsyncLookahead:
         self.world, self.req, self.rec = world, req, rec
         env, cfg, wl = world.env, world.cfg, world.workload
         self.env, self.cfg, self.wl = env, cfg, wl
+        self.nowq: Any = getattr(env, "_nowq", None)   # kernel.Environment's (dispatch.schedule_now)
         self.lens = req.step_tokens
         self.n_steps = len(self.lens)
         self.max_depth, self.width = cfg.depth, cfg.width
@@ -240,8 +240,8 @@ class AsyncLookahead:
             # a draft finishing at this very instant counts as ready: let same-time events run first
             # (= env.timeout(0) calling resolve: the same event id and time, as a bare Wake)
             env = self.env
-            heappush(env._queue, (env._now, NORMAL, take(env._eid),
-                                  Wake((lambda _e: self.resolve(root, True),))))
+            schedule_now(self.nowq, env._queue, (env._now, NORMAL, take(env._eid),
+                                                 Wake((lambda _e: self.resolve(root, True),))))
             return
         ready = [c for c in root.children if c.draft_done and c.alive]
         for c in root.children:
