@@ -149,9 +149,17 @@ class SDStream:
             done = self._ps[self._p - 1] if self._p else 0
             self._ps = [v - done for v in self._ps[self._p:]]
             base = self._ps[-1] if self._ps else 0
-            self._ps += [base + v for v in itertools.accumulate(prop.astype(int).tolist())]
-        self._emits = self._emits[self._p:] + (x + 1).tolist()
-        self._cs = list(itertools.accumulate(self._emits))
+            # = [base + v for v in accumulate(prop)], the sums in NumPy's int64 (exact)
+            self._ps += (np.cumsum(prop.astype(np.int64)) + base).tolist()
+        # the unused rounds' prefix sums from 0 again, then the new rounds' after them: =
+        # list(accumulate(emits)) over the unused and new rounds (int64 sums: exact)
+        p = self._p
+        done = self._cs[p - 1] if p else 0
+        cs = [v - done for v in self._cs[p:]]
+        last = cs[-1] if cs else 0
+        emits = x + 1
+        self._emits = self._emits[p:] + emits.tolist()
+        self._cs = cs + (np.cumsum(emits) + last).tolist()
         self._p, self._base = 0, 0
 
     def rounds_for(self, n_tokens: Any, rng: Any, stats: SDStats | None = None) -> int:

@@ -95,3 +95,20 @@ def test_replayed_sd_needs_as_many_target_passes_as_the_real_engine():
             always += SDStream(7, alpha).rounds_for(n, random.Random(seed)) / 40
     assert hit == pytest.approx(real, rel=0.06)
     assert abs(always / real - 1) > 0.10
+
+
+@pytest.mark.parametrize("hit", [1.0, 0.6])
+def test_refills_keep_the_prefix_sums_of_the_unused_rounds(hit):
+    """SDStream._refill: after every refill the rounds' prefix sums are accumulate() of the
+    unused and new rounds' tokens (NumPy's cumsum, exact in int64), and with hit < 1 the
+    proposing rounds' count rises by 0 or 1 per round."""
+    from itertools import accumulate
+
+    s = SDStream(5, 0.6, hit=hit)
+    rng, pick = random.Random(3), random.Random(4)
+    for _ in range(400):
+        s.rounds_for(pick.randint(1, 120), rng)
+        assert s._cs == list(accumulate(s._emits))
+        if hit < 1.0:
+            assert len(s._ps) == len(s._emits)
+            assert all(b - a in (0, 1) for a, b in zip([0] + s._ps, s._ps))
