@@ -119,7 +119,7 @@ def timeout(env: Any, delay: Any) -> Done:
     return ev
 
 
-def schedule_now(nowq: Any, queue: list, entry: Any) -> None:
+def schedule_now(nowq: list | None, queue: list, entry: Any) -> None:
     """Schedule `entry`, due at the environment's present time with priority NORMAL: on its
     now-queue where it has one (kernel.Environment._nowq), else on its heap. The now-queue is a
     FIFO, and sorted as the heap would pop it: its entries are appended at the present time,

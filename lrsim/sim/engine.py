@@ -296,7 +296,8 @@ class Engine:
             job.cancelled = True
             # its done event never fires: drop the callbacks, which often reach the job itself
             # (a closure over it) and would leave a cycle for the cyclic GC
-            job.done.callbacks.clear()
+            cbs: list = job.done.callbacks
+            cbs.clear()
             if job.started is not None:       # admitted: leaves at the next iteration boundary
                 start, t_iter = self._chunk
                 running = math.ceil((self.env._now - start) / t_iter - 1e-9) if t_iter > 0 else 0

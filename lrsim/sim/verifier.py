@@ -40,13 +40,21 @@ class VerifierCost:
         if self.seconds < 0:
             raise UserError(f"verifier.seconds must be >= 0, got {self.seconds}")
 
+    def fixed_delay(self):
+        """The verdict's delay where it is the same for every judgement (kind none: 0, constant:
+        `seconds`), else None (World.verdict_delay schedules it without calling judge)."""
+        if self.kind == "none":
+            return 0
+        if self.kind == "constant":
+            return self.seconds
+        return None
+
     def judge(self, env, engine: Engine | None, draft_tokens: int, target_tokens: int):
         """SimPy event that fires when the verdict is known. `engine`: the judge's engine (llm)
         or the target's (score)."""
-        if self.kind == "none":             # (dispatch.timeout = env.timeout, lighter)
-            return timeout(env, 0)
-        if self.kind == "constant":
-            return timeout(env, self.seconds)
+        fixed = self.fixed_delay()
+        if fixed is not None:               # (dispatch.timeout = env.timeout, lighter)
+            return timeout(env, fixed)
         if self.kind == "per_token":
             return timeout(env, self.seconds * (draft_tokens + target_tokens))
         if self.kind == "score":

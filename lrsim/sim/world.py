@@ -11,6 +11,7 @@ from typing import Any
 
 import simpy
 
+from .dispatch import timeout
 from .engine import Engine, Job
 from .kvcache import request_prefill
 from .tokensd import SDStats, SDStream
@@ -81,6 +82,8 @@ class World:
         self.decisions: Any = None         # lr-adaptive: its DecisionLog
         self.adaptive_costs: Any = None    # lr-adaptive: the run's Estimator of step costs,
         #                                    shared by its requests
+        self._verifier: Any = None         # cfg.verifier as verdict_delay last read it, and
+        self._fixed_delay: Any = None      # its VerifierCost.fixed_delay()
         self.arrivals: list[Any] | None = None   # every request's arrival, sorted
         #                                    (runner.run): the requests that have arrived by now,
         #                                    counted before their processes start
@@ -151,5 +154,9 @@ class World:
 
     def verdict_delay(self, draft_tokens: Any, target_tokens: Any) -> Any:
         v = self.cfg.verifier
+        if v is not self._verifier:       # its fixed delay, read once per verifier
+            self._verifier, self._fixed_delay = v, v.fixed_delay()
+        if self._fixed_delay is not None:  # = v.judge(...), without the Python call per verdict
+            return timeout(self.env, self._fixed_delay)
         engine = self.target if v.kind == "score" else self.judge   # score: the target judges
         return v.judge(self.env, engine, draft_tokens, target_tokens)

@@ -112,7 +112,8 @@ class AsyncLookahead:
         self.world, self.req, self.rec = world, req, rec
         env, cfg, wl = world.env, world.cfg, world.workload
         self.env, self.cfg, self.wl = env, cfg, wl
-        self.nowq: Any = getattr(env, "_nowq", None)   # kernel.Environment's (dispatch.schedule_now)
+        # kernel.Environment's now-queue (dispatch.schedule_now); None: a plain simpy.Environment
+        self.nowq: list | None = getattr(env, "_nowq", None)
         self.lens = req.step_tokens
         self.n_steps = len(self.lens)
         self.max_depth, self.width = cfg.depth, cfg.width
