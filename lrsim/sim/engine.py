@@ -38,7 +38,7 @@ from simpy.events import PENDING
 from .dispatch import NORMAL, Done, Wake, place, schedule_now, take
 from .kvcache import KVCache, KVSpec, held
 from .latency import Ideal, LatencyModel, Roofline
-from .roofline_time import roofline_time
+from .roofline_time import roofline_seconds, roofline_time
 
 NEVER_CAP = 1 << 62
 
@@ -250,7 +250,7 @@ class Engine:
         # a prefill iteration planned through (_plan_decode): (its end, the decode chunk's
         # iteration time and iterations after it), or None; never with the theory's unit costs
         # (Ideal: iteration times on a grid, where events at one instant are routine)
-        self._plan: Any = None
+        self._plan: tuple[float, float, int] | None = None
         self._plannable = (self._cancellable and kv is None and not unit_costs(latency)
                            and not unit_costs(sd_draft))
 
@@ -270,7 +270,8 @@ class Engine:
         if self._plan is not None:
             self._unplan()
         if self._state == "run":
-            return self.area + self.n * (self.env._now - self._chunk[0])
+            now: float = self.env._now
+            return self.area + self.n * (now - self._chunk[0])
         return self.area
 
     # --- API used by policies ---------------------------------------------------------------
@@ -300,7 +301,8 @@ class Engine:
             cbs.clear()
             if job.started is not None:       # admitted: leaves at the next iteration boundary
                 start, t_iter = self._chunk
-                running = math.ceil((self.env._now - start) / t_iter - 1e-9) if t_iter > 0 else 0
+                now: float = self.env._now
+                running = math.ceil((now - start) / t_iter - 1e-9) if t_iter > 0 else 0
                 job.iters_left = max(0, job.finish_iter - self.iter_no - running)
                 self.cancelled.append(job)
                 self._changed()
@@ -333,8 +335,7 @@ class Engine:
         """End the chunk in progress at the end of its current iteration (never preempted; at
         the chunk's first instant, k = 0: restart it at once)."""
         start, t_iter = self._chunk
-        env = self.env
-        now = env._now
+        now: float = self.env._now
         k = math.ceil((now - start) / t_iter - 1e-9) if t_iter > 0 else 0
         if k < self._n_chunk:
             self._boundary = True
@@ -351,7 +352,8 @@ class Engine:
         if not delay > 0.0:           # = max(0.0, delay)
             delay = 0.0
         if self._cancellable:
-            self._end = place(self._timers, self._eid, self._end, self.env._now + delay, w)
+            now: float = self.env._now
+            self._end = place(self._timers, self._eid, self._end, now + delay, w)
         else:
             env = self.env
             heappush(self._queue, (env._now + delay, NORMAL, take(self._eid), w))
@@ -453,7 +455,8 @@ class Engine:
             d1 = n * t_iter
             if not d1 > 0.0:
                 d1 = 0.0
-            t1 = env._now + d1
+            now: float = env._now
+            t1 = now + d1
             d2 = n2 * t2
             if not d2 > 0.0:
                 d2 = 0.0
@@ -468,7 +471,7 @@ class Engine:
         tokens, `ctx` context tokens (the SD drafter's passes inside the step, the peer's
         contention)."""
         roof = self._roof
-        t_iter = (roofline_time(roof, dec, pre, ctx) if roof is not None
+        t_iter = (roofline_seconds(roof, dec, pre, ctx) if roof is not None
                   else self.latency.forward(dec, pre, self.n, ctx))
         nsd = self.nsd
         if nsd and self.sd_draft is not None and self.sd_k2 > 1:
@@ -494,7 +497,7 @@ class Engine:
     # float sums is a coincidence). Engine accounting read after env.run(until=...) may miss a
     # prefill whose plan is still open (the runner always drains).
 
-    def _plan_decode(self, it: Any) -> Any:
+    def _plan_decode(self, it: int) -> tuple[int, float] | None:
         """(iterations, iteration time) of the decode chunk that would start when the prefill
         iteration starting now at iteration `it` ends, or None if a job ends with it."""
         h = self.heap
@@ -512,7 +515,9 @@ class Engine:
     def _land(self):
         """The planned prefill iteration's end, as its own chunk end would have run it (one
         iteration, at its end time), and the decode chunk started there."""
-        t1, t2, n2 = self._plan
+        plan = self._plan
+        assert plan is not None
+        t1, t2, n2 = plan
         self._plan = None
         self._advance(1, 1 * self._chunk[1], t1)
         self._chunk = (t1, t2)
@@ -521,8 +526,11 @@ class Engine:
     def _unplan(self):
         """Before the planned chunk's end: within the prefill iteration, back to its own chunk
         end (a timer at its end); past it, that end landed."""
-        t1 = self._plan[0]
-        if self.env._now >= t1:
+        plan = self._plan
+        assert plan is not None
+        t1 = plan[0]
+        now: float = self.env._now
+        if now >= t1:
             self._land()
             return
         self._plan = None
@@ -628,7 +636,9 @@ class Engine:
     def _advance(self, k: int, spent: float, at: Any = None) -> None:
         """k iterations run, `spent` seconds, ending now (or `at`: a planned prefill's end)."""
         env = self.env
-        now = env._now if at is None else at
+        # (a float: the clock's value; only at t = 0 can SimPy's clock be the int 0, where no
+        # iteration ends)
+        now: float = env._now if at is None else at
         self.busy_s += spent
         self.last_end = now
         self.iterations += k

@@ -16,7 +16,13 @@ def roofline_time(terms: tuple[float, float, float, float], decode_tokens: Any,
                   prefill_tokens: Any, context: Any) -> float:
     """Seconds of one iteration (the arguments as Roofline.forward takes them: int, float or
     NumPy scalars; float() of each is its value, as Python's mixed arithmetic would take it)."""
+    return roofline_seconds(terms, float(decode_tokens), float(prefill_tokens), float(context))
+
+
+def roofline_seconds(terms: tuple[float, float, float, float], decode_tokens: float,
+                     prefill_tokens: float, context: float) -> float:
+    """= roofline_time on floats (the engine's own sums are floats: no conversion)."""
     fixed, knee, slope, per_ctx = terms
-    over = float(decode_tokens) + float(prefill_tokens) - knee
+    over = decode_tokens + prefill_tokens - knee
     # max(0.0, over) without the call (the same value: max keeps 0.0 unless over > 0.0)
-    return fixed + slope * (over if over > 0.0 else 0.0) + per_ctx * float(context)
+    return fixed + slope * (over if over > 0.0 else 0.0) + per_ctx * context
