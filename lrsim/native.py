@@ -38,12 +38,13 @@ REPO = PACKAGE.parent
 # (1.10x at 256 concurrent on a 300k-token cache; nothing to gain without one); tokensd.py:
 # token-level SD's rounds per step (SDStream.rounds_for), under SD (k2 = 4: 1.04x single
 # request, 1.07x at 256 concurrent); roofline_time.py: the roofline model's iteration time, which
-# the engine calls compiled (one per chunk; Roofline.forward calls it too). Measured and left
+# the engine calls compiled (one per chunk; Roofline.forward calls it too); devices.py: the
+# devices whose busy time every chunk end adds to. Measured and left
 # out: verifier.py (1.00x) and latency.py (0.98x with its classes kept Python classes, as a
 # Config needs them)
 MODULES = ("lrsim/sim/dispatch.py", "lrsim/sim/engine.py", "lrsim/sim/world.py",
            "lrsim/sim/kvcache.py", "lrsim/sim/tokensd.py", "lrsim/sim/policies/lr_async.py",
-           "lrsim/sim/roofline_time.py")
+           "lrsim/sim/roofline_time.py", "lrsim/sim/devices.py")
 GROUP = "lrsim.sim.hot"           # one shared library: calls between the modules stay native
 # mypy's settings for the build: types are checked in the compiled modules only (those they
 # import are read for their types); SimPy and NumPy are opaque (Any), so code that calls them

@@ -35,6 +35,7 @@ from typing import Any
 import simpy
 from simpy.events import PENDING
 
+from .devices import Device
 from .dispatch import NORMAL, Done, Wake, place, schedule_now, take
 from .kvcache import KVCache, KVSpec, held
 from .latency import Ideal, LatencyModel, Roofline
@@ -203,7 +204,7 @@ class Engine:
             latency.terms if type(latency) is Roofline else None)
         self._sd_roof: tuple[float, float, float, float] | None = (
             sd_draft.terms if type(sd_draft) is Roofline else None)
-        self.devices = devices
+        self.devices: list[Device] = devices
         self.max_seqs = max_seqs          # vLLM max_num_seqs: more jobs queue (FIFO)
         self.sd_k2 = sd_k2                # positions per SD verification pass
         self.sd_draft = sd_draft          # drafter run inside the engine step (None = n-gram, free)
@@ -382,7 +383,8 @@ class Engine:
         self._state = "wait-device"
         if was == "run" and self.peer is not None:
             self._notify_peer()
-        self._reqs = [d.resource.request() for d in self.devices]
+        # (every placed device has its resource: DevicePool)
+        self._reqs = [d.resource.request() for d in self.devices]  # type: ignore[union-attr]
         # = env.all_of(self._reqs) calling _granted: the same event, scheduled when the last
         # request is processed, as a bare Wake (no Condition object, no ConditionValue)
         self._ungranted = len(self._reqs)
