@@ -109,8 +109,9 @@ class World:
                         hit=1.0 if hit is None else hit(req),
                         lengths=None if lengths is None else lengths(req))
 
-    def target_job(self, req, tokens: Any, ctx: Any, prefill: Any = 0, stream=None,
-                   rounds: Any = None, tag=None, new_request: bool = True) -> Job:
+    def target_job(self, req, tokens: Any, ctx: Any, prefill: Any = 0,
+                   stream: SDStream | None = None, rounds: Any = None, tag=None,
+                   new_request: bool = True) -> Job:
         """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions.
         `ctx`: its context (prompt included), `prefill` of which the engine never saw; a new
         engine request (not ar's stream going on) prefills as the prefix cache's blocks leave it."""

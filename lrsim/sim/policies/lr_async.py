@@ -124,7 +124,8 @@ class AsyncLookahead:
         recorded = getattr(wl, "judge_timing", None)
         timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
         # a free verdict (kind "none") has nothing to overlap: both timings decide alike
-        self.eager = timing == "eager" and cfg.verifier.kind != "none"
+        self.free_verdict = cfg.verifier.kind == "none"
+        self.eager = timing == "eager" and not self.free_verdict
         self.root: Node = Node(0)  # the Node at the committed context (start sets it)
         self.accepted_run = 0     # drafts accepted since the last target commit
         self.d_cached = float(req.draft_cached)  # committed tokens (prompt included) the drafter
@@ -250,7 +251,7 @@ class AsyncLookahead:
                 self.world.stats.judged(c.launch_depth, False)
                 self.world.stats.unready += 1
                 self.kill(c)
-        if not ready or self.cfg.verifier.kind == "none":
+        if not ready or self.free_verdict:
             self.decide(root, ready)
             return
         # judged in parallel; eager: started when each draft was, maybe finished already
