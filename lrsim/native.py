@@ -1,6 +1,6 @@
 """The simulator's compiled hot path: the event loop, the engines and their KV caches, token-level
-SD, the world and the lr-async tree, compiled to C by mypyc (the mypy project's compiler for
-type-annotated Python) from the same source files.
+SD, the world, the lr-async tree, the roofline model's iteration time and the devices, compiled
+to C by mypyc (the mypy project's compiler for type-annotated Python) from the same source files.
 
     python -m lrsim.native build [--if-stale]   # compile (`make native`: make test, demo, bench)
     python -m lrsim.native status [--json]      # built? fresh? in use?
