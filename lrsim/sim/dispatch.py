@@ -4,9 +4,9 @@ extend simpy.Environment or simpy.Event, plain Python classes; these need nothin
 
 `drain(env)` is `Environment.run()` without `until`: it processes the same events in the same
 order (time, priority, id) as SimPy's `Environment.step` would, taking the engines' cancellable
-timers (`env._timers`, sorted) before the heap's head whenever they sort first. `place` and
-`drop` schedule and cancel those timers (the Environment's `timer`, `retime` and `cancel`; an
-engine calls `place` for every chunk end).
+timers (`env._timers`, sorted) and the events due at the present instant (`env._nowq`, a FIFO:
+`schedule_now`) before the heap's head whenever they sort first (`next_entry`). `place` and
+`drop` schedule and cancel those timers (an engine calls `place` for every chunk end).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class Wake:
         self.callbacks: Any = callbacks     # a tuple of callables; None once processed
         self._ok = True
         self.gen = gen                      # the engine's chunk generation
-        self.k: Any = k                     # iterations run by the chunk's end (an int, maybe NumPy's)
+        self.k: Any = k                     # iterations run by the chunk's end (an int)
 
 
 class Done:

@@ -678,7 +678,10 @@ class Engine:
         # the running sums in locals (the same float operations in the same order)
         q = self._queue
         eid = self._eid
-        nq = self._nowq if at is None else None   # (a planned prefill's end is in the past)
+        # the now-queue takes entries due at the present only; a planned prefill's end (`at`, in
+        # the past) finishes no job (_plan_decode plans only where none ends with it), so its
+        # heap push is never taken
+        nq = self._nowq if at is None else None
         dec, nsd, ctx_a, ctx_e = self.dec, self.nsd, self.ctx_a, self.ctx_e
         while len(h) and h.top().finish_iter <= it:
             j = h.pop()

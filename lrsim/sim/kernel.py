@@ -5,8 +5,10 @@ Why: an engine's fluid chunk ends at a timer that a batch change often supersede
 submitted at the chunk's first instant, or mid-chunk from another engine). With plain SimPy the
 superseded timer stays queued and fires later to do nothing (in a profiled run: 2.3 of 16.4
 events per simulated lr-async step). Here such timers live in a small side queue (one entry per
-engine at most) and `cancel` removes them; `run` pops the smaller of the side queue's head and
-the heap's head, so every other event is processed exactly when and in the order it was before.
+engine at most) and an engine's `dispatch.place` replaces them; events due at the present
+instant go on a FIFO now-queue (dispatch.schedule_now: sorted as the heap would pop them); `run`
+pops the first of the three queues' heads by SimPy's order (time, priority, id), so every other
+event is processed exactly when and in the order it was before.
 A cancelled timer still takes its event id when scheduled. `Engine` works with a plain
 simpy.Environment too (it then leaves stale timers, as before, and plans no prefill through:
 every chunk end is an event). With this environment an engine plans a prefill iteration
@@ -31,18 +33,6 @@ class Environment(simpy.Environment):
         self._eid = dispatch.EventIds()  # SimPy's id counter, one the compiled modules advance
         self._timers: list = []          # cancellable entries, sorted (few: one per engine)
         self._nowq: list = []            # entries due now, FIFO (dispatch.schedule_now)
-
-    def timer(self, delay: float, event) -> tuple:
-        """Schedule `event` after `delay` so that it can be cancelled (dispatch.place)."""
-        return dispatch.place(self._timers, self._eid, None, self._now + delay, event)
-
-    def retime(self, old, delay: float, event) -> tuple:
-        """= cancel(old) (if not None), then timer(delay, event) (dispatch.place)."""
-        return dispatch.place(self._timers, self._eid, old, self._now + delay, event)
-
-    def cancel(self, entry) -> None:
-        """Drop a timer that has not fired (a fired or unknown one is ignored)."""
-        dispatch.drop(self._timers, entry)
 
     def _side_head(self):
         """The first of the timers' and the now-queue's heads (SimPy's order), or None."""

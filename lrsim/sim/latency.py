@@ -63,10 +63,15 @@ class Roofline(LatencyModel):
     @property
     def terms(self) -> tuple[float, float, float, float]:
         """(overhead_s + base_s, knee_tokens, slope past the knee, per_ctx_token_s): what
-        roofline_time reads (the engine computes them once: Engine.__init__)."""
-        slope = self.per_token_s if self.per_token_s is not None else self.base_s / self.knee_tokens
-        return (float(self.overhead_s + self.base_s), float(self.knee_tokens), float(slope),
-                float(self.per_ctx_token_s))
+        roofline_time reads, computed at the first read and kept (not a field, so not in the
+        model's dataclass fields; frozen, so kept past __setattr__)."""
+        t = self.__dict__.get("_terms")
+        if t is None:
+            slope = self.per_token_s if self.per_token_s is not None else self.base_s / self.knee_tokens
+            t = (float(self.overhead_s + self.base_s), float(self.knee_tokens), float(slope),
+                 float(self.per_ctx_token_s))
+            object.__setattr__(self, "_terms", t)
+        return t
 
     def forward(self, decode_tokens, prefill_tokens, seqs, context):
         return roofline_time(self.terms, decode_tokens, prefill_tokens, context)

@@ -12,7 +12,7 @@ from typing import Any
 import simpy
 
 from .dispatch import timeout
-from .engine import Engine, Job
+from .engine import Job
 from .kvcache import request_prefill
 from .tokensd import SDStats, SDStream
 
@@ -139,10 +139,7 @@ class World:
     def cancel(self, engine: Any, job: Job | None, kind: str) -> None:
         if job is None or job.finished is not None or job.cancelled:
             return
-        if isinstance(engine, Engine):
-            engine.cancel(job)            # (compiled: a direct call)
-        else:
-            engine.cancel(job)
+        engine.cancel(job)
         self.stats.cancelled_jobs[kind] += 1
         # work thrown away: iterations completed before the cancel (at the last batch boundary)
         self.stats.cancelled_tokens[kind] += job.total - job.iters_left

@@ -176,3 +176,36 @@ def test_kernel_environment_is_simpys_event_for_event(monkeypatch, i):
     plain = _everything(list(_kernel_cases())[i])
     assert plain[:-1] == fast[:-1]
     assert fast[-1] < plain[-1] if i in PLANNED else fast[-1] == plain[-1]
+
+
+@pytest.mark.parametrize("i", range(7))
+def test_kernel_environment_run_until_is_its_drain(monkeypatch, i):
+    """kernel.Environment stepped through SimPy's run(until=...) (its step and peek merge the
+    heap, the timers and the now-queue, with SimPy's urgent stop event among them) gives every
+    output of the drained run, in slices that end between and at events."""
+    import math
+
+    from lrsim.sim import kernel, runner
+
+    drained = _everything(list(_kernel_cases())[i])
+    _, w = runner.run(list(_kernel_cases())[i])
+    end = w.env.now                               # the drained run's last event
+
+    class Sliced(kernel.Environment):
+        def run(self, until=None):
+            if until is not None:
+                return super().run(until)
+            n = 0
+            while self.peek() < end:
+                n += 1
+                # slices that end 0.37 s past the next event, every seventh at exactly its time
+                # (there SimPy's urgent stop comes first: the event runs in the next slice)
+                target = self.peek() if n % 7 == 0 else self.peek() + 0.37
+                if target <= self.now:
+                    target = math.nextafter(self.now, math.inf)
+                super().run(until=target)
+            return super().run()                  # the rest (a stopped run's event included)
+
+    monkeypatch.setattr(runner, "Environment", Sliced)
+    sliced = _everything(list(_kernel_cases())[i])
+    assert sliced[:-1] == drained[:-1]          # (the stop events take ids of their own)
