@@ -21,7 +21,7 @@ NORMAL: Final = 1                 # simpy.events.NORMAL: a Timeout's priority
 
 class EventIds:
     """The environment's event-id counter (kernel.Environment's `_eid`, where SimPy keeps an
-    itertools.count: the same ids 0, 1, 2, ... to SimPy's `take(env._eid)`), which the compiled
+    itertools.count: the same ids 0, 1, 2, ... to SimPy's `next(env._eid)`), which the compiled
     modules advance directly (take) instead of through Python's next()."""
 
     def __init__(self) -> None:
@@ -103,7 +103,8 @@ class Done:
             raise RuntimeError(f"{self} has already been triggered")
         self._value = value
         env = self.env
-        schedule_now(getattr(env, "_nowq", None), env._queue, (env._now, NORMAL, take(env._eid), self))
+        schedule_now(getattr(env, "_nowq", None), env._queue,
+                     (env._now, NORMAL, take(env._eid), self))
         return self
 
 
