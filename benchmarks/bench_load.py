@@ -172,10 +172,20 @@ def main() -> None:
     ap.add_argument("--adaptive-afresh", action="store_true",
                     help="replay adaptive records (lr-adaptive) with the simulator's lr-adaptive "
                          "deciding afresh, not with the depth, width and k2 each record's run chose")
+    ap.add_argument("--afresh-as-run", action="store_true",
+                    help="with --adaptive-afresh: decide as the real backend does, one Estimator "
+                         "for a block's requests (acceptance included, its price checked against "
+                         "their commits: a scenario's [policy] adaptive_scope \"run\"), with the "
+                         "run's recorded knobs, starting from the estimates the recorded run held "
+                         "at the block's first decision; off: each "
+                         "request from the neutral prior, learning its acceptance alone")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
         return
+    if a.afresh_as_run and not a.adaptive_afresh:
+        raise SystemExit("error: --afresh-as-run applies with --adaptive-afresh")
     load_replay.DECIDE_AFRESH = a.adaptive_afresh
+    load_replay.AFRESH_AS_RUN = a.afresh_as_run
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
@@ -273,7 +283,8 @@ def main() -> None:
                              # every profile with lr calibrate --batch-factors (absent: without)
                              **({"batch_factors": True} if a.batch_factors else {})},
            # how adaptive records replayed (absent: with their recorded decisions)
-           **({"adaptive_replay": "afresh"} if a.adaptive_afresh else {}),
+           **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
+              if a.adaptive_afresh else {}),
            "machines": hw,
            # the machine boots the corpus predicted ran in: a level whose blocks ran in several
            # compares runs of several machines (a resumed collection; lrsim/calib/equal.py)
@@ -427,6 +438,11 @@ def render(out: dict) -> str:
                 "decode pass)." if cal.get("batch_factors") else "")
              + (" Adaptive records replayed deciding afresh (the simulator's lr-adaptive), not "
                 "with their recorded decisions." if out.get("adaptive_replay") == "afresh" else "")
+             + (" Adaptive records replayed deciding afresh as the real backend decides (the "
+                "simulator's lr-adaptive with one Estimator for a block's requests, its price "
+                "checked against their commits), from the estimates the recorded run held at the "
+                "block's first decision, not with their recorded decisions."
+                if out.get("adaptive_replay") == "afresh-as-run" else "")
              + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"

@@ -13,7 +13,7 @@ import numpy as np
 
 from lrsim.calib.calibrate import calibrate, read_records
 from lrsim.calib.profile import Profile, validate_doc
-from lrsim.calib.replay import ReplayWorkload, _knobs, probe_scaled
+from lrsim.calib.replay import ReplayWorkload, _knobs, as_the_run, probe_scaled
 
 CALIB_LEVELS = (1, 2)
 CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")   # the replay's calibration
@@ -53,6 +53,10 @@ REPLAY_SEEDS = 4
 # adaptive records replay their recorded decisions (TraceWorkload.recorded_decisions); bench_load's
 # --adaptive-afresh sets this to let the simulator's lr-adaptive decide afresh instead
 DECIDE_AFRESH = False
+# with DECIDE_AFRESH: decide as the real backend does (Config.adaptive_scope "run", from the
+# estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
+# bench_load's --afresh-as-run
+AFRESH_AS_RUN = False
 
 
 def predict_block(prof: Profile, block: list[dict], speed: dict | None = None, carry: bool = False) -> float:
@@ -91,9 +95,14 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
                         contention=carry and speed is not None)
     worlds = []
     for seed in range(1 if first["mode"] == "ar" else REPLAY_SEEDS):
+        as_run = DECIDE_AFRESH and AFRESH_AS_RUN
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
-                            arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH)
-        worlds.append(run(prof.to_config(first["mode"], workload=wl, **_knobs(first, prof)))[1])
+                            arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH,
+                            carried_prior=as_run)
+        cfg = prof.to_config(first["mode"], workload=wl, **_knobs(first, prof))
+        if as_run:
+            as_the_run(cfg, wl)
+        worlds.append(run(cfg)[1])
     over = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
         first["mode"], prof.doc["overheads"].get("per_request_s", 0.0))
     return worlds, over

@@ -219,6 +219,7 @@ def replay_cmd(
     save_profile: Optional[Path] = typer.Option(None, "--save-profile", help="With --holdout or --calibrate-on: write the profile fitted on the calibration part."),
     per_record: bool = typer.Option(False, "--per-record", help="Also print one row per trace record."),
     adaptive_afresh: bool = typer.Option(False, "--adaptive-afresh", help="Adaptive records: let the simulator's lr-adaptive decide afresh, not replay the decisions each record's run made."),
+    afresh_as_run: bool = typer.Option(False, "--afresh-as-run", help="With --adaptive-afresh: decide as the real backend does (one Estimator for the run, its price checked against the commits), from the estimates each record's run held at its first decision; off: from the neutral prior."),
     as_json: bool = JSON,
 ):
     """Simulate the traces' own workload and compare with what was measured (MAPE, Pearson r)."""
@@ -228,13 +229,15 @@ def replay_cmd(
 
     if probe not in ("before", "both", "none"):
         raise UserError(f"--probe {probe!r}: use before, both or none")
+    if afresh_as_run and not adaptive_afresh:
+        raise UserError("--afresh-as-run applies with --adaptive-afresh")
     traces = _traces(traces)
     if save_profile is not None:
         check_output(save_profile, "--save-profile", inputs=[*traces, profile])
     prof = load_profile(profile) if profile is not None else None
     out, prof = replay_files([str(t) for t in traces], prof, holdout, seed,
                              calibrate_on=_labels("--calibrate-on", calibrate_on), probe=probe,
-                             recorded_decisions=not adaptive_afresh)
+                             recorded_decisions=not adaptive_afresh, afresh_as_run=afresh_as_run)
     if save_profile is not None:
         _save_profile(prof, save_profile, "--save-profile")
     if as_json:

@@ -51,6 +51,15 @@ class ReplayWorkload(TraceWorkload):
         return reqs
 
 
+def as_the_run(cfg, wl: TraceWorkload) -> None:
+    """Decide afresh as the recorded run's real backend did: one Estimator for the run
+    (Config.adaptive_scope "run": acceptance shared, its price checked against the commits), the
+    run's knobs (TraceWorkload.adaptive_config); the workload (carried_prior) gives the
+    estimates it starts from."""
+    cfg.adaptive_scope = "run"
+    cfg.adaptive = wl.adaptive_config() or cfg.adaptive
+
+
 def _knobs(rec: dict, prof: Profile) -> dict:
     flags = (rec.get("run") or {}).get("flags") or {}
     mode = rec["mode"]
@@ -85,17 +94,22 @@ def probe_scaled(prof: Profile, rec: dict, which: str = "before", contention: bo
 
 
 def predict_record(prof: Profile, rec: dict, seed: int = 0, probe: str = "before",
-                   recorded_decisions: bool = True) -> dict:
+                   recorded_decisions: bool = True, afresh_as_run: bool = False) -> dict:
     """Simulated latency of one trace record (seconds) and what the simulator saw; an adaptive
     record with the decisions its run made (`recorded_decisions`, TraceWorkload), else decided
-    afresh by the simulator's lr-adaptive."""
+    afresh by the simulator's lr-adaptive (`afresh_as_run`: as the real backend decides, one
+    Estimator for the run, Config.adaptive_scope "run", from the estimates the recorded run held
+    at the record's first decision, TraceWorkload.carried_prior)."""
     mode = rec["mode"]
     if mode not in MODE_POLICY:
         raise UserError(f"trace record {rec.get('problem_id')}: unknown mode {mode!r}")
     prof = probe_scaled(prof, rec, probe)
+    as_run = afresh_as_run and not recorded_decisions
     wl = ReplayWorkload([rec], source=str(rec.get("problem_id")), seed=seed,
-                        recorded_decisions=recorded_decisions)
+                        recorded_decisions=recorded_decisions, carried_prior=as_run)
     cfg = prof.to_config(mode, workload=wl, **_knobs(rec, prof))
+    if as_run:
+        as_the_run(cfg, wl)
     summary, _ = run(cfg)
     extra = prof.doc["overheads"].get("per_request_s_by_mode", {}).get(
         mode, prof.doc["overheads"].get("per_request_s", 0.0))
@@ -159,7 +173,8 @@ def compare(rows: list[dict], group: str = "mode") -> dict:
 
 
 def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both",
-           baseline: list[dict] | None = None, recorded_decisions: bool = True) -> dict:
+           baseline: list[dict] | None = None, recorded_decisions: bool = True,
+           afresh_as_run: bool = False) -> dict:
     """Predict every record; `baseline`: AR records predicted too but only used as the speedup
     reference (when AR was in the calibration set and is not being validated)."""
     from .physical import config_label
@@ -171,7 +186,7 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
         if rec.get("mode") == ACCEPT_MODE:  # a measurement of alpha1, not a schedule to simulate
             not_replayed += 1
             continue
-        p = predict_record(prof, rec, seed, probe, recorded_decisions)
+        p = predict_record(prof, rec, seed, probe, recorded_decisions, afresh_as_run)
         replayed.append(rec)
         rows.append({"mode": rec["mode"], "config": config_label(rec),
                      "key": (rec["problem_id"], rec["sample"]),
@@ -194,7 +209,7 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
     base_rows = []
     for rec in baseline or []:
         if rec.get("steps") and rec.get("wall_time_s") and config_label(rec) == "ar":
-            p = predict_record(prof, rec, seed, probe, recorded_decisions)
+            p = predict_record(prof, rec, seed, probe, recorded_decisions, afresh_as_run)
             base_rows.append({"mode": "ar", "config": "ar", "key": (rec["problem_id"], rec["sample"]),
                               "tokens": rec["output_tokens"], "measured_s": float(rec["wall_time_s"]),
                               "predicted_s": p["latency_s"]})
@@ -211,7 +226,8 @@ def replay(prof: Profile, records: list[dict], seed: int = 0, probe: str = "both
 
 def replay_files(paths, profile: Profile | None = None, holdout: float | None = None,
                  seed: int = 0, name: str | None = None, calibrate_on: set | None = None,
-                 probe: str = "both", recorded_decisions: bool = True) -> tuple[dict, Profile]:
+                 probe: str = "both", recorded_decisions: bool = True,
+                 afresh_as_run: bool = False) -> tuple[dict, Profile]:
     """`lr replay`: with `holdout`, calibrate on the other problems (unless a profile is given,
     which must not have seen the held-out ones) and replay the held-out problems only. With
     `calibrate_on` (configuration labels), calibrate on those configurations and predict every
@@ -237,7 +253,7 @@ def replay_files(paths, profile: Profile | None = None, holdout: float | None = 
         profile = Profile(validate_doc(calibrate(paths, configs=set(calibrate_on), name=name)))
         out = replay(profile, rest, seed, probe,
                      baseline=[r for r in records if config_label(r) == "ar"],
-                     recorded_decisions=recorded_decisions)
+                     recorded_decisions=recorded_decisions, afresh_as_run=afresh_as_run)
         out["holdout"] = {"calibrated_on": sorted(calibrate_on),
                           "predicted": sorted({config_label(r) for r in rest})}
         out["profile"] = "(in memory)"
@@ -257,7 +273,8 @@ def replay_files(paths, profile: Profile | None = None, holdout: float | None = 
     elif profile is None:
         raise UserError("lr replay: give --profile PATH, or --holdout FRACTION to calibrate on the "
                         "other problems")
-    out = replay(profile, records, seed, probe, recorded_decisions=recorded_decisions)
+    out = replay(profile, records, seed, probe, recorded_decisions=recorded_decisions,
+                 afresh_as_run=afresh_as_run)
     out["holdout"] = None if held is None else {"fraction": holdout, "seed": seed,
                                                "validated_problems": sorted(held),
                                                "calibration_problems": profile.doc["source"].get("problems")}

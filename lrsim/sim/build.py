@@ -45,6 +45,8 @@ class Options:
     kv_cache_tokens: int | None = None   # the target engine's KV cache in tokens (None: the
     #                                      scenario's or preset's, unlimited if it has none)
     stream: bool | None = None     # streaming summaries (Config.stream; None = automatic)
+    adaptive_scope: str | None = None   # lr-adaptive's Estimator per request or run
+    #                                     (Config.adaptive_scope; None: the scenario's)
 
 
 def _check(o: Options) -> None:
@@ -112,6 +114,7 @@ def build(o: Options) -> Config:
             k2=o.k2 or 1, alpha2=o.alpha2 or 0.0, c2=o.c2 or 0.0, steps=o.steps or 2000,
             requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate))
         cfg.stream = o.stream
+        cfg.adaptive_scope = o.adaptive_scope or cfg.adaptive_scope
         return o.whatif.apply_config(cfg) if o.whatif is not None else cfg
     if o.preset is not None:
         cfg = _preset_config(o, k1, depth)
@@ -153,6 +156,7 @@ def build(o: Options) -> Config:
     if o.kv_cache_tokens is not None:
         cfg.target = replace(cfg.target, kv=KVSpec(o.kv_cache_tokens // BLOCK_TOKENS * BLOCK_TOKENS))
     cfg.stream = o.stream
+    cfg.adaptive_scope = o.adaptive_scope or cfg.adaptive_scope
     return _check_tree(cfg.validate())
 
 

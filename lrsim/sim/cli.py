@@ -30,6 +30,11 @@ class Policy(str, Enum):
     lr_adaptive = "lr-adaptive"
 
 
+class AdaptiveScope(str, Enum):
+    request = "request"
+    run = "run"
+
+
 # The options both commands share that default to None; each one's flag is its name, dashed.
 _HELP = {
     "alpha1": "Step acceptance probability.",
@@ -98,6 +103,7 @@ def simulate(
     accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
     device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
     stream: bool = typer.Option(None, "--stream/--no-stream", help="Streaming summaries: each finished request folded into fixed-size accumulators and dropped (bounded memory; percentiles from a DDSketch, within 0.5%; work cap 400M positions). Default: automatic above 10,000 requests."),
+    adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
     from .build import Options, build
@@ -110,7 +116,8 @@ def simulate(
                         budget=budget, requests=requests, rate=rate, steps=steps, seed=seed,
                         scenario=scenario, equal_resources=equal_resources, preset=preset,
                         whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
-                        kv_cache_tokens=kv_cache_tokens, stream=stream))
+                        kv_cache_tokens=kv_cache_tokens, stream=stream,
+                        adaptive_scope=adaptive_scope.value if adaptive_scope else None))
     out = run_sim(cfg)
     if as_json:
         print(jsonout.dumps(out))

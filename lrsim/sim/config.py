@@ -20,6 +20,7 @@ from .workload import Synthetic
 IDEAL_STEP_TOKENS = 32        # equal steps under --ideal; long enough for k2 <= 32 SD rounds
 POLICIES = ("ar", "sd", "lr-sync", "lr-async", "lr-stage", "lr-adaptive")
 JUDGE_TIMINGS = ("eager", "deferred")
+ADAPTIVE_SCOPES = ("request", "run")
 
 
 @dataclass
@@ -62,6 +63,12 @@ class Config:
     # bounded by this config: depths 0..depth, widths 1..width, k2 1, k2 or 3, 5 below it
     # (policies/lr_adaptive.py)
     adaptive: object | None = None
+    # lr-adaptive: what one Estimator serves. "request": one per request, sharing the run's step
+    # costs (a request follows its own acceptance and its phase changes: the paper presets' long
+    # requests); "run": one for every request, acceptance included, its price checked against the
+    # commits (Estimator.observe_paid), as the real backend's (lrreal/scheduler/lr_adaptive.py:
+    # its ~5-step answers are too short to learn alone)
+    adaptive_scope: str = "request"
     name: str = "flags"
     source: str = ""               # the scenario file this came from (named in errors)
     # role ("target", "draft", "judge", "sd_draft", "verifier") -> device kind its latency was
@@ -85,6 +92,9 @@ class Config:
         if self.judge_timing not in JUDGE_TIMINGS:
             raise UserError(f"judge_timing must be one of {', '.join(JUDGE_TIMINGS)}, "
                             f"got {self.judge_timing!r}")
+        if self.adaptive_scope not in ADAPTIVE_SCOPES:
+            raise UserError(f"adaptive_scope must be one of {', '.join(ADAPTIVE_SCOPES)}, "
+                            f"got {self.adaptive_scope!r}")
         if self.policy == "sd" and self.k2 < 2:
             raise UserError("--k2 must be >= 2 for --policy sd (k2 = drafted tokens + 1)")
         where = self.source or "scenario"

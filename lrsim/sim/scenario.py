@@ -14,7 +14,9 @@
     [workload]              kind = "synthetic" (Synthetic's fields) | "trace" (path = "...jsonl",
                             arrivals = true: the records' own load.arrival_s, else all at t = 0)
     [policy]                name = "lr-async", depth = 4, width = 1, k1 = 2,
-                            judge_timing = "eager" | "deferred" (lr-async; default eager)
+                            judge_timing = "eager" | "deferred" (lr-async; default eager),
+                            adaptive_scope = "request" | "run" (lr-adaptive: an Estimator per
+                            request, or one for the run as the real backend's; default request)
 
 latency tables:
     {kind = "roofline", params_b = 32.8, bytes_per_param = 2, tp = 2, kv_bytes_per_token = ...,
@@ -54,7 +56,7 @@ from lrcore.errors import UserError
 from lrcore.limits import MAX_STEPS_PER_REQUEST
 
 from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_WORKLOAD   # the flags' caps hold in files too
-from .config import JUDGE_TIMINGS, POLICIES, Config, Placement
+from .config import ADAPTIVE_SCOPES, JUDGE_TIMINGS, POLICIES, Config, Placement
 from .kvcache import BLOCK_TOKENS, MAX_BLOCK_TOKENS, KVSpec
 from .latency import H100_BF16_FLOPS, H100_HBM_BYTES_PER_S, Ideal, Roofline, Tabulated, load_measurements
 from .verifier import KINDS as VERIFIER_KINDS, VerifierCost
@@ -404,7 +406,8 @@ def load(name: str, seed: int = 0) -> Config:
                  sd_draft=sd_draft, k2=k2, workload=_workload(doc.sub("workload"), seed),
                  name=doc.get("name", str, path.stem), source=str(path), measured_on=measured_on)
     if pol is not None:
-        pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "judge_timing", "note"})
+        pol.check_keys({"name", "k1", "depth", "width", "k2", "equal_resources", "judge_timing",
+                       "adaptive_scope", "note"})
         cfg.policy = pol.get("name", str, cfg.policy)
         if cfg.policy not in POLICIES:
             raise pol.err("name", f"must be one of {', '.join(POLICIES)}, got {cfg.policy!r}")
@@ -417,6 +420,10 @@ def load(name: str, seed: int = 0) -> Config:
         if cfg.judge_timing not in JUDGE_TIMINGS:
             raise pol.err("judge_timing", f"must be one of {', '.join(JUDGE_TIMINGS)}, "
                                           f"got {cfg.judge_timing!r}")
+        cfg.adaptive_scope = pol.get("adaptive_scope", str, cfg.adaptive_scope)
+        if cfg.adaptive_scope not in ADAPTIVE_SCOPES:
+            raise pol.err("adaptive_scope", f"must be one of {', '.join(ADAPTIVE_SCOPES)}, "
+                                            f"got {cfg.adaptive_scope!r}")
         if cfg.policy.startswith("lr") and draft is None:
             raise models.err("draft", f"missing table (policy.name {cfg.policy!r} needs a draft model)")
     return cfg

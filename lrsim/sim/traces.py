@@ -249,7 +249,12 @@ class TraceWorkload:
     # chose at each root (its `adaptive.decisions`), as its verdicts and step lengths replay what
     # happened; off, the simulator's lr-adaptive decides afresh within the recorded bounds
     recorded_decisions: bool = True
+    # deciding afresh: start the simulator's lr-adaptive from what the recorded run's Estimator
+    # held at the first decision of the records (adaptive_prior), as the real backend carries
+    # its estimates from problem to problem; off, from the neutral prior
+    carried_prior: bool = False
     _pooled: dict = field(default_factory=dict, repr=False)
+    _carried: dict = field(default_factory=dict, repr=False)    # _first_adaptive, once
 
     @classmethod
     def from_file(cls, path: str | Path, mode: str | None = None, seed: int = 0,
@@ -331,6 +336,64 @@ class TraceWorkload:
             return None
         i = bisect_right(ch[0], position) - 1
         return ch[1][i] if i >= 0 else None
+
+    def adaptive_prior(self):
+        """With `carried_prior` (and deciding afresh): the estimates (lrcore.adaptive.Estimates)
+        the recorded run's Estimator held at its first decision for these records, that of the
+        record admitted first (load.admitted_s; file order where there is none): the real
+        backend shares one Estimator across the problems of a run, so a block's first decision
+        starts from what the problems before it taught the run. A run's first problem
+        (`adaptive.learned_from` 0) carries the run's prior as recorded (`adaptive.prior`: the
+        neutral one rescaled at its first timed step, as the real run did; the simulator does not
+        rescale). None: the neutral prior."""
+        first = self._first_adaptive()
+        if first is None:
+            return None
+        rec, decision = first
+        a = rec["adaptive"]
+        if a.get("learned_from") == 0 and isinstance(a.get("prior"), dict):
+            from lrcore.adaptive import Estimates
+            try:
+                return Estimates.from_dict(a["prior"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise UserError(f"trace record {rec.get('problem_id')}: adaptive.prior cannot be "
+                                f"read ({type(e).__name__}: {e})") from None
+        return decision.estimates
+
+    def adaptive_config(self):
+        """With `carried_prior`: the knobs of the recorded run's decision rule
+        (lrcore.adaptive.AdaptiveConfig from the first record's `adaptive.config`; a knob it does
+        not name keeps today's default), so that a replay deciding afresh weighs as the run did.
+        None: the simulator's own (policies/lr_adaptive.adaptive_config)."""
+        first = self._first_adaptive()
+        conf = (first[0]["adaptive"].get("config") if first is not None else None)
+        if not isinstance(conf, dict):
+            return None
+        from dataclasses import fields
+
+        from lrcore.adaptive import AdaptiveConfig
+        known = {f.name for f in fields(AdaptiveConfig)}
+        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in conf.items() if k in known}
+        try:
+            return AdaptiveConfig(**kw)
+        except (TypeError, ValueError) as e:
+            raise UserError(f"trace record {first[0].get('problem_id')}: adaptive.config cannot "
+                            f"be read ({type(e).__name__}: {e})") from None
+
+    def _first_adaptive(self):
+        """(record, its first Decision) of the adaptive record admitted first, with
+        `carried_prior` while deciding afresh; None otherwise or without adaptive records."""
+        if self.recorded_decisions or not self.carried_prior:
+            return None
+        if "first" not in self._carried:
+            firsts = []
+            for i, r in enumerate(self.records):
+                ch = _choices(r)
+                if ch:
+                    firsts.append((float((r.get("load") or {}).get("admitted_s") or 0.0), i,
+                                   (r, ch[1][0])))
+            self._carried["first"] = min(firsts, key=lambda t: t[:2])[2] if firsts else None
+        return self._carried["first"]
 
     def can_draft(self, req, position: int) -> bool:
         b = getattr(req, "boundary", None)

@@ -23,7 +23,10 @@ One Estimator and Controller per request, starting from the neutral prior (`neut
 nothing about this workload), so a request follows its own phase changes; its Estimator shares the
 run's step costs, verdict time, launch, load and step length (Estimator.share_costs: what the
 engines cost is learned from every request on them, as the real backend's one Estimator per
-engine pair). The decision logic is lrcore.adaptive's, imported, not copied.
+engine pair). With Config.adaptive_scope "run" the requests share one Estimator, acceptance
+included, and its price is checked against their commits (observe_paid), as the real backend
+does; a trace workload may carry the recorded run's estimates as the prior
+(TraceWorkload.adaptive_prior). The decision logic is lrcore.adaptive's, imported, not copied.
 
 A replayed adaptive record (a trace workload with `recorded_choice`) makes the choices its run
 made instead: each root takes the record's last decision at or before its position, so the
@@ -102,10 +105,16 @@ class AdaptiveLookahead(AsyncLookahead):
     def __init__(self, world, req, rec):
         super().__init__(world, req, rec)
         self.acfg = adaptive_config(world.cfg)
-        prior = neutral_prior(self.acfg)
+        carried = getattr(world.workload, "adaptive_prior", None)
+        prior = (carried() if carried is not None else None) or neutral_prior(self.acfg)
         if world.adaptive_costs is None:
             world.adaptive_costs = Estimator(self.acfg, prior=prior)
-        self.est = Estimator(self.acfg, prior=prior).share_costs(world.adaptive_costs)
+        # scope "run": the real backend's one Estimator for every request (Config.adaptive_scope)
+        self.run_scope = world.cfg.adaptive_scope == "run"
+        self.est = (world.adaptive_costs if self.run_scope else
+                    Estimator(self.acfg, prior=prior).share_costs(world.adaptive_costs))
+        self.paying: tuple | None = None   # run scope: (speculating, priced tok/s, steady) in force
+        self.paid_mark = (self.env.now, 0.0)   # (time, committed tokens) at the last decision
         self.ctl = Controller(self.acfg)
         self.streams = {self.stream.k2: self.stream} if self.stream is not None else {}
         self.on_stream = False    # the last target step was a depth-0 root's (one request writes on)
@@ -121,11 +130,33 @@ class AdaptiveLookahead(AsyncLookahead):
         self.est.observe_load(self.world.in_flight())
         # a replayed adaptive record: the choice its run made here (TraceWorkload.recorded_choice)
         d = self.recorded(self.req, position) if self.recorded is not None else None
+        check = self.run_scope and d is None     # the price of the policy's own choices
+        if check:
+            self.observe_paid()
         if d is None:
             d = self.ctl.decide(self.est.snapshot())
         self.max_depth, self.width = d.depth, d.width
         self.stream = self.sd_stream(d.k2)
         self.world.decisions.add(self.req.rid, position, d)
+        if check:                 # what the closed forms priced it at, before the run's correction
+            spec = d.depth > 0
+            priced = d.expected_tps / d.estimates.spec_factor if spec else d.expected_tps
+            steady = (self.paying is not None and self.paying[0] == spec
+                      and not d.reason.startswith("explore"))
+            self.paying = (spec, priced, steady)
+
+    def observe_paid(self):
+        """The tokens committed since the request's last decision and the seconds they took,
+        against the price of the choice in force then (Estimator.observe_paid), in a steady
+        stretch of one kind only, as the real backend's _observe_paid: a decision shapes only new
+        work, so the first interval after a change of kind (or an exploration) was written by
+        what the previous kind launched; the request's first interval (its prompt's prefill)
+        is never steady, and its last ends with no decision."""
+        now, tokens = self.env.now, self.rec.tokens
+        if self.paying is not None and self.paying[2] and tokens > self.paid_mark[1]:
+            (spec, priced, _), (t0, c0) = self.paying, self.paid_mark
+            self.est.observe_paid(spec, tokens - c0, max(0.0, now - t0), priced)
+        self.paid_mark = (now, tokens)
 
     # -- observations ----------------------------------------------------------------------------
 
