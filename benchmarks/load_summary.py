@@ -144,6 +144,9 @@ PREDICTIONS = (
     ("load_adaptive_f26m2_3_heldout", "traces/load-adaptive-f26m2-3",
      "its first sitting's profile, same host, a third sitting eight hours later",
      "bench_load.py --load traces/load-adaptive-f26m2-3 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f26m2 ..."),
+    ("load_adaptive_f6m167_f26m2_3", "traces/load-adaptive-f6m167",
+     "the family 26 EPYC's third sitting: another vendor, an Intel Xeon family 6 model 167",
+     "bench_load.py --load traces/load-adaptive-f6m167 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f26m2-3 ..."),
 )
 TARGET = 0.10     # the target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator
