@@ -114,7 +114,7 @@ def build(o: Options) -> Config:
             k2=o.k2 or 1, alpha2=o.alpha2 or 0.0, c2=o.c2 or 0.0, steps=o.steps or 2000,
             requests=o.requests or 1, seed=o.seed, budget=o.budget or math.inf, rate=o.rate))
         cfg.stream = o.stream
-        cfg.adaptive_scope = o.adaptive_scope or cfg.adaptive_scope
+        _scope(o, cfg)
         return o.whatif.apply_config(cfg) if o.whatif is not None else cfg
     if o.preset is not None:
         cfg = _preset_config(o, k1, depth)
@@ -156,8 +156,17 @@ def build(o: Options) -> Config:
     if o.kv_cache_tokens is not None:
         cfg.target = replace(cfg.target, kv=KVSpec(o.kv_cache_tokens // BLOCK_TOKENS * BLOCK_TOKENS))
     cfg.stream = o.stream
-    cfg.adaptive_scope = o.adaptive_scope or cfg.adaptive_scope
+    _scope(o, cfg)
     return _check_tree(cfg.validate())
+
+
+def _scope(o: Options, cfg: Config) -> None:
+    """--adaptive-scope onto the Config: only lr-adaptive has an Estimator to scope."""
+    if o.adaptive_scope is None:
+        return
+    if cfg.policy != "lr-adaptive":
+        raise UserError(f"--adaptive-scope applies to --policy lr-adaptive, not {cfg.policy}")
+    cfg.adaptive_scope = o.adaptive_scope
 
 
 def _preset_config(o: Options, k1, depth) -> Config:

@@ -103,7 +103,7 @@ def simulate(
     accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
     device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
     stream: bool = typer.Option(None, "--stream/--no-stream", help="Streaming summaries: each finished request folded into fixed-size accumulators and dropped (bounded memory; percentiles from a DDSketch, within 0.5%; work cap 400M positions). Default: automatic above 10,000 requests."),
-    adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
+    adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="--policy lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
     from .build import Options, build

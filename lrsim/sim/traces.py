@@ -340,12 +340,12 @@ class TraceWorkload:
     def adaptive_prior(self):
         """With `carried_prior` (and deciding afresh): the estimates (lrcore.adaptive.Estimates)
         the recorded run's Estimator held at its first decision for these records, that of the
-        record admitted first (load.admitted_s; file order where there is none): the real
-        backend shares one Estimator across the problems of a run, so a block's first decision
-        starts from what the problems before it taught the run. A run's first problem
+        record admitted first (load.admitted_s, 0 for a record without one; then file order):
+        the real backend shares one Estimator across the problems of a run, so a block's first
+        decision starts from what the problems before it taught the run. A run's first problem
         (`adaptive.learned_from` 0) carries the run's prior as recorded (`adaptive.prior`: the
-        neutral one rescaled at its first timed step, as the real run did; the simulator does not
-        rescale). None: the neutral prior."""
+        neutral one rescaled at its first timed step, as the real run did, the simulator not
+        rescaling; or the estimates `--adaptive-prior` carried in). None: the neutral prior."""
         first = self._first_adaptive()
         if first is None:
             return None

@@ -41,8 +41,11 @@ ADAPTIVE = {"lr-adaptive": ("lr-adaptive", {"depth": 4}),
 
 
 
-def config(policy, knobs, seed, requests=1, steps=None, phase=False, preset=PRESET, ramp=None):
+def config(policy, knobs, seed, requests=1, steps=None, phase=False, preset=PRESET, ramp=None,
+           scope=None):
     cfg = presets.get(preset).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
+    if scope is not None:               # Config.adaptive_scope ("run": the real backend's)
+        cfg.adaptive_scope = scope
     if phase:
         cfg.workload = replace(cfg.workload, alpha1=0.7, phase_alpha1=0.3, phase_at=0.5)
     if ramp is not None:                # (rate, rate_end): a load ramp (Synthetic.rate_end)
@@ -76,6 +79,8 @@ CASES = {   # golden summaries: simulate() (the policy and AR), seed 11
     "adaptive-preset": (ADAPTIVE["lr+sd-adaptive"], dict(requests=1)),
     "adaptive-phase": (ADAPTIVE["lr-adaptive"], dict(requests=1, steps=120, phase=True)),
     "adaptive-load": (ADAPTIVE["lr-adaptive"], dict(requests=16, steps=20)),
+    # one Estimator for the run, its price checked against the commits (the real backend's)
+    "adaptive-load-run": (ADAPTIVE["lr+sd-adaptive"], dict(requests=16, steps=20, scope="run")),
     "adaptive-ramp": (ADAPTIVE["lr+sd-adaptive"], dict(requests=RAMP_REQUESTS, steps=RAMP_STEPS,
                                                        ramp=RAMP)),
 }

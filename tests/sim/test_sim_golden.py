@@ -44,8 +44,8 @@ def same(got, want, rel: float = 1e-7) -> bool:
     digits turns into a last-digit flip when a value sits on a rounding boundary (0.0107673776 /
     ...777 on two machines for one estimate), and a long chain of decayed means and fits carries
     such a difference on: on an Intel Xeon family 6 model 167 the adaptive ramp's logged
-    estimates differed from the AMD EPYC's by up to 2e-8 relative (launch_s 0.0154045537 /
-    ...4554, the same decisions); a regression moves far more than 1e-7. A value whose exact
+    estimates differed from the AMD EPYC's by up to 2e-8 relative (launch_s 0.0154045537 there,
+    0.015404554 here; the same decisions); a regression moves far more than 1e-7. A value whose exact
     value is 0 comes out as rounding noise of its own size, different on each machine (a fitted
     slope through costs that do not grow: 3e-18 on one CPU, 1e-17 on another), so values within
     ABS_NOISE of each other are equal too: the summaries' quantities (seconds, tokens, rates)
