@@ -1,6 +1,6 @@
 """lr-adaptive's Estimator per request (the simulator's default) against one for the run, as the
 real backend keeps it (Config.adaptive_scope "run": acceptance shared, the price checked against
-the commits), past the static optimum's break-even: issue 14's target (d).
+the commits), past the static optimum's break-even: docs/adaptive.md's target (d).
 
     .venv/bin/python benchmarks/adaptive_scope.py            # ~3 CPU-minutes
 
@@ -48,33 +48,33 @@ def one(policy, knobs, seed, requests, steps, ramp=None, scope=None):
     return float(np.mean([r.latency for r in world.records])), s["tokens_per_s"]
 
 
+def compare(value) -> dict:
+    """The best static configuration of bench_adaptive.py's grid (AR: 1) and each adaptive
+    policy in both scopes, by `value(policy, knobs, scope)`, a speedup over AR."""
+    static = {B.label(p, k): value(p, k, None) for p, k in B.STATIC if p != "ar"}
+    static["ar"] = 1.0
+    best = max(static, key=static.get)
+    mine = {f"{n} {sc}": value(p, k, sc) for n, (p, k) in ADAPTIVE.items() for sc in SCOPES}
+    return {"best_static": {"label": best, "speedup": static[best]}, "adaptive": mine}
+
+
 def ramp_case(requests, steps, rates, seeds) -> dict:
     ar = [one("ar", {}, s, requests, steps, rates)[0] for s in seeds]
 
-    def speed(policy, knobs, scope=None):
+    def speed(policy, knobs, scope):
         return float(np.mean([a / one(policy, knobs, s, requests, steps, rates, scope)[0]
                               for a, s in zip(ar, seeds)]))
-    static = {B.label(p, k): speed(p, k) for p, k in B.STATIC if p != "ar"}
-    static["ar"] = 1.0
-    best = max(static, key=static.get)
-    mine = {f"{n} {sc}": speed(p, k, sc) for n, (p, k) in ADAPTIVE.items() for sc in SCOPES}
     return {"requests": requests, "steps": steps, "rate": rates[0], "rate_end": rates[1],
-            "seeds": len(seeds), "best_static": {"label": best, "speedup": static[best]},
-            "adaptive": mine}
+            "seeds": len(seeds), **compare(speed)}
 
 
 def fixed_case(requests, seeds) -> dict:
     ar = float(np.mean([one("ar", {}, s, requests, B.LOAD_STEPS)[1] for s in seeds]))
 
-    def ratio(policy, knobs, scope=None):
+    def ratio(policy, knobs, scope):
         return float(np.mean([one(policy, knobs, s, requests, B.LOAD_STEPS, None, scope)[1]
                               for s in seeds])) / ar
-    static = {B.label(p, k): ratio(p, k) for p, k in B.STATIC if p != "ar"}
-    static["ar"] = 1.0
-    best = max(static, key=static.get)
-    mine = {f"{n} {sc}": ratio(p, k, sc) for n, (p, k) in ADAPTIVE.items() for sc in SCOPES}
-    return {"requests": requests, "steps": B.LOAD_STEPS, "seeds": len(seeds),
-            "best_static": {"label": best, "speedup": static[best]}, "adaptive": mine}
+    return {"requests": requests, "steps": B.LOAD_STEPS, "seeds": len(seeds), **compare(ratio)}
 
 
 def render(d: dict) -> str:
