@@ -46,6 +46,7 @@ CORPORA = (
     ("f26m2u", "traces/load-adaptive-f26m2-unit", "AMD EPYC family 26 model 2, again (one cost unit)"),
     ("f26m2_3", "traces/load-adaptive-f26m2-3", "AMD EPYC family 26 model 2, a third time (the prior in the Estimator's unit)"),
     ("f6m167", "traces/load-adaptive-f6m167", "Intel Xeon family 6 model 167"),
+    ("f6m207", "traces/load-adaptive-f6m207", "Intel Xeon family 6 model 207"),
 )
 ADAPTIVE, STATIC = "lr-adaptive-d2", "lr-d2"
 TARGET = 0.10                     # bench_load.py's: a replayed speedup within 10% of the measured

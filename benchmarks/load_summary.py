@@ -147,6 +147,14 @@ PREDICTIONS = (
     ("load_adaptive_f6m167_f26m2_3", "traces/load-adaptive-f6m167",
      "the family 26 EPYC's third sitting: another vendor, an Intel Xeon family 6 model 167",
      "bench_load.py --load traces/load-adaptive-f6m167 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f26m2-3 ..."),
+    ("load_adaptive_f6m207", "traces/load-adaptive-f6m207", "its own levels 1-2, an Intel Xeon family 6 model 207",
+     "bench_load.py --load traces/load-adaptive-f6m207 --configs ar,lr-d2 ..."),
+    ("load_adaptive_f6m207_f6m167", "traces/load-adaptive-f6m207",
+     "the Intel Xeon family 6 model 167's corpus: another Intel generation",
+     "bench_load.py --load traces/load-adaptive-f6m207 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f6m167 ..."),
+    ("load_adaptive_f6m207_f26m2_3", "traces/load-adaptive-f6m207",
+     "the family 26 EPYC's third sitting: another vendor, the Intel Xeon family 6 model 207",
+     "bench_load.py --load traces/load-adaptive-f6m207 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f26m2-3 ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

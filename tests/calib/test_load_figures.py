@@ -1150,6 +1150,8 @@ def test_the_other_vendor_claims():
     epyc = json.loads((RESULTS / "load_adaptive_f26m2_3_heldout.json").read_text())
     assert doc["calibrated_on"]["held_out"] and doc["calibrated_on"]["corpus"] == "traces/load-adaptive-f26m2-3"
     assert doc["records"] == 42 and list(doc["levels"]) == ["1", "2", "4"]
+    # the corpus itself (docs/load.md: "3 rounds per level, 63 records"; ar, lr-d2 and lr-adaptive)
+    assert json.loads((RESULTS / "adaptive_replay_f6m167.json").read_text())["records"] == 63
     assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "1.89"
     assert f"{epyc['levels']['1']['ar']['tokens_per_s']:.2f}" == "5.61"
     lv = doc["levels"]
@@ -1165,6 +1167,51 @@ def test_the_other_vendor_claims():
     assert {k: round(v, 2) for k, v in doc["contention_scales"].items()} == {"target": 0.50, "draft": 0.19}
     md = (RESULTS / "load_adaptive_f6m167_f26m2_3.md").read_text()
     assert "With that carry (--carry-contention): replayed speedup within 10% at 3 of 3 pairs, largest error 3.9%." in md
+
+
+def test_the_another_intel_generation_claims():
+    """docs/load.md, "Another Intel generation": the sixth CPU's adaptive corpus (72 records, ar alone
+    2.33 tok/s) predicted by the fifth CPU's profile (replayed 0.91 / 0.84 / 0.78, planned 0.95 /
+    0.85 / 0.74: 3 of 3 (4.7%), 3 of 3 (6.8%), break-even as measured, tokens/s 3% slow to 7%
+    fast), by the family 26 EPYC's third sitting (replayed 0.89 / 0.82 / 0.74, 3 of 3 (7.9%);
+    planned 0.93 / 0.82 / 0.71, 2 of 3 (11.5%); tokens/s within 6%) and by its own levels 1-2
+    (replayed 0.91 / 0.83 / 0.71, 2 of 3 (11.1%); planned 0.94 / 0.85 / 0.75, 3 of 3 (6.1%); AR at
+    4 replayed at its measured 7.40 tok/s); every prediction of 4 in flight below the measured
+    0.80; the probes' c 0.86 / 0.36 of the profiles' on the target; with that carry 4.2% and 5.4%."""
+    def lr(doc, key):
+        got = doc["planned"] if key == "planned" else doc["levels"]
+        field = "speedup_vs_ar" if key in ("planned", "measured") else "predicted_speedup_vs_ar"
+        return [f"{got[n]['lr-d2'][field]:.2f}" for n in ("1", "2", "4")]
+
+    docs = {stem: json.loads((RESULTS / f"load_adaptive_{stem}.json").read_text())
+            for stem in ("f6m207_f6m167", "f6m207_f26m2_3", "f6m207")}
+    for stem, doc in docs.items():
+        assert doc["records"] == 48 and list(doc["levels"]) == ["1", "2", "4"]
+        assert doc["corpus"] == "traces/load-adaptive-f6m207"
+        assert lr(doc, "measured") == ["0.92", "0.89", "0.80"]
+        assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "2.33"
+        assert all(p < 0.80 for p in (doc["levels"]["4"]["lr-d2"]["predicted_speedup_vs_ar"],
+                                      doc["planned"]["4"]["lr-d2"]["speedup_vs_ar"]))
+        assert break_evens(doc) == {"lr-d2": ("1", "1")}
+    intel, epyc, own = docs["f6m207_f6m167"], docs["f6m207_f26m2_3"], docs["f6m207"]
+    assert intel["calibrated_on"]["held_out"] and epyc["calibrated_on"]["held_out"]
+    assert not own["calibrated_on"]["held_out"]
+    assert (lr(intel, "replayed"), lr(intel, "planned")) == (["0.91", "0.84", "0.78"], ["0.95", "0.85", "0.74"])
+    assert (lr(epyc, "replayed"), lr(epyc, "planned")) == (["0.89", "0.82", "0.74"], ["0.93", "0.82", "0.71"])
+    assert (lr(own, "replayed"), lr(own, "planned")) == (["0.91", "0.83", "0.71"], ["0.94", "0.85", "0.75"])
+    for doc, rep, plan in ((intel, (3, 4.7), (3, 6.8)), (epyc, (3, 7.9), (2, 11.5)), (own, (2, 11.1), (3, 6.1))):
+        e = replayed_pct(doc)
+        assert (within_10(e.values()), largest(e)[1]) == rep
+        assert (within_10(planned_pct(doc)), round(max(planned_pct(doc)), 1)) == plan
+    err = intel["replay_tokens_per_s_error"]
+    assert (round(100 * err["min"]), round(100 * err["max"])) == (-3, 7)
+    err = epyc["replay_tokens_per_s_error"]
+    assert max(abs(err["min"]), abs(err["max"])) < 0.06
+    assert f"{own['levels']['4']['ar']['predicted_tokens_per_s']:.2f}" == f"{own['levels']['4']['ar']['tokens_per_s']:.2f}" == "7.40"
+    assert [round(d["contention_scales"]["target"], 2) for d in (intel, epyc)] == [0.86, 0.36]
+    for stem, pct in (("f6m207_f6m167", "4.2"), ("f6m207_f26m2_3", "5.4")):
+        md = (RESULTS / f"load_adaptive_{stem}.md").read_text()
+        assert f"With that carry (--carry-contention): replayed speedup within 10% at 3 of 3 pairs, largest error {pct}%." in md
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
@@ -1193,7 +1240,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_third_cpu_claims, test_the_third_cpu_round_1_claims, test_the_fourth_cpu_claims,
                        test_the_fourth_cpu_second_sitting_and_batch_factor_claims,
                        test_the_family_26_claims, test_the_family_26_second_sitting_claims,
-                       test_the_other_vendor_claims)
+                       test_the_other_vendor_claims, test_the_another_intel_generation_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1213,6 +1260,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_f25m17_r1_heldout_bf", "load_cold_epyc_f25m17_2_heldout_bf",
               "load_adaptive_f26m2", "load_adaptive_f26m2_f23m1", "load_adaptive_f26m2_f25m17",
               "load_adaptive_f26m2_v3", "load_adaptive_f26m2_unit_heldout", "load_adaptive_f26m2_3_heldout",
-              "load_adaptive_f6m167_f26m2_3")]
+              "load_adaptive_f6m167_f26m2_3", "load_adaptive_f6m207", "load_adaptive_f6m207_f6m167",
+              "load_adaptive_f6m207_f26m2_3")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
