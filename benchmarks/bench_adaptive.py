@@ -19,6 +19,7 @@ paper's hardware (presets, 4x H100):
   (b) phase change: the preset's hardware, requests of max(its steps, 200) steps, acceptance 0.7
       for the first half of every request and 0.3 after; every configuration of that grid
       (dedicated) and AR, on paired seeds; target: adaptive beats every static configuration.
+      Under load, the same with 16 requests at t = 0, for 0.7 then 0.3 and 0.7 then 0.1.
   (c) load: concurrency 1..32 (all requests at t = 0), tokens/s against AR on the same hardware
       (the target alone, all requests); target: adaptive never below 0.97x AR. Shown beside it:
       the static optimum of (a) at each load, and the best static configuration at each load.
@@ -63,6 +64,11 @@ MIN_STEPS = 600            # (a), (b): seed blocks per preset so that each confi
 PHASE = dict(alpha1=0.7, phase_alpha1=0.3, phase_at=0.5)
 PHASE_PRESETS = ("r1-gsm8k", "qwen3-aime24")
 PHASE_MIN_STEPS = 200      # (b): a phase of >= 100 steps each (GSM8K's 36-step answers are too short)
+# (b) under load: the same phase change with 16 requests at t = 0, where speculation is no longer
+# nearly free and each phase's best shape differs ((c): the best static at 16 is lr+sd depth 3,
+# k2 3, at 1 request depth 4, k2 5); and a deeper drop, 0.7 then 0.1
+PHASE_LOADED = 16
+PHASE_SHIFTS = ((0.7, 0.3), (0.7, 0.1))
 ORACLE = "phase-oracle:"   # (b): one_run's name for PhaseOracle runs
 LOAD_ORACLE = "load-oracle:"   # (d): one_run's name for LoadOracle runs
 ORACLE_TOP = 3             # (b): the one-switch oracle pairs each phase's 3 best static shapes
@@ -137,7 +143,8 @@ def label(policy: str, knobs: dict) -> str:
 
 def one_run(args) -> dict:
     """(preset, policy, knobs, seed, requests, steps, phase) -> mean latency and tokens/s. phase:
-    True = the PHASE workload, a number = that step acceptance throughout, False = the preset's."""
+    True = the PHASE workload, (a, b) = acceptance a, then b from PHASE's phase_at, a number = that
+    step acceptance throughout, False = the preset's."""
     from lrsim.sim.runner import run
 
     name, policy, knobs, seed, requests, steps, phase, *ramp = args
@@ -151,6 +158,9 @@ def one_run(args) -> dict:
     cfg = presets.get(name).to_config(policy, requests=requests, steps=steps, seed=seed, **knobs)
     if phase is True:
         cfg.workload = replace(cfg.workload, **PHASE)
+    elif isinstance(phase, tuple):
+        cfg.workload = replace(cfg.workload, alpha1=phase[0], phase_alpha1=phase[1],
+                               phase_at=PHASE["phase_at"])
     elif phase:                   # one phase's acceptance alone (the oracle's per-phase runs)
         cfg.workload = replace(cfg.workload, alpha1=phase)
     if ramp:                      # (d)'s load ramp: (rate, rate_end)
@@ -262,12 +272,11 @@ def load_oracle_policy(table):
     return stand_in("lr-adaptive", lambda world, req, rec: LoadOracle(world, req, rec, table))
 
 
-def phase_row(name: str, jobs: int) -> dict:
-    p = presets.get(name)
-    steps = max(p.steps, PHASE_MIN_STEPS)
-    seeds = range(seeds_for(steps))
+def phase_speedups(name: str, steps: int, seeds, requests: int, phase, jobs: int):
+    """Every static configuration's and the adaptive policies' speedup (mean over paired seeds of
+    AR's mean latency / its own) on a phase workload; with AR's latencies and the raw results."""
     configs = STATIC + ADAPTIVE
-    args = [(name, pol, k, s, 1, steps, True) for pol, k in configs for s in seeds]
+    args = [(name, pol, k, s, requests, steps, phase) for pol, k in configs for s in seeds]
     res = map_points(one_run, args, jobs)
     lat = {label(pol, k): [r["lat"] for r in res[i * len(seeds):(i + 1) * len(seeds)]]
            for i, (pol, k) in enumerate(configs)}
@@ -277,6 +286,21 @@ def phase_row(name: str, jobs: int) -> dict:
     best = max(static, key=static.get)
     best_plain = max((lb for lb in static if "k2" not in lb), key=static.get)
     ad_sd, ad = label(*ADAPTIVE[1]), label(*ADAPTIVE[0])
+    verdict = {"speedups": speed, "best_static": {"label": best, "speedup": static[best]},
+               "best_static_no_sd": {"label": best_plain, "speedup": static[best_plain]},
+               "lr+sd-adaptive": speed[ad_sd], "lr-adaptive": speed[ad],
+               "beats_every_static": speed[ad_sd] > static[best],
+               "lr_adaptive_beats_every_static_without_sd": speed[ad] > static[best_plain]}
+    return verdict, ar, res
+
+
+def phase_row(name: str, jobs: int) -> dict:
+    p = presets.get(name)
+    steps = max(p.steps, PHASE_MIN_STEPS)
+    seeds = range(seeds_for(steps))
+    configs = STATIC + ADAPTIVE
+    verdict, ar, res = phase_speedups(name, steps, seeds, 1, True, jobs)
+    best = verdict["best_static"]["label"]
     depth_mix = {}
     for i, (pol, k) in enumerate(configs):
         if pol == "lr-adaptive":
@@ -287,13 +311,17 @@ def phase_row(name: str, jobs: int) -> dict:
             depth_mix[label(pol, k)] = mix
     oracle = phase_oracle(name, steps, seeds, jobs, ar, best)
     return {"preset": name, "steps": steps, "seeds": len(seeds), "workload": PHASE,
-            "oracle": oracle,
-            "speedups": speed, "best_static": {"label": best, "speedup": static[best]},
-            "best_static_no_sd": {"label": best_plain, "speedup": static[best_plain]},
-            "lr+sd-adaptive": speed[ad_sd], "lr-adaptive": speed[ad],
-            "decisions_by_depth": depth_mix,
-            "beats_every_static": speed[ad_sd] > static[best],
-            "lr_adaptive_beats_every_static_without_sd": speed[ad] > static[best_plain]}
+            "oracle": oracle, **verdict, "decisions_by_depth": depth_mix}
+
+
+def phase_load_row(name: str, shift: tuple[float, float], jobs: int) -> dict:
+    """(b) under load: PHASE_LOADED requests at t = 0 of max(the preset's steps, PHASE_MIN_STEPS)
+    steps, step acceptance shift[0], then shift[1] from mid-request."""
+    steps = max(presets.get(name).steps, PHASE_MIN_STEPS)
+    seeds = range(seeds_for(steps))
+    verdict, _, _ = phase_speedups(name, steps, seeds, PHASE_LOADED, tuple(shift), jobs)
+    return {"preset": name, "steps": steps, "seeds": len(seeds), "requests": PHASE_LOADED,
+            "alpha1": shift[0], "phase_alpha1": shift[1], **verdict}
 
 
 def blocks(res: list[dict], n: int, size: int) -> list[list[dict]]:
@@ -411,6 +439,7 @@ def static_label_of(plan_label: str) -> str:
 
 def render(o: dict) -> str:
     a, b, c, d = o["presets"], o["phase"], o["load"], o.get("past_break_even", [])
+    bl = o.get("phase_load", [])
     ramp = o.get("ramp")
     out = ["# lr-adaptive in the simulator", "",
            "Every adaptive request starts from the neutral prior (lrcore.adaptive's: acceptance "
@@ -464,6 +493,23 @@ def render(o: dict) -> str:
         out.append(f"| {r['preset']} | {by[str(PHASE['alpha1'])]} | {by[str(PHASE['phase_alpha1'])]} | "
                    f"{pair(o)} | {o['speedup']:.3f} | {o['speedup'] / top - 1:+.1%} | {pair(sw)} | "
                    f"{sw['speedup']:.3f} | {sw['speedup'] / top - 1:+.1%} |")
+    if bl:
+        out += ["", f"### (b) under load: {PHASE_LOADED} requests at t = 0", "",
+                f"The same phase change, and a deeper drop (0.7, then 0.1), with {PHASE_LOADED} requests "
+                "at t = 0, where speculation is no longer nearly free and the best static shape moves "
+                "with the acceptance ((c): depth 4, k2 5 alone; depth 3, k2 3 at 16 requests); speedup "
+                "= mean over paired seeds of AR's mean latency / the configuration's (AR: the target "
+                "alone with all requests). Target as above.", "",
+                "| preset | acceptance | best static | speedup | lr+sd-adaptive | beats all | "
+                "best static without SD | lr-adaptive | beats those |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in bl:
+            out.append(f"| {r['preset']} | {r['alpha1']} then {r['phase_alpha1']} | "
+                       f"{r['best_static']['label']} | {r['best_static']['speedup']:.3f} | "
+                       f"{r['lr+sd-adaptive']:.3f} ({r['lr+sd-adaptive'] / r['best_static']['speedup'] - 1:+.1%}) | "
+                       f"{'yes' if r['beats_every_static'] else 'NO'} | {r['best_static_no_sd']['label']} "
+                       f"{r['best_static_no_sd']['speedup']:.3f} | {r['lr-adaptive']:.3f} | "
+                       f"{'yes' if r['lr_adaptive_beats_every_static_without_sd'] else 'NO'} |")
     out += ["", f"## (c) Load: concurrency 1-32 on {LOAD_PRESET} (tokens/s / AR's tokens/s)", "",
             f"All requests at t = 0, {LOAD_STEPS} steps each, {LOAD_SEEDS} seeds; AR: the target alone "
             f"with all requests. Target: adaptive >= {TARGET_C:.2f}x AR at every load. Static optimum: "
@@ -548,6 +594,15 @@ def main(argv=None) -> dict:
               f" oracle {r['oracle']['speedup']:.3f}"
               f"  [{time.perf_counter() - t0:.0f} s]",
               flush=True)
+    bl = []
+    for n in PHASE_PRESETS:
+        for shift in PHASE_SHIFTS:
+            bl.append(phase_load_row(n, shift, args.jobs))
+            r = bl[-1]
+            print(f"(b) {n:16s} {shift[0]} -> {shift[1]} at {PHASE_LOADED} requests: best static "
+                  f"{r['best_static']['label']} {r['best_static']['speedup']:.3f}  lr+sd-adaptive "
+                  f"{r['lr+sd-adaptive']:.3f}  lr-adaptive {r['lr-adaptive']:.3f} (best without SD "
+                  f"{r['best_static_no_sd']['speedup']:.3f})  [{time.perf_counter() - t0:.0f} s]", flush=True)
     opt = next((r for r in a if r["preset"] == LOAD_PRESET), None)
     static_opt = static_label_of(opt["best_static"]["label"]) if opt else None
     c = load_rows(args.jobs, (static_opt, {}) if static_opt else None)
@@ -561,7 +616,7 @@ def main(argv=None) -> dict:
     print(f"(d) ramp {RAMP['rate']:g}->{RAMP['rate_end']:g} req/s: lr-adaptive {ramp['lr-adaptive']:.3f}, "
           f"lr+sd-adaptive {ramp['lr+sd-adaptive']:.3f}, best static {ramp['best_static']['label']} "
           f"{ramp['best_static']['speedup']:.3f}  [{time.perf_counter() - t0:.0f} s]", flush=True)
-    out = {"presets": a, "phase": b, "load": c, "past_break_even": d, "ramp": ramp,
+    out = {"presets": a, "phase": b, "phase_load": bl, "load": c, "past_break_even": d, "ramp": ramp,
            "placements": placements,
            "elapsed_s": time.perf_counter() - t0, "cores": os.cpu_count(),
            "targets": {"a_min_ratio": TARGET_A, "c_min_vs_ar": TARGET_C}}
