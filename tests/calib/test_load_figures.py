@@ -1214,6 +1214,32 @@ def test_the_another_intel_generation_claims():
         assert f"With that carry (--carry-contention): replayed speedup within 10% at 3 of 3 pairs, largest error {pct}%." in md
 
 
+def test_the_profile_terms_claims():
+    """docs/load.md, "Another Intel generation": benchmarks/profile_terms.py's table is its script's
+    rendering; the sixth CPU's own fit adds 48.2% / 57.4% (target / draft) for 7 more sequences of
+    300 context tokens, the fifth CPU's 32.9% / 39.4% (sequences and context together); the family
+    23 CPU's 62.6% / 50.9% with -10.0% at 4 in flight, the family 25 model 17's drafter 151.9% with
+    +30.4%; the rows' lr-d2 errors are adaptive_replay_<cpu>.json's."""
+    from benchmarks import profile_terms as pt
+
+    doc = json.loads((RESULTS / "profile_terms.json").read_text())
+    assert (RESULTS / "profile_terms.md").read_text() == pt.render(doc)
+    assert (doc["batch"], doc["context_tokens"]) == (8, 300)
+    rows = {r["tag"]: r for r in doc["rows"]}
+    assert list(rows) == [tag for tag, _, _ in pt.CORPORA]
+    for tag, r in rows.items():
+        assert r["lr_d2_error_at_4"] == pt.lr_d2_error(tag)
+
+    def total(tag, role):
+        return f"{100 * (rows[tag][role]['seq_share'] + rows[tag][role]['ctx_share']):.1f}"
+    assert [total("f6m207", r) for r in ("target", "draft")] == ["48.2", "57.4"]
+    assert [total("f6m167", r) for r in ("target", "draft")] == ["32.9", "39.4"]
+    assert [total("f23m1", r) for r in ("target", "draft")] == ["62.6", "50.9"]
+    assert total("f25m17", "draft") == "151.9"
+    assert [f"{100 * rows[t]['lr_d2_error_at_4']:+.1f}" for t in ("f6m207", "f23m1", "f25m17")] == [
+        "-11.1", "-10.0", "+30.4"]
+
+
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
     the quoted results and code spans) is one the rendered results it cites hold, one a claims test
@@ -1240,7 +1266,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_third_cpu_claims, test_the_third_cpu_round_1_claims, test_the_fourth_cpu_claims,
                        test_the_fourth_cpu_second_sitting_and_batch_factor_claims,
                        test_the_family_26_claims, test_the_family_26_second_sitting_claims,
-                       test_the_other_vendor_claims, test_the_another_intel_generation_claims)
+                       test_the_other_vendor_claims, test_the_another_intel_generation_claims,
+                       test_the_profile_terms_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1261,6 +1288,6 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_adaptive_f26m2", "load_adaptive_f26m2_f23m1", "load_adaptive_f26m2_f25m17",
               "load_adaptive_f26m2_v3", "load_adaptive_f26m2_unit_heldout", "load_adaptive_f26m2_3_heldout",
               "load_adaptive_f6m167_f26m2_3", "load_adaptive_f6m207", "load_adaptive_f6m207_f6m167",
-              "load_adaptive_f6m207_f26m2_3")]
+              "load_adaptive_f6m207_f26m2_3", "profile_terms")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
