@@ -31,7 +31,7 @@ import bisect
 import itertools
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,12 +46,37 @@ from mypy_extensions import mypyc_attr
 CHUNK_ROUNDS = 2048     # SD rounds drawn per numpy call
 
 
-@dataclass
+PENDING_STREAMS = 4096  # streams whose rounds await counting before SDStats counts them all:
+#                        bounds the memory a long run's finished requests' streams would hold
+
+
 class SDStats:
-    rounds: Any = 0                   # int
-    drafted: Any = 0                  # int
-    accepted: Any = 0                 # int
-    hist: list[int] = field(default_factory=list)   # hist[e] = verify passes that emitted e tokens
+    """A run's SD counters. The histogram is counted lazily: a stream's rounds are tallied in
+    bulk (np.bincount) when its chunk is refilled or the histogram is read, not round by round
+    in every rounds_for (the loop per round was most of an lr+sd step's cost when compiled);
+    every read of `hist` sees every round drawn so far, as when it was counted eagerly."""
+
+    def __init__(self) -> None:
+        self.rounds: Any = 0          # int
+        self.drafted: Any = 0         # int
+        self.accepted: Any = 0        # int
+        self._hist: list[int] = []    # _hist[e] = verify passes that emitted e tokens
+        self.pending: list[Any] = []  # SDStreams with rounds not yet in _hist
+
+    @property
+    def hist(self) -> list[int]:
+        self.flush()
+        return self._hist
+
+    def flush(self) -> None:
+        """Count every pending stream's drawn rounds into the histogram."""
+        pending, self.pending = self.pending, []
+        for stream in pending:
+            stream.flush()
+
+    def __repr__(self) -> str:        # as the dataclass it was: the counters, every round counted
+        return (f"SDStats(rounds={self.rounds!r}, drafted={self.drafted!r}, "
+                f"accepted={self.accepted!r}, hist={self.hist!r})")
 
     @property
     def emitted_hist(self) -> dict[int, int]:
@@ -130,8 +155,30 @@ class SDStream:
         self._p = 0           # next unused round
         self._base = 0        # tokens emitted by the used rounds (prefix sum before _p)
         self._np: Any = None
+        # the histogram's lazy count (SDStats): the rounds before _counted are counted (or were
+        # taken without stats); those from _counted to _p are counted into _stats at flush
+        self._counted = 0
+        self._stats: SDStats | None = None
+        self._pending = False
+        self._emits_np: Any = None    # _emits as an ndarray, and which rounds proposed (hit < 1)
+        self._prop_np: Any = None
+
+    def flush(self) -> None:
+        """Count the rounds taken since the last flush into their stats' histogram."""
+        stats, lo, hi = self._stats, self._counted, self._p
+        self._counted, self._pending = hi, False
+        if stats is None or hi <= lo:
+            return
+        emits = self._emits_np[lo:hi]
+        if self._prop_np is not None:  # hit < 1: only the proposing rounds verified
+            emits = emits[self._prop_np[lo:hi]]
+        h = stats._hist
+        for e, c in enumerate(np.bincount(emits).tolist()):
+            if c:
+                h[e] += c
 
     def _refill(self, rng: Any) -> None:
+        self.flush()                  # the used rounds are dropped below: count them first
         if self._np is None:
             self._np = np.random.default_rng(rng.getrandbits(63))
         cap = self.k2 - 1
@@ -151,6 +198,8 @@ class SDStream:
             base = self._ps[-1] if self._ps else 0
             # = [base + v for v in accumulate(prop)], the sums in NumPy's int64 (exact)
             self._ps += (np.cumsum(prop.astype(np.int64)) + base).tolist()
+            self._prop_np = (prop if self._prop_np is None
+                             else np.concatenate((self._prop_np[self._p:], prop)))
         # the unused rounds' prefix sums from 0 again, then the new rounds' after them: =
         # list(accumulate(emits)) over the unused and new rounds (int64 sums: exact)
         p = self._p
@@ -159,8 +208,9 @@ class SDStream:
         last = cs[-1] if cs else 0
         emits = x + 1
         self._emits = self._emits[p:] + emits.tolist()
+        self._emits_np = emits if self._emits_np is None else np.concatenate((self._emits_np[p:], emits))
         self._cs = cs + (np.cumsum(emits) + last).tolist()
-        self._p, self._base = 0, 0
+        self._p, self._base, self._counted = 0, 0, 0
 
     def rounds_for(self, n_tokens: Any, rng: Any, stats: SDStats | None = None) -> int:
         need = n_tokens
@@ -180,22 +230,24 @@ class SDStream:
         if self._ps:                  # hit < 1: only the proposing rounds verified k2 positions
             props = self._ps[j] - (self._ps[self._p - 1] if self._p else 0)
         self.last_positions = rounds + props * (self.k2 - 1)
+        if stats is not self._stats and self._p > self._counted:
+            self.flush()              # the rounds before these belong to the other stats
         if stats is not None:
             stats.rounds += rounds
             stats.drafted += props * (self.k2 - 1)
             stats.accepted += got - rounds
-            h = stats.hist
+            h = stats._hist
             if len(h) <= self.k2:
                 h.extend([0] * (self.k2 + 1 - len(h)))
-            ps = self._ps
-            if not ps:                # every round verified (hit = 1): count them all
-                for e in self._emits[self._p:j + 1]:
-                    h[e] += 1
-            else:                     # only the proposing rounds
-                for i in range(self._p, j + 1):
-                    if ps[i] != (ps[i - 1] if i else 0):
-                        h[self._emits[i]] += 1
+        self._stats = stats           # these rounds are counted into its hist at the next flush
         self._p, self._base = j + 1, self._cs[j]
+        if stats is None:
+            self._counted = self._p   # taken without stats: never counted
+        elif not self._pending:
+            self._pending = True
+            stats.pending.append(self)
+            if len(stats.pending) >= PENDING_STREAMS:
+                stats.flush()
         if self.carry_surplus:
             self.credit += got - need
         return rounds
