@@ -80,6 +80,7 @@ def run(cfg: Config) -> tuple[dict, World]:
         world.records.append(rec)
         yield from policy(world, req, rec)
         rec.finish = env.now
+        world.release(req)
 
     for req in requests:
         env.process(request(req))
@@ -141,6 +142,7 @@ def run_stream(cfg: Config, pair_with=None, keep_latencies: bool = False):
             live[2] = live[1]
         yield from policy(world, req, rec)
         rec.finish = env.now
+        world.release(req)
         live[1] -= 1
         acc.add(rec)
         if lat is not None:

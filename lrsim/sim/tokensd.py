@@ -46,22 +46,25 @@ from mypy_extensions import mypyc_attr
 CHUNK_ROUNDS = 2048     # SD rounds drawn per numpy call
 
 
-PENDING_STREAMS = 4096  # streams whose rounds await counting before SDStats counts them all:
-#                        bounds the memory a long run's finished requests' streams would hold
+PENDING_STREAMS = 4096  # streams with rounds to count before SDStats counts them all: a
+#                        backstop (World.release counts a request's streams when it finishes)
 
 
 class SDStats:
     """A run's SD counters. The histogram is counted lazily: a stream's rounds are tallied in
     bulk (np.bincount) when its chunk is refilled or the histogram is read, not round by round
     in every rounds_for (the loop per round was most of an lr+sd step's cost when compiled);
-    every read of `hist` sees every round drawn so far, as when it was counted eagerly."""
+    every read of `hist` sees every round drawn so far, as when it was counted eagerly. A stream
+with rounds still to count is held in `pending` until it is counted (World.release counts a
+request's streams as it finishes, so a finished request's stream is not kept)."""
 
     def __init__(self) -> None:
         self.rounds: Any = 0          # int
         self.drafted: Any = 0         # int
         self.accepted: Any = 0        # int
         self._hist: list[int] = []    # _hist[e] = verify passes that emitted e tokens
-        self.pending: list[Any] = []  # SDStreams with rounds not yet in _hist
+        self.pending: dict[int, Any] = {}   # id -> SDStream with rounds not yet in _hist
+        self.max_pending: int = PENDING_STREAMS
 
     @property
     def hist(self) -> list[int]:
@@ -70,8 +73,7 @@ class SDStats:
 
     def flush(self) -> None:
         """Count every pending stream's drawn rounds into the histogram."""
-        pending, self.pending = self.pending, []
-        for stream in pending:
+        for stream in list(self.pending.values()):
             stream.flush()
 
     def __repr__(self) -> str:        # as the dataclass it was: the counters, every round counted
@@ -166,7 +168,10 @@ class SDStream:
     def flush(self) -> None:
         """Count the rounds taken since the last flush into their stats' histogram."""
         stats, lo, hi = self._stats, self._counted, self._p
-        self._counted, self._pending = hi, False
+        self._counted = hi
+        if self._pending and stats is not None:
+            self._pending = False
+            stats.pending.pop(id(self), None)
         if stats is None or hi <= lo:
             return
         emits = self._emits_np[lo:hi]
@@ -245,8 +250,8 @@ class SDStream:
             self._counted = self._p   # taken without stats: never counted
         elif not self._pending:
             self._pending = True
-            stats.pending.append(self)
-            if len(stats.pending) >= PENDING_STREAMS:
+            stats.pending[id(self)] = self
+            if len(stats.pending) >= stats.max_pending:
                 stats.flush()
         if self.carry_surplus:
             self.credit += got - need

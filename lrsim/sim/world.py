@@ -85,6 +85,7 @@ class World:
         self._verifier: Any = None         # cfg.verifier as verdict_delay last read it, and
         self._fixed_delay: Any = None      # its VerifierCost.fixed_delay()
         self.arrivals: list[Any] | None = None   # every request's arrival, sorted
+        self._streams: dict[Any, list[Any]] = {}  # request id -> its SD streams (release)
         #                                    (runner.run): the requests that have arrived by now,
         #                                    counted before their processes start
 
@@ -105,9 +106,17 @@ class World:
             return None
         hit = getattr(self.workload, "token_hit", None)
         lengths = getattr(self.workload, "token_lengths", None)
-        return SDStream(k2, self.workload.token_alpha(req), carry_surplus=self.cfg.ideal,
-                        hit=1.0 if hit is None else hit(req),
-                        lengths=None if lengths is None else lengths(req))
+        stream = SDStream(k2, self.workload.token_alpha(req), carry_surplus=self.cfg.ideal,
+                          hit=1.0 if hit is None else hit(req),
+                          lengths=None if lengths is None else lengths(req))
+        self._streams.setdefault(req.rid, []).append(stream)
+        return stream
+
+    def release(self, req) -> None:
+        """`req` has finished: count its SD streams' rounds (SDStats counts lazily) and let them
+        go, so that a long run keeps only the streams of the requests in flight."""
+        for stream in self._streams.pop(req.rid, ()):
+            stream.flush()
 
     def target_job(self, req, tokens: Any, ctx: Any, prefill: Any = 0,
                    stream: SDStream | None = None, rounds: Any = None, tag=None,

@@ -1209,6 +1209,7 @@ def test_the_another_intel_generation_claims():
     assert max(abs(err["min"]), abs(err["max"])) < 0.06
     assert f"{own['levels']['4']['ar']['predicted_tokens_per_s']:.2f}" == f"{own['levels']['4']['ar']['tokens_per_s']:.2f}" == "7.40"
     assert [round(d["contention_scales"]["target"], 2) for d in (intel, epyc)] == [0.86, 0.36]
+    assert [round(d["contention_scales"]["draft"], 2) for d in (intel, epyc)] == [1.62, 0.58]
     for stem, pct in (("f6m207_f6m167", "4.2"), ("f6m207_f26m2_3", "5.4")):
         md = (RESULTS / f"load_adaptive_{stem}.md").read_text()
         assert f"With that carry (--carry-contention): replayed speedup within 10% at 3 of 3 pairs, largest error {pct}%." in md
@@ -1229,6 +1230,11 @@ def test_the_profile_terms_claims():
     assert list(rows) == [tag for tag, _, _ in pt.CORPORA]
     for tag, r in rows.items():
         assert r["lr_d2_error_at_4"] == pt.lr_d2_error(tag)
+    for tag in ("f6m207", "f6m167"):                  # the fit itself, refitted (a few seconds)
+        fresh = pt.terms(rows[tag]["corpus"])
+        for role in ("target", "draft"):
+            for k, v in fresh[role].items():
+                assert rows[tag][role][k] == pytest.approx(v, rel=1e-6, abs=1e-12), (tag, role, k)
 
     def total(tag, role):
         return f"{100 * (rows[tag][role]['seq_share'] + rows[tag][role]['ctx_share']):.1f}"

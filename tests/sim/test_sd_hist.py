@@ -25,8 +25,10 @@ def eager_hist(stream: SDStream, steps, seed, with_stats) -> list[int]:
 
 @pytest.mark.parametrize("hit", [1.0, 0.4])
 def test_the_lazy_histogram_is_the_eager_count(hit):
-    steps = [random.Random(3).randint(5, 90) for _ in range(400)]
-    with_stats = [random.Random(i).random() < 0.8 for i in range(len(steps))]
+    draw = random.Random(3)
+    steps = [draw.randint(5, 90) for _ in range(400)]
+    with_stats = [draw.random() < 0.8 for _ in steps]
+    assert len(set(steps)) > 50 and 0 < sum(with_stats) < len(steps)
     rng, stats = random.Random(11), SDStats()
     stream = SDStream(5, 0.55, hit=hit)
     reads = []
@@ -44,7 +46,8 @@ def test_the_lazy_histogram_is_the_eager_count(hit):
 
 
 def test_a_read_between_calls_does_not_change_the_count():
-    steps = [random.Random(5).randint(5, 90) for _ in range(300)]
+    draw = random.Random(5)
+    steps = [draw.randint(5, 90) for _ in range(300)]
 
     def hist(read_each):
         rng, stats, stream = random.Random(2), SDStats(), SDStream(4, 0.3)
@@ -56,10 +59,39 @@ def test_a_read_between_calls_does_not_change_the_count():
     assert hist(True) == hist(False)
 
 
+def test_each_stats_counts_the_rounds_taken_with_it():
+    """One stream taking rounds for two SDStats in turn: each counts exactly its own rounds."""
+    draw, rng = random.Random(8), random.Random(4)
+    a, b, stream = SDStats(), SDStats(), SDStream(4, 0.6)
+    for i in range(500):
+        stream.rounds_for(draw.randint(5, 90), rng, a if i % 3 else b)
+        if i == 250:
+            a.hist                    # a read mid-run changes nothing either
+    for st in (a, b):
+        assert sum(st.hist) == st.rounds > 0
+        assert sum(e * c for e, c in enumerate(st.hist)) == st.accepted + st.rounds
+    assert not a.pending and not b.pending
+
+
 def test_pending_streams_are_bounded():
     rng, stats = random.Random(1), SDStats()
-    streams = [SDStream(3, 0.5) for _ in range(tokensd.PENDING_STREAMS + 10)]
+    stats.max_pending = 16
+    streams = [SDStream(3, 0.5) for _ in range(40)]
     for s in streams:
         s.rounds_for(20, rng, stats)
-    assert len(stats.pending) < tokensd.PENDING_STREAMS
+        assert len(stats.pending) < 16
     assert sum(stats.hist) == stats.rounds and not stats.pending
+
+
+def test_a_finished_request_releases_its_streams():
+    """runner: World.release counts a finished request's rounds and lets its streams go, so a
+    run holds only the streams of the requests in flight."""
+    from lrsim.sim import scenario
+    from lrsim.sim.runner import run
+
+    cfg = scenario.load("h100-paper")
+    cfg.policy, cfg.k2 = "lr-async", 4
+    cfg.workload.n_requests, cfg.workload.steps, cfg.workload.rate = 6, 10, 1.0
+    s, world = run(cfg)
+    assert not world.sd.pending and not world._streams
+    assert sum(world.sd.hist) == world.sd.rounds > 0

@@ -135,6 +135,15 @@ def test_streaming_memory_does_not_grow_with_requests():
     assert s4 < f4 / 4
 
 
+def test_streaming_sd_memory_does_not_grow_with_requests():
+    """Token-level SD too: each request's SD stream (a chunk of drawn rounds) is counted and let go
+    when the request finishes (World.release), not kept until its rounds are counted."""
+    def cfg(n):
+        return replace(build(Options(policy="sd", k2=4, requests=n, rate=4.0, steps=3)), stream=True)
+    s1, s4 = _peak(cfg(1000)), _peak(cfg(4000))
+    assert s4 < 1.25 * s1, (s1, s4)
+
+
 # --- automatic streaming, the flag, bad input ---------------------------------------------------
 def test_streams_automatically_above_the_threshold_only():
     small = _cfg("lr-async", requests=STREAM_AUTO_REQUESTS)
