@@ -85,9 +85,9 @@ class World:
         self._verifier: Any = None         # cfg.verifier as verdict_delay last read it, and
         self._fixed_delay: Any = None      # its VerifierCost.fixed_delay()
         self.arrivals: list[Any] | None = None   # every request's arrival, sorted
-        self._streams: dict[Any, list[Any]] = {}  # request id -> its SD streams (release)
         #                                    (runner.run): the requests that have arrived by now,
         #                                    counted before their processes start
+        self._streams: dict[Any, list[Any]] = {}  # request id -> its SD streams (release)
 
     def in_flight(self) -> int:
         """Requests arrived and not finished: with `arrivals` known, those whose processes have
