@@ -55,8 +55,8 @@ class SDStats:
     bulk (np.bincount) when its chunk is refilled or the histogram is read, not round by round
     in every rounds_for (the loop per round was most of an lr+sd step's cost when compiled);
     every read of `hist` sees every round drawn so far, as when it was counted eagerly. A stream
-with rounds still to count is held in `pending` until it is counted (World.release counts a
-request's streams as it finishes, so a finished request's stream is not kept)."""
+    with rounds still to count is held in `pending` until it is counted (World.release counts a
+    request's streams as it finishes, so a finished request's stream is not kept)."""
 
     def __init__(self) -> None:
         self.rounds: Any = 0          # int
@@ -150,7 +150,6 @@ class SDStream:
     lengths: AcceptedLengths | None = None   # measured accepted lengths; None = Geometric(alpha2)
 
     def __post_init__(self):
-        self._emits: list[int] = []
         self._cs: list[int] = []
         self._ps: list[int] = []      # prefix sums of proposing rounds (only with hit < 1)
         self.last_positions: Any = 0  # verified positions of the rounds the last rounds_for took
@@ -162,7 +161,8 @@ class SDStream:
         self._counted = 0
         self._stats: SDStats | None = None
         self._pending = False
-        self._emits_np: Any = None    # _emits as an ndarray, and which rounds proposed (hit < 1)
+        self._emits_np: Any = None    # tokens each drawn round emits (an ndarray), and which
+        #                               rounds proposed (hit < 1): what flush counts
         self._prop_np: Any = None
 
     def flush(self) -> None:
@@ -212,7 +212,6 @@ class SDStream:
         cs = [v - done for v in self._cs[p:]]
         last = cs[-1] if cs else 0
         emits = x + 1
-        self._emits = self._emits[p:] + emits.tolist()
         self._emits_np = emits if self._emits_np is None else np.concatenate((self._emits_np[p:], emits))
         self._cs = cs + (np.cumsum(emits) + last).tolist()
         self._p, self._base, self._counted = 0, 0, 0

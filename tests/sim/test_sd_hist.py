@@ -19,7 +19,7 @@ def eager_hist(stream: SDStream, steps, seed, with_stats) -> list[int]:
         if counted:
             for i in range(p - rounds, p):
                 if not ps or ps[i] != (ps[i - 1] if i else 0):
-                    h[stream._emits[i]] += 1
+                    h[int(stream._emits_np[i])] += 1
     return h
 
 

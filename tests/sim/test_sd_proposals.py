@@ -108,7 +108,7 @@ def test_refills_keep_the_prefix_sums_of_the_unused_rounds(hit):
     rng, pick = random.Random(3), random.Random(4)
     for _ in range(400):
         s.rounds_for(pick.randint(1, 120), rng)
-        assert s._cs == list(accumulate(s._emits))
+        assert s._cs == list(accumulate(s._emits_np.tolist()))
         if hit < 1.0:
-            assert len(s._ps) == len(s._emits)
+            assert len(s._ps) == len(s._emits_np)
             assert all(b - a in (0, 1) for a, b in zip([0] + s._ps, s._ps))
