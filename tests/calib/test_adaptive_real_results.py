@@ -369,20 +369,29 @@ def test_on_the_fifth_cpu_an_intel_xeon_the_target_is_met():
 
 def test_on_the_sixth_cpu_another_intel_xeon_the_target_is_met():
     """README and docs/adaptive.md on traces/load-adaptive-f6m207 (Intel Xeon family 6 model 207,
-    rounds 0-2 at every level, round 3 at 1 and 2 in flight): lr-d2 0.92x / 0.89x / 0.80x,
-    lr-adaptive 1.02x / 1.01x / 1.01x (lowest 1.012, met; 90% interval 0.97-1.07 at 4 in flight);
-    the first problem at depth 0 at a quarter of its positions (0.98x), every later decision depth
-    0; lr-d2 priced 0.88x / 0.85x / 0.80x."""
+    six rounds at every level in two sittings, 126 records): ar alone 2.26 tok/s at 1 in flight
+    (1.47 and 1.71 in rounds 4 and 5); lr-d2 0.93x / 0.88x / 0.78x, lr-adaptive 1.03x / 1.04x /
+    0.99x (lowest 0.992, met; 90% interval 0.95-1.04 at 4 in flight, its blocks 0.92x-1.11x); the
+    first problem at depth 0 at a quarter of its positions (0.98x), every later decision depth 0,
+    the resumed sitting's first problem (from the corpus's last estimates, at 4 in flight)
+    included; lr-d2 priced 0.93x / 0.84x / 0.73x, at most 5 points below."""
     doc = json.loads((RESULTS / "adaptive_real_f6m207.json").read_text())
     assert doc["target_met"] and list(doc["levels"]) == ["1", "2", "4"]
-    assert doc["records"] == 72
+    assert doc["records"] == 126
     got = {n: (t["lr-adaptive-d2"], t["lr-d2"]) for n, t in doc["levels"].items()}
-    assert [len(ad["by_block"]) for ad, _ in got.values()] == [4, 4, 3]
-    assert [f"{st['speedup_vs_ar']:.2f}" for _, st in got.values()] == ["0.92", "0.89", "0.80"]
-    assert [f"{ad['speedup_vs_ar']:.2f}" for ad, _ in got.values()] == ["1.02", "1.01", "1.01"]
-    assert f"{min(ad['speedup_vs_ar'] for ad, _ in got.values()):.3f}" == "1.012"
-    assert [f"{x:.2f}" for x in got["4"][0]["speedup_vs_ar_ci90"]] == ["0.97", "1.07"]
-    assert [f"{st['priced_by_adaptive']:.2f}" for _, st in got.values()] == ["0.88", "0.85", "0.80"]
+    assert [len(ad["by_block"]) for ad, _ in got.values()] == [6, 6, 6]
+    assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "2.26"
+    assert [f"{st['speedup_vs_ar']:.2f}" for _, st in got.values()] == ["0.93", "0.88", "0.78"]
+    assert [f"{ad['speedup_vs_ar']:.2f}" for ad, _ in got.values()] == ["1.03", "1.04", "0.99"]
+    assert f"{min(ad['speedup_vs_ar'] for ad, _ in got.values()):.3f}" == "0.992"
+    assert [f"{x:.2f}" for x in got["4"][0]["speedup_vs_ar_ci90"]] == ["0.95", "1.04"]
+    four = [b["speedup_vs_ar"] for b in got["4"][0]["by_block"]]
+    assert (f"{min(four):.2f}", f"{max(four):.2f}") == ("0.92", "1.11")
+    priced = [st["priced_by_adaptive"] for _, st in got.values()]
+    assert [f"{p:.2f}" for p in priced] == ["0.93", "0.84", "0.73"]
+    assert max(st["speedup_vs_ar"] - st["priced_by_adaptive"] for _, st in got.values()) < 0.055
     first, *later = got["1"][0]["by_block"]
     assert f"{first['depth0_share']:.2f}" == "0.25" and f"{first['speedup_vs_ar']:.2f}" == "0.98"
     assert all(b["depth0_share"] == 1.0 for b in later + [b for n in ("2", "4") for b in got[n][0]["by_block"]])
+    assert [(ad["first_problem_records"], ad["carried_prior_records"]) for ad, _ in got.values()] == [
+        (1, 0), (0, 0), (0, 1)]

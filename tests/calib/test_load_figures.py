@@ -1170,14 +1170,16 @@ def test_the_other_vendor_claims():
 
 
 def test_the_another_intel_generation_claims():
-    """docs/load.md, "Another Intel generation": the sixth CPU's adaptive corpus (72 records, ar alone
-    2.33 tok/s) predicted by the fifth CPU's profile (replayed 0.91 / 0.84 / 0.78, planned 0.95 /
-    0.85 / 0.74: 3 of 3 (4.7%), 3 of 3 (6.8%), break-even as measured, tokens/s 3% slow to 7%
-    fast), by the family 26 EPYC's third sitting (replayed 0.89 / 0.82 / 0.74, 3 of 3 (7.9%);
-    planned 0.93 / 0.82 / 0.71, 2 of 3 (11.5%); tokens/s within 6%) and by its own levels 1-2
-    (replayed 0.91 / 0.83 / 0.71, 2 of 3 (11.1%); planned 0.94 / 0.85 / 0.75, 3 of 3 (6.1%); AR at
-    4 replayed at its measured 7.40 tok/s); every prediction of 4 in flight below the measured
-    0.80; the probes' c 0.86 / 0.36 of the profiles' on the target; with that carry 4.2% and 5.4%."""
+    """docs/load.md, "Another Intel generation": the sixth CPU's adaptive corpus (six rounds, 126
+    records; 84 of ar and lr-d2; ar alone 2.26 tok/s; lr-d2 measured 0.93 / 0.88 / 0.78) predicted
+    by the fifth CPU's profile (replayed 0.93 / 0.85 / 0.78, planned 0.95 / 0.85 / 0.75: 3 of 3
+    (2.8%), 3 of 3 (4.9%), break-even as measured, tokens/s 1% slow to 6% fast), by the family 26
+    EPYC's third sitting (replayed 0.91 / 0.82 / 0.75, 3 of 3 (6.2%); planned 0.93 / 0.82 / 0.71,
+    3 of 3 (9.7%); tokens/s within 5%) and by its own levels 1-2 (replayed 0.96 / 0.82 / 0.72, 3
+    of 3 (7.7%, at 4 in flight); planned 0.95 / 0.85 / 0.75, 3 of 3 (4.8%)); every prediction of 4
+    in flight below the measured 0.78; the probes' c 0.86 / 0.36 of the profiles' on the target,
+    1.48 / 0.53 on the drafter; with that carry 2.4% and 3.2%. (The first sitting's 0.92 / 0.89 /
+    0.80 and the own profile's 11.1% miss are history in the prose, not in these results.)"""
     def lr(doc, key):
         got = doc["planned"] if key == "planned" else doc["levels"]
         field = "speedup_vs_ar" if key in ("planned", "measured") else "predicted_speedup_vs_ar"
@@ -1186,38 +1188,40 @@ def test_the_another_intel_generation_claims():
     docs = {stem: json.loads((RESULTS / f"load_adaptive_{stem}.json").read_text())
             for stem in ("f6m207_f6m167", "f6m207_f26m2_3", "f6m207")}
     for stem, doc in docs.items():
-        assert doc["records"] == 48 and list(doc["levels"]) == ["1", "2", "4"]
+        assert doc["records"] == 84 and list(doc["levels"]) == ["1", "2", "4"]
         assert doc["corpus"] == "traces/load-adaptive-f6m207"
-        assert lr(doc, "measured") == ["0.92", "0.89", "0.80"]
-        assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "2.33"
-        assert all(p < 0.80 for p in (doc["levels"]["4"]["lr-d2"]["predicted_speedup_vs_ar"],
+        assert lr(doc, "measured") == ["0.93", "0.88", "0.78"]
+        assert f"{doc['levels']['1']['ar']['tokens_per_s']:.2f}" == "2.26"
+        assert all(p < 0.78 for p in (doc["levels"]["4"]["lr-d2"]["predicted_speedup_vs_ar"],
                                       doc["planned"]["4"]["lr-d2"]["speedup_vs_ar"]))
         assert break_evens(doc) == {"lr-d2": ("1", "1")}
     intel, epyc, own = docs["f6m207_f6m167"], docs["f6m207_f26m2_3"], docs["f6m207"]
     assert intel["calibrated_on"]["held_out"] and epyc["calibrated_on"]["held_out"]
     assert not own["calibrated_on"]["held_out"]
-    assert (lr(intel, "replayed"), lr(intel, "planned")) == (["0.91", "0.84", "0.78"], ["0.95", "0.85", "0.74"])
-    assert (lr(epyc, "replayed"), lr(epyc, "planned")) == (["0.89", "0.82", "0.74"], ["0.93", "0.82", "0.71"])
-    assert (lr(own, "replayed"), lr(own, "planned")) == (["0.91", "0.83", "0.71"], ["0.94", "0.85", "0.75"])
-    for doc, rep, plan in ((intel, (3, 4.7), (3, 6.8)), (epyc, (3, 7.9), (2, 11.5)), (own, (2, 11.1), (3, 6.1))):
+    assert (lr(intel, "replayed"), lr(intel, "planned")) == (["0.93", "0.85", "0.78"], ["0.95", "0.85", "0.75"])
+    assert (lr(epyc, "replayed"), lr(epyc, "planned")) == (["0.91", "0.82", "0.75"], ["0.93", "0.82", "0.71"])
+    assert (lr(own, "replayed"), lr(own, "planned")) == (["0.96", "0.82", "0.72"], ["0.95", "0.85", "0.75"])
+    for doc, rep, plan in ((intel, (3, 2.8), (3, 4.9)), (epyc, (3, 6.2), (3, 9.7)), (own, (3, 7.7), (3, 4.8))):
         e = replayed_pct(doc)
         assert (within_10(e.values()), largest(e)[1]) == rep
         assert (within_10(planned_pct(doc)), round(max(planned_pct(doc)), 1)) == plan
+    assert largest(replayed_pct(own))[0] == ("4", "lr-d2")
+    assert max(planned_pct(epyc)) == abs(100 * (epyc["planned"]["4"]["lr-d2"]["speedup_vs_ar"]
+                                               / epyc["levels"]["4"]["lr-d2"]["speedup_vs_ar"] - 1))
     err = intel["replay_tokens_per_s_error"]
-    assert (round(100 * err["min"]), round(100 * err["max"])) == (-3, 7)
+    assert (round(100 * err["min"]), round(100 * err["max"])) == (-1, 6)
     err = epyc["replay_tokens_per_s_error"]
-    assert max(abs(err["min"]), abs(err["max"])) < 0.06
-    assert f"{own['levels']['4']['ar']['predicted_tokens_per_s']:.2f}" == f"{own['levels']['4']['ar']['tokens_per_s']:.2f}" == "7.40"
+    assert max(abs(err["min"]), abs(err["max"])) < 0.05
     assert [round(d["contention_scales"]["target"], 2) for d in (intel, epyc)] == [0.86, 0.36]
-    assert [round(d["contention_scales"]["draft"], 2) for d in (intel, epyc)] == [1.62, 0.58]
-    for stem, pct in (("f6m207_f6m167", "4.2"), ("f6m207_f26m2_3", "5.4")):
+    assert [round(d["contention_scales"]["draft"], 2) for d in (intel, epyc)] == [1.48, 0.53]
+    for stem, pct in (("f6m207_f6m167", "2.4"), ("f6m207_f26m2_3", "3.2")):
         md = (RESULTS / f"load_adaptive_{stem}.md").read_text()
         assert f"With that carry (--carry-contention): replayed speedup within 10% at 3 of 3 pairs, largest error {pct}%." in md
 
 
 def test_the_profile_terms_claims():
     """docs/load.md, "Another Intel generation": benchmarks/profile_terms.py's table is its script's
-    rendering; the sixth CPU's own fit adds 48.2% / 57.4% (target / draft) for 7 more sequences of
+    rendering; the sixth CPU's own fit adds 53.6% / 57.5% (target / draft) for 7 more sequences of
     300 context tokens, the fifth CPU's 32.9% / 39.4% (sequences and context together); the family
     23 CPU's 62.6% / 50.9% with -10.0% at 4 in flight, the family 25 model 17's drafter 151.9% with
     +30.4%; the rows' lr-d2 errors are adaptive_replay_<cpu>.json's."""
@@ -1238,12 +1242,12 @@ def test_the_profile_terms_claims():
 
     def total(tag, role):
         return f"{100 * (rows[tag][role]['seq_share'] + rows[tag][role]['ctx_share']):.1f}"
-    assert [total("f6m207", r) for r in ("target", "draft")] == ["48.2", "57.4"]
+    assert [total("f6m207", r) for r in ("target", "draft")] == ["53.6", "57.5"]
     assert [total("f6m167", r) for r in ("target", "draft")] == ["32.9", "39.4"]
     assert [total("f23m1", r) for r in ("target", "draft")] == ["62.6", "50.9"]
     assert total("f25m17", "draft") == "151.9"
     assert [f"{100 * rows[t]['lr_d2_error_at_4']:+.1f}" for t in ("f6m207", "f23m1", "f25m17")] == [
-        "-11.1", "-10.0", "+30.4"]
+        "-7.7", "-10.0", "+30.4"]
 
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
