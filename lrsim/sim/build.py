@@ -17,6 +17,7 @@ DEFAULT_SCENARIO = "h100-paper"
 MAX_KNOB = 1024            # --k1, --depth, --width, --k2
 MAX_TREE = 1 << 16         # lr-async target positions: 1 + W + ... + W^depth
 MAX_WORKLOAD = 1_000_000   # --requests, --steps (per request)
+MAX_REPLICAS = 4096        # --replicas: a fleet of thousands of GPUs at a few per replica
 MAX_KV_TOKENS = 1 << 50    # --kv-cache-tokens: far above any device's memory
 
 

@@ -15,7 +15,7 @@ import typer
 from lrcore import jsonout
 from lrcore.cliopts import JSON
 
-from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_WORKLOAD
+from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_REPLICAS, MAX_WORKLOAD
 from .kvcache import BLOCK_TOKENS
 
 DEFAULT_RATE_REQUESTS = 100   # --rate without --requests: this many Poisson arrivals
@@ -104,6 +104,8 @@ def simulate(
     device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
     stream: bool = typer.Option(None, "--stream/--no-stream", help="Streaming summaries: each finished request folded into fixed-size accumulators and dropped (bounded memory; percentiles from a DDSketch, within 0.5%; work cap 400M positions). Default: automatic above 10,000 requests."),
     adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="--policy lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
+    replicas: int = typer.Option(1, "--replicas", min=1, max=MAX_REPLICAS, help="A fleet: this many copies of the configuration, the requests and the rate split between them, each simulated (streamed) in a worker process and merged into one summary."),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="--replicas: worker processes (0 = all cores)."),
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
     from .build import Options, build
@@ -118,7 +120,13 @@ def simulate(
                         whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
                         kv_cache_tokens=kv_cache_tokens, stream=stream,
                         adaptive_scope=adaptive_scope.value if adaptive_scope else None))
-    out = run_sim(cfg)
+    if replicas > 1:
+        from .fleet import simulate_fleet
+        from .runner import _params
+
+        out = _params(simulate_fleet(cfg, replicas, jobs), cfg)
+    else:
+        out = run_sim(cfg)
     if as_json:
         print(jsonout.dumps(out))
         return
@@ -166,6 +174,11 @@ def _print_summary(s: dict) -> None:
     if st:
         rows.append(("streamed (DDSketch)", f"percentiles within {st['relative_accuracy']:.1%} "
                      f"(AR's exact); {st['peak_in_flight']:,} in flight at most"))
+    f = s.get("fleet")
+    if f:
+        lo, hi = f["requests_per_replica"]
+        rows.append(("fleet", f"{f['replicas']:,} replicas of {lo:,}" + (f"-{hi:,}" if hi != lo else "")
+                     + f" requests, {f['workers']} worker(s)"))
     if "ar_kv_preemptions" in s:
         rows.append(("KV cache (AR): peak / preempted", f"{s['ar_kv_peak_fraction']:.0%} / "
                                                        f"{s['ar_kv_preemptions']}"))

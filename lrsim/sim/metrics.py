@@ -35,11 +35,43 @@ def summarise(world, wall_s: float, drained_s: float, requests: dict | None = No
     last engine iteration (utilisation = busy / drained_s <= 1). requests: per_request's fields
     when the records were not kept (a streaming run); default: from world.records."""
     pr = per_request(world.records) if requests is None else requests
-    tokens, steps, from_draft = pr["output_tokens"], pr["steps"], pr["steps_from_draft"]
+    out = summary_of(counts(world), wall_s, drained_s, pr)
+    if world.decisions is not None:      # lr-adaptive only: other policies summarise as before
+        out["adaptive"] = world.decisions.summary()
+    return out
+
+
+def counts(world) -> dict:
+    """What summarise reads from a world, as plain counts that add up (fleet.py sums its
+    replicas'): the run's stats, token-level SD's, busy seconds, iterations, batch sizes, KV."""
     st, sd = world.stats, world.sd
-    per_cycle = dict(sorted(st.per_cycle.items()))
-    cycles = sum(per_cycle.values())
     engines = {e.name: e for e in (world.target, world.draft, world.judge) if e is not None}
+    return {
+        "proposed": st.proposed, "accepted": st.accepted, "unready": st.unready,
+        "positions": st.positions, "positions_accepted": st.positions_accepted,
+        "by_depth": {d: list(pa) for d, pa in st.by_depth.items()},
+        "per_cycle": dict(st.per_cycle),
+        "cancelled_jobs": dict(st.cancelled_jobs), "cancelled_tokens": dict(st.cancelled_tokens),
+        "sd_rounds": sd.rounds, "sd_drafted": sd.drafted, "sd_accepted": sd.accepted,
+        "sd_emitted": sd.emitted_hist,
+        "device_busy_s": {n: d.busy_s for n, d in world.pool.devices.items() if d.users},
+        "engine_busy_s": {n: e.busy_s for n, e in engines.items()},
+        "engine_iterations": {n: e.iterations for n, e in engines.items()},
+        "batch_hist": {n: dict(e.batch_hist) for n, e in engines.items()},
+        "kv": {n: e.kv.summary() for n, e in engines.items() if getattr(e, "kv", None) is not None},
+    }
+
+
+def summary_of(c: dict, wall_s: float, drained_s: float, pr: dict,
+               utilised_s: float | None = None) -> dict:
+    """A run's summary from its counts (counts()) and per-request fields (per_request()).
+    Utilisation is busy seconds over utilised_s (default drained_s; a fleet's: the sum of its
+    replicas' drained seconds, fleet.py)."""
+    over = drained_s if utilised_s is None else utilised_s
+    tokens, steps, from_draft = pr["output_tokens"], pr["steps"], pr["steps_from_draft"]
+    per_cycle = dict(sorted(c["per_cycle"].items()))
+    cycles = sum(per_cycle.values())
+    hist = c["sd_emitted"]
     out = {
         "requests": pr["requests"],
         "output_tokens": tokens,
@@ -49,44 +81,43 @@ def summarise(world, wall_s: float, drained_s: float, requests: dict | None = No
         "latency_s": pr["latency_s"],
         "ttft_s": pr["ttft_s"],
         "tpot_s": pr["tpot_s"],
-        "proposed_steps": st.proposed,
-        "accepted_steps": st.accepted,
-        "step_acceptance_rate": st.accepted / st.proposed if st.proposed else None,
-        "unready_drafts": st.unready,
-        "position_acceptance_rate": st.positions_accepted / st.positions if st.positions else None,
-        "by_depth": {str(d): pa for d, pa in sorted(st.by_depth.items())},
+        "proposed_steps": c["proposed"],
+        "accepted_steps": c["accepted"],
+        "step_acceptance_rate": c["accepted"] / c["proposed"] if c["proposed"] else None,
+        "unready_drafts": c["unready"],
+        "position_acceptance_rate": c["positions_accepted"] / c["positions"] if c["positions"] else None,
+        "by_depth": {str(d): pa for d, pa in sorted(c["by_depth"].items())},
         "steps_from_draft": from_draft,
         "steps_from_target": steps - from_draft,
         "steps_per_cycle_hist": {str(k): v for k, v in per_cycle.items()},
         "mean_steps_per_cycle": (sum(k * v for k, v in per_cycle.items()) / cycles) if cycles else None,
-        "cancelled_jobs": dict(st.cancelled_jobs),
-        "cancelled_tokens": dict(st.cancelled_tokens),
-        "sd": None if not sd.rounds else {
-            "drafted": sd.drafted, "accepted": sd.accepted,
-            "acceptance_rate": sd.accepted / sd.drafted if sd.drafted else None,
+        "cancelled_jobs": dict(c["cancelled_jobs"]),
+        "cancelled_tokens": dict(c["cancelled_tokens"]),
+        "sd": None if not c["sd_rounds"] else {
+            "drafted": c["sd_drafted"], "accepted": c["sd_accepted"],
+            "acceptance_rate": c["sd_accepted"] / c["sd_drafted"] if c["sd_drafted"] else None,
             # per pass that verified a proposal (docs/metrics.md), as the traces count it
-            "mean_accepted_length": (sum(k * v for k, v in sd.emitted_hist.items())
-                                     / max(1, sum(sd.emitted_hist.values()))),
-            "accepted_length_hist": {str(k): v for k, v in sorted(sd.emitted_hist.items())},
+            "mean_accepted_length": (sum(k * v for k, v in hist.items())
+                                     / max(1, sum(hist.values()))),
+            "accepted_length_hist": {str(k): v for k, v in sorted(hist.items())},
         },
         "drained_s": drained_s,
-        "utilisation": {k: round(v, 6) for k, v in world.pool.utilisation(drained_s).items()},
-        "engine_busy_s": {n: e.busy_s for n, e in engines.items()},
-        "engine_iterations": {n: e.iterations for n, e in engines.items()},
-        "mean_batch": {n: (sum(b * c for b, c in e.batch_hist.items()) / sum(e.batch_hist.values()))
-                       for n, e in engines.items() if e.batch_hist},
+        "utilisation": {n: round(b / over if over > 0 else 0.0, 6)
+                        for n, b in c["device_busy_s"].items()},
+        "engine_busy_s": dict(c["engine_busy_s"]),
+        "engine_iterations": dict(c["engine_iterations"]),
+        "mean_batch": {n: (sum(b * k for b, k in h.items()) / sum(h.values()))
+                       for n, h in c["batch_hist"].items() if h},
     }
-    out.update(kv_summary(engines))
-    if world.decisions is not None:      # lr-adaptive only: other policies summarise as before
-        out["adaptive"] = world.decisions.summary()
+    out.update(kv_summary(c["kv"]))
     return out
 
 
-def kv_summary(engines: dict) -> dict:
-    """KV-cache metrics (docs/metrics.md), only for engines given a capacity: nothing otherwise,
-    so runs without one summarise exactly as before. kv_preemptions and kv_blocked_s add up over
-    engines; kv_peak_fraction is the fullest engine's peak."""
-    kv = {n: e.kv.summary() for n, e in engines.items() if getattr(e, "kv", None) is not None}
+def kv_summary(kv: dict) -> dict:
+    """KV-cache metrics (docs/metrics.md) from each engine's KVCache.summary(), only for engines
+    given a capacity: nothing otherwise, so runs without one summarise exactly as before.
+    kv_preemptions and kv_blocked_s add up over engines; kv_peak_fraction is the fullest
+    engine's peak."""
     if not kv:
         return {}
     return {"kv_preemptions": sum(k["preemptions"] for k in kv.values()),

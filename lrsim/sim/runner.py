@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from .config import Config
 from .devices import DevicePool
@@ -116,6 +117,34 @@ def run_stream(cfg: Config, pair_with=None, keep_latencies: bool = False):
     pair_with: the AR baseline's latencies by request id, to pair with this run's (stream.Paired);
     keep_latencies: return this run's latencies by request id (one float64 each).
     Returns (summary, world, latencies or None, Paired or None)."""
+    r = streamed(cfg, pair_with, keep_latencies)
+    start = r.acc.first_arrival
+    summary = summarise(r.world, r.acc.last_finish - start, r.drained_end - start, r.acc.fields())
+    summary["stream"] = stream_fields(r.acc, r.peak)
+    return summary, r.world, r.lat, r.paired
+
+
+class Streamed(NamedTuple):
+    """What a streaming run leaves: its world, the folded requests (stream.Requests), the
+    latencies kept (or None), the pairs with AR's (or None), the most requests in flight at once
+    and the end of its last engine iteration (simulated seconds)."""
+    world: World
+    acc: object
+    lat: object
+    paired: object
+    peak: int
+    drained_end: float
+
+
+def stream_fields(acc, peak: int) -> dict:
+    """The summary's "stream" block: how its percentiles were taken and what it held."""
+    return {"percentiles": "ddsketch", "relative_accuracy": acc.relative_accuracy,
+            "peak_in_flight": peak,
+            "sketch_buckets": max(q.buckets() for q in (acc.latency, acc.ttft, acc.tpot))}
+
+
+def streamed(cfg: Config, pair_with=None, keep_latencies: bool = False) -> Streamed:
+    """run_stream's simulation, its accumulators unsummarised (fleet.py merges replicas')."""
     import numpy as np
 
     from ..work import workload_shape
@@ -162,14 +191,10 @@ def run_stream(cfg: Config, pair_with=None, keep_latencies: bool = False):
     if live[1] or live[0] != n or acc.requests != n:
         raise RuntimeError(f"simulation lost requests: {acc.requests} of {n} finished "
                            f"({live[0]} admitted; policy {cfg.policy})")
-    start = acc.first_arrival
-    wall = acc.last_finish - start
-    drained = max([e.last_end for e in (target, draft, judge) if e is not None] + [start + wall]) - start
-    summary = summarise(world, wall, drained, acc.fields())
-    summary["stream"] = {"percentiles": "ddsketch", "relative_accuracy": acc.relative_accuracy,
-                         "peak_in_flight": live[2],
-                         "sketch_buckets": max(q.buckets() for q in (acc.latency, acc.ttft, acc.tpot))}
-    return summary, world, lat, paired
+    start = acc.first_arrival       # (the sum kept as run() computes it: the same float)
+    end = max([e.last_end for e in (target, draft, judge) if e is not None]
+              + [start + (acc.last_finish - start)])
+    return Streamed(world, acc, lat, paired, live[2], end)
 
 
 def _streamable(cfg: Config) -> None:

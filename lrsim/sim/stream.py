@@ -50,6 +50,11 @@ class Sum:
     def value(self) -> float:
         return self.s + self.c
 
+    def merge(self, other: "Sum") -> None:
+        """Add another running sum (a fleet's replicas, fleet.py)."""
+        self.add(other.s)
+        self.add(other.c)
+
 
 class Quantiles:
     """p50/p90/p99 from a DDSketch and the exact mean: metrics._pct's fields, streamed."""
@@ -73,6 +78,13 @@ class Quantiles:
         self.sketch.add(x)
         self.total.add(x)
         self.n += 1
+
+    def merge(self, other: "Quantiles") -> None:
+        """Fold in another sketch of the same accuracy: DDSketch adds bucket counts, so the
+        merged sketch is the one the two samples would have built together."""
+        self.sketch.merge(other.sketch)
+        self.total.merge(other.total)
+        self.n += other.n
 
     def summary(self) -> dict:
         if not self.n:
@@ -114,6 +126,18 @@ class Requests:
         self.ttft.add(ttft)
         self.tpot.add(tpot)
 
+    def merge(self, other: "Requests") -> None:
+        """Fold in another run's requests (a fleet's replicas, fleet.py)."""
+        self.requests += other.requests
+        self.tokens += other.tokens
+        self.steps += other.steps
+        self.from_draft += other.from_draft
+        self.first_arrival = min(self.first_arrival, other.first_arrival)
+        self.last_finish = max(self.last_finish, other.last_finish)
+        for mine, theirs in ((self.latency, other.latency), (self.ttft, other.ttft),
+                             (self.tpot, other.tpot)):
+            mine.merge(theirs)
+
     def fields(self) -> dict:
         """metrics.summarise's per-request fields (metrics.per_request's keys)."""
         return {"requests": self.requests, "output_tokens": self.tokens, "steps": self.steps,
@@ -146,6 +170,23 @@ class Paired:
         self.cxx += dx * (x - self.mx)
         self.cyy += dy * (y - self.my)
         self.cxy += dx * (y - self.my)
+
+    def merge(self, other: "Paired") -> None:
+        """Fold in another run's pairs: Chan, Golub and LeVeque's update of the means and
+        co-moments of two samples, as if every pair had been added to one."""
+        n = self.n + other.n
+        if not other.n:
+            return
+        dx, dy = other.mx - self.mx, other.my - self.my
+        w = self.n * other.n / n
+        self.cxx += other.cxx + dx * dx * w
+        self.cyy += other.cyy + dy * dy * w
+        self.cxy += other.cxy + dx * dy * w
+        self.mx += dx * other.n / n
+        self.my += dy * other.n / n
+        self.n = n
+        self.sx.merge(other.sx)
+        self.sy.merge(other.sy)
 
     def ratio(self) -> float:
         return self.sx.value / self.sy.value
