@@ -14,6 +14,7 @@ import typer
 
 from lrcore import jsonout
 from lrcore.cliopts import JSON
+from lrcore.errors import UserError
 
 from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_REPLICAS, MAX_WORKLOAD
 from .kvcache import BLOCK_TOKENS
@@ -106,6 +107,7 @@ def simulate(
     adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="--policy lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
     replicas: int = typer.Option(1, "--replicas", min=1, max=MAX_REPLICAS, help="A fleet: this many copies of the configuration, the requests and the rate split between them, each simulated (streamed) in a worker process and merged into one summary."),
     jobs: int = typer.Option(0, "--jobs", min=0, help="--replicas: worker processes (0 = all cores)."),
+    ray_address: str = typer.Option(None, "--ray-address", help="--replicas: one Ray task per replica on a cluster ('auto', 'ray://host:10001', or 'local'), as lr plan."),
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
     from .build import Options, build
@@ -124,7 +126,9 @@ def simulate(
         from .fleet import simulate_fleet
         from .runner import _params
 
-        out = _params(simulate_fleet(cfg, replicas, jobs), cfg)
+        out = _params(simulate_fleet(cfg, replicas, jobs, ray_address), cfg)
+    elif ray_address:
+        raise UserError("--ray-address runs a fleet's replicas: add --replicas R (R >= 2)")
     else:
         out = run_sim(cfg)
     if as_json:
@@ -177,8 +181,9 @@ def _print_summary(s: dict) -> None:
     f = s.get("fleet")
     if f:
         lo, hi = f["requests_per_replica"]
+        where = f"{f['workers']} worker(s)" if f["workers"] else f["backend"]
         rows.append(("fleet", f"{f['replicas']:,} replicas of {lo:,}" + (f"-{hi:,}" if hi != lo else "")
-                     + f" requests, {f['workers']} worker(s)"))
+                     + f" requests, {where}"))
     if "ar_kv_preemptions" in s:
         rows.append(("KV cache (AR): peak / preempted", f"{s['ar_kv_peak_fraction']:.0%} / "
                                                        f"{s['ar_kv_preemptions']}"))

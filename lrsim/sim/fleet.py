@@ -62,9 +62,10 @@ def run_replica(arg: tuple) -> dict:
     return part | {"ar_latencies": base.lat, "paired": pol.paired}
 
 
-def simulate_fleet(cfg, replicas: int, jobs: int = 0) -> dict:
+def simulate_fleet(cfg, replicas: int, jobs: int = 0, ray_address: str | None = None) -> dict:
     """simulate()'s comparison for a fleet of `replicas` copies of cfg, on `jobs` worker
-    processes (0: every core)."""
+    processes (0: every core), or one Ray task per replica on a cluster (`ray_address`, as
+    `lr plan --ray-address`: lrsim/plan/parallel.py)."""
     import os
 
     from ..plan.parallel import map_points
@@ -82,10 +83,12 @@ def simulate_fleet(cfg, replicas: int, jobs: int = 0) -> dict:
     # the whole fleet's work, as a streamed run of cfg: only an explicit --stream has the larger cap
     check_simulation(cfg.validate().effective(), stream=True if cfg.stream else False)
     workers = min(jobs or os.cpu_count() or 1, replicas)
-    parts = map_points(run_replica, [(cfg, r, replicas) for r in range(replicas)], jobs=workers)
+    parts = map_points(run_replica, [(cfg, r, replicas) for r in range(replicas)], jobs=workers,
+                       ray_address=ray_address)
     sizes = [p["policy"]["acc"].requests for p in parts]     # (fold merges into the first)
     summary = fold(parts, open_loop=wl.rate is not None)
-    summary["fleet"] = {"replicas": replicas, "workers": workers,
+    summary["fleet"] = {"replicas": replicas, "workers": None if ray_address else workers,
+                        "backend": f"ray ({ray_address})" if ray_address else "processes",
                         "requests_per_replica": [min(sizes), max(sizes)],
                         "rate_per_replica": None if wl.rate is None else wl.rate / replicas}
     return summary

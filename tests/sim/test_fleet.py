@@ -27,8 +27,8 @@ def _cfg(policy="lr-async", requests=90, rate=2.0, **kw):
 def test_one_replica_is_the_streamed_simulate():
     cfg = _cfg(depth=3, k2=3)
     fleet = _params(simulate_fleet(cfg, 1, jobs=1), cfg)
-    assert fleet.pop("fleet") == {"replicas": 1, "workers": 1, "requests_per_replica": [90, 90],
-                                  "rate_per_replica": 2.0}
+    assert fleet.pop("fleet") == {"replicas": 1, "workers": 1, "backend": "processes",
+                                  "requests_per_replica": [90, 90], "rate_per_replica": 2.0}
     assert fleet == simulate(replace(cfg, stream=True))       # every field, bit for bit
 
 
@@ -98,6 +98,17 @@ def test_the_summary_does_not_depend_on_the_workers():
     assert one == two
 
 
+@pytest.mark.slow
+def test_a_fleet_on_local_ray_is_the_fleet_on_processes():
+    """--ray-address: one Ray task per replica (a private local Ray, ~30 s to start on 2 cores),
+    the same summary as on local processes."""
+    pytest.importorskip("ray")
+    cfg = _cfg(requests=24, depth=2)
+    local, remote = simulate_fleet(cfg, 3, jobs=1), simulate_fleet(cfg, 3, ray_address="local")
+    assert remote.pop("fleet")["backend"] == "ray (local)" and local.pop("fleet")["workers"] == 1
+    assert remote == local
+
+
 def test_kv_merges_by_meaning():
     cfg = _cfg(requests=40, rate=None, depth=2, kv_cache_tokens=2048)
     fleet = simulate_fleet(cfg, 2, jobs=2)                    # KVSpec travels to the workers
@@ -142,8 +153,8 @@ def test_replicas_end_to_end(capsys):
     code, out, err = _cli(argv + ["--json"], capsys)
     assert code == 0, err
     s = json.loads(out)
-    assert s["fleet"] == {"replicas": 4, "workers": 2, "requests_per_replica": [10, 10],
-                          "rate_per_replica": 0.5}
+    assert s["fleet"] == {"replicas": 4, "workers": 2, "backend": "processes",
+                          "requests_per_replica": [10, 10], "rate_per_replica": 0.5}
     assert s["requests"] == 40 and s["stream"]["percentiles"] == "ddsketch" and s["speedup"] > 0
     code, out, err = _cli(argv, capsys)
     assert code == 0 and "4 replicas of 10 requests" in out, err
@@ -154,6 +165,7 @@ def test_replicas_end_to_end(capsys):
     (["--requests", "8", "--replicas", "2", "--no-stream"], ["--no-stream"]),
     (["--policy", "lr-adaptive", "--requests", "8", "--replicas", "2"], ["lr-adaptive"]),
     (["--requests", "8", "--replicas", "0"], ["--replicas"]),
+    (["--requests", "8", "--ray-address", "local"], ["--replicas"]),
     (["--requests", "1000000", "--steps", "1000", "--replicas", "8", "--stream"],
      ["MAX_STREAM_SIM_POSITIONS"]),
 ])
