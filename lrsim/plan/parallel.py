@@ -33,6 +33,7 @@ def _call(fn, arg):
 def _map_ray(fn, args: list, address: str) -> list:
     try:
         import ray
+        from ray.exceptions import RayTaskError
     except ImportError:
         raise UserError("--ray-address needs Ray: pip install 'lookahead-reasoning-toolkit[ray]'") from None
     started_here = not ray.is_initialized()
@@ -45,7 +46,14 @@ def _map_ray(fn, args: list, address: str) -> list:
             raise UserError(f"--ray-address {address}: cannot connect to Ray ({e})") from None
     try:
         task = ray.remote(_call)
-        return ray.get([task.remote(fn, a) for a in args])
+        try:
+            return ray.get([task.remote(fn, a) for a in args])
+        except RayTaskError as e:
+            # a point's refusal (a UserError) as local processes give it: one line, not the
+            # remote traceback Ray's wrapper prints
+            if isinstance(e.cause, UserError):
+                raise e.cause from None
+            raise
     finally:
         if started_here and address == "local":
             ray.shutdown()

@@ -105,8 +105,8 @@ def simulate(
     device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
     stream: bool = typer.Option(None, "--stream/--no-stream", help="Streaming summaries: each finished request folded into fixed-size accumulators and dropped (bounded memory; percentiles from a DDSketch, within 0.5%; work cap 400M positions). Default: automatic above 10,000 requests."),
     adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="--policy lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
-    replicas: int = typer.Option(1, "--replicas", min=1, max=MAX_REPLICAS, help="A fleet: this many copies of the configuration, the requests and the rate split between them, each simulated (streamed) in a worker process and merged into one summary."),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="--replicas: worker processes (0 = all cores)."),
+    replicas: int = typer.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="A fleet: this many copies of the configuration, the requests and the rate split between them, each simulated (streamed) in a worker process and merged into one summary (1: one streamed replica)."),
+    jobs: int = typer.Option(None, "--jobs", min=0, help="--replicas: worker processes (0 = all cores, the default)."),
     ray_address: str = typer.Option(None, "--ray-address", help="--replicas: one Ray task per replica on a cluster ('auto', 'ray://host:10001', or 'local'), as lr plan."),
 ):
     """Simulate one policy and AR on the same hardware: speedup, tokens/s, latency, acceptance."""
@@ -122,13 +122,14 @@ def simulate(
                         whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
                         kv_cache_tokens=kv_cache_tokens, stream=stream,
                         adaptive_scope=adaptive_scope.value if adaptive_scope else None))
-    if replicas > 1:
+    if replicas is not None:
         from .fleet import simulate_fleet
         from .runner import _params
 
-        out = _params(simulate_fleet(cfg, replicas, jobs, ray_address), cfg)
-    elif ray_address:
-        raise UserError("--ray-address runs a fleet's replicas: add --replicas R (R >= 2)")
+        out = _params(simulate_fleet(cfg, replicas, jobs or 0, ray_address), cfg)
+    elif ray_address or jobs is not None:
+        raise UserError(f"{'--ray-address' if ray_address else '--jobs'} runs a fleet's replicas: "
+                        "add --replicas R")
     else:
         out = run_sim(cfg)
     if as_json:

@@ -1,10 +1,11 @@
-"""A fleet: R identical replicas of one configuration behind a load balancer, each simulated in
-its own process and folded into one summary (`lr simulate --replicas R --jobs J`).
+"""A fleet: R identical replicas of one configuration, the requests split between them, each
+simulated in its own process and folded into one summary (`lr simulate --replicas R --jobs J`).
 
 A fleet-hour (a million requests over many GPUs) is many copies of one deployment, each serving
 its share of the requests. The copies share nothing, so each is a simulation of its own: replica
 r of R carries n // R requests (the first n % R one more), Poisson arrivals at rate / R (a
-random split of a Poisson stream is Poisson: thinning; a ramp's ends are divided the same way)
+random split of a Poisson stream is Poisson: thinning; here the counts are fixed, not
+multinomial; a ramp's ends are divided the same way)
 and a workload seed of its own (numpy's SeedSequence of (seed, r); one replica keeps the seed).
 Each runs streamed (stream.py) after its AR baseline, as `simulate --stream` does, and the parent
 folds the replicas, in replica order, into one summary:
@@ -30,8 +31,8 @@ from dataclasses import replace
 from lrcore.errors import UserError
 
 from .build import MAX_REPLICAS
-from .metrics import _pct, compare_paired, counts, summary_of
-from .runner import _streamable, stream_fields, streamed
+from .metrics import _pct, add_counts, compare_paired, counts, summary_of
+from .runner import stream_fields, streamed
 from .workload import Synthetic
 
 def replica_config(cfg, r: int, replicas: int):
@@ -43,7 +44,9 @@ def replica_config(cfg, r: int, replicas: int):
         raise UserError("--replicas splits a synthetic workload (flags, --preset or a scenario's "
                         "synthetic workload), not a trace replay")
     n = wl.n_requests
-    seed = wl.seed if replicas == 1 else int(np.random.SeedSequence([wl.seed, r]).generate_state(1)[0])
+    # 63 bits (a seed's range): 32 would let two of thousands of replicas draw the same requests
+    seed = (wl.seed if replicas == 1
+            else int(np.random.SeedSequence([wl.seed, r]).generate_state(1, np.uint64)[0] >> 1))
     share = replace(wl, n_requests=n // replicas + (1 if r < n % replicas else 0), seed=seed,
                     rate=None if wl.rate is None else wl.rate / replicas,
                     rate_end=None if wl.rate_end is None else wl.rate_end / replicas)
@@ -79,9 +82,11 @@ def simulate_fleet(cfg, replicas: int, jobs: int = 0, ray_address: str | None = 
     replica_config(cfg, 0, replicas)               # the workload's refusal, before any work
     if wl.n_requests < replicas:
         raise UserError(f"--replicas {replicas}: more replicas than requests ({wl.n_requests})")
-    _streamable(cfg)
-    # the whole fleet's work, as a streamed run of cfg: only an explicit --stream has the larger cap
-    check_simulation(cfg.validate().effective(), stream=True if cfg.stream else False)
+    if cfg.policy == "lr-adaptive":
+        raise UserError("--replicas streams every replica, which lr-adaptive does not (its summary "
+                        "counts decisions per request): run it without --replicas")
+    # the whole fleet's work, as one streamed run of cfg (--replicas always streams: its cap)
+    check_simulation(cfg.validate().effective(), stream=True)
     workers = min(jobs or os.cpu_count() or 1, replicas)
     parts = map_points(run_replica, [(cfg, r, replicas) for r in range(replicas)], jobs=workers,
                        ray_address=ray_address)
@@ -113,35 +118,9 @@ def _summary(roles: list[dict]) -> dict:
     acc, c = roles[0]["acc"], roles[0]["counts"]
     for x in roles[1:]:
         acc.merge(x["acc"])
-        c = _add(c, x["counts"])
+        c = add_counts(c, x["counts"])
     start, end = acc.first_arrival, max(x["end"] for x in roles)
     out = summary_of(c, acc.last_finish - start, end - start, acc.fields(), utilised_s=utilised)
     out["stream"] = stream_fields(acc, max(x["peak"] for x in roles))   # the busiest replica's
     return out
 
-
-def _add(a, b):
-    """Counts of two replicas added: numbers add, lists element-wise, dicts key by key; KV
-    summaries by kvcache's meaning (capacity the same, peaks the fuller one's)."""
-    if isinstance(a, dict):
-        out = {}
-        for k in list(a) + [k for k in b if k not in a]:
-            if k in a and k in b:
-                out[k] = _kv(a[k], b[k]) if k == "kv" else _add(a[k], b[k])
-            else:
-                out[k] = a[k] if k in a else b[k]
-        return out
-    if isinstance(a, list):
-        return [_add(x, y) for x, y in zip(a, b)]
-    return a + b
-
-
-def _kv(a: dict, b: dict) -> dict:
-    """Two replicas' KV summaries by engine (kvcache.KVCache.summary)."""
-    out = {}
-    for name in a:
-        x, y = a[name], b[name]
-        out[name] = {k: (x[k] if k in ("capacity_tokens", "block_tokens")
-                         else max(x[k], y[k]) if k in ("peak_tokens", "peak_fraction")
-                         else x[k] + y[k]) for k in x}
-    return out

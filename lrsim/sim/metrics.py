@@ -62,6 +62,32 @@ def counts(world) -> dict:
     }
 
 
+def add_counts(a, b):
+    """Two runs' counts() added (a fleet's replicas, fleet.py): numbers add, lists element-wise,
+    dicts key by key; the KV summaries by their meaning (add_kv)."""
+    if isinstance(a, dict):
+        out = {}
+        for k in list(a) + [k for k in b if k not in a]:
+            if k in a and k in b:
+                out[k] = add_kv(a[k], b[k]) if k == "kv" else add_counts(a[k], b[k])
+            else:
+                out[k] = a[k] if k in a else b[k]
+        return out
+    if isinstance(a, list):
+        return [add_counts(x, y) for x, y in zip(a, b)]
+    return a + b
+
+
+# KVCache.summary()'s fields that two runs do not add: the same capacity, the fuller one's peak
+KV_SAME, KV_MAX = ("capacity_tokens", "block_tokens"), ("peak_tokens", "peak_fraction")
+
+
+def add_kv(a: dict, b: dict) -> dict:
+    """Two runs' KV summaries by engine (kvcache.KVCache.summary): the rest are counts."""
+    return {name: {k: (x[k] if k in KV_SAME else max(x[k], b[name][k]) if k in KV_MAX
+                       else x[k] + b[name][k]) for k in x} for name, x in a.items()}
+
+
 def summary_of(c: dict, wall_s: float, drained_s: float, pr: dict,
                utilised_s: float | None = None) -> dict:
     """A run's summary from its counts (counts()) and per-request fields (per_request()).

@@ -174,9 +174,15 @@ class Paired:
     def merge(self, other: "Paired") -> None:
         """Fold in another run's pairs: Chan, Golub and LeVeque's update of the means and
         co-moments of two samples, as if every pair had been added to one."""
-        n = self.n + other.n
         if not other.n:
             return
+        if not self.n:                # (the other's moments as they are, not rescaled by n / n)
+            self.mx, self.my, self.cxx, self.cyy, self.cxy = other.mx, other.my, other.cxx, other.cyy, other.cxy
+            self.n = other.n
+            self.sx.merge(other.sx)
+            self.sy.merge(other.sy)
+            return
+        n = self.n + other.n
         dx, dy = other.mx - self.mx, other.my - self.my
         w = self.n * other.n / n
         self.cxx += other.cxx + dx * dx * w
