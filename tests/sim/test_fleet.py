@@ -8,13 +8,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import cli
 from lrsim.sim.build import Options, build
 from lrsim.sim.fleet import replica_config, simulate_fleet
 from lrsim.sim.runner import _params, run, simulate
 from lrsim.sim.stream import Paired
 from lrsim.theory.montecarlo import ratio_estimate
-from test_sim_stream import _within_guarantee   # the sketch's guarantee, as the stream tests check it
+from test_sim_stream import _cli, _within_guarantee   # the sketch's guarantee; `lr` in-process
 
 ADDS = ("requests", "output_tokens", "steps", "steps_from_draft", "proposed_steps",
         "accepted_steps", "unready_drafts")
@@ -146,13 +145,6 @@ def test_paired_merge_equals_one_pass():
     assert merged.n == whole.n
     assert merged.ratio() == pytest.approx(whole.ratio(), rel=1e-14)
     assert merged.stderr() == pytest.approx(whole.stderr(), rel=1e-10)
-
-
-def _cli(argv, capsys):
-    with pytest.raises(SystemExit) as e:
-        cli.main(argv)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_one_replica_on_the_command_line_is_stream(capsys):
