@@ -278,8 +278,7 @@ def main() -> None:
                              "same_corpus": same, "shared_problems": shared,
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,
                              # configurations predicted that no calibration record ran
-                             "unseen_configs": sorted({c for t in measured.values() for c in t}
-                                                      - set(PROFILE_CONFIGS)),
+                             "unseen_configs": sorted({c for t in measured.values() for c in t} - ran),
                              # every profile with lr calibrate --batch-factors (absent: without)
                              **({"batch_factors": True} if a.batch_factors else {})},
            # how adaptive records replayed (absent: with their recorded decisions)

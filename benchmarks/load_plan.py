@@ -61,6 +61,18 @@ def lr_plan(profile_path: Path, *args: str) -> dict:
     return json.loads(p.stdout)
 
 
+def measured_labels(name: str, path: Path) -> dict[str, str]:
+    """PLAN_PROFILES[name]'s {config: plan label} for its profile at `path`, less the configurations whose
+    acceptance it never measured: an SD one where its traces ran no SD (the profile's alpha2 is
+    None, which `lr plan` prices as 0: every drafted token rejected), an LR one where they judged
+    no step (acceptance None: a neutral 0.5). A profile of ar and lr-d2 alone does not plan sd."""
+    doc = json.loads(Path(path).read_text())
+    sd_measured = doc["sd"]["alpha2"] is not None
+    lr_measured = doc["step_acceptance"]["rate"] is not None
+    return {cfg: lab for cfg, lab in PLAN_PROFILES[name][1].items()
+            if (sd_measured or "sd" not in lab.split()[0]) and (lr_measured or not lab.startswith("lr"))}
+
+
 def plan_at(profiles: dict[str, Path], level: int) -> dict:
     """`lr plan` at `level` requests in flight: {config: speedups vs ar and vs equal resources},
     each the ratio of planned tokens/s of the configurations as measured (ONE_DEVICE): a block of
@@ -74,7 +86,7 @@ def plan_at(profiles: dict[str, Path], level: int) -> dict:
         one = lr_plan(path, "--concurrency", str(level), *ONE_DEVICE)
         ar, er = one["reference"], both.get("equal_resources_baseline") or {}
         rows = {r["label"]: r for r in both["candidates"]} | {r["label"]: r for r in one["candidates"]}
-        for cfg, lab in PLAN_PROFILES[name][1].items():
+        for cfg, lab in measured_labels(name, path).items():
             if lab in rows:
                 r = rows[lab]
                 out[cfg] = {"speedup_vs_ar": r["tokens_per_s"] / ar["tokens_per_s"],
@@ -124,7 +136,7 @@ def search(profiles: dict[str, Path], top: int) -> dict:
             rng = Range(res["axis"], *res["range"])
             rows = {r["label"]: r for r in res["rows"]}
             out |= {cfg: {"vs_ar": level(rows[lab]["vs_ar"], rng), "vs_ar-er": level(rows[lab]["vs_equal"], rng)}
-                    for cfg, lab in PLAN_PROFILES[name][1].items() if lab in rows}
+                    for cfg, lab in measured_labels(name, path).items() if lab in rows}
     return out
 
 

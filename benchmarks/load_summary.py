@@ -155,6 +155,17 @@ PREDICTIONS = (
     ("load_adaptive_f6m207_f26m2_3", "traces/load-adaptive-f6m207",
      "the family 26 EPYC's third sitting: another vendor, the Intel Xeon family 6 model 207",
      "bench_load.py --load traces/load-adaptive-f6m207 --configs ar,lr-d2 --calibrate-on traces/load-adaptive-f26m2-3 ..."),
+    ("load_f6m207", "traces/load-f6m207", "its own levels 1-2, every configuration on the Intel Xeon family 6 model 207",
+     "bench_load.py --load traces/load-f6m207 ..."),
+    ("load_f6m207_r12_heldout", "traces/load-f6m207", "its round 0 predicts rounds 1-2, the Intel Xeon family 6 model 207",
+     "bench_load.py --load traces/load-f6m207 --calibrate-rounds 0 --rounds 1,2 ..."),
+    ("load_f6m207_adaptive", "traces/load-f6m207",
+     "the same host's adaptive corpus (ar and lr-d2 only), hours earlier in the same boot",
+     "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load-adaptive-f6m207 ..."),
+    ("load_f6m207_xeon", "traces/load-f6m207", "the two cold-cache Xeon sittings pooled (the same CPU model)",
+     "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load-cold-xeon-side,traces/load-cold-xeon-2 ..."),
+    ("load_f6m207_epyc", "traces/load-f6m207", "traces/load's (an AMD EPYC, the same problems, warm caches)",
+     "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load ..."),
 )
 TARGET = 0.10     # the target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

@@ -74,6 +74,30 @@ def test_the_plan_at_the_levels_acceptance_replaces_the_profiles(tmp_path):
     assert bl.measured_acceptance({"emb": path}, {"ar": [lr({})]}, tmp_path, 3) == {}
 
 
+def test_the_plan_leaves_out_configurations_whose_acceptance_the_profile_never_measured(tmp_path):
+    """A profile of ar and lr-d2 alone has no SD acceptance (alpha2 None, which `lr plan` prices as
+    0): bench_load plans its lr-d2 but not sd; without judged steps it plans no LR configuration."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.load_plan import PLAN_PROFILES, measured_labels
+
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "calib" / "cpu-gsm8k-profile.json").read_text())
+    path = tmp_path / "p.json"
+
+    def labels(name, alpha2, rate):
+        d = json.loads(json.dumps(doc))
+        d["sd"]["alpha2"], d["step_acceptance"]["rate"] = alpha2, rate
+        path.write_text(json.dumps(d))
+        return measured_labels(name, path)
+
+    assert labels("exact", 0.4, 0.5) == PLAN_PROFILES["exact"][1]
+    assert labels("exact", None, 0.5) == {"lr-d2": "lr depth=2"}
+    assert labels("emb", None, 0.5) == {c: lab for c, lab in PLAN_PROFILES["emb"][1].items() if c.startswith("lr-")}
+    assert labels("exact", 0.4, None) == {"sd": "sd k2=7"}
+    assert labels("emb", None, None) == {}
+
+
 def test_a_block_whose_requests_end_apart_has_a_higher_latency_speedup():
     """Tokens over makespans against the ratio of mean latencies: an LR block where one request
     finishes at 4 s and the other at 12 s has AR's makespan-based speedup 10/12 but its mean
