@@ -145,6 +145,7 @@ def find(source, cands: list[Candidate], hard: Hardware, load: Load, jobs: int =
            "hardware": meta.get("hardware"), "rows": rows, "plans": plans,
            "levels_evaluated": sorted(seen), "elapsed_s": time.perf_counter() - t0,
            "objective": objective,
+           **({"notes": meta["notes"]} if meta.get("notes") else {}),   # what the profile never measured
            "method": "bisection on the simulator; speedup = mean over paired seed blocks of " + (
                "baseline latency / latency (lr plan)" if objective == "speedup" else
                "tokens/s / baseline tokens/s (lr plan's throughput_speedup)")}

@@ -235,6 +235,8 @@ def _print_break_even(res: dict) -> None:
             f"<= 1; >{rng.text(rng.hi)}: still wins there; never: loses at {lo} already; eq-res AR: "
             f"the target given the draft's and judge's devices. {res['plans']} plans at "
             f"{len(res['levels_evaluated'])} loads (--json has every curve)", markup=False)
+    for note in res.get("notes", ()):
+        c.print(f"not measured: {note}", markup=False)
     c.print(res["sentence"], markup=False)
 
 
@@ -301,6 +303,8 @@ def _print_plan(res, top: int) -> None:
                 "kv_preemptions, kv_blocked_s, kv_peak_fraction)", markup=False)
     if m.get("overrides"):
         c.print("what-if: " + ", ".join(f"{k}={v}" for k, v in m["overrides"].items()), markup=False)
+    for note in m.get("notes", ()):
+        c.print(f"not measured: {note}", markup=False)
     if m["skipped"]:
         for why, test in (("not enough devices", lambda r: "KV cache" not in r["why"]),
                           ("no memory left for a KV cache", lambda r: "KV cache" in r["why"])):

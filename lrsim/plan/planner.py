@@ -184,6 +184,10 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
         meta["latency"] = source.latency_source()
     if hasattr(source, "whatif") and source.whatif.describe():
         meta["overrides"] = source.whatif.describe()
+    if hasattr(source, "unmeasured"):        # profiles: acceptances priced without a measurement
+        notes = source.unmeasured({c.mode for c in cands})
+        if notes:
+            meta["notes"] = notes
     meta["recommendation"] = recommend(ok, meta)
     return Plan(ok, meta)
 

@@ -100,6 +100,24 @@ class ProfileSource(_Source):
         knobs = {k: v for k, v in knobs.items() if v is not None}
         return self.whatif.apply_config(load_profile(self.path).to_config(policy, **knobs), self.kind)
 
+    def unmeasured(self, modes) -> list[str]:
+        """One note per acceptance the plan of `modes` prices without a measurement: a profile whose
+        traces ran no SD has alpha2 None, which prices SD at 0 (every drafted token rejected); one
+        whose traces judged no step prices LR at the neutral alpha1 0.5 (Profile.alpha1/alpha2).
+        A what-if (--alpha2, --alpha1, --accept-by-width) gives the value instead: no note."""
+        from ..calib.profile import load_profile
+
+        doc, w, notes = load_profile(self.path).doc, self.whatif, []
+        if doc["sd"]["alpha2"] is None and w.alpha2 is None and any("sd" in m for m in modes):
+            notes.append(f"{self.path} measured no SD acceptance (its traces ran no SD): the SD "
+                         "candidates are priced at alpha2 0, every drafted token rejected; --alpha2 "
+                         "sets one")
+        if (doc["step_acceptance"]["rate"] is None and w.alpha1 is None and not w.accept_by_width
+                and any(m.startswith("lr") for m in modes)):
+            notes.append(f"{self.path} measured no step acceptance (its traces judged no step): the "
+                         "LR candidates are priced at alpha1 0.5; --alpha1 sets one")
+        return notes
+
 
 def resolve(preset: str | None, profile: Path | None, scenario: str | None,
             latency: str | None = None, whatif: WhatIf = NONE, table1: str | None = None):

@@ -223,3 +223,60 @@ def test_rows_carry_the_throughput_speedup_beside_the_latency_one(small_plan):
     for r in small_plan.rows:
         assert r["throughput_speedup"] == pytest.approx(r["tokens_per_s"] / ref["tokens_per_s"])
         assert r["throughput_speedup_vs_equal"] == pytest.approx(r["tokens_per_s"] / eq["tokens_per_s"])
+
+
+def _profile_without(tmp_path, **missing):
+    """The shipped CPU test profile with an SD acceptance (alpha2 0.4) and its step acceptance, or
+    either unset, as a profile calibrated on traces that ran no SD, or judged no step, has it."""
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "calib" / "cpu-gsm8k-profile.json").read_text())
+    doc["sd"]["alpha2"] = None if missing.get("sd") else 0.4     # (the shipped one ran no SD)
+    if missing.get("steps"):
+        doc["step_acceptance"]["rate"] = None
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_a_profile_without_sd_says_its_sd_candidates_are_priced_at_no_acceptance(tmp_path):
+    """A profile whose traces ran no SD prices SD at alpha2 0 (every drafted token rejected), one
+    that judged no step prices LR at alpha1 0.5: the plan names each, unless a what-if gives the
+    value or no candidate uses it."""
+    from lrsim.plan.sources import ProfileSource
+    from lrsim.plan.whatif import WhatIf
+
+    both = _profile_without(tmp_path, sd=True, steps=True)
+    notes = ProfileSource(both).unmeasured({"ar", "sd", "lr", "lr+sd"})
+    assert len(notes) == 2 and "no SD acceptance" in notes[0] and "alpha2 0" in notes[0]
+    assert "no step acceptance" in notes[1] and "alpha1 0.5" in notes[1]
+    assert ProfileSource(both).unmeasured({"ar", "lr"}) == notes[1:]
+    assert ProfileSource(both).unmeasured({"ar", "sd"}) == notes[:1]
+    assert ProfileSource(both, whatif=WhatIf(alpha2=0.3, alpha1=0.6)).unmeasured({"sd", "lr+sd"}) == []
+    assert ProfileSource(_profile_without(tmp_path)).unmeasured({"sd", "lr", "lr+sd"}) == []
+
+
+def test_cli_plan_of_a_profile_without_sd_notes_it(run_lr, tmp_path):
+    path = _profile_without(tmp_path, sd=True)
+    args = ("plan", "--profile", path, "--steps", "6", "--samples", "1", "--k2", "3", "--modes", "sd",
+            "--placement", "dedicated", "--jobs", "1")
+    code, out, _ = run_lr(*args, "--json")
+    assert code == 0
+    [note] = json.loads(out)["notes"]
+    assert note.startswith(f"{path} measured no SD acceptance")
+    code, out, _ = run_lr(*args)
+    assert code == 0 and "not measured: " in out and "no SD acceptance" in " ".join(out.split())
+    code, out, _ = run_lr(*args, "--alpha2", "0.4", "--json")
+    assert code == 0 and "notes" not in json.loads(out)
+
+
+def test_cli_break_even_of_a_profile_without_sd_notes_it(run_lr, tmp_path):
+    path = _profile_without(tmp_path, sd=True)
+    args = ("plan", "--profile", path, "--find-break-even", "--concurrency", "2", "--steps", "6",
+            "--samples", "1", "--k2", "3", "--modes", "sd", "--placement", "dedicated", "--jobs", "1")
+    code, out, _ = run_lr(*args, "--json")
+    assert code == 0
+    [note] = json.loads(out)["notes"]
+    assert note.startswith(f"{path} measured no SD acceptance")
+    code, out, _ = run_lr(*args)
+    assert code == 0 and "not measured: " in out
