@@ -277,8 +277,10 @@ def main() -> None:
                              "rounds": sorted(cal_rounds) if cal_rounds else None,
                              "same_corpus": same, "shared_problems": shared,
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,
-                             # configurations predicted that no calibration record ran
-                             "unseen_configs": sorted({c for t in measured.values() for c in t} - ran),
+                             # configurations predicted that no calibration record ran (a
+                             # file the profile does not read, e.g. lr-adaptive-d2's, runs none)
+                             "unseen_configs": sorted({c for t in measured.values() for c in t}
+                                                      - (ran & set(PROFILE_CONFIGS))),
                              # every profile with lr calibrate --batch-factors (absent: without)
                              **({"batch_factors": True} if a.batch_factors else {})},
            # how adaptive records replayed (absent: with their recorded decisions)

@@ -112,7 +112,9 @@ class ProfileSource(_Source):
             notes.append(f"{self.path} measured no SD acceptance (its traces ran no SD): the SD "
                          "candidates are priced at alpha2 0, every drafted token rejected; --alpha2 "
                          "sets one")
-        if (doc["step_acceptance"]["rate"] is None and w.alpha1 is None and not w.accept_by_width
+        # (--accept-by-width sets the step acceptance only with a width-1 entry: WhatIf)
+        if (doc["step_acceptance"]["rate"] is None and w.alpha1 is None
+                and not any(width == 1 for width, _ in w.accept_by_width)
                 and any(m.startswith("lr") for m in modes)):
             notes.append(f"{self.path} measured no step acceptance (its traces judged no step): the "
                          "LR candidates are priced at alpha1 0.5; --alpha1 sets one")

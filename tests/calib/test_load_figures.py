@@ -1286,6 +1286,7 @@ def test_the_warm_sixth_cpu_claims():
     rep = [d["levels"]["4"]["lr-d2"]["predicted_speedup_vs_ar"] for d in docs.values()]
     plan = [d["planned"]["4"]["lr-d2"]["speedup_vs_ar"] for d in docs.values() if "lr-d2" in d["planned"]["4"]]
     assert (f"{min(rep):.2f}", f"{max(rep):.2f}", f"{min(plan):.2f}", f"{max(plan):.2f}") == ("0.69", "0.80", "0.69", "0.76")
+    assert sum(abs(replayed_pct(d)["4", "lr-d2"]) > 10 for d in docs.values()) == 3
     assert len(plan) == 4 and all(d["levels"]["4"]["lr-d2"]["predicted_speedup_vs_ar"]
                                   < d["levels"]["4"]["lr-d2"]["speedup_vs_ar"] for d in docs.values())
 

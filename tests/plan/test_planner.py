@@ -253,6 +253,9 @@ def test_a_profile_without_sd_says_its_sd_candidates_are_priced_at_no_acceptance
     assert ProfileSource(both).unmeasured({"ar", "lr"}) == notes[1:]
     assert ProfileSource(both).unmeasured({"ar", "sd"}) == notes[:1]
     assert ProfileSource(both, whatif=WhatIf(alpha2=0.3, alpha1=0.6)).unmeasured({"sd", "lr+sd"}) == []
+    # --accept-by-width sets the step acceptance only with a width-1 entry
+    assert ProfileSource(both, whatif=WhatIf(accept_by_width=((1, 0.6), (2, 0.7)))).unmeasured({"lr"}) == []
+    assert ProfileSource(both, whatif=WhatIf(accept_by_width=((2, 0.7),))).unmeasured({"lr"}) == notes[1:]
     assert ProfileSource(_profile_without(tmp_path)).unmeasured({"sd", "lr", "lr+sd"}) == []
 
 
