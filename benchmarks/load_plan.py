@@ -62,15 +62,14 @@ def lr_plan(profile_path: Path, *args: str) -> dict:
 
 
 def measured_labels(name: str, path: Path) -> dict[str, str]:
-    """PLAN_PROFILES[name]'s {config: plan label} for its profile at `path`, less the configurations whose
-    acceptance it never measured: an SD one where its traces ran no SD (the profile's alpha2 is
-    None, which `lr plan` prices as 0: every drafted token rejected), an LR one where they judged
-    no step (acceptance None: a neutral 0.5). A profile of ar and lr-d2 alone does not plan sd."""
-    doc = json.loads(Path(path).read_text())
-    sd_measured = doc["sd"]["alpha2"] is not None
-    lr_measured = doc["step_acceptance"]["rate"] is not None
-    return {cfg: lab for cfg, lab in PLAN_PROFILES[name][1].items()
-            if (sd_measured or "sd" not in lab.split()[0]) and (lr_measured or not lab.startswith("lr"))}
+    """PLAN_PROFILES[name]'s {config: plan label} for its profile at `path`, less the configurations
+    whose acceptance it never measured (lrsim.plan.sources.ProfileSource.unmeasured: SD where its
+    traces ran no SD, which `lr plan` prices at alpha2 0; LR where they judged no step, at 0.5).
+    A profile of ar and lr-d2 alone does not plan sd. A label's first word is its plan mode."""
+    from lrsim.plan.sources import ProfileSource
+
+    src = ProfileSource(str(path))
+    return {cfg: lab for cfg, lab in PLAN_PROFILES[name][1].items() if not src.unmeasured({lab.split()[0]})}
 
 
 def plan_at(profiles: dict[str, Path], level: int) -> dict:

@@ -106,9 +106,10 @@ class ProfileSource(_Source):
         whose traces judged no step prices LR at the neutral alpha1 0.5 (Profile.alpha1/alpha2).
         A what-if (--alpha2, --alpha1, --accept-by-width) gives the value instead: no note."""
         from ..calib.profile import load_profile
+        from .space import _uses_sd
 
         doc, w, notes = load_profile(self.path).doc, self.whatif, []
-        if doc["sd"]["alpha2"] is None and w.alpha2 is None and any("sd" in m for m in modes):
+        if doc["sd"]["alpha2"] is None and w.alpha2 is None and any(_uses_sd(m) for m in modes):
             notes.append(f"{self.path} measured no SD acceptance (its traces ran no SD): the SD "
                          "candidates are priced at alpha2 0, every drafted token rejected; --alpha2 "
                          "sets one")
