@@ -74,6 +74,7 @@ def plot_cmd(
     res = {"report": str(html),
            "sections": [{"key": s.key, "title": s.title, "source": s.meta["source"],
                          "theory": s.meta["theory"], "records": s.meta["records"],
+                         "notes": s.meta.get("notes", []),
                          "measured_speedups": s.meta["measured_speedups"],
                          "figures": {f.key: str(f.path) for f in s.figures}} for s in sections],
            "figures": {f"{s.key}/{f.key}": str(f.path) for s in sections for f in s.figures},
@@ -89,6 +90,8 @@ def plot_cmd(
         print(plain(s.title))
         for f in s.figures:
             print(plain(f"  {f.title:32s} {f.path}"))
+        for n in s.meta.get("notes", []):
+            print(plain(f"  not measured: {n}"))
     print(plain(f"report: {html} ({elapsed:.1f} s)"))
 
 

@@ -194,14 +194,17 @@ def machine_section(source, traces: list[Path], st: Settings, out_dir: Path) -> 
         own = sum((str(t), sha256(t)) in calibrated for t in traces)
         note += (f" {own} of {len(traces)} trace files are, unchanged, this profile's calibration "
                  "data." if own < len(traces) else " The traces are this profile's calibration data.")
+    # what the profile never measured and the curves price anyway (SD at alpha2 0, LR at alpha1 0.5)
+    notes = source.unmeasured({"sd", "lr", "lr+sd"}) if hasattr(source, "unmeasured") else []
+    note += "".join(f" Not measured: {n}." for n in notes)
     title = f"This machine: {source.label}" + (f" and {len(records)} measured records" if records else "")
     intro = ("Every curve in this section is computed from this one calibrated profile (theory with "
              "its alpha1, alpha2 and c1; simulation with its latency models); every measured point "
              "is a configuration of these traces, with AR on the same problems as the baseline." + note
              if records else "Theory and simulation of this calibrated profile (no traces given: "
-             "no measured points).")
+             "no measured points)." + note)
     sec = _section(source, records, st, out_dir, "machine", title, intro, replayed,
-                   {"traces": [str(t) for t in traces]})
+                   {"traces": [str(t) for t in traces], "notes": notes})
     if replayed:
         sec.tables.append(replay_table(replayed))
     return sec

@@ -39,3 +39,20 @@ def test_plot_a_calibrated_profile_with_its_traces(run_lr, tmp_path, profile, fa
     assert res["source"].startswith("profile") and (tmp_path / "report.html").is_file()
     # theory parameters come from the profile's fit
     assert 0 < res["theory"]["c1"] < 1 and 0 < res["theory"]["alpha1"] < 1
+
+
+def test_plot_says_what_its_profile_never_measured(run_lr, tmp_path, profile, fake_traces):
+    """The fake traces run no SD: the profile has no SD acceptance, and the plot's SD curves
+    (speedup vs k2, the heatmap) price SD at alpha2 0; the section says so in the report, the
+    JSON and the printed summary, as `lr plan --profile` does. Its LR acceptance was measured."""
+    assert json.loads(profile.read_text())["sd"]["alpha2"] is None
+    code, out, err = run_lr("plot", "--profile", str(profile), "--quick", "--budget", "4",
+                            "--out", str(tmp_path), "--jobs", "1", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["sections"][0]["notes"]
+    assert len(notes) == 1 and "measured no SD acceptance" in notes[0] and "alpha2 0" in notes[0]
+    assert "Not measured: " in (tmp_path / "report.html").read_text()
+    code, out, err = run_lr("plot", "--profile", str(profile), "--quick", "--budget", "4",
+                            "--out", str(tmp_path / "again"), "--jobs", "1")
+    assert code == 0, err
+    assert "not measured: " in out
