@@ -169,6 +169,11 @@ def main() -> None:
     ap.add_argument("--batch-factors", action="store_true",
                     help="calibrate every profile with `lr calibrate --batch-factors` (the measured "
                          "correction per batch size of a plain decode pass; docs/load.md, \"A fourth CPU\")")
+    ap.add_argument("--target-batch-curve", metavar="PATH",
+                    help="calibrate every profile with `lr calibrate --target-batch-curve PATH` (a "
+                         "measured curve, lr calibrate measure, gives the target's line its shape in "
+                         "the batch size; docs/load.md, \"What the line charges a larger batch\")")
+    ap.add_argument("--draft-batch-curve", metavar="PATH", help="the same for the draft's line")
     ap.add_argument("--adaptive-afresh", action="store_true",
                     help="replay adaptive records (lr-adaptive) with the simulator's lr-adaptive "
                          "deciding afresh, not with the depth, width and k2 each record's run chose")
@@ -186,6 +191,14 @@ def main() -> None:
         raise SystemExit("error: --afresh-as-run applies with --adaptive-afresh")
     load_replay.DECIDE_AFRESH = a.adaptive_afresh
     load_replay.AFRESH_AS_RUN = a.afresh_as_run
+    curves = {r: c for r, c in (("target", a.target_batch_curve), ("draft", a.draft_batch_curve)) if c}
+    if curves and a.batch_factors:
+        raise SystemExit("error: --batch-factors and --target-batch-curve/--draft-batch-curve each "
+                         "shape the line in the batch size: use one or the other")
+    for r, c in curves.items():
+        if not (ROOT / c).is_file():
+            raise SystemExit(f"error: --{r}-batch-curve {c}: no such file")
+    load_replay.BATCH_CURVES = {r: str(ROOT / c) for r, c in curves.items()}
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
@@ -282,7 +295,9 @@ def main() -> None:
                              "unseen_configs": sorted({c for t in measured.values() for c in t}
                                                       - (ran & set(PROFILE_CONFIGS))),
                              # every profile with lr calibrate --batch-factors (absent: without)
-                             **({"batch_factors": True} if a.batch_factors else {})},
+                             **({"batch_factors": True} if a.batch_factors else {}),
+                             # every profile's line shaped by these measured curves (absent: without)
+                             **({"batch_curves": curves} if curves else {})},
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
               if a.adaptive_afresh else {}),
@@ -437,6 +452,9 @@ def render(out: dict) -> str:
              + (f" Configurations {', '.join(out['configs'])} only." if out.get("configs") else "")
              + (" Every profile with --batch-factors (a measured correction per batch size of a plain "
                 "decode pass)." if cal.get("batch_factors") else "")
+             + (" Every profile's line shaped in the batch size by a measured curve ("
+                + ", ".join(f"{r}: {c}" for r, c in cal["batch_curves"].items()) + ")."
+                if cal.get("batch_curves") else "")
              + (" Adaptive records replayed deciding afresh (the simulator's lr-adaptive), not "
                 "with their recorded decisions." if out.get("adaptive_replay") == "afresh" else "")
              + (" Adaptive records replayed deciding afresh as the real backend decides (the "
@@ -554,7 +572,9 @@ def render(out: dict) -> str:
                   f"(the replay's profile; the physical model's line / with its "
                   f"{'batch and position factors' if bk else 'position factors'}): {rows}. "
                   f"Position factors (SD verification positions v = q - B: measured / line): {knots}."
-                  + (f" Batch factors (sequences in a plain decode pass: measured / line): {bk}." if bk else "")]
+                  + (f" Batch factors (sequences in a plain decode pass: "
+                     + (f"curve {fit['batch_factors_from']} / line, relative to one sequence"
+                        if fit.get("batch_factors_from") else "measured / line") + f"): {bk}." if bk else "")]
     eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
     if eff:
         lines += ["", f"Equal-resources TP efficiency measured on levels 1-2 (lrsim/calib/equal.py): "

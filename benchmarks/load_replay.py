@@ -57,6 +57,9 @@ DECIDE_AFRESH = False
 # estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
 # bench_load's --afresh-as-run
 AFRESH_AS_RUN = False
+# {role: measured curve file} whose shape in the batch size every profile's line takes (`lr
+# calibrate --target-batch-curve`); bench_load's --target-batch-curve/--draft-batch-curve
+BATCH_CURVES: dict[str, str] = {}
 
 
 def predict_block(prof: Profile, block: list[dict], speed: dict | None = None, carry: bool = False) -> float:
@@ -215,6 +218,7 @@ def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
     one probe; `carry`: replay_worlds; `batch_factors`: lr calibrate --batch-factors); returns the calibration files and that profile too."""
     paths = paths or calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False,
+                                          batch_curves=BATCH_CURVES,
                                           batch_factors=batch_factors)))
     return paths, {n: level_table(lv, prof, speed, carry) for n, lv in sorted(corpus.items())}, prof
 
@@ -250,6 +254,8 @@ def fit_summary(prof: Profile) -> dict:
         fit = lat.get("fit") or {}
         out[role] = {"position_factors": lat.get("position_factors", []),
                      **({"batch_factors": lat["batch_factors"]} if lat.get("batch_factors") else {}),
+                     **({"batch_factors_from": fit["batch_factors_from"]}
+                        if fit.get("batch_factors_from") else {}),
                      "by_config": {c: {k: row[k] for k in ("passes", "linear_sum_diff_pct", "sum_diff_pct")
                                        if k in row}
                                    for c, row in (fit.get("by_config") or {}).items() if c != "probe"}}
@@ -283,7 +289,8 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
                  ("round " if len(rounds) == 1 else "rounds ") + ", ".join(map(str, sorted(rounds))))
         return {"skipped": f"{held_root.name} holds no level 1-2 traces of {which} for "
                            f"{', '.join(sorted(labels))}: no contention of its own to fit"}
-    own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False, batch_factors=batch_factors)
+    own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False, batch_factors=batch_factors,
+                    batch_curves=BATCH_CURVES)
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}

@@ -34,7 +34,8 @@ LATENCY = {
                  "type": "array", "minItems": 2, "maxItems": 2,
                  "prefixItems": [_NUM, {"type": "number", "exclusiveMinimum": 0}]}},
              # [sequences in a plain decode pass, measured / linear] in increasing B
-             # (physical.batch_factor_knots; lr calibrate --batch-factors)
+             # (physical.batch_factor_knots, lr calibrate --batch-factors; or a measured curve's,
+             # physical.curve_batch_knots, lr calibrate --target-batch-curve)
              "batch_factors": {"type": "array", "items": {
                  "type": "array", "minItems": 2, "maxItems": 2,
                  "prefixItems": [{"type": "number", "minimum": 1},

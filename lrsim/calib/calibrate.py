@@ -75,14 +75,18 @@ def _points(records, engine):
     return p if len(p) >= MIN_POINTS else oh.span_points(records, engine)
 
 
-def _latency_entry(records, engine, kind: str, ref: dict | None, batch_factors: bool = False) -> dict | None:
+def _latency_entry(records, engine, kind: str, ref: dict | None, batch_factors: bool = False,
+                   batch_curve: tuple[str, list] | None = None) -> dict | None:
     from .physical import fit_physical, pass_data
 
     if kind == "roofline":
         d = pass_data(records, engine, ref)
         if len(d) >= 8 and any(((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
                                for r in records):
-            return fit_physical(d, engine, batch_factors)
+            return fit_physical(d, engine, batch_factors, batch_curve)
+    if batch_curve is not None:
+        raise UserError(f"--{engine}-batch-curve shapes the fitted line of the {engine}'s forward "
+                        "passes, and these traces record none (collect with engine statistics)")
     pts = _points(records, engine)
     if len(pts) < MIN_POINTS:
         return None
@@ -107,14 +111,28 @@ def _first(records, *keys, default=None):
 
 def calibrate(paths, problems: set | None = None, name: str | None = None,
               latency_kind: str = "roofline", select_placement: bool = True,
-              configs: set | None = None, batch_factors: bool = False) -> dict:
+              configs: set | None = None, batch_factors: bool = False,
+              batch_curves: dict | None = None) -> dict:
     """`batch_factors`: the physical model's measured correction per batch size too
-    (physical.py; `lr calibrate --batch-factors`), recorded in source.batch_factors."""
+    (physical.py; `lr calibrate --batch-factors`), recorded in source.batch_factors.
+    `batch_curves`: {role: measured curve file} whose shape in the batch size the role's line
+    takes instead (`lr calibrate --target-batch-curve`; physical.curve_batch_knots), recorded in
+    source.batch_curves."""
     if latency_kind not in ("roofline", "table"):
         raise UserError(f"--latency-model must be roofline or table, got {latency_kind!r}")
     if batch_factors and latency_kind != "roofline":
         raise UserError("--batch-factors corrects the roofline fit per batch size; --latency-model "
                         "table already bins the passes by batch size: use one or the other")
+    batch_curves = {k: v for k, v in (batch_curves or {}).items() if v is not None}
+    if batch_curves and latency_kind != "roofline":
+        raise UserError("--target-batch-curve/--draft-batch-curve shape the roofline fit; "
+                        "--latency-model table already bins the passes by batch size")
+    if batch_curves and batch_factors:
+        raise UserError("--batch-factors and --target-batch-curve/--draft-batch-curve each give the "
+                        "line its shape in the batch size: use one or the other")
+    from .curve import plain_decode_points
+
+    curves = {role: plain_decode_points(path) for role, path in batch_curves.items()}
     records, sources = [], []
     for path in paths:
         recs = read_records(path)
@@ -155,7 +173,7 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     ref = reference_probe(records)
     latency = {}
     for role in ("target", "draft"):
-        entry = _latency_entry(records, role, latency_kind, ref, batch_factors)
+        entry = _latency_entry(records, role, latency_kind, ref, batch_factors, curves.get(role))
         if entry is not None:
             latency[role] = entry
     if "target" not in latency:
@@ -196,7 +214,9 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
                    "vllm_version": _first(records, "run", "vllm_version"),
                    "problems": sorted({r["problem_id"] for r in records}),
                    "modes": {m: len(v) for m, v in sorted(by_mode.items())},
-                   **({"batch_factors": True} if batch_factors else {})},
+                   **({"batch_factors": True} if batch_factors else {}),
+                   **({"batch_curves": {r: {"path": str(p), "sha256": sha256(p)}
+                                        for r, p in batch_curves.items()}} if batch_curves else {})},
         "latency": latency,
         "verifier": {"kind": "constant" if ver_s > 0 else "none", "seconds": ver_s, "by_method": ver},
         "steps": oh.step_lengths(records),

@@ -90,6 +90,8 @@ def fit_cmd(
     latency_model: str = typer.Option("roofline", "--latency-model", help="roofline (least-squares fit) | table (binned forward passes)."),
     target_curve: Optional[Path] = typer.Option(None, "--target-curve", help="Measured curve (lr calibrate measure) to use for the target."),
     draft_curve: Optional[Path] = typer.Option(None, "--draft-curve", help="Measured curve to use for the draft."),
+    target_batch_curve: Optional[Path] = typer.Option(None, "--target-batch-curve", help="Measured curve (lr calibrate measure --batch-sizes 1,...) whose shape in the batch size the target's fitted line takes: batches the traces never reached."),
+    draft_batch_curve: Optional[Path] = typer.Option(None, "--draft-batch-curve", help="The same for the draft's line."),
     name: Optional[str] = typer.Option(None, "--name", help="Profile name (default: the first trace file's stem)."),
     batch_factors: bool = typer.Option(False, "--batch-factors", help="Also record the measured time over the line's per batch size of plain decode passes (CPUs whose passes of 3-6 sequences beat 1-2: docs/load.md, 'A fourth CPU')."),
     as_json: bool = JSON,
@@ -101,7 +103,15 @@ def fit_cmd(
     from .profile import Profile
 
     traces = _traces(traces)
-    check_output(out, "--out", inputs=[*traces, target_curve, draft_curve])
+    check_output(out, "--out", inputs=[*traces, target_curve, draft_curve, target_batch_curve,
+                                       draft_batch_curve])
+    for role, curve, shape in (("target", target_curve, target_batch_curve),
+                               ("draft", draft_curve, draft_batch_curve)):
+        if curve is not None and shape is not None:
+            raise UserError(f"--{role}-curve replaces the {role}'s fitted line, which "
+                            f"--{role}-batch-curve shapes: use one or the other")
+        if shape is not None and not shape.is_file():
+            raise UserError(f"--{role}-batch-curve {shape}: no such file")
     keep = _problems(problems, holdout, seed, traces)
     if configs is not None:
         from .calibrate import read_records
@@ -113,7 +123,8 @@ def fit_cmd(
             raise UserError(f"--configs: no records of configuration(s) {', '.join(missing)} in "
                             f"these traces (they hold {', '.join(sorted(have)) or 'none'})")
     doc = calibrate([str(t) for t in traces], problems=keep, name=name, latency_kind=latency_model,
-                    configs=_labels("--configs", configs), batch_factors=batch_factors)
+                    configs=_labels("--configs", configs), batch_factors=batch_factors,
+                    batch_curves={"target": target_batch_curve, "draft": draft_batch_curve})
     for role, curve in (("target", target_curve), ("draft", draft_curve)):
         if curve is not None:
             doc["latency"][role] = curve_entry(curve)
@@ -166,7 +177,9 @@ def _print_profile(doc: dict, out: Path) -> None:
             c.print(f"  {k} position factors (SD verification positions: measured / line): "
                     + ", ".join(f"{q:g}: {f:.3f}" for q, f in v["position_factors"]))
         if v.get("batch_factors"):
-            c.print(f"  {k} batch factors (sequences in a plain decode pass: measured / line): "
+            src = (v.get("fit") or {}).get("batch_factors_from")
+            c.print(f"  {k} batch factors (sequences in a plain decode pass: "
+                    + (f"curve {src} / line, relative to one sequence): " if src else "measured / line): ")
                     + ", ".join(f"{b:g}: {f:.3f}" for b, f in v["batch_factors"]))
     if doc.get("probe"):
         c.print("reference probe: " + ", ".join(

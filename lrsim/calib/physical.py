@@ -50,6 +50,11 @@ multiplies the decode part of a plain decode pass of B sequences by it, interpol
 the largest B measured the correction is held as a time, not a ratio: the largest measured
 batch's time plus the line's increment from there (the line's slope per sequence is what it knows
 past the data). The position factors are then measured against the line so corrected.
+Traces hold the batches their load reached (at 1-2 requests in flight, up to a few sequences);
+a measured curve (`lr calibrate measure --batch-sizes 1,...,24`, given as `lr calibrate
+--target-batch-curve/--draft-batch-curve`) gives the factors instead, at every batch size it
+measured, as its shape relative to one sequence (curve_batch_knots): the traces keep the level
+and every other term.
 """
 from __future__ import annotations
 
@@ -297,9 +302,13 @@ def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np
     return x, se
 
 
-def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = False) -> dict:
+def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = False,
+                 batch_curve: tuple[str, list] | None = None) -> dict:
     """The profile's `latency.<engine>` entry: kind roofline (+ contention), with error bars;
-    `batch_factors`: the measured correction per batch size too (module docstring)."""
+    `batch_factors`: the measured correction per batch size too (module docstring);
+    `batch_curve`: (its name, its plain decode points (B, context per sequence, seconds)), a
+    measured curve (`lr calibrate measure`) that gives the line its shape in B instead
+    (curve_batch_knots)."""
     if len(d) < MIN_PASSES:
         raise UserError(f"latency fit ({engine}): need at least {MIN_PASSES} forward passes, got "
                         f"{len(d)} (record longer traces or run `lr calibrate measure`)")
@@ -341,7 +350,8 @@ def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = Fals
                             (f"fitted {x[i]:.3g} +/- {se[i]:.2g}" if x[i] > 0 else "fitted 0"))
         x[i] = se[i] = 0.0
     linear = predict(x, d)
-    bknots = batch_factor_knots(d, linear) if batch_factors else []
+    bknots = (curve_batch_knots(x, batch_curve[1], batch_curve[0], plain_sizes(d)) if batch_curve
+              else batch_factor_knots(d, linear) if batch_factors else [])
     knots = position_factors(d, predict(x, d, None, bknots))
     pred = predict(x, d, knots, bknots)
     rel = np.abs(pred - d.t) / d.t
@@ -366,6 +376,7 @@ def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = Fals
         "rmse_s": float(np.sqrt(np.mean((pred - d.t) ** 2))), "mape": float(rel.mean()),
         "sum_diff_pct": _diff_pct(pred, d.t), "linear_sum_diff_pct": _diff_pct(linear, d.t),
         "stderr": stderr, "logits_per_position_s": float(x[1]),
+        **({"batch_factors_from": batch_curve[0]} if batch_curve and bknots else {}),
         "fixed": fixed, "by_config": by_cfg,
         "ranges": {"decode_positions": [float(d.q.min()), float(d.q.max())],
                    "prefill_tokens": [float(d.P.min()), float(d.P.max())],
@@ -407,6 +418,38 @@ def position_factors(d: PassData, pred: np.ndarray) -> list[list[float]]:
     return out if len(out) >= 2 else []
 
 
+def smooth_curve(row: dict[float, float]) -> dict[float, float]:
+    """A measured curve's times {B: seconds} at one context, smoothed by a least-squares fit of
+    t = a + b (B - 1)^g (relative residuals; g in 0.3-1.5: concave below 1, the line at 1): each
+    point is the median of a few passes (`lr calibrate measure` decodes 8 tokens per batch), and
+    one slow point, the one-sequence pass most of all, would otherwise move every factor. Fewer
+    than four sizes: as measured."""
+    from scipy.optimize import curve_fit
+
+    if len(row) < 4:
+        return row
+    B = np.array(sorted(row))
+    t = np.array([row[b] for b in B])
+
+    def f(b, a, k, g):
+        return a + k * np.maximum(b - 1.0, 0.0) ** g
+
+    try:
+        par, _ = curve_fit(f, B, t, p0=[t[0], max((t[-1] - t[0]) / max(B[-1] - 1, 1), 1e-6), 1.0],
+                           sigma=t, bounds=([1e-9, 0.0, 0.3], [np.inf, np.inf, 1.5]))
+    except RuntimeError:          # no convergence: the points as measured
+        return row
+    return {float(b): float(v) for b, v in zip(B, f(B, *par))}
+
+
+def plain_sizes(d: PassData) -> set[float]:
+    """The batch sizes B with at least MIN_KNOT_PASSES plain decode passes: where the fitted line
+    stands on measured passes of that size."""
+    plain = (d.P == 0) & (d.q >= 1) & (verify_positions(d) == 0)
+    sizes, counts = np.unique(d.B[plain], return_counts=True)
+    return {float(b) for b, n in zip(sizes, counts) if n >= MIN_KNOT_PASSES}
+
+
 def batch_factor_knots(d: PassData, pred: np.ndarray) -> list[list[float]]:
     """[[B, measured / modelled], ...] at every batch size B with at least MIN_KNOT_PASSES plain
     decode passes (one position per sequence, no prefill; sum over sum, as position_factors);
@@ -417,4 +460,38 @@ def batch_factor_knots(d: PassData, pred: np.ndarray) -> list[list[float]]:
         m = plain & (d.B == b)
         if m.sum() >= MIN_KNOT_PASSES:
             out.append([float(b), round(float(d.t[m].sum() / pred[m].sum()), 4)])
+    return out if len(out) >= 2 else []
+
+
+def curve_batch_knots(x: np.ndarray, points: list, name: str = "curve",
+                      anchor: set | None = None) -> list[list[float]]:
+    """[[B, factor], ...] from a measured batch curve's plain decode points (B, context per
+    sequence, seconds): at each context, the curve (smoothed: smooth_curve) over the line at every B, divided by
+    the mean of that ratio over the `anchor` batch sizes (those the traces measured, where the
+    line was fitted; default, and where the curve has none of them: one sequence). So the curve
+    gives the shape, the traces the level, and the speed of the machine when the curve was
+    measured drops out; a B measured at several contexts gets their mean. Traces where few
+    requests ran at once hold small batches only, and a line fitted there extrapolates their
+    slope (on the Intel Xeon family 6 model 207 a pass's time per added sequence falls past 4:
+    docs/load.md, "What the line charges a larger batch"); a curve of 1 to 24 sequences
+    measures it. [] unless two sizes; a one-line UserError if no context has an anchor point."""
+    w, L, c, p, _beta, s = x
+    by_ctx: dict[float, dict[float, float]] = {}
+    for b, ctx, sec in points:
+        by_ctx.setdefault(float(ctx), {})[float(b)] = float(sec)
+    per_b: dict[float, list[float]] = {}
+    for ctx, row in by_ctx.items():
+        row = smooth_curve(row)
+        ratio = {b: sec / (w + c * b * ctx + (p + L + s) * (b - 1)) for b, sec in row.items()}
+        at = [ratio[b] for b in sorted(anchor or ()) if b in ratio] or (
+            [ratio[1.0]] if 1.0 in ratio else [])
+        if not at:
+            continue
+        level = float(np.mean(at))
+        for b, r in ratio.items():
+            per_b.setdefault(b, []).append(r / level)
+    if not per_b:
+        raise UserError(f"{name}: no plain decode point of one sequence or of a batch size the traces "
+                        "measured (--batch-sizes must include 1)")
+    out = [[b, round(float(np.mean(f)), 4)] for b, f in sorted(per_b.items())]
     return out if len(out) >= 2 else []
