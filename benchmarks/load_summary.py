@@ -166,6 +166,14 @@ PREDICTIONS = (
      "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load-cold-xeon-side,traces/load-cold-xeon-2 ..."),
     ("load_f6m207_epyc", "traces/load-f6m207", "traces/load's (an AMD EPYC, the same problems, warm caches)",
      "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load ..."),
+    ("load_f6m207_curve", "traces/load-f6m207", "its own levels 1-2, the line shaped by the host's measured batch curves",
+     "bench_load.py --load traces/load-f6m207 --target-batch-curve traces/curves/f6m207-target.json "
+     "--draft-batch-curve traces/curves/f6m207-draft.json ..."),
+    ("load_f6m207_r12_heldout_curve", "traces/load-f6m207", "its round 0 predicts rounds 1-2, shaped by the batch curves",
+     "bench_load.py --load traces/load-f6m207 --calibrate-rounds 0 --rounds 1,2 --target-batch-curve ... ..."),
+    ("load_f6m207_xeon_curve", "traces/load-f6m207", "the cold-cache Xeon sittings' profile, shaped by this host's batch curves",
+     "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load-cold-xeon-side,traces/load-cold-xeon-2 "
+     "--target-batch-curve ... ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator
@@ -205,6 +213,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
     return {"result": stem, "corpus": corpus, "asks": asks, "command": command,
             "profile": prof, "held_out": bool(cal.get("held_out")), "records": out["records"],
             **({"batch_factors": True} if cal.get("batch_factors") else {}),
+            **({"batch_curves": True} if cal.get("batch_curves") else {}),
             "rounds": out.get("rounds"), "levels": sorted(map(int, out["levels"])),
             "replayed": {"within": sum(e <= TARGET for e in rep), "pairs": len(rep),
                          "largest": max(rep) if rep else None},
@@ -218,6 +227,15 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             "ar_er_planned": {"within": sum(e <= TARGET for e in er), "pairs": len(er),
                               "largest": max(er) if er else None},
             "break_even": {k: {"as_measured": v[0], "configs": v[1]} for k, v in be.items()}}
+
+
+# a profile whose line was shaped in the batch size (bench_load's flags): totalled apart
+SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves", "--target-batch-curve"))
+
+
+def shaped(r: dict) -> str | None:
+    """The bench_load flag that shaped the result's profiles in the batch size, or None."""
+    return next((flag for key, flag in SHAPES if r.get(key)), None)
 
 
 def render(rows: list[dict]) -> str:
@@ -236,16 +254,17 @@ def render(rows: list[dict]) -> str:
         b = r["break_even"]
         lines.append(f"| {r['result']} | {r['corpus'].removeprefix('traces/')} | {r['asks']} | "
                      f"{' + '.join(c.removeprefix('traces/') for c in r['profile'].split(','))}"
-                     f"{' (--batch-factors)' if r.get('batch_factors') else ''} | {r['records']} | {cell(r['replayed'])} | "
+                     f"{f' ({shaped(r)})' if shaped(r) else ''} | {r['records']} | {cell(r['replayed'])} | "
                      f"{cell(r['planned'])} | {cell(r['planned_measured_acceptance'])} | "
                      f"{cell(r['ar_er_planned'])} | {be(b['vs_ar'])} / "
                      f"{be(b['vs_ar-er'])} |")
-    groups = [("In sample (a profile of the same records' levels 1-2)", lambda r: not r["held_out"]),
-              ("Held out (a profile of other records)", lambda r: r["held_out"])]
-    bf = [("With --batch-factors, in sample (not in the totals above)", lambda r: not r["held_out"]),
-          ("With --batch-factors, held out (not in the totals above)", lambda r: r["held_out"])]
-    for name, keep in groups + (bf if any(r.get("batch_factors") for r in rows) else []):
-        sel = [r for r in rows if keep(r) and bool(r.get("batch_factors")) == name.startswith("With")]
+    groups = [("In sample (a profile of the same records' levels 1-2)", None, False),
+              ("Held out (a profile of other records)", None, True)]
+    for _, flag in SHAPES:
+        groups += [(f"With {flag}, in sample (not in the totals above)", flag, False),
+                   (f"With {flag}, held out (not in the totals above)", flag, True)]
+    for name, flag, held in groups:
+        sel = [r for r in rows if r["held_out"] == held and shaped(r) == flag]
         if not sel:
             continue
         t = {k: [sum(r[k]["within"] for r in sel), sum(r[k]["pairs"] for r in sel)]

@@ -45,7 +45,7 @@ def test_the_counts_are_the_ones_each_result_renders():
         assert f"{max(sp['largest'], er['largest'] or 0):.1%}" == f"{plan[3]}%"
         # the plan prices only configurations whose acceptance its profile measured (load_plan.
         # measured_labels): a profile that never ran sd or lr-d2 replays them but does not plan them
-        partial = {"load_transfer", "load_f6m207_adaptive", "load_f6m207_xeon"}
+        partial = {"load_transfer", "load_f6m207_adaptive", "load_f6m207_xeon", "load_f6m207_xeon_curve"}
         assert sp["pairs"] == row["replayed"]["pairs"] or row["result"] in partial, p[0]
         assert row["result"] not in partial - {"load_transfer"} or sp["pairs"] < row["replayed"]["pairs"]
         assert row["held_out"] == ("Held out:" in md), p[0]
@@ -69,13 +69,14 @@ def test_the_readme_reading_of_the_table():
     and of the held-out break-even misses against ar, those not at a level whose measured speedup
     is within 7% of 1 (the plan's on the other side of 1) are the slow host's sittings at 1 in
     flight, where LR alone measured above AR in one sitting and below it in the other."""
-    from benchmarks.load_summary import BASELINES, PREDICTIONS
+    from benchmarks.load_summary import BASELINES, PREDICTIONS, shaped
 
     readme = (ROOT / "README.md").read_text()
     text = " ".join(readme[readme.index("How to read it: the replay"):readme.index("Corpus by corpus, with")].split())
     rows = json.loads((RESULTS / "load_summary.json").read_text())["results"]
-    # the totals are the default calibration's (results with --batch-factors are totalled apart)
-    held = [r for r in rows if r["held_out"] and not r.get("batch_factors")]
+    # the totals are the default calibration's (results with --batch-factors or a batch curve are
+    # totalled apart)
+    held = [r for r in rows if r["held_out"] and not shaped(r)]
     tot = {k: (sum(r[k]["within"] for r in held), sum(r[k]["pairs"] for r in held))
            for k in ("replayed", "planned", "planned_measured_acceptance", "ar_er_planned")}
     be = {k: (sum(r["break_even"][k]["as_measured"] for r in held), sum(r["break_even"][k]["configs"] for r in held))
@@ -101,7 +102,7 @@ def test_the_readme_reading_of_the_table():
     near, far, far_at = [], [], set()
     for stem, *_ in PREDICTIONS:
         out = json.loads((RESULTS / f"{stem}.json").read_text())
-        if not out["calibrated_on"].get("held_out") or out["calibrated_on"].get("batch_factors"):
+        if not out["calibrated_on"].get("held_out") or shaped(out["calibrated_on"]):
             continue
         for cfg, b in out["break_even"].items():
             if cfg in BASELINES or b["measured_vs_ar"] == b["planned_vs_ar"]:
