@@ -195,7 +195,7 @@ def machine_section(source, traces: list[Path], st: Settings, out_dir: Path) -> 
         note += (f" {own} of {len(traces)} trace files are, unchanged, this profile's calibration "
                  "data." if own < len(traces) else " The traces are this profile's calibration data.")
     # what the profile never measured and the curves price anyway (SD at alpha2 0, LR at alpha1 0.5)
-    notes = source.unmeasured({"sd", "lr", "lr+sd"}) if hasattr(source, "unmeasured") else []
+    notes = source.unmeasured({"sd", "lr", "lr+sd"}, via="lr plan ") if hasattr(source, "unmeasured") else []
     note += "".join(f" Not measured: {n}." for n in notes)
     title = f"This machine: {source.label}" + (f" and {len(records)} measured records" if records else "")
     intro = ("Every curve in this section is computed from this one calibrated profile (theory with "

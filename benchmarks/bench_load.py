@@ -573,7 +573,7 @@ def render(out: dict) -> str:
                   f"{'batch and position factors' if bk else 'position factors'}): {rows}. "
                   f"Position factors (SD verification positions v = q - B: measured / line): {knots}."
                   + (f" Batch factors (sequences in a plain decode pass: "
-                     + (f"curve {fit['batch_factors_from']} / line, relative to one sequence"
+                     + (f"curve {fit['batch_factors_from']} / line, relative to the traces' batch sizes"
                         if fit.get("batch_factors_from") else "measured / line") + f"): {bk}." if bk else "")]
     eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
     if eff:

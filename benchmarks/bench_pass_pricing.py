@@ -94,7 +94,8 @@ def corpus_doc(root: Path, curves: dict) -> dict:
     from lrsim.calib.physical import price
 
     ref, docs = profiles(root, curves)
-    out: dict = {"calibrated_on": calib_paths(root), "by_config": {}, "by_batch": {}}
+    out: dict = {"calibrated_on": [str(Path(p).relative_to(ROOT)) for p in calib_paths(root)],
+                 "by_config": {}, "by_batch": {}}
     for n, level in sorted(load_corpus(root).items()):
         plain: dict = {"t": [], "B": [], "rel": [], **{k: [] for k in docs}}
         for cfg, recs in sorted(level.items()):
@@ -180,7 +181,8 @@ def render(doc: dict) -> str:
         if shaped:
             bk = c["target_curve"]["batch_factors"] or []
             lines[-1] += (" Shaped by " + ", ".join(f"{r} {Path(p).name}" for r, p in c["batch_curves"].items())
-                          + ": target batch factors " + ", ".join(f"{b:g}: {f:.3f}" for b, f in bk) + ".")
+                          + (": target batch factors " + ", ".join(f"{b:g}: {f:.3f}" for b, f in bk) if bk else "")
+                          + ".")
         lines.append("")
     return "\n".join(lines)
 

@@ -86,7 +86,8 @@ def _latency_entry(records, engine, kind: str, ref: dict | None, batch_factors: 
             return fit_physical(d, engine, batch_factors, batch_curve)
     if batch_curve is not None:
         raise UserError(f"--{engine}-batch-curve shapes the fitted line of the {engine}'s forward "
-                        "passes, and these traces record none (collect with engine statistics)")
+                        f"passes, and these traces record none of the {engine}'s (none ran it, or "
+                        "they were collected without engine statistics)")
     pts = _points(records, engine)
     if len(pts) < MIN_POINTS:
         return None

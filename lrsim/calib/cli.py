@@ -90,7 +90,7 @@ def fit_cmd(
     latency_model: str = typer.Option("roofline", "--latency-model", help="roofline (least-squares fit) | table (binned forward passes)."),
     target_curve: Optional[Path] = typer.Option(None, "--target-curve", help="Measured curve (lr calibrate measure) to use for the target."),
     draft_curve: Optional[Path] = typer.Option(None, "--draft-curve", help="Measured curve to use for the draft."),
-    target_batch_curve: Optional[Path] = typer.Option(None, "--target-batch-curve", help="Measured curve (lr calibrate measure --batch-sizes 1,...) whose shape in the batch size the target's fitted line takes: batches the traces never reached."),
+    target_batch_curve: Optional[Path] = typer.Option(None, "--target-batch-curve", help="Measured curve (lr calibrate measure --batch-sizes 1,...,24) whose shape in the batch size the target's fitted line takes: larger batches than the traces reached (the smaller ones are reshaped too)."),
     draft_batch_curve: Optional[Path] = typer.Option(None, "--draft-batch-curve", help="The same for the draft's line."),
     name: Optional[str] = typer.Option(None, "--name", help="Profile name (default: the first trace file's stem)."),
     batch_factors: bool = typer.Option(False, "--batch-factors", help="Also record the measured time over the line's per batch size of plain decode passes (CPUs whose passes of 3-6 sequences beat 1-2: docs/load.md, 'A fourth CPU')."),
@@ -179,7 +179,7 @@ def _print_profile(doc: dict, out: Path) -> None:
         if v.get("batch_factors"):
             src = (v.get("fit") or {}).get("batch_factors_from")
             c.print(f"  {k} batch factors (sequences in a plain decode pass: "
-                    + (f"curve {src} / line, relative to one sequence): " if src else "measured / line): ")
+                    + (f"curve {src} / line, relative to the traces' batch sizes): " if src else "measured / line): ")
                     + ", ".join(f"{b:g}: {f:.3f}" for b, f in v["batch_factors"]))
     if doc.get("probe"):
         c.print("reference probe: " + ", ".join(

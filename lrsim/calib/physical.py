@@ -53,8 +53,8 @@ past the data). The position factors are then measured against the line so corre
 Traces hold the batches their load reached (at 1-2 requests in flight, up to a few sequences);
 a measured curve (`lr calibrate measure --batch-sizes 1,...,24`, given as `lr calibrate
 --target-batch-curve/--draft-batch-curve`) gives the factors instead, at every batch size it
-measured, as its shape relative to one sequence (curve_batch_knots): the traces keep the level
-and every other term.
+measured, as its shape (smoothed, monotone) relative to the batch sizes the traces measured
+(curve_batch_knots): the traces keep the level and every other term.
 """
 from __future__ import annotations
 
@@ -352,6 +352,9 @@ def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = Fals
     linear = predict(x, d)
     bknots = (curve_batch_knots(x, batch_curve[1], batch_curve[0], plain_sizes(d)) if batch_curve
               else batch_factor_knots(d, linear) if batch_factors else [])
+    if batch_curve and not bknots:
+        raise UserError(f"{batch_curve[0]}: no context with plain decode points at two batch sizes "
+                        "(lr calibrate measure --batch-sizes 1,2,4,... at one --context)")
     knots = position_factors(d, predict(x, d, None, bknots))
     pred = predict(x, d, knots, bknots)
     rel = np.abs(pred - d.t) / d.t

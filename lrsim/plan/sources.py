@@ -100,25 +100,26 @@ class ProfileSource(_Source):
         knobs = {k: v for k, v in knobs.items() if v is not None}
         return self.whatif.apply_config(load_profile(self.path).to_config(policy, **knobs), self.kind)
 
-    def unmeasured(self, modes) -> list[str]:
+    def unmeasured(self, modes, via: str = "") -> list[str]:
         """One note per acceptance the plan of `modes` prices without a measurement: a profile whose
         traces ran no SD has alpha2 None, which prices SD at 0 (every drafted token rejected); one
         whose traces judged no step prices LR at the neutral alpha1 0.5 (Profile.alpha1/alpha2).
-        A what-if (--alpha2, --alpha1, --accept-by-width) gives the value instead: no note."""
+        A what-if (--alpha2, --alpha1, --accept-by-width) gives the value instead: no note. `via`
+        prefixes the flag the note names (`lr plot`, which has none: "lr plan ")."""
         from ..calib.profile import load_profile
         from .space import _uses_sd
 
         doc, w, notes = load_profile(self.path).doc, self.whatif, []
         if doc["sd"]["alpha2"] is None and w.alpha2 is None and any(_uses_sd(m) for m in modes):
             notes.append(f"{self.path} measured no SD acceptance (its traces ran no SD): the SD "
-                         "candidates are priced at alpha2 0, every drafted token rejected; --alpha2 "
+                         f"candidates are priced at alpha2 0, every drafted token rejected; {via}--alpha2 "
                          "sets one")
         # (--accept-by-width sets the step acceptance only with a width-1 entry: WhatIf)
         if (doc["step_acceptance"]["rate"] is None and w.alpha1 is None
                 and not any(width == 1 for width, _ in w.accept_by_width)
                 and any(m.startswith("lr") for m in modes)):
             notes.append(f"{self.path} measured no step acceptance (its traces judged no step): the "
-                         "LR candidates are priced at alpha1 0.5; --alpha1 sets one")
+                         f"LR candidates are priced at alpha1 0.5; {via}--alpha1 sets one")
         return notes
 
 

@@ -51,6 +51,7 @@ def test_plot_says_what_its_profile_never_measured(run_lr, tmp_path, profile, fa
     assert code == 0, err
     notes = json.loads(out)["sections"][0]["notes"]
     assert len(notes) == 1 and "measured no SD acceptance" in notes[0] and "alpha2 0" in notes[0]
+    assert notes[0].endswith("lr plan --alpha2 sets one")     # lr plot itself has no --alpha2
     assert "Not measured: " in (tmp_path / "report.html").read_text()
     code, out, err = run_lr("plot", "--profile", str(profile), "--quick", "--budget", "4",
                             "--out", str(tmp_path / "again"), "--jobs", "1")
