@@ -47,7 +47,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.load_replay import block_probe, blocks, load_corpus  # noqa: E402
+from benchmarks.load_replay import block_probe, blocks, load_corpus, pass_key  # noqa: E402
 from benchmarks.write import corpus_args, table_head, write_results  # noqa: E402
 
 CORPORA = ("traces/load", "traces/load-heldout", "traces/load-cold-epyc", "traces/load-cold-epyc-all")
@@ -63,11 +63,10 @@ def single_decode_passes(block: list[dict], engine: str) -> list[float]:
     pass is kept once (by its start, on the block's clock)."""
     seen, out = set(), []
     for r in block:
-        t0 = (r.get("load") or {}).get("admitted_s", 0.0)
         for p in ((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes") or ():
             if p.get("prefill_tokens") or p.get("batch_size") != 1 or p.get("tokens_scheduled") != 1:
                 continue
-            key = round(t0 + float(p.get("start", 0.0)), 4)
+            key = pass_key(r, p)
             if key not in seen:
                 seen.add(key)
                 out.append(float(p["duration_s"]))

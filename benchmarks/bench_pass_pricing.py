@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.load_replay import PROFILE_CONFIGS, blocks, calib_paths, load_corpus  # noqa: E402
+from benchmarks.load_replay import PROFILE_CONFIGS, blocks, calib_paths, load_corpus, pass_key  # noqa: E402
 from benchmarks.write import table_head, write_results  # noqa: E402
 
 CORPORA = ("traces/load-f6m207",)   # a --target-batch-curve is one machine's: its corpus only
@@ -49,16 +49,16 @@ MIN_PASSES = 20         # passes a cell needs before it is shown
 
 
 def block_passes(block: list[dict], engine: str, ref: dict | None):
-    """The block's passes of `engine` (physical.PassData, the replay's features), each once."""
+    """The block's passes of `engine` (physical.PassData, the replay's features), each once
+    (load_replay.pass_key)."""
     from lrsim.calib.physical import pass_data
 
     keep_recs, keys = [], []
     for r in block:
         fp = ((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
         if fp:
-            t0 = (r.get("load") or {}).get("admitted_s", 0.0)
             keep_recs.append(r)
-            keys += [round(t0 + float(p.get("start", 0.0)), 4) for p in fp]
+            keys += [pass_key(r, p) for p in fp]
     if not keep_recs:
         return None
     d = pass_data(keep_recs, engine, ref, probes=False)    # the same passes, in the same order

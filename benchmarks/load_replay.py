@@ -39,6 +39,13 @@ def blocks(recs: list[dict]) -> dict[int, list[dict]]:
     return out
 
 
+def pass_key(rec: dict, p: dict) -> float:
+    """A forward pass's start on its block's clock: at N in flight every record of a block holds
+    the engine's passes over its own window, so one pass appears in several records; this keys
+    it once."""
+    return round((rec.get("load") or {}).get("admitted_s", 0.0) + float(p.get("start", 0.0)), 4)
+
+
 def makespan(block: list[dict]) -> float:
     """First request start to last request end (the block's own clock: load.arrival_s + latency)."""
     ends = [r["load"]["arrival_s"] + r["load"]["latency_s"] for r in block]

@@ -445,11 +445,15 @@ def smooth_curve(row: dict[float, float]) -> dict[float, float]:
     return {float(b): float(v) for b, v in zip(B, f(B, *par))}
 
 
+def plain_decode(d: PassData) -> np.ndarray:
+    """The plain decode passes: one position per sequence, no prefill (what batch factors price)."""
+    return (d.P == 0) & (d.q >= 1) & (verify_positions(d) == 0)
+
+
 def plain_sizes(d: PassData) -> set[float]:
     """The batch sizes B with at least MIN_KNOT_PASSES plain decode passes: where the fitted line
     stands on measured passes of that size."""
-    plain = (d.P == 0) & (d.q >= 1) & (verify_positions(d) == 0)
-    sizes, counts = np.unique(d.B[plain], return_counts=True)
+    sizes, counts = np.unique(d.B[plain_decode(d)], return_counts=True)
     return {float(b) for b, n in zip(sizes, counts) if n >= MIN_KNOT_PASSES}
 
 
@@ -458,7 +462,7 @@ def batch_factor_knots(d: PassData, pred: np.ndarray) -> list[list[float]]:
     decode passes (one position per sequence, no prefill; sum over sum, as position_factors);
     [] unless two or more sizes qualify."""
     out = []
-    plain = (d.P == 0) & (d.q >= 1) & (verify_positions(d) == 0)
+    plain = plain_decode(d)
     for b in sorted({int(x) for x in d.B[plain]}):
         m = plain & (d.B == b)
         if m.sum() >= MIN_KNOT_PASSES:
