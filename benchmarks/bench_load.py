@@ -66,7 +66,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.write import parse_or_render, write_results  # noqa: E402
+from benchmarks.write import batch_curves, parse_or_render, write_results  # noqa: E402
 from lrsim.calib.calibrate import read_records  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
 from lrsim.calib.rescale import contention_scales, machine  # noqa: E402
@@ -191,13 +191,10 @@ def main() -> None:
         raise SystemExit("error: --afresh-as-run applies with --adaptive-afresh")
     load_replay.DECIDE_AFRESH = a.adaptive_afresh
     load_replay.AFRESH_AS_RUN = a.afresh_as_run
-    curves = {r: c for r, c in (("target", a.target_batch_curve), ("draft", a.draft_batch_curve)) if c}
+    curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
         raise SystemExit("error: --batch-factors and --target-batch-curve/--draft-batch-curve each "
                          "shape the line in the batch size: use one or the other")
-    for r, c in curves.items():
-        if not (ROOT / c).is_file():
-            raise SystemExit(f"error: --{r}-batch-curve {c}: no such file")
     load_replay.BATCH_CURVES = {r: str(ROOT / c) for r, c in curves.items()}
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.load_replay import PROFILE_CONFIGS, blocks, calib_paths, load_corpus, pass_key  # noqa: E402
-from benchmarks.write import table_head, write_results  # noqa: E402
+from benchmarks.write import batch_curves, table_head, write_results  # noqa: E402
 
 CORPORA = ("traces/load-f6m207",)   # a --target-batch-curve is one machine's: its corpus only
 ENGINES = ("target", "draft")
@@ -199,10 +199,7 @@ def main() -> None:
                     "this measured curve (lr calibrate --target-batch-curve)")
     ap.add_argument("--draft-batch-curve", metavar="PATH", help="the same for the draft")
     a = ap.parse_args()
-    curves = {r: c for r, c in (("target", a.target_batch_curve), ("draft", a.draft_batch_curve)) if c}
-    for r, c in curves.items():
-        if not (ROOT / c).is_file():
-            sys.exit(f"bench_pass_pricing: --{r}-batch-curve {c}: no such file")
+    curves = batch_curves(a, ROOT, "bench_pass_pricing")
     doc = {"min_passes": MIN_PASSES, "corpora": {}}
     for name in a.corpus or CORPORA:
         if not load_corpus(ROOT / name):

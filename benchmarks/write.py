@@ -102,3 +102,14 @@ def sim_modules() -> str:
     from lrsim import native
     st = native.state()
     return "compiled (lrsim/native.py)" if st["active"] else f"plain Python: {st['reason']}"
+
+
+def batch_curves(args: argparse.Namespace, root: Path, prefix: str) -> dict[str, str]:
+    """{role: curve path as given} of a benchmark's --target-batch-curve/--draft-batch-curve
+    flags, each checked to exist under `root` (else the one-line exit `prefix: --... no such
+    file`)."""
+    curves = {r: c for r, c in (("target", args.target_batch_curve), ("draft", args.draft_batch_curve)) if c}
+    for r, c in curves.items():
+        if not (root / c).is_file():
+            raise SystemExit(f"{prefix}: --{r}-batch-curve {c}: no such file")
+    return curves
