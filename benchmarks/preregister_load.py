@@ -1,0 +1,153 @@
+"""A plan written down before the runs it predicts: `lr plan` on profiles calibrated on a load
+corpus's 1-2 in flight, at levels that corpus never ran, committed before a held-out corpus at those
+levels is collected (benchmarks/collect_load.py --levels 3,6 --first-problem N).
+
+    .venv/bin/python benchmarks/preregister_load.py --calibrate-on traces/load-f6m207 \\
+        --levels 3,6 --for traces/load-f6m207-36 --out benchmarks/results/prereg_f6m207_36.json
+    .venv/bin/python benchmarks/preregister_load.py --check benchmarks/results/prereg_f6m207_36.json \\
+        --against benchmarks/results/load_f6m207_36_heldout.json
+
+The first form plans (bench_load.py's plan side: load_plan.plan_at and search, the same profiles,
+one per verifier) and records the commit, the time and whether the corpus it is for already had
+records (it must not). No probe of the future corpus exists yet, so nothing is rescaled: the
+speedups are ratios of one host's prices. `--check` reads a bench_load.py result on that corpus and
+puts each pre-registered speedup beside the measured one (relative error, the 10% target) and the
+pre-registered break-evens beside the measured ones; it never changes the pre-registration.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import load_replay  # noqa: E402
+from benchmarks.load_plan import PLAN_PROFILES, plan_at, plan_profile, search  # noqa: E402
+from benchmarks.load_replay import calib_paths, load_corpus  # noqa: E402
+from benchmarks.write import batch_curves, write_results  # noqa: E402
+from lrsim.calib.profile import save_profile  # noqa: E402
+
+TARGET = 0.10                  # relative error of a predicted speedup we aim for (bench_load.py)
+
+
+def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]) -> dict:
+    already = sum(len(rs) for lv in load_corpus(ROOT / future).values() for rs in lv.values()) \
+        if (ROOT / future).exists() else 0
+    if already:
+        sys.exit(f"preregister_load: {future} already holds {already} records: a plan written after "
+                 "its runs started is not a pre-registration")
+    load_replay.BATCH_CURVES = {r: str(ROOT / c) for r, c in curves.items()}
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = calib_paths(ROOT / cal, None, Path(tmp) / "cal")
+        if not paths:
+            sys.exit(f"preregister_load: no level 1-2 traces under {cal} to calibrate on")
+        ran = {Path(p).stem for p in paths}
+        profiles = {name: save_profile(plan_profile(paths, cfgs, None), Path(tmp) / f"prereg-{name}.json")
+                    for name, (cfgs, _) in PLAN_PROFILES.items() if ran & set(cfgs[2:])}
+        planned = {str(n): plan_at(profiles, n) for n in levels}
+        searched = search(profiles, max(levels))
+    return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
+            "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+            "records_of_future_corpus_then": already, "batch_curves": curves or None,
+            "planned": planned, "searched_break_even": searched}
+
+
+def check(prereg: dict, result: dict) -> dict:
+    """Each pre-registered speedup vs ar beside the measured one on the same levels."""
+    rows, errs = [], []
+    for n in map(str, prereg["levels"]):
+        measured = result["levels"].get(n, {})
+        for cfg, p in sorted(prereg["planned"][n].items()):
+            m = measured.get(cfg, {}).get("speedup_vs_ar")
+            if m is None:
+                continue
+            err = p["speedup_vs_ar"] / m - 1
+            errs.append(abs(err))
+            rows.append({"level": int(n), "config": cfg, "preregistered": p["speedup_vs_ar"],
+                         "measured": m, "rel_error": err})
+    be = {cfg: {"preregistered": s["vs_ar"], "measured": result["break_even"].get(cfg, {}).get("measured_vs_ar", "-")}
+          for cfg, s in sorted(prereg["searched_break_even"].items()) if cfg in result["break_even"]}
+    return {"rows": rows, "within_target": sum(e <= TARGET for e in errs), "compared": len(errs),
+            "break_even": be, "break_even_right": sum(_same_be(v) for v in be.values())}
+
+
+def _same_be(v: dict) -> bool:
+    """A searched break-even (any level up to the highest) against the measured first level at
+    which the speedup is <= 1 (only the measured levels): right when the search's level falls at
+    or below the measured level and above the measured level before it, or both say never."""
+    p, m = v["preregistered"], v["measured"]
+    if m.startswith(">") or p.startswith(">"):
+        return m.startswith(">") and p.startswith(">")
+    return p == m
+
+
+def render(doc: dict) -> str:
+    head = [f"# Pre-registered plan: {doc['for']}", "",
+            f"Written {doc['written_utc']} UTC at commit {doc['commit'][:7]}, when {doc['for']} held "
+            f"{doc['records_of_future_corpus_then']} records: `lr plan` on profiles calibrated on "
+            f"{doc['calibrated_on']}'s 1-2 in flight (one per verifier, not rescaled)"
+            + (", the line shaped by " + ", ".join(f"{r}: {c}" for r, c in doc["batch_curves"].items())
+               if doc.get("batch_curves") else "") + ".", "",
+            "| in flight | config | planned speedup vs ar | vs ar-er |", "|---|---|---|---|"]
+    for n, rows in doc["planned"].items():
+        for cfg, r in sorted(rows.items()):
+            er = r.get("speedup_vs_ar-er")
+            head.append(f"| {n} | {cfg} | {r['speedup_vs_ar']:.2f} | {'-' if er is None else f'{er:.2f}'} |")
+    head += ["", "Break-even searched (`lr plan --find-break-even --objective throughput`): "
+             + ", ".join(f"{c} {s['vs_ar']}" for c, s in sorted(doc["searched_break_even"].items())) + "."]
+    if doc.get("check"):
+        c = doc["check"]
+        head += ["", f"## Against the measured corpus ({doc['checked_against']})", "",
+                 f"{c['within_target']}/{c['compared']} pre-registered speedups within "
+                 f"{TARGET:.0%} of measured; break-evens right {c['break_even_right']}/{len(c['break_even'])}.", "",
+                 "| in flight | config | pre-registered | measured | error |", "|---|---|---|---|---|"]
+        head += [f"| {r['level']} | {r['config']} | {r['preregistered']:.2f} | {r['measured']:.2f} | "
+                 f"{r['rel_error']:+.1%} |" for r in c["rows"]]
+        head += ["", "| config | break-even pre-registered | measured |", "|---|---|---|"]
+        head += [f"| {cfg} | {v['preregistered']} | {v['measured']} |" for cfg, v in c["break_even"].items()]
+    return "\n".join(head) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calibrate-on", default="traces/load-f6m207")
+    ap.add_argument("--levels", default="3,6")
+    ap.add_argument("--for", dest="future", default="traces/load-f6m207-36",
+                    help="the corpus this plan predicts (must hold no records yet)")
+    ap.add_argument("--out", default="benchmarks/results/prereg_f6m207_36.json")
+    ap.add_argument("--target-batch-curve", metavar="PATH")
+    ap.add_argument("--draft-batch-curve", metavar="PATH")
+    ap.add_argument("--check", metavar="PREREG", help="a pre-registration to compare (writes its .check.md)")
+    ap.add_argument("--against", metavar="RESULT", help="with --check: bench_load.py's result on the corpus")
+    a = ap.parse_args()
+    if a.check:
+        if not a.against:
+            sys.exit("preregister_load: --check needs --against RESULT (bench_load.py's json)")
+        try:
+            doc = json.loads(Path(a.check).read_text())
+            result = json.loads(Path(a.against).read_text())
+        except (OSError, ValueError) as e:
+            sys.exit(f"preregister_load: {e}")
+        doc = doc | {"check": check(doc, result), "checked_against": a.against}
+        out = Path(a.check).with_suffix(".check.json")
+        write_results(out, doc, render)
+        print(render(doc))
+        return
+    try:
+        levels = sorted({int(x) for x in a.levels.split(",")})
+    except ValueError:
+        sys.exit(f"preregister_load: --levels {a.levels!r}: comma-separated request counts")
+    doc = preregister(a.calibrate_on, levels, a.future, batch_curves(a, ROOT, "preregister_load"))
+    write_results(a.out, doc, render)
+    print(render(doc))
+
+
+if __name__ == "__main__":
+    main()
