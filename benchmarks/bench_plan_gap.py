@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_load import (PLAN_PROFILES, REPLAY_SEEDS, blocks, calib_paths,  # noqa: E402
                                    load_corpus)
-from benchmarks.write import write_results  # noqa: E402
+from benchmarks.write import batch_curves, write_results  # noqa: E402
 from lrsim.calib.calibrate import calibrate  # noqa: E402
 from lrsim.calib.profile import Profile, validate_doc  # noqa: E402
 from lrsim.calib.replay import ReplayWorkload, _knobs  # noqa: E402
@@ -107,13 +107,19 @@ def case(prof: Profile, recs: list[dict], level: int, seeds: int, histogram: boo
     return {"real": _real(recs, level), "replayed": _side(replay, level), "synthetic": _side(synth, level)}
 
 
-def bench(load_root: Path, levels: tuple[int, ...], seeds: int, histogram: bool = False) -> dict:
+def bench(load_root: Path, levels: tuple[int, ...], seeds: int, histogram: bool = False,
+          curves: dict[str, str] | None = None) -> dict:
+    """`curves`: {role: path} of lr calibrate --target-batch-curve/--draft-batch-curve (the
+    line shaped by a measured batch curve); none: the line."""
     t0, c0 = time.perf_counter(), time.process_time()
     corpus = load_corpus(load_root)
     paths = calib_paths(load_root)
-    profs = {name: Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False)))
+    profs = {name: Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False,
+                                                  batch_curves={r: str(ROOT / c) for r, c in (curves or {}).items()})))
              for name, (cfgs, _) in PLAN_PROFILES.items()}
-    out = {"levels": {}, "seeds": seeds, "replay_seeds": REPLAY_SEEDS, "sd_model": "histogram" if histogram else "geometric", "records": sum(len(r) for lv in corpus.values() for r in lv.values())}
+    out = {"levels": {}, "seeds": seeds, "replay_seeds": REPLAY_SEEDS, "sd_model": "histogram" if histogram else "geometric",
+           **({"batch_curves": curves} if curves else {}),
+           "records": sum(len(r) for lv in corpus.values() for r in lv.values())}
     for n in levels:
         rows = out["levels"][str(n)] = {}
         for cfg, pname in CASES:
@@ -139,7 +145,9 @@ def render(doc: dict) -> str:
     lines = [f"Plan (synthetic workload) vs replay vs real, at the profile's reference speed "
              f"({doc['records']} load-corpus records; replay: {doc.get('replay_seeds', 1)} draws per "
              f"block; synthetic: {doc['seeds']} seed blocks). "
-             f"SD's accepted draft tokens per proposal drawn from {model}.", "",
+             f"SD's accepted draft tokens per proposal drawn from {model}."
+             + (" The line shaped by the measured batch curves " + ", ".join(
+                 f"{r}: {c}" for r, c in doc["batch_curves"].items()) + "." if doc.get("batch_curves") else ""), "",
              "| in flight | config [profile] | s/token real / replayed / synthetic | tokens/req real / synth "
              "| step acceptance real / synth | SD tokens/pass real / replayed / synth "
              "| SD accepted per proposal real / replayed / synth | SD proposals accepting none |",
@@ -171,7 +179,11 @@ def main() -> None:
                     help="SD draws the recorded accepted-length histograms, not Geometric(alpha2)")
     ap.add_argument("--out", default=None,
                     help="default benchmarks/results/plan_gap.json (--histogram: plan_gap_histogram.json)")
+    ap.add_argument("--target-batch-curve", metavar="PATH",
+                    help="profiles calibrated with lr calibrate --target-batch-curve PATH")
+    ap.add_argument("--draft-batch-curve", metavar="PATH", help="the same for the draft's line")
     a = ap.parse_args()
+    curves = batch_curves(a, ROOT, "bench_plan_gap")
     out = a.out or str(ROOT / "benchmarks" / "results" / ("plan_gap_histogram.json" if a.histogram
                                                           else "plan_gap.json"))
     try:
@@ -180,7 +192,7 @@ def main() -> None:
             raise ValueError
     except ValueError:
         sys.exit("bench_plan_gap: --levels and --seeds take positive integers")
-    doc = bench(Path(a.load), levels, a.seeds, a.histogram)
+    doc = bench(Path(a.load), levels, a.seeds, a.histogram, curves)
     write_results(out, doc, render)
     print(render(doc))
 
