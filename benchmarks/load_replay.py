@@ -42,8 +42,13 @@ def blocks(recs: list[dict]) -> dict[int, list[dict]]:
 def pass_key(rec: dict, p: dict) -> float:
     """A forward pass's start on its block's clock: at N in flight every record of a block holds
     the engine's passes over its own window, so one pass appears in several records; this keys
-    it once."""
-    return round((rec.get("load") or {}).get("admitted_s", 0.0) + float(p.get("start", 0.0)), 4)
+    it once. A pass's `start` counts from its record's start, which on the block's clock is where
+    makespan puts it (load.arrival_s + load.latency_s - wall_time_s), not load.admitted_s (a
+    request admitted while another's prefill ran starts its record before it is admitted: keyed by
+    admission, one pass had a key per record)."""
+    load = rec.get("load") or {}
+    start = load.get("arrival_s", 0.0) + load.get("latency_s", rec.get("wall_time_s", 0.0)) - rec.get("wall_time_s", 0.0)
+    return round(start + float(p.get("start", 0.0)), 3)
 
 
 def makespan(block: list[dict]) -> float:

@@ -35,11 +35,17 @@ def test_the_results_come_from_the_committed_traces(committed):
 
 def test_a_block_counts_each_engine_pass_once():
     """At N in flight every record of a block holds its engines' passes over its own window: the
-    same pass seen by two records is one pass."""
+    same pass seen by two records is one pass. A pass's start counts from its record's start (on
+    the block's clock arrival + latency - wall time, as makespan has it), not from its admission:
+    in traces/load-f6m207-36 a request admitted 0.88 s after its record started (another's prefill
+    ran) had every pass keyed apart from its neighbours' and counted again."""
     p = {"batch_size": 1, "tokens_scheduled": 1, "duration_s": 0.1, "start": 2.0}
     q = {"batch_size": 2, "tokens_scheduled": 2, "duration_s": 0.3, "start": 2.5}
-    a = {"load": {"admitted_s": 0.0}, "engine_stats": {"target": {"forward_passes": [p, q]}}}
-    b = {"load": {"admitted_s": 1.0}, "engine_stats": {"target": {"forward_passes": [dict(p, start=1.0)]}}}
+    a = {"load": {"arrival_s": 0.0, "latency_s": 10.0, "admitted_s": 0.0}, "wall_time_s": 10.0,
+         "engine_stats": {"target": {"forward_passes": [p, q]}}}
+    # started 1.0 s into the block, admitted at 5.0 s
+    b = {"load": {"arrival_s": 0.0, "latency_s": 10.0, "admitted_s": 5.0}, "wall_time_s": 9.0,
+         "engine_stats": {"target": {"forward_passes": [dict(p, start=1.0)]}}}
     assert bs.single_decode_passes([a, b], "target") == [0.1]
 
 
@@ -57,16 +63,16 @@ def test_the_noise_floor_is_the_normal_chance():
 
 def test_the_readme_claims(committed):
     """docs/load.md, "How much of the miss is the machine": on traces/load the probe follows the blocks
-    (target r 0.88) and its own probe leaves 8.0% spread; on traces/load-cold-epyc-all the target's
-    blocks spread 11.6% in a group, the probe hardly tells which (r 0.40 target, 0.16 draft), and
+    (target r 0.87) and its own probe leaves 8.0% spread; on traces/load-cold-epyc-all the target's
+    blocks spread 11.6% in a group, the probe hardly tells which (r 0.40 target, 0.18 draft), and
     priced at each block's probe the spread grows to 15.3%; a perfect model's expected pairs within
     10% of its 16 are 13.8 at one probe and 11.9 at each block's (against the held-out replay's 15
     and its own profile's 10 of 16: test_load_figures' cold-all claims)."""
     load, cea = committed["corpora"]["traces/load"], committed["corpora"]["traces/load-cold-epyc-all"]
-    assert round(load["target"]["r"], 2) == 0.88
+    assert round(load["target"]["r"], 2) == 0.87
     assert round(load["target"]["residual_spread_pct_median"], 1) == 8.0
     assert round(cea["target"]["spread_pct_median"], 1) == 11.6
-    assert (round(cea["target"]["r"], 2), round(cea["draft"]["r"], 2)) == (0.40, 0.16)
+    assert (round(cea["target"]["r"], 2), round(cea["draft"]["r"], 2)) == (0.40, 0.18)
     assert round(cea["target"]["residual_spread_pct_median"], 1) == 15.3
     assert cea["target"]["residual_spread_pct_median"] > cea["target"]["spread_pct_median"]
     floor = committed["floor"]["traces/load-cold-epyc-all"]
