@@ -41,7 +41,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.load_replay import PROFILE_CONFIGS, blocks, calib_paths, load_corpus, pass_key  # noqa: E402
 from benchmarks.write import batch_curves, table_head, write_results  # noqa: E402
 
-CORPORA = ("traces/load-f6m207",)   # a --target-batch-curve is one machine's: its corpus only
+# a --target-batch-curve is one machine's: its corpora only
+CORPORA = ("traces/load-f6m207", "traces/load-f6m207-36")
+# a corpus without levels 1-2 of its own, priced by another's profile (held out)
+CALIBRATE_ON = {"traces/load-f6m207-36": "traces/load-f6m207"}
 ENGINES = ("target", "draft")
 # sequences in a plain decode pass, grouped (lo, hi): where the CPU's curve is read
 BATCHES = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 64))
@@ -71,8 +74,8 @@ def block_passes(block: list[dict], engine: str, ref: dict | None):
 
 
 def profiles(root: Path, curves: dict) -> tuple[dict, dict]:
-    """The reference probe of the corpus's level 1-2 records and bench_load's replay profile of
-    them, {"line": ..., "curve": ... (with `curves`)}."""
+    """The reference probe of the level 1-2 records of the corpus at `root` and bench_load's
+    replay profile of them, {"line": ..., "curve": ... (with `curves`)}."""
     from lrsim.calib.calibrate import calibrate, read_records
     from lrsim.calib.physical import reference_probe
     from lrsim.calib.profile import validate_doc
@@ -90,11 +93,13 @@ def _ratio(pr: np.ndarray, t: np.ndarray) -> float:
     return float(pr.sum() / t.sum())
 
 
-def corpus_doc(root: Path, curves: dict) -> dict:
+def corpus_doc(root: Path, curves: dict, cal_root: Path | None = None) -> dict:
+    """The corpus at `root` priced by the profile of `cal_root`'s levels 1-2 (default: its own)."""
     from lrsim.calib.physical import price
 
-    ref, docs = profiles(root, curves)
-    out: dict = {"calibrated_on": [str(Path(p).relative_to(ROOT)) for p in calib_paths(root)],
+    cal_root = cal_root or root
+    ref, docs = profiles(cal_root, curves)
+    out: dict = {"calibrated_on": [str(Path(p).relative_to(ROOT)) for p in calib_paths(cal_root)],
                  "by_config": {}, "by_batch": {}}
     for n, level in sorted(load_corpus(root).items()):
         plain: dict = {"t": [], "B": [], "rel": [], **{k: [] for k in docs}}
@@ -155,9 +160,12 @@ def render(doc: dict) -> str:
         levels = sorted({int(n) for e in c["by_config"].values() for v in e.values() for n in v})
         shaped = bool(c.get("batch_curves"))
         what = ("line / line shaped by the measured curve" if shaped else "the line")
+        cal = str(Path(c["calibrated_on"][0]).parents[2]) if c["calibrated_on"] else name
+        whose = ("levels 1-2 (bench_load's" + ("; levels 1-2 in sample" if cal == name else "")
+                 + ")" if cal == name else f"{cal}'s levels 1-2 (bench_load's; held out: every level)")
         lines += table_head(f"{name}: priced / measured seconds of every recorded forward pass, the "
-                            "profile of levels 1-2 (bench_load's) applied to the passes as they ran "
-                            f"({what}; levels 1-2 in sample; a cell needs {doc['min_passes']} passes).",
+                            f"profile of {whose} applied to the passes as they ran "
+                            f"({what}; a cell needs {doc['min_passes']} passes).",
                             "config", "engine", *[f"{n} in flight" for n in levels])
         for cfg, by_eng in c["by_config"].items():
             for eng, v in by_eng.items():
@@ -193,6 +201,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", action="append",
                     help=f"a load corpus folder (repeatable; default: {', '.join(CORPORA)})")
+    ap.add_argument("--calibrate-on", metavar="CORPUS", help="price every --corpus by this corpus's "
+                    "levels 1-2 (held out; default: its own, or CALIBRATE_ON's)")
     ap.add_argument("--out", default="benchmarks/results/pass_pricing.json")
     ap.add_argument("--json", action="store_true", help="print the results as JSON, not Markdown")
     ap.add_argument("--target-batch-curve", metavar="PATH", help="also price with the line shaped by "
@@ -204,7 +214,10 @@ def main() -> None:
     for name in a.corpus or CORPORA:
         if not load_corpus(ROOT / name):
             sys.exit(f"bench_pass_pricing: no load traces under {name}")
-        doc["corpora"][name] = corpus_doc(ROOT / name, curves)
+        cal = a.calibrate_on or CALIBRATE_ON.get(name)
+        if cal and not calib_paths(ROOT / cal):
+            sys.exit(f"bench_pass_pricing: no level 1-2 traces under {cal} to calibrate on")
+        doc["corpora"][name] = corpus_doc(ROOT / name, curves, ROOT / cal if cal else None)
     path = write_results(ROOT / a.out, doc, render)
     print(json.dumps(doc, indent=1) if a.json else path.with_suffix(".md").read_text())
 

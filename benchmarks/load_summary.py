@@ -174,6 +174,15 @@ PREDICTIONS = (
     ("load_f6m207_xeon_curve", "traces/load-f6m207", "the cold-cache Xeon sittings' profile, shaped by this host's batch curves",
      "bench_load.py --load traces/load-f6m207 --calibrate-on traces/load-cold-xeon-side,traces/load-cold-xeon-2 "
      "--target-batch-curve ... ..."),
+    ("load_f6m207_36_heldout", "traces/load-f6m207-36",
+     "levels 3 and 6 on new problems, from traces/load-f6m207's 1-2 (its plan pre-registered)",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 ..."),
+    ("load_f6m207_36_heldout_curve", "traces/load-f6m207-36", "the same, shaped by the host's batch curves",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --target-batch-curve ... ..."),
+    ("load_f6m207_36_xeon", "traces/load-f6m207-36", "the cold-cache Xeon sittings pooled (the same CPU model)",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-cold-xeon-side,traces/load-cold-xeon-2 ..."),
+    ("load_f6m207_36_epyc", "traces/load-f6m207-36", "traces/load's (an AMD EPYC, warm caches)",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator

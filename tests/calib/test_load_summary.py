@@ -45,7 +45,8 @@ def test_the_counts_are_the_ones_each_result_renders():
         assert f"{max(sp['largest'], er['largest'] or 0):.1%}" == f"{plan[3]}%"
         # the plan prices only configurations whose acceptance its profile measured (load_plan.
         # measured_labels): a profile that never ran sd or lr-d2 replays them but does not plan them
-        partial = {"load_transfer", "load_f6m207_adaptive", "load_f6m207_xeon", "load_f6m207_xeon_curve"}
+        partial = {"load_transfer", "load_f6m207_adaptive", "load_f6m207_xeon", "load_f6m207_xeon_curve",
+                   "load_f6m207_36_xeon"}
         assert sp["pairs"] == row["replayed"]["pairs"] or row["result"] in partial, p[0]
         assert row["result"] not in partial - {"load_transfer"} or sp["pairs"] < row["replayed"]["pairs"]
         assert row["held_out"] == ("Held out:" in md), p[0]
@@ -86,10 +87,12 @@ def test_the_readme_reading_of_the_table():
     assert f"AR on both cores is planned within 10% at {tot['ar_er_planned'][0]} of {tot['ar_er_planned'][1]}" in text
     assert f"is the measured one for {be['vs_ar'][0]} of {be['vs_ar'][1]} speculative configurations" in text
     assert f"it is right {be['vs_ar-er'][0]} of {be['vs_ar-er'][1]} times" in text
-    # its one miss: the only round where a speculative configuration beat AR on both cores alone
-    misses = [(stem, cfg) for stem, *_ in PREDICTIONS
-              for cfg, b in json.loads((RESULTS / f"{stem}.json").read_text())["break_even"].items()
-              if cfg not in BASELINES and b["measured_vs_ar-er"] not in ("1", "-")]
+    # its one miss: the only round where a speculative configuration beat AR on both cores at the
+    # lowest level its corpus ran (1 in flight; traces/load-f6m207-36 ran 3 and 6 only)
+    outs = {stem: json.loads((RESULTS / f"{stem}.json").read_text()) for stem, *_ in PREDICTIONS}
+    misses = [(stem, cfg) for stem, out in outs.items() for cfg, b in out["break_even"].items()
+              if cfg not in BASELINES and b["measured_vs_ar-er"] not in (min(out["levels"], key=int), "-")]
+    assert {min(out["levels"], key=int) for out in outs.values()} == {"1", "3"}
     assert be["vs_ar-er"][1] - be["vs_ar-er"][0] == 1 and misses == [("load_cold_xeon_2_r1_heldout", "lr+sd-d2-emb")]
     b = json.loads((RESULTS / "load_cold_xeon_2_r1_heldout.json").read_text())["break_even"]["lr+sd-d2-emb"]
     assert (b["measured_vs_ar-er"], b["planned_vs_ar-er"]) == ("2", "1")
@@ -117,8 +120,8 @@ def test_the_readme_reading_of_the_table():
                     break
     assert len(near) + len(far) == be["vs_ar"][1] - be["vs_ar"][0]
     words = {5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten", 11: "eleven", 13: "thirteen",
-             14: "fourteen", 15: "fifteen", 18: "eighteen", 21: "twenty-one", 22: "twenty-two", 24: "twenty-four",
-             31: "thirty-one", 33: "thirty-three", 37: "thirty-seven"}
+             14: "fourteen", 15: "fifteen", 18: "eighteen", 19: "nineteen", 21: "twenty-one", 22: "twenty-two", 24: "twenty-four",
+             31: "thirty-one", 33: "thirty-three", 37: "thirty-seven", 38: "thirty-eight"}
     assert f"{words[len(near)]} of the {words[len(near) + len(far)]} misses" in text
     assert f"within 7% of 1 ({min(near):.2f}-{max(near):.2f}x)" in text
     # two far misses are the Xeon's lr-d2-emb: its round 0 planning its round 1 (LR alone), and its

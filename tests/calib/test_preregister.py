@@ -1,0 +1,89 @@
+"""benchmarks/preregister_load.py: a plan written down before the held-out runs it predicts. The
+committed pre-registrations must predate every record of their corpus and still be what the script
+plans; the check pairs them with the measured speedups as bench_load.py does."""
+import datetime
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import preregister_load as pr
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json")
+
+
+def _prereg(**planned) -> dict:
+    return {"levels": [3, 6], "for": "traces/x", "calibrated_on": "traces/y", "commit": "0" * 40,
+            "written_utc": "2026-12-06 20:37:39", "records_of_future_corpus_then": 0, "batch_curves": None,
+            "planned": planned, "searched_break_even": {"sd": {"vs_ar": "4"}, "lr-d2": {"vs_ar": "1"}}}
+
+
+def test_check_pairs_each_level_and_counts_speculative_configurations_only():
+    prereg = _prereg(**{"3": {"sd": {"speedup_vs_ar": 1.05}, "lr-d2": {"speedup_vs_ar": 0.77},
+                              "ar-er": {"speedup_vs_ar": 1.93}},
+                        "6": {"sd": {"speedup_vs_ar": 0.84}, "lr-d2": {"speedup_vs_ar": 0.66},
+                              "ar-er": {"speedup_vs_ar": 1.93}}})
+    result = {"levels": {"3": {"sd": {"speedup_vs_ar": 1.00}, "lr-d2": {"speedup_vs_ar": 0.90},
+                               "ar-er": {"speedup_vs_ar": 1.60}},
+                         "6": {"sd": {"speedup_vs_ar": 0.80}}},          # lr-d2 at 6 not measured
+              "break_even": {"sd": {"measured_vs_ar": "3"}, "lr-d2": {"measured_vs_ar": "3"},
+                             "ar-er": {"measured_vs_ar": ">6"}}}
+    c = pr.check(prereg, result)
+    errs = {(r["level"], r["config"]): r["rel_error"] for r in c["rows"]}
+    assert errs[(3, "sd")] == pytest.approx(0.05) and errs[(3, "lr-d2")] == pytest.approx(0.77 / 0.9 - 1)
+    assert (6, "lr-d2") not in errs and (3, "ar-er") in errs        # shown, not counted
+    assert (c["compared"], c["within_target"]) == (3, 2)          # sd 3 (5%), sd 6 (5%) in; lr-d2 3 (14%) out
+    # the plan's break-even at the measured levels: sd first <= 1 at 6, lr-d2 at 3; ar-er not judged
+    assert c["break_even"] == {"lr-d2": {"preregistered": "3", "searched": "1", "measured": "3"},
+                               "sd": {"preregistered": "6", "searched": "4", "measured": "3"}}
+    assert c["break_even_right"] == 1
+    text = pr.render(prereg | {"check": c, "checked_against": "r.json"})
+    assert "2/3 pre-registered speedups" in text and "| 3 | lr-d2 | 0.77 | 0.90 | -14.4% |" in text
+
+
+def test_a_corpus_with_records_cannot_be_preregistered(tmp_path, monkeypatch):
+    (tmp_path / "traces" / "z").mkdir(parents=True)
+    monkeypatch.setattr(pr, "ROOT", tmp_path)
+    monkeypatch.setattr(pr, "load_corpus", lambda root: {3: {"ar": [{}, {}, {}]}})
+    with pytest.raises(SystemExit, match="already holds 3 records"):
+        pr.preregister("traces/y", [3], "traces/z", {})
+
+
+@pytest.mark.parametrize("name", PREREGS)
+def test_the_committed_preregistrations_predate_their_corpus(name):
+    doc = json.loads((RESULTS / name).read_text())
+    assert doc["records_of_future_corpus_then"] == 0
+    assert pr.render(doc) == (RESULTS / name).with_suffix(".md").read_text()
+    written = datetime.datetime.strptime(doc["written_utc"], "%Y-%m-%d %H:%M:%S").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    starts = [json.loads(line)["run"]["probe_at_start"]["t"]
+              for f in (ROOT / doc["for"]).glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines()
+              if line.strip()]
+    assert starts and min(starts) > written            # every run began after the plan was written
+
+
+def test_the_preregistration_is_what_the_script_plans(tmp_path, monkeypatch):
+    """Rerun on the calibration corpus (the future corpus named as one that does not exist yet):
+    the same plan, to the rendered digits."""
+    doc = json.loads((RESULTS / PREREGS[0]).read_text())
+    again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), {})
+    assert {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in again["planned"].items()} == \
+        {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in doc["planned"].items()}
+    assert again["searched_break_even"] == doc["searched_break_even"]
+
+
+@pytest.mark.parametrize("name,result", [(PREREGS[0], "load_f6m207_36_heldout.json"),
+                                         (PREREGS[1], "load_f6m207_36_heldout_curve.json")])
+def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus(name, result):
+    """benchmarks/results/prereg_f6m207_36{,_curve}.check.*: the pre-registration unchanged, and the
+    check recomputed from it and bench_load.py's committed result on the corpus (docs/load.md, "A plan
+    written before its runs": 3 and 4 of 8 within 10%, break-evens 3 and 4 of 4)."""
+    prereg = json.loads((RESULTS / name).read_text())
+    got = json.loads((RESULTS / name).with_suffix(".check.json").read_text())
+    assert {k: v for k, v in got.items() if k not in ("check", "checked_against")} == prereg
+    assert got["check"] == json.loads(json.dumps(pr.check(prereg, json.loads((RESULTS / result).read_text()))))
+    assert pr.render(got) == (RESULTS / name).with_suffix(".check.md").read_text()
+    c = got["check"]
+    assert (c["within_target"], c["compared"], c["break_even_right"]) == ((3, 8, 3) if "curve" not in name else (4, 8, 4))
