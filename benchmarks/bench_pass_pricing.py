@@ -195,6 +195,20 @@ def render(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def bench(names, curves: dict, calibrate_on: str | None = None) -> dict:
+    """Every corpus of `names` priced by the profile of `calibrate_on`'s levels 1-2 (default: its
+    own, or CALIBRATE_ON's)."""
+    doc = {"min_passes": MIN_PASSES, "corpora": {}}
+    for name in names:
+        if not load_corpus(ROOT / name):
+            sys.exit(f"bench_pass_pricing: no load traces under {name}")
+        cal = calibrate_on or CALIBRATE_ON.get(name)
+        if cal and not calib_paths(ROOT / cal):
+            sys.exit(f"bench_pass_pricing: no level 1-2 traces under {cal} to calibrate on")
+        doc["corpora"][name] = corpus_doc(ROOT / name, curves, ROOT / cal if cal else None)
+    return doc
+
+
 def main() -> None:
     import argparse
 
@@ -210,14 +224,7 @@ def main() -> None:
     ap.add_argument("--draft-batch-curve", metavar="PATH", help="the same for the draft")
     a = ap.parse_args()
     curves = batch_curves(a, ROOT, "bench_pass_pricing")
-    doc = {"min_passes": MIN_PASSES, "corpora": {}}
-    for name in a.corpus or CORPORA:
-        if not load_corpus(ROOT / name):
-            sys.exit(f"bench_pass_pricing: no load traces under {name}")
-        cal = a.calibrate_on or CALIBRATE_ON.get(name)
-        if cal and not calib_paths(ROOT / cal):
-            sys.exit(f"bench_pass_pricing: no level 1-2 traces under {cal} to calibrate on")
-        doc["corpora"][name] = corpus_doc(ROOT / name, curves, ROOT / cal if cal else None)
+    doc = bench(a.corpus or CORPORA, curves, a.calibrate_on)
     path = write_results(ROOT / a.out, doc, render)
     print(json.dumps(doc, indent=1) if a.json else path.with_suffix(".md").read_text())
 

@@ -86,8 +86,8 @@ def check(prereg: dict, result: dict) -> dict:
 
 
 def render(doc: dict) -> str:
-    head = [f"# Pre-registered plan: {doc['for']}", "",
-            f"Written {doc['written_utc']} UTC at commit {doc['commit'][:7]}, when {doc['for']} held "
+    head = [f"Pre-registered plan for {doc['for']}, written {doc['written_utc']} UTC at commit "
+            f"{doc['commit'][:7]}, when {doc['for']} held "
             f"{doc['records_of_future_corpus_then']} records: `lr plan` on profiles calibrated on "
             f"{doc['calibrated_on']}'s 1-2 in flight (one per verifier, not rescaled)"
             + (", the line shaped by " + ", ".join(f"{r}: {c}" for r, c in doc["batch_curves"].items())
@@ -101,7 +101,7 @@ def render(doc: dict) -> str:
              + ", ".join(f"{c} {s['vs_ar']}" for c, s in sorted(doc["searched_break_even"].items())) + "."]
     if doc.get("check"):
         c = doc["check"]
-        head += ["", f"## Against the measured corpus ({doc['checked_against']})", "",
+        head += ["", f"Against the measured corpus ({doc['checked_against']}): "
                  f"{c['within_target']}/{c['compared']} pre-registered speedups of speculative configurations within "
                  f"{TARGET:.0%} of measured; break-evens right {c['break_even_right']}/{len(c['break_even'])}.", "",
                  "| in flight | config | pre-registered | measured | error |", "|---|---|---|---|---|"]

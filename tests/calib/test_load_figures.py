@@ -1311,7 +1311,7 @@ def test_the_batch_curve_claims():
     from benchmarks import bench_pass_pricing as bp
 
     curves = {"target": "traces/curves/f6m207-target.json", "draft": "traces/curves/f6m207-draft.json"}
-    doc = {"min_passes": bp.MIN_PASSES, "corpora": {c: bp.corpus_doc(ROOT / c, curves) for c in bp.CORPORA}}
+    doc = bp.bench(bp.CORPORA, curves)
     assert json.loads(json.dumps(doc)) == json.loads((RESULTS / "pass_pricing.json").read_text())
     assert bp.render(doc) == (RESULTS / "pass_pricing.md").read_text()
     c = doc["corpora"]["traces/load-f6m207"]
@@ -1367,6 +1367,84 @@ def test_the_batch_curve_claims():
     fx = [f for r in ("target", "draft") for _, f in cur["_xeon_curve"]["latency_fit"][r]["batch_factors"]]
     assert (f"{min(fx):.2f}", f"{max(fx):.2f}") == ("0.99", "1.03")
 
+
+
+def test_the_preregistered_claims():
+    """docs/load.md, "A plan written before its runs" (and the README's paragraph on it): the plan
+    for traces/load-f6m207-36 committed before its 162 records (problems 1264-1281, levels 3 and 6,
+    80 minutes alone); measured sd 1.00x, lr-d2-emb 0.98x, lr-d2 0.86x, lr+sd 0.83x at 3, 0.66x-0.94x
+    at 6; break-evens 3 of 4 by the line (sd planned 1.01x, 1.6% high) and 4 of 4 by the curve; 3 and
+    4 of 8 within 10%; LR alone planned 14-16% low at 6, lr+sd 11-15% high at 3, sd within 3% by the
+    line; the rescale moves a planned speedup by at most 0.01; the four bench_load results; the
+    replay's passes at 6 (0.99 as many, batches 4-6% larger, 25-26% more time, AR 11-12%, makespans
+    1.25-1.26 and 1.11; the draft 1.21-1.25 as many at 0.81-0.85 the batch; lr+sd 6-8% fewer) and the
+    recorded ones priced 1.22 (lr-d2) and 1.17 (lr-d2-emb, ar)."""
+    from benchmarks import bench_replay_passes as brp
+    from benchmarks.load_summary import PREDICTIONS, summarise
+
+    pre = {k: json.loads((RESULTS / f"prereg_f6m207_36{k}.check.json").read_text()) for k in ("", "_curve")}
+    recs = [json.loads(line) for f in (ROOT / "traces/load-f6m207-36").glob("gsm8k/c*/*.jsonl")
+            for line in f.read_text().splitlines() if line.strip()]
+    ids = sorted(int(r["problem_id"].split("/")[1]) for r in recs)
+    assert len(recs) == 162 and (ids[0], ids[-1]) == (1264, 1281) and len(set(ids)) == 18
+    assert {int(r["run"]["flags"]["concurrency"]) for r in recs} == {3, 6}
+    span = max(r["run"]["probe_at_start"]["t"] + r["load"]["latency_s"] for r in recs) - min(
+        r["run"]["probe_at_start"]["t"] for r in recs)
+    assert 75 * 60 <= span <= 81 * 60                  # the collection's 80 minutes
+    rows = {(r["level"], r["config"]): r for r in pre[""]["check"]["rows"]}
+    m = {k: f"{r['measured']:.2f}" for k, r in rows.items()}
+    assert [m[(3, c)] for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb")] == ["1.00", "0.98", "0.86", "0.83"]
+    six = [rows[(6, c)]["measured"] for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb")]
+    assert (f"{min(six):.2f}", f"{max(six):.2f}") == ("0.66", "0.94")
+    assert all(rows[(n, c)]["measured"] <= 1.0 + 5e-3 for n in (3, 6) for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb"))
+    assert (f"{rows[(3, 'sd')]['preregistered']:.2f}", f"{rows[(3, 'sd')]['rel_error']:.1%}") == ("1.01", "1.6%")
+    assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"]) for c in pre.values()] == [
+        (3, 8, 3), (4, 8, 4)]
+    lr6 = [abs(c["check"]["rows"][i]["rel_error"]) for c in pre.values() for i, r in enumerate(c["check"]["rows"])
+           if r["level"] == 6 and r["config"] in ("lr-d2", "lr-d2-emb")]
+    assert (f"{min(lr6):.0%}", f"{max(lr6):.0%}") == ("14%", "16%")
+    assert all(r["rel_error"] < 0 for c in pre.values() for r in c["check"]["rows"]
+               if r["level"] == 6 and r["config"] in ("lr-d2", "lr-d2-emb"))
+    sd3 = [r["rel_error"] for c in pre.values() for r in c["check"]["rows"] if r["level"] == 3 and r["config"] == "lr+sd-d2-emb"]
+    assert (f"{min(sd3):.0%}", f"{max(sd3):.0%}") == ("11%", "15%")
+    assert max(abs(r["rel_error"]) for r in pre[""]["check"]["rows"] if r["config"] == "sd") <= 0.03
+    for k, stem in (("", "load_f6m207_36_heldout"), ("_curve", "load_f6m207_36_heldout_curve")):
+        planned = json.loads((RESULTS / f"{stem}.json").read_text())["planned"]
+        assert max(abs(round(p["speedup_vs_ar"], 2) - round(planned[n][c]["speedup_vs_ar"], 2))
+                   for n, t in pre[k]["planned"].items() for c, p in t.items() if c in planned[n]) <= 0.01 + 1e-9
+    got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS if p[1] == "traces/load-f6m207-36")}
+    cell = {k: (r["replayed"]["within"], r["replayed"]["pairs"], f"{r['replayed']['largest']:.1%}",
+                r["planned"]["within"], r["planned"]["pairs"], r["break_even"]["vs_ar"]["as_measured"],
+                r["break_even"]["vs_ar"]["configs"]) for k, r in got.items()}
+    assert cell == {"load_f6m207_36_heldout": (4, 8, "15.7%", 4, 8, 3, 4),
+                    "load_f6m207_36_heldout_curve": (5, 8, "12.2%", 4, 8, 4, 4),
+                    "load_f6m207_36_xeon": (7, 8, "14.1%", 2, 4, 2, 2),
+                    "load_f6m207_36_epyc": (5, 8, "17.7%", 4, 8, 4, 4)}
+    # the replay's passes beside the real ones: rendered from the committed traces now
+    doc = json.loads((RESULTS / "replay_passes.json").read_text())
+    assert brp.render(doc) == (RESULTS / "replay_passes.md").read_text()
+    assert approx_tree(doc) == json.loads(json.dumps(brp.bench(doc["corpus"], doc["calibrated_on"])))
+
+    def ratio(n, cfg, eng, key):
+        rows_ = [r[eng] for r in doc["levels"][n][cfg] if eng in r]
+        return sum(g["replayed"][key] for g in rows_) / sum(g["real"][key] for g in rows_)
+
+    def span_(n, cfg):
+        rs = doc["levels"][n][cfg]
+        return sum(r["makespan_s"][1] for r in rs) / sum(r["makespan_s"][0] for r in rs)
+
+    lr = ("lr-d2", "lr-d2-emb")
+    assert {f"{ratio('6', c, 'target', 'passes'):.2f}" for c in lr} == {"0.99"}
+    for key, lo, hi in (("batch", "1.04", "1.06"), ("busy_s", "1.25", "1.26")):
+        got_ = sorted(ratio("6", c, "target", key) for c in lr)
+        assert (f"{got_[0]:.2f}", f"{got_[1]:.2f}") == (lo, hi)
+    assert (f"{ratio('6', 'ar', 'target', 'busy_s'):.2f}", f"{span_('6', 'ar'):.2f}") == ("1.12", "1.11")
+    assert sorted(f"{span_('6', c):.2f}" for c in lr) == ["1.25", "1.26"]
+    assert sorted(f"{ratio('6', c, 'draft', 'passes'):.2f}" for c in lr) == ["1.21", "1.25"]
+    assert sorted(f"{ratio('6', c, 'draft', 'batch'):.2f}" for c in lr) == ["0.81", "0.85"]
+    assert [f"{ratio(n, 'lr+sd-d2-emb', 'target', 'passes'):.2f}" for n in ("3", "6")] == ["0.92", "0.94"]
+    pp = json.loads((RESULTS / "pass_pricing.json").read_text())["corpora"]["traces/load-f6m207-36"]["by_config"]
+    assert [f"{pp[c]['target']['6']['ratio_line']:.2f}" for c in ("lr-d2", "lr-d2-emb", "ar")] == ["1.22", "1.17", "1.17"]
 
 def test_the_profile_terms_claims():
     """docs/load.md, "Another Intel generation": benchmarks/profile_terms.py's table is its script's
@@ -1427,7 +1505,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_family_26_claims, test_the_family_26_second_sitting_claims,
                        test_the_other_vendor_claims, test_the_another_intel_generation_claims,
                        test_the_profile_terms_claims, test_the_warm_sixth_cpu_claims,
-                       test_the_batch_curve_claims)
+                       test_the_batch_curve_claims, test_the_preregistered_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1450,6 +1528,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_adaptive_f6m167_f26m2_3", "load_adaptive_f6m207", "load_adaptive_f6m207_f6m167",
               "load_adaptive_f6m207_f26m2_3", "profile_terms", "load_f6m207", "load_f6m207_r12_heldout",
               "load_f6m207_adaptive", "load_f6m207_xeon", "load_f6m207_epyc", "pass_pricing",
-              "load_f6m207_curve", "load_f6m207_r12_heldout_curve", "load_f6m207_xeon_curve")]
+              "load_f6m207_curve", "load_f6m207_r12_heldout_curve", "load_f6m207_xeon_curve",
+              "prereg_f6m207_36.check", "prereg_f6m207_36_curve.check", "load_f6m207_36_heldout",
+              "load_f6m207_36_heldout_curve", "load_f6m207_36_xeon", "load_f6m207_36_epyc", "replay_passes")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

@@ -1,0 +1,128 @@
+"""The replay's passes beside the real ones, block by block: whether a replayed makespan misses
+because the simulated engines ran other passes (more of them, larger batches) or the same passes
+at another cost.
+
+    .venv/bin/python benchmarks/bench_replay_passes.py [--load traces/load-f6m207-36]
+        [--calibrate-on traces/load-f6m207] [--out benchmarks/results/replay_passes.json]
+
+Per level, configuration and block (the blocks bench_load.py replays: its profile of the
+calibration corpus's 1-2 in flight, every block at the predicted corpus's median probe, the
+replay's seeds averaged):
+  makespan     real / replayed, s (the replayed one with the profile's per-request overhead)
+  passes       each engine's forward passes: real (each counted once: load_replay.pass_key) /
+               simulated iterations
+  busy         the seconds they took, real / simulated
+  batch        sequences per pass weighted by its time (sum of B x duration over the busy
+               seconds), real / simulated (the engine's admitted sequences integrated over its
+               busy time)
+Reads the traces and runs the replay; about a minute.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.load_replay import (PROFILE_CONFIGS, blocks, calib_paths, corpus_probe,  # noqa: E402
+                                    load_corpus, makespan, pass_key, replay_worlds)
+from benchmarks.write import table_head, write_results  # noqa: E402
+
+ENGINES = ("target", "draft")
+CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")
+
+
+def real_side(block: list[dict], engine: str) -> dict | None:
+    seen = {}
+    for r in block:
+        for p in ((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes") or []:
+            seen[pass_key(r, p)] = p
+    if not seen:
+        return None
+    d = np.array([p["duration_s"] for p in seen.values()])
+    b = np.array([p["batch_size"] for p in seen.values()])
+    return {"passes": len(seen), "busy_s": float(d.sum()), "batch": float((b * d).sum() / d.sum())}
+
+
+def sim_side(worlds: list, engine: str) -> dict | None:
+    engs = [getattr(w, engine) for w in worlds]
+    if any(e is None or not e.busy_s for e in engs):
+        return None
+    return {"passes": float(np.mean([e.iterations for e in engs])), "busy_s": float(np.mean([e.busy_s for e in engs])),
+            "batch": float(np.mean([e.area / e.busy_s for e in engs]))}
+
+
+def bench(load: str, cal: str) -> dict:
+    from lrsim.calib.calibrate import calibrate
+    from lrsim.calib.profile import Profile, validate_doc
+
+    corpus = load_corpus(ROOT / load)
+    prof = Profile(validate_doc(calibrate(calib_paths(ROOT / cal), configs=set(PROFILE_CONFIGS),
+                                          select_placement=False)))
+    today = corpus_probe(corpus) if cal != load else None
+    out: dict = {"corpus": load, "calibrated_on": cal, "levels": {}}
+    for n, level in sorted(corpus.items()):
+        for cfg in CONFIGS:
+            for k, blk in sorted(blocks(level.get(cfg, [])).items()):
+                worlds, over = replay_worlds(prof, blk, today)
+                span = float(np.mean([max(r.finish for r in w.records) - min(r.arrival for r in w.records)
+                                      for w in worlds])) + over
+                row = {"block": k, "makespan_s": [makespan(blk), span]}
+                for eng in ENGINES:
+                    real, sim = real_side(blk, eng), sim_side(worlds, eng)
+                    if real and sim:
+                        row[eng] = {"real": real, "replayed": sim}
+                out["levels"].setdefault(str(n), {}).setdefault(cfg, []).append(row)
+    return out
+
+
+def _ratio(rows: list[dict], eng: str, key: str) -> str:
+    got = [r[eng] for r in rows if eng in r]
+    if not got:
+        return "-"
+    return f"{sum(g['replayed'][key] for g in got) / sum(g['real'][key] for g in got):.2f}"
+
+
+def render(doc: dict) -> str:
+    lines = table_head(f"{doc['corpus']} replayed by the profile of {doc['calibrated_on']}'s levels 1-2 "
+                       "(bench_load.py's replay): replayed over real, summed over the blocks of each "
+                       "level (passes: the simulated engine's iterations over the real forward passes, "
+                       "each counted once; busy: their seconds; batch: sequences per pass weighted by "
+                       "time, real value beside).",
+                       "in flight", "config", "makespan", "target passes", "target busy",
+                       "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
+    for n, by in doc["levels"].items():
+        for cfg, rows in by.items():
+            span = sum(r["makespan_s"][1] for r in rows) / sum(r["makespan_s"][0] for r in rows)
+            cells = [f"{span:.2f}"]
+            for eng in ENGINES:
+                got = [r[eng] for r in rows if eng in r]
+                real_b = (f" ({np.mean([g['real']['batch'] for g in got]):.1f})" if got else "")
+                cells += [_ratio(rows, eng, "passes"), _ratio(rows, eng, "busy_s"),
+                          (_ratio(rows, eng, "batch") + real_b) if got else "-"]
+            lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--load", default="traces/load-f6m207-36")
+    ap.add_argument("--calibrate-on", default="traces/load-f6m207")
+    ap.add_argument("--out", default="benchmarks/results/replay_passes.json")
+    a = ap.parse_args()
+    if not load_corpus(ROOT / a.load):
+        sys.exit(f"bench_replay_passes: no load traces under {a.load}")
+    if not calib_paths(ROOT / a.calibrate_on):
+        sys.exit(f"bench_replay_passes: no level 1-2 traces under {a.calibrate_on} to calibrate on")
+    doc = bench(a.load, a.calibrate_on)
+    write_results(ROOT / a.out, doc, render)
+    print(render(doc))
+
+
+if __name__ == "__main__":
+    main()
