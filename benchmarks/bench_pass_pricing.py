@@ -99,7 +99,8 @@ def corpus_doc(root: Path, curves: dict, cal_root: Path | None = None) -> dict:
 
     cal_root = cal_root or root
     ref, docs = profiles(cal_root, curves)
-    out: dict = {"calibrated_on": [str(Path(p).relative_to(ROOT)) for p in calib_paths(cal_root)],
+    out: dict = {"calibration_corpus": str(cal_root.relative_to(ROOT)),
+                 "calibrated_on": [str(Path(p).relative_to(ROOT)) for p in calib_paths(cal_root)],
                  "by_config": {}, "by_batch": {}}
     for n, level in sorted(load_corpus(root).items()):
         plain: dict = {"t": [], "B": [], "rel": [], **{k: [] for k in docs}}
@@ -160,9 +161,9 @@ def render(doc: dict) -> str:
         levels = sorted({int(n) for e in c["by_config"].values() for v in e.values() for n in v})
         shaped = bool(c.get("batch_curves"))
         what = ("line / line shaped by the measured curve" if shaped else "the line")
-        cal = str(Path(c["calibrated_on"][0]).parents[2]) if c["calibrated_on"] else name
-        whose = ("levels 1-2 (bench_load's" + ("; levels 1-2 in sample" if cal == name else "")
-                 + ")" if cal == name else f"{cal}'s levels 1-2 (bench_load's; held out: every level)")
+        cal = c.get("calibration_corpus", name)
+        whose = ("levels 1-2 (bench_load's; levels 1-2 in sample)" if cal == name
+                 else f"{cal}'s levels 1-2 (bench_load's; held out: every level)")
         lines += table_head(f"{name}: priced / measured seconds of every recorded forward pass, the "
                             f"profile of {whose} applied to the passes as they ran "
                             f"({what}; a cell needs {doc['min_passes']} passes).",

@@ -12,9 +12,9 @@ replay's seeds averaged):
   passes       each engine's forward passes: real (each counted once: load_replay.pass_key) /
                simulated iterations
   busy         the seconds they took, real / simulated
-  batch        sequences per pass weighted by its time (sum of B x duration over the busy
-               seconds), real / simulated (the engine's admitted sequences integrated over its
-               busy time)
+  batch        sequences per pass weighted by its time within the block (sum of B x duration
+               over the busy seconds), real / simulated (the engine's admitted sequences
+               integrated over its busy time); a level's cell sums them over its blocks
 Reads the traces and runs the replay; about a minute.
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ def render(doc: dict) -> str:
                        "(bench_load.py's replay): replayed over real, summed over the blocks of each "
                        "level (passes: the simulated engine's iterations over the real forward passes, "
                        "each counted once; busy: their seconds; batch: sequences per pass weighted by "
-                       "time, real value beside).",
+                       "time within a block, the blocks' sum, the real blocks' mean beside).",
                        "in flight", "config", "makespan", "target passes", "target busy",
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():

@@ -43,9 +43,9 @@ def pass_key(rec: dict, p: dict) -> float:
     """A forward pass's start on its block's clock: at N in flight every record of a block holds
     the engine's passes over its own window, so one pass appears in several records; this keys
     it once. A pass's `start` counts from its record's start, which on the block's clock is where
-    makespan puts it (load.arrival_s + load.latency_s - wall_time_s), not load.admitted_s (a
-    request admitted while another's prefill ran starts its record before it is admitted: keyed by
-    admission, one pass had a key per record)."""
+    makespan puts it (load.arrival_s + load.latency_s - wall_time_s), not load.admitted_s: the two
+    differ (in traces/load-f6m207-36 a block's first request was admitted at about 0 s and its
+    record started 0.8-1.4 s later), and keyed by admission one pass had a key per record."""
     load = rec.get("load") or {}
     start = load.get("arrival_s", 0.0) + load.get("latency_s", rec.get("wall_time_s", 0.0)) - rec.get("wall_time_s", 0.0)
     return round(start + float(p.get("start", 0.0)), 3)

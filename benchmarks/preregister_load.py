@@ -36,14 +36,34 @@ from lrsim.calib.profile import save_profile  # noqa: E402
 TARGET = 0.10                  # relative error of a predicted speedup we aim for (bench_load.py)
 
 
+def records_under(folder: Path) -> int:
+    """Every record line of every trace file under `folder` (any data set, any level)."""
+    return sum(1 for f in folder.rglob("*.jsonl") for line in f.read_text().splitlines() if line.strip())
+
+
 def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]) -> dict:
-    already = sum(len(rs) for lv in load_corpus(ROOT / future).values() for rs in lv.values()) \
-        if (ROOT / future).exists() else 0
+    already = records_under(ROOT / future) if (ROOT / future).exists() else 0
     if already:
         sys.exit(f"preregister_load: {future} already holds {already} records: a plan written after "
                  "its runs started is not a pre-registration")
-    load_replay.BATCH_CURVES = {r: str(ROOT / c) for r, c in curves.items()}
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=ROOT).stdout.strip()  # noqa: E731
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--", "benchmarks", "lrsim", "lrcore"))
+    saved, load_replay.BATCH_CURVES = load_replay.BATCH_CURVES, {r: str(ROOT / c) for r, c in curves.items()}
+    try:
+        planned, searched = _plan(cal, levels)
+    finally:
+        load_replay.BATCH_CURVES = saved
+    return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
+            # the planning code differs from that commit (files changed or new under benchmarks/,
+            # lrsim/, lrcore/; the first plan's: this script, committed with it)
+            "dirty": dirty,
+            "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+            "records_of_future_corpus_then": already, "batch_curves": curves or None,
+            "planned": planned, "searched_break_even": searched}
+
+
+def _plan(cal: str, levels: list[int]) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         paths = calib_paths(ROOT / cal, None, Path(tmp) / "cal")
         if not paths:
@@ -51,16 +71,14 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
         ran = {Path(p).stem for p in paths}
         profiles = {name: save_profile(plan_profile(paths, cfgs, None), Path(tmp) / f"prereg-{name}.json")
                     for name, (cfgs, _) in PLAN_PROFILES.items() if ran & set(cfgs[2:])}
-        planned = {str(n): plan_at(profiles, n) for n in levels}
-        searched = search(profiles, max(levels))
-    return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
-            "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-            "records_of_future_corpus_then": already, "batch_curves": curves or None,
-            "planned": planned, "searched_break_even": searched}
+        return {str(n): plan_at(profiles, n) for n in levels}, search(profiles, max(levels))
 
 
 def check(prereg: dict, result: dict) -> dict:
     """Each pre-registered speedup vs ar beside the measured one on the same levels."""
+    if sorted(result["levels"], key=int) != [str(n) for n in prereg["levels"]]:
+        sys.exit(f"preregister_load: the result measured levels {', '.join(sorted(result['levels'], key=int))}, "
+                 f"the plan was for {', '.join(map(str, prereg['levels']))}")
     rows, errs = [], []
     for n in map(str, prereg["levels"]):
         measured = result["levels"].get(n, {})

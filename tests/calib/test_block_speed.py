@@ -37,13 +37,13 @@ def test_a_block_counts_each_engine_pass_once():
     """At N in flight every record of a block holds its engines' passes over its own window: the
     same pass seen by two records is one pass. A pass's start counts from its record's start (on
     the block's clock arrival + latency - wall time, as makespan has it), not from its admission:
-    in traces/load-f6m207-36 a request admitted 0.88 s after its record started (another's prefill
-    ran) had every pass keyed apart from its neighbours' and counted again."""
+    the two differ (in traces/load-f6m207-36 a block's first request was admitted at about 0 s and
+    its record started 0.8-1.4 s later), and keyed by admission every pass was counted again."""
     p = {"batch_size": 1, "tokens_scheduled": 1, "duration_s": 0.1, "start": 2.0}
     q = {"batch_size": 2, "tokens_scheduled": 2, "duration_s": 0.3, "start": 2.5}
     a = {"load": {"arrival_s": 0.0, "latency_s": 10.0, "admitted_s": 0.0}, "wall_time_s": 10.0,
          "engine_stats": {"target": {"forward_passes": [p, q]}}}
-    # started 1.0 s into the block, admitted at 5.0 s
+    # its record started 1.0 s into the block, its admission recorded at 5.0 s
     b = {"load": {"arrival_s": 0.0, "latency_s": 10.0, "admitted_s": 5.0}, "wall_time_s": 9.0,
          "engine_stats": {"target": {"forward_passes": [dict(p, start=1.0)]}}}
     assert bs.single_decode_passes([a, b], "target") == [0.1]

@@ -1376,7 +1376,7 @@ def test_the_preregistered_claims():
     at 6; break-evens 3 of 4 by the line (sd planned 1.01x, 1.6% high) and 4 of 4 by the curve; 3 and
     4 of 8 within 10%; LR alone planned 14-16% low at 6, lr+sd 11-15% high at 3, sd within 3% by the
     line; the rescale moves a planned speedup by at most 0.01; the four bench_load results; the
-    replay's passes at 6 (0.99 as many, batches 4-6% larger, 25-26% more time, AR 11-12%, makespans
+    replay's passes at 6 (0.99 as many, batches 4-6% larger, 25-26% more time, AR 12%, makespans
     1.25-1.26 and 1.11; the draft 1.21-1.25 as many at 0.81-0.85 the batch; lr+sd 6-8% fewer) and the
     recorded ones priced 1.22 (lr-d2) and 1.17 (lr-d2-emb, ar)."""
     from benchmarks import bench_replay_passes as brp
@@ -1396,7 +1396,18 @@ def test_the_preregistered_claims():
     assert [m[(3, c)] for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb")] == ["1.00", "0.98", "0.86", "0.83"]
     six = [rows[(6, c)]["measured"] for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb")]
     assert (f"{min(six):.2f}", f"{max(six):.2f}") == ("0.66", "0.94")
-    assert all(rows[(n, c)]["measured"] <= 1.0 + 5e-3 for n in (3, 6) for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb"))
+    assert all(rows[(n, c)]["measured"] <= 1.0 for n in (3, 6) for c in ("sd", "lr-d2-emb", "lr-d2", "lr+sd-d2-emb"))
+    lv3 = json.loads((RESULTS / "load_f6m207_36_heldout.json").read_text())["levels"]["3"]
+    assert [f"{x:.2f}" for c in ("sd", "lr-d2-emb") for x in lv3[c]["speedup_vs_ar_ci90"]] == ["0.98", "1.01", "0.94", "1.02"]
+    # the other misses beyond 10%, and what the first committed comparison would have counted: the
+    # searched break-even against the measured one as text, the equal-resources baseline counted
+    rest = {(r["level"], r["config"], k): f"{r['rel_error']:+.1%}" for k, c in pre.items() for r in c["check"]["rows"]
+            if abs(r["rel_error"]) > 0.10 and r["config"] != "ar-er"}
+    assert {v for (n, cfg, k), v in rest.items() if (n, cfg) not in ((6, "lr-d2"), (6, "lr-d2-emb"), (3, "lr+sd-d2-emb"))} == {
+        "-10.9%", "+11.2%", "-12.3%"}
+    first = [(sum(v["searched"] == v["measured"] for v in c["check"]["break_even"].values()),
+              sum(abs(r["rel_error"]) <= 0.10 for r in c["check"]["rows"])) for c in pre.values()]
+    assert first == [(0, 4), (2, 5)] and all(len(c["check"]["rows"]) == 10 for c in pre.values())
     assert (f"{rows[(3, 'sd')]['preregistered']:.2f}", f"{rows[(3, 'sd')]['rel_error']:.1%}") == ("1.01", "1.6%")
     assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"]) for c in pre.values()] == [
         (3, 8, 3), (4, 8, 4)]

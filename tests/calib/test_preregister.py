@@ -3,6 +3,7 @@ committed pre-registrations must predate every record of their corpus and still 
 plans; the check pairs them with the measured speedups as bench_load.py does."""
 import datetime
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,18 @@ def test_check_pairs_each_level_and_counts_speculative_configurations_only():
 
 
 def test_a_corpus_with_records_cannot_be_preregistered(tmp_path, monkeypatch):
-    (tmp_path / "traces" / "z").mkdir(parents=True)
+    """Any record counts, whatever its data set or level (and even one a reader would reject)."""
+    f = tmp_path / "traces" / "z" / "math500" / "c3" / "ar.jsonl"
+    f.parent.mkdir(parents=True)
+    f.write_text('{"a": 1}\n{"b": 2}\n\n{"c": 3}\n')
     monkeypatch.setattr(pr, "ROOT", tmp_path)
-    monkeypatch.setattr(pr, "load_corpus", lambda root: {3: {"ar": [{}, {}, {}]}})
     with pytest.raises(SystemExit, match="already holds 3 records"):
         pr.preregister("traces/y", [3], "traces/z", {})
+
+
+def test_a_check_of_other_levels_is_refused():
+    with pytest.raises(SystemExit, match="measured levels 3, 8, the plan was for 3, 6"):
+        pr.check(_prereg(**{"3": {}, "6": {}}), {"levels": {"3": {}, "8": {}}, "break_even": {}})
 
 
 @pytest.mark.parametrize("name", PREREGS)
@@ -62,13 +70,36 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
               for f in (ROOT / doc["for"]).glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines()
               if line.strip()]
     assert starts and min(starts) > written            # every run began after the plan was written
+    # ... and git says so: the commit adding the plan is an ancestor of the one adding the traces
+    # (a clone without that history, e.g. a shallow one, cannot tell)
+    def added(path: str) -> str:
+        return subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", path], capture_output=True,
+                              text=True, cwd=ROOT).stdout.split()[-1:]
+    plan, traces = added(f"benchmarks/results/{name}"), added(f"{doc['for']}/collection.log")
+    if not plan or not traces:
+        pytest.skip("no git history of the plan or the traces here")
+    assert plan != traces and subprocess.run(["git", "merge-base", "--is-ancestor", plan[0], traces[0]],
+                                             cwd=ROOT).returncode == 0
 
 
-def test_the_preregistration_is_what_the_script_plans(tmp_path, monkeypatch):
+def test_no_other_corpus_ran_the_preregistered_corpus_problems():
+    """traces/load-f6m207-36's GSM8K problems 1264-1281 appear in no other trace file here."""
+    import re
+
+    pat = re.compile(r'"problem_id": ?"gsm8k/(12(6[4-9]|7\d|8[01]))"')
+    hits = {f for f in (ROOT / "traces").rglob("*.jsonl") if pat.search(f.read_text())}
+    assert hits and {f.relative_to(ROOT).parts[1] for f in hits} == {"load-f6m207-36"}
+
+
+@pytest.mark.parametrize("name", PREREGS)
+def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
     """Rerun on the calibration corpus (the future corpus named as one that does not exist yet):
-    the same plan, to the rendered digits."""
-    doc = json.loads((RESULTS / PREREGS[0]).read_text())
-    again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), {})
+    the same plan, to the rendered digits, by the line and with the batch curves."""
+    from benchmarks import load_replay
+
+    doc = json.loads((RESULTS / name).read_text())
+    again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), doc["batch_curves"] or {})
+    assert load_replay.BATCH_CURVES == {}                 # put back for whatever runs next
     assert {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in again["planned"].items()} == \
         {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in doc["planned"].items()}
     assert again["searched_break_even"] == doc["searched_break_even"]
