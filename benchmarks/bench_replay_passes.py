@@ -29,8 +29,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_pass_pricing import block_passes  # noqa: E402
 from benchmarks.load_replay import (PROFILE_CONFIGS, blocks, calib_paths, corpus_probe,  # noqa: E402
-                                    load_corpus, makespan, pass_key, replay_worlds)
+                                    load_corpus, makespan, replay_worlds)
 from benchmarks.write import table_head, write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
@@ -38,15 +39,11 @@ CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")
 
 
 def real_side(block: list[dict], engine: str) -> dict | None:
-    seen = {}
-    for r in block:
-        for p in ((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes") or []:
-            seen[pass_key(r, p)] = p
-    if not seen:
+    """The block's real passes of `engine`, each once (bench_pass_pricing.block_passes), as measured."""
+    d = block_passes(block, engine, None)
+    if d is None or not len(d):
         return None
-    d = np.array([p["duration_s"] for p in seen.values()])
-    b = np.array([p["batch_size"] for p in seen.values()])
-    return {"passes": len(seen), "busy_s": float(d.sum()), "batch": float((b * d).sum() / d.sum())}
+    return {"passes": len(d), "busy_s": float(d.t.sum()), "batch": float((d.B * d.t).sum() / d.t.sum())}
 
 
 def sim_side(worlds: list, engine: str) -> dict | None:
