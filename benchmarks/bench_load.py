@@ -75,7 +75,7 @@ from lrsim.calib.rescale import contention_scales, machine  # noqa: E402
 # benchmarks and tests read through this module are re-exported here
 from benchmarks.load_plan import (ACCEPTANCE_CONFIGS, BOTH_DEVICES, ONE_DEVICE, PLAN_ARGS,  # noqa: E402,F401
                                   PLAN_PROFILES, break_even, level, lr_plan, measured_acceptance,
-                                  plan_at, plan_profile, search)
+                                  plan_at, plan_profile, search, wanted_profiles)
 from benchmarks import load_replay  # noqa: E402
 from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RESAMPLES,  # noqa: E402,F401
                                     PROFILE_CONFIGS, REPLAY_SEEDS, _median, _ratio, blocks,
@@ -246,15 +246,13 @@ def main() -> None:
         # a profile per verifier the calibration corpus ran LR with (traces/load-cold-epyc-side:
         # the embedding verifier only)
         ran = {Path(p).stem for p in paths}
-        # sd is priced by the exact profile (PLAN_PROFILES): kept where the corpus ran sd alone
-        wanted_profiles = [name for name in PLAN_PROFILES
-                           if ran & (set(ACCEPTANCE_CONFIGS[name]) | ({"sd"} if name == "exact" else set()))]
-        if not wanted_profiles:
+        plan_names = wanted_profiles(ran)
+        if not plan_names:
             sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at 1-2 in flight "
                      "to calibrate a plan profile on")
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention,
                                                     a.batch_factors),
-                                       Path(tmp) / f"load-profile-{name}.json") for name in wanted_profiles}
+                                       Path(tmp) / f"load-profile-{name}.json") for name in plan_names}
         # the plan prices every configuration of its grid; kept: those the corpus measured, and
         # the equal-resources baseline
         def kept(n, rows):

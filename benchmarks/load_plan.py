@@ -37,6 +37,14 @@ ONE_DEVICE = ("--devices", "1", "--modes", "sd")
 BOTH_DEVICES = ("--modes", "sd,lr,lr+sd")
 
 
+def wanted_profiles(ran: set[str]) -> list[str]:
+    """The PLAN_PROFILES a calibration corpus can price, by the configurations its trace files ran
+    (`ran`: file stems): a profile per verifier it ran LR with, the exact one also where it ran sd
+    alone (sd is priced by it)."""
+    return [name for name in PLAN_PROFILES
+            if ran & (set(ACCEPTANCE_CONFIGS[name]) | ({"sd"} if name == "exact" else set()))]
+
+
 def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False,
                  batch_factors: bool = False) -> Profile:
     """One plan profile calibrated on `paths`; rescaled to `today`'s probe when given (held out),

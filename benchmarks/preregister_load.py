@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import load_replay  # noqa: E402
-from benchmarks.load_plan import PLAN_PROFILES, break_even, plan_at, plan_profile, search  # noqa: E402
+from benchmarks.load_plan import (PLAN_PROFILES, break_even, plan_at, plan_profile, search,  # noqa: E402
+                                  wanted_profiles)
 from benchmarks.load_replay import calib_paths, load_corpus  # noqa: E402
 from benchmarks.write import batch_curves, write_results  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
@@ -68,9 +69,8 @@ def _plan(cal: str, levels: list[int]) -> tuple[dict, dict]:
         paths = calib_paths(ROOT / cal, None, Path(tmp) / "cal")
         if not paths:
             sys.exit(f"preregister_load: no level 1-2 traces under {cal} to calibrate on")
-        ran = {Path(p).stem for p in paths}
-        profiles = {name: save_profile(plan_profile(paths, cfgs, None), Path(tmp) / f"prereg-{name}.json")
-                    for name, (cfgs, _) in PLAN_PROFILES.items() if ran & set(cfgs[2:])}
+        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], None), Path(tmp) / f"prereg-{name}.json")
+                    for name in wanted_profiles({Path(p).stem for p in paths})}
         return {str(n): plan_at(profiles, n) for n in levels}, search(profiles, max(levels))
 
 
