@@ -183,6 +183,14 @@ PREDICTIONS = (
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-cold-xeon-side,traces/load-cold-xeon-2 ..."),
     ("load_f6m207_36_epyc", "traces/load-f6m207-36", "traces/load's (an AMD EPYC, warm caches)",
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load ..."),
+    ("load_f6m207_transfer_36_heldout", "traces/load-f6m207-transfer-36",
+     "lr at depths 1 and 3, lr+sd at depth 3, levels 3 and 6, new problems, from traces/load-f6m207's 1-2 "
+     "(its plan pre-registered)",
+     "bench_load.py --load traces/load-f6m207-transfer-36 --calibrate-on traces/load-f6m207 ..."),
+    ("load_f6m207_transfer_36_heldout_curve", "traces/load-f6m207-transfer-36",
+     "the same, shaped by the host's batch curves",
+     "bench_load.py --load traces/load-f6m207-transfer-36 --calibrate-on traces/load-f6m207 "
+     "--target-batch-curve ... ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator
