@@ -42,6 +42,16 @@ def records_under(folder: Path) -> int:
     return sum(1 for f in folder.rglob("*.jsonl") for line in f.read_text().splitlines() if line.strip())
 
 
+def planning_code_dirty(root: Path) -> bool:
+    """Whether files under benchmarks/ (but for its results/), lrsim/ or lrcore/ differ from the
+    commit or are new. Results are not planning code: a plan written beside another one's
+    uncommitted output (the line's, then the curve's) is not dirty for it
+    (prereg_f6m207_transfer_36_curve.json was marked so before this rule)."""
+    out = subprocess.run(["git", "status", "--porcelain", "--", "benchmarks", "lrsim", "lrcore",
+                          ":(exclude)benchmarks/results"], capture_output=True, text=True, cwd=root)
+    return bool(out.stdout.strip())
+
+
 def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]) -> dict:
     already = records_under(ROOT / future) if (ROOT / future).exists() else 0
     if already:
@@ -49,15 +59,15 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
                  "its runs started is not a pre-registration")
     git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=ROOT).stdout.strip()  # noqa: E731
     commit = git("rev-parse", "HEAD")
-    dirty = bool(git("status", "--porcelain", "--", "benchmarks", "lrsim", "lrcore"))
+    dirty = planning_code_dirty(ROOT)
     saved, load_replay.BATCH_CURVES = load_replay.BATCH_CURVES, {r: str(ROOT / c) for r, c in curves.items()}
     try:
         planned, searched = _plan(cal, levels)
     finally:
         load_replay.BATCH_CURVES = saved
     return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
-            # the planning code differs from that commit (files changed or new under benchmarks/,
-            # lrsim/, lrcore/; the first plan's: this script, committed with it)
+            # the planning code differs from that commit (files changed or new under benchmarks/
+            # but for its results/, lrsim/, lrcore/; the first plan's: this script, committed with it)
             "dirty": dirty,
             "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
             "records_of_future_corpus_then": already, "batch_curves": curves or None,
