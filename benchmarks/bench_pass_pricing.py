@@ -42,9 +42,10 @@ from benchmarks.load_replay import PROFILE_CONFIGS, blocks, calib_paths, load_co
 from benchmarks.write import batch_curves, table_head, write_results  # noqa: E402
 
 # a --target-batch-curve is one machine's: its corpora only
-CORPORA = ("traces/load-f6m207", "traces/load-f6m207-36")
+CORPORA = ("traces/load-f6m207", "traces/load-f6m207-36", "traces/load-f6m207-transfer-36")
 # a corpus without levels 1-2 of its own, priced by another's profile (held out)
-CALIBRATE_ON = {"traces/load-f6m207-36": "traces/load-f6m207"}
+CALIBRATE_ON = {"traces/load-f6m207-36": "traces/load-f6m207",
+                "traces/load-f6m207-transfer-36": "traces/load-f6m207"}
 ENGINES = ("target", "draft")
 # sequences in a plain decode pass, grouped (lo, hi): where the CPU's curve is read
 BATCHES = ((1, 1), (2, 2), (3, 4), (5, 8), (9, 16), (17, 64))

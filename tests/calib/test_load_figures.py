@@ -1488,6 +1488,58 @@ def test_the_profile_terms_claims():
         "-7.7", "-10.0", "+30.4"]
 
 
+
+def test_the_transfer_preregistered_claims():
+    """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
+    paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
+    minutes alone) against the plan committed before them: LR alone at depths 1 and 3 within 7.5% at
+    both levels by the line (lr-d3-emb within 1.6% by both), measured 0.81x-0.92x at 3 and
+    0.52x-0.78x at 6, every break-even right; lr+sd at depth 3 planned high (+16.2%/+35.6% by the
+    line, +12.5%/+22.1% by the curve); 4 of 6 within 10% by both; the held-out bench_load results
+    (replay 5 of 6, 23.5% and 10.3%; plan 4 and 5 of 6; lr+sd at 6 replayed 0.64x and 0.57x against
+    0.52x) and the replay's passes (lr+sd at 6: makespan 0.95 against AR's 1.17, 0.96 the passes at
+    batch 1.00 and 0.95 the time, its recorded target passes priced 1.07; LR alone 0.99 the passes,
+    1.13-1.25 the time)."""
+    pre = {k: json.loads((RESULTS / f"prereg_f6m207_transfer_36{k}.check.json").read_text()) for k in ("", "_curve")}
+    recs = [json.loads(line) for f in (ROOT / "traces/load-f6m207-transfer-36").glob("gsm8k/c*/*.jsonl")
+            for line in f.read_text().splitlines() if line.strip()]
+    ids = sorted(int(r["problem_id"].split("/")[1]) for r in recs)
+    assert len(recs) == 108 and (ids[0], ids[-1]) == (1282, 1299) and len(set(ids)) == 18
+    assert {int(r["run"]["flags"]["concurrency"]) for r in recs} == {3, 6}
+    span = max(r["run"]["probe_at_start"]["t"] + r["load"]["latency_s"] for r in recs) - min(
+        r["run"]["probe_at_start"]["t"] for r in recs)
+    assert 52 * 60 <= span <= 58 * 60                  # the collection's 57 minutes
+    rows = {k: {(r["level"], r["config"]): r for r in c["check"]["rows"]} for k, c in pre.items()}
+    lr = [abs(r["rel_error"]) for (n, cfg), r in rows[""].items() if cfg in ("lr-d1-emb", "lr-d3-emb")]
+    assert len(lr) == 4 and f"{max(lr):.1%}" == "7.5%"
+    d3 = [abs(rows[k][(n, "lr-d3-emb")]["rel_error"]) for k in pre for n in (3, 6)]
+    assert f"{max(d3):.1%}" == "1.6%"
+    m = {n: [rows[""][(n, c)]["measured"] for c in ("lr-d1-emb", "lr-d3-emb", "lr+sd-d3-emb")] for n in (3, 6)}
+    assert [(f"{min(v):.2f}", f"{max(v):.2f}") for v in m.values()] == [("0.81", "0.92"), ("0.52", "0.78")]
+    assert [f"{rows[k][(n, 'lr+sd-d3-emb')]['rel_error']:+.1%}" for k in pre for n in (3, 6)] == [
+        "+16.2%", "+35.6%", "+12.5%", "+22.1%"]
+    assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"],
+             len(c["check"]["break_even"])) for c in pre.values()] == [(4, 6, 3, 3), (4, 6, 3, 3)]
+    assert all(v["measured"] == "3" for c in pre.values() for v in c["check"]["break_even"].values())
+    # the held-out bench_load results and the replay's passes
+    out = {k: json.loads((RESULTS / f"load_f6m207_transfer_36_heldout{k}.json").read_text()) for k in ("", "_curve")}
+    assert [f"{o['levels']['6']['lr+sd-d3-emb']['predicted_speedup_vs_ar']:.2f}" for o in out.values()] == ["0.64", "0.57"]
+    rp = json.loads((RESULTS / "replay_passes_transfer.json").read_text())["levels"]
+
+    def ratio(cfg, key, eng="target", n="6"):
+        got = [r[eng] for r in rp[n][cfg] if eng in r]
+        return f"{sum(g['replayed'][key] for g in got) / sum(g['real'][key] for g in got):.2f}"
+
+    def span_ratio(cfg, n="6"):
+        return f"{sum(r['makespan_s'][1] for r in rp[n][cfg]) / sum(r['makespan_s'][0] for r in rp[n][cfg]):.2f}"
+    assert (span_ratio("lr+sd-d3-emb"), span_ratio("ar")) == ("0.95", "1.17")
+    assert [ratio("lr+sd-d3-emb", k) for k in ("passes", "batch", "busy_s")] == ["0.96", "1.00", "0.95"]
+    assert [ratio(c, "passes") for c in ("lr-d1-emb", "lr-d3-emb")] == ["0.99", "0.99"]
+    assert [ratio(c, "busy_s") for c in ("lr-d1-emb", "lr-d3-emb")] == ["1.13", "1.25"]
+    pp = json.loads((RESULTS / "pass_pricing.json").read_text())
+    cell = pp["corpora"]["traces/load-f6m207-transfer-36"]["by_config"]["lr+sd-d3-emb"]["target"]["6"]
+    assert f"{cell['ratio_line']:.2f}" == "1.07"
+
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
     the quoted results and code spans) is one the rendered results it cites hold, one a claims test
@@ -1516,7 +1568,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_family_26_claims, test_the_family_26_second_sitting_claims,
                        test_the_other_vendor_claims, test_the_another_intel_generation_claims,
                        test_the_profile_terms_claims, test_the_warm_sixth_cpu_claims,
-                       test_the_batch_curve_claims, test_the_preregistered_claims)
+                       test_the_batch_curve_claims, test_the_preregistered_claims,
+                       test_the_transfer_preregistered_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1541,6 +1594,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_f6m207_adaptive", "load_f6m207_xeon", "load_f6m207_epyc", "pass_pricing",
               "load_f6m207_curve", "load_f6m207_r12_heldout_curve", "load_f6m207_xeon_curve",
               "prereg_f6m207_36.check", "prereg_f6m207_36_curve.check", "load_f6m207_36_heldout",
-              "load_f6m207_36_heldout_curve", "load_f6m207_36_xeon", "load_f6m207_36_epyc", "replay_passes")]
+              "load_f6m207_36_heldout_curve", "load_f6m207_36_xeon", "load_f6m207_36_epyc", "replay_passes",
+              "prereg_f6m207_transfer_36.check", "prereg_f6m207_transfer_36_curve.check",
+              "load_f6m207_transfer_36_heldout", "load_f6m207_transfer_36_heldout_curve", "replay_passes_transfer")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

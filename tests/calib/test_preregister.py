@@ -12,7 +12,8 @@ from benchmarks import preregister_load as pr
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json")
+PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json", "prereg_f6m207_transfer_36.json",
+           "prereg_f6m207_transfer_36_curve.json")
 
 
 def _prereg(**planned) -> dict:
@@ -54,6 +55,26 @@ def test_a_corpus_with_records_cannot_be_preregistered(tmp_path, monkeypatch):
         pr.preregister("traces/y", [3], "traces/z", {})
 
 
+def test_dirty_means_planning_code_not_results(tmp_path):
+    """A new or changed results file leaves the plan clean; a changed or new module does not."""
+    def git(*a):
+        subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "plan.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    assert not pr.planning_code_dirty(tmp_path)
+    (tmp_path / "benchmarks" / "results" / "prereg_x.json").write_text("{}\n")
+    assert not pr.planning_code_dirty(tmp_path)
+    (tmp_path / "lrsim").mkdir()
+    (tmp_path / "lrsim" / "new.py").write_text("")
+    assert pr.planning_code_dirty(tmp_path)
+    (tmp_path / "lrsim" / "new.py").unlink()
+    (tmp_path / "benchmarks" / "plan.py").write_text("x = 2\n")
+    assert pr.planning_code_dirty(tmp_path)
+
+
 def test_a_check_of_other_levels_is_refused():
     with pytest.raises(SystemExit, match="measured levels 3, 8, the plan was for 3, 6"):
         pr.check(_prereg(**{"3": {}, "6": {}}), {"levels": {"3": {}, "8": {}}, "break_even": {}})
@@ -82,13 +103,16 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
                                              cwd=ROOT).returncode == 0
 
 
-def test_no_other_corpus_ran_the_preregistered_corpus_problems():
-    """traces/load-f6m207-36's GSM8K problems 1264-1281 appear in no other trace file here."""
+@pytest.mark.parametrize("corpus,lo,hi", [("load-f6m207-36", 1264, 1281), ("load-f6m207-transfer-36", 1282, 1299)])
+def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
+    """A pre-registered corpus's GSM8K problems (traces/load-f6m207-36: 1264-1281,
+    traces/load-f6m207-transfer-36: 1282-1299) appear in no other trace file here."""
     import re
 
-    pat = re.compile(r'"problem_id": ?"gsm8k/(12(6[4-9]|7\d|8[01]))"')
-    hits = {f for f in (ROOT / "traces").rglob("*.jsonl") if pat.search(f.read_text())}
-    assert hits and {f.relative_to(ROOT).parts[1] for f in hits} == {"load-f6m207-36"}
+    pat = re.compile(r'"problem_id": ?"gsm8k/(\d+)"')
+    hits = {f for f in (ROOT / "traces").rglob("*.jsonl")
+            if any(lo <= int(m) <= hi for m in pat.findall(f.read_text()))}
+    assert hits and {f.relative_to(ROOT).parts[1] for f in hits} == {corpus}
 
 
 @pytest.mark.parametrize("name", PREREGS)
@@ -106,15 +130,19 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
 
 
 @pytest.mark.parametrize("name,result", [(PREREGS[0], "load_f6m207_36_heldout.json"),
-                                         (PREREGS[1], "load_f6m207_36_heldout_curve.json")])
+                                         (PREREGS[1], "load_f6m207_36_heldout_curve.json"),
+                                         (PREREGS[2], "load_f6m207_transfer_36_heldout.json"),
+                                         (PREREGS[3], "load_f6m207_transfer_36_heldout_curve.json")])
 def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus(name, result):
-    """benchmarks/results/prereg_f6m207_36{,_curve}.check.*: the pre-registration unchanged, and the
+    """benchmarks/results/prereg_f6m207{,_transfer}_36{,_curve}.check.*: the pre-registration unchanged, and the
     check recomputed from it and bench_load.py's committed result on the corpus (docs/load.md, "A plan
-    written before its runs": 3 and 4 of 8 within 10%, break-evens 3 and 4 of 4)."""
+    written before its runs": 3 and 4 of 8 within 10%, break-evens 3 and 4 of 4; "Depths the profile
+    never ran": 4 of 6 by both, break-evens 3 of 3)."""
     prereg = json.loads((RESULTS / name).read_text())
     got = json.loads((RESULTS / name).with_suffix(".check.json").read_text())
     assert {k: v for k, v in got.items() if k not in ("check", "checked_against")} == prereg
     assert got["check"] == json.loads(json.dumps(pr.check(prereg, json.loads((RESULTS / result).read_text()))))
     assert pr.render(got) == (RESULTS / name).with_suffix(".check.md").read_text()
     c = got["check"]
-    assert (c["within_target"], c["compared"], c["break_even_right"]) == ((3, 8, 3) if "curve" not in name else (4, 8, 4))
+    assert (c["within_target"], c["compared"], c["break_even_right"]) == {
+        PREREGS[0]: (3, 8, 3), PREREGS[1]: (4, 8, 4), PREREGS[2]: (4, 6, 3), PREREGS[3]: (4, 6, 3)}[name]
