@@ -15,6 +15,9 @@ replay's seeds averaged):
   batch        sequences per pass weighted by its time within the block (sum of B x duration
                over the busy seconds), real / simulated (the engine's admitted sequences
                integrated over its busy time); a level's cell sums them over its blocks
+  positions    decode positions (a sequence's token, or the positions an SD pass verifies) and
+               prefill positions per pass, simulated / real (the engine's `positions` and
+               `prefilled` over its iterations; the real passes' q and P)
 Reads the traces and runs the replay; about a minute.
 """
 from __future__ import annotations
@@ -43,7 +46,8 @@ def real_side(block: list[dict], engine: str) -> dict | None:
     d = block_passes(block, engine, None)
     if d is None or not len(d):
         return None
-    return {"passes": len(d), "busy_s": float(d.t.sum()), "batch": float((d.B * d.t).sum() / d.t.sum())}
+    return {"passes": len(d), "busy_s": float(d.t.sum()), "batch": float((d.B * d.t).sum() / d.t.sum()),
+            "positions": float(d.q.sum()), "prefill": float(d.P.sum())}
 
 
 def sim_side(worlds: list, engine: str) -> dict | None:
@@ -51,7 +55,8 @@ def sim_side(worlds: list, engine: str) -> dict | None:
     if any(e is None or not e.busy_s for e in engs):
         return None
     return {"passes": float(np.mean([e.iterations for e in engs])), "busy_s": float(np.mean([e.busy_s for e in engs])),
-            "batch": float(np.mean([e.area / e.busy_s for e in engs]))}
+            "batch": float(np.mean([e.area / e.busy_s for e in engs])),
+            "positions": float(np.mean([e.positions for e in engs])), "prefill": float(np.mean([e.prefilled for e in engs]))}
 
 
 def bench(load: str, cal: str) -> dict:
@@ -104,6 +109,21 @@ def render(doc: dict) -> str:
                 real_b = (f" ({np.mean([g['real']['batch'] for g in got]):.1f})" if got else "")
                 cells += [_ratio(rows, eng, "passes"), _ratio(rows, eng, "busy_s"),
                           (_ratio(rows, eng, "batch") + real_b) if got else "-"]
+            lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
+    lines += [""] + table_head("What the passes hold: decode positions (a sequence's token, or the k2 "
+                               "positions an SD pass verifies) and prefill positions per pass, replayed / "
+                               "real, summed over the blocks of each level.",
+                               "in flight", "config", "target decode", "target prefill",
+                               "draft decode", "draft prefill")
+    for n, by in doc["levels"].items():
+        for cfg, rows in by.items():
+            cells = []
+            for eng in ENGINES:
+                got = [r[eng] for r in rows if eng in r and "positions" in r[eng]["real"]]
+                for key in ("positions", "prefill"):
+                    def per_pass(side):
+                        return sum(g[side][key] for g in got) / sum(g[side]["passes"] for g in got)
+                    cells.append(f"{per_pass('replayed'):.2f} / {per_pass('real'):.2f}" if got else "-")
             lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -227,6 +227,9 @@ class Engine:
         self.area = 0.0                   # integral of admitted sequences over time (chunks ended)
         self.last_end = 0.0                    # end of the last iteration run
         self.iterations = 0
+        self.positions = 0.0              # decode positions run (dec over the iterations ended;
+        #                                   a prefilling job's first iteration prefills instead)
+        self.prefilled = 0.0              # prefill positions run
         self.batch_hist: dict[int, int] = {}   # sequences per iteration -> iterations
         self._shared: bool | None = None  # known once every model is placed (first kick)
         self._state = "idle"              # idle | kick (start scheduled) | wait-device | run
@@ -651,15 +654,19 @@ class Engine:
         for d in self.devices:
             d.busy_s += spent
         self.iter_no = it = self.iter_no + k
+        pos = self.dec * k
         if self.prefilling:
             first = now - spent + spent / k     # the end of the chunk's first iteration
             for j in self.prefilling:
+                pos -= j.tokens_per_iter
+                self.prefilled += j.prefill
                 if j.first_end is None:         # a preempted job's re-prefill is no first token
                     j.first_end = first
                 self.ctx_a += j.prefill
                 j.ctx += j.prefill          # so that _remove takes it out again
                 j.prefill = 0.0
             self.prefilling.clear()
+        self.positions += pos
         h = self.heap
         if not len(h) or h.top().finish_iter > it:
             return

@@ -1540,6 +1540,30 @@ def test_the_transfer_preregistered_claims():
     cell = pp["corpora"]["traces/load-f6m207-transfer-36"]["by_config"]["lr+sd-d3-emb"]["target"]["6"]
     assert f"{cell['ratio_line']:.2f}" == "1.07"
 
+
+def test_the_pass_contents_claims():
+    """docs/load.md, "A plan written before its runs" and "Depths the profile never ran": what the
+    replay's passes hold beside the real ones. LR alone's simulated target decodes the real
+    positions a pass (within 6%) and prefills more (over 1.10x at 3 and 6 in flight in both
+    held-out corpora, and at 1 in flight in sample), AR's prefill is the real one's (within 2%);
+    lr+sd at depth 3 decodes fewer at 6 in flight."""
+    def per_pass(name, n, cfg, key, eng="target"):
+        rows = json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]
+        got = [r[eng] for r in rows if eng in r]
+        return [sum(g[side][key] for g in got) / sum(g[side]["passes"] for g in got) for side in ("replayed", "real")]
+
+    lr = {"replay_passes": ("lr-d2", "lr-d2-emb"), "replay_passes_transfer": ("lr-d1-emb", "lr-d3-emb")}
+    for name, cfgs in lr.items():
+        for n in ("3", "6"):
+            for cfg in cfgs:
+                (sd, rd), (sp, rp) = per_pass(name, n, cfg, "positions"), per_pass(name, n, cfg, "prefill")
+                assert abs(sd / rd - 1) < 0.06 and sp / rp > 1.10, (name, n, cfg)
+            a, b = per_pass(name, n, "ar", "prefill")
+            assert abs(a / b - 1) < 0.02
+    assert [f"{x:.2f}" for x in per_pass("replay_passes", "6", "lr-d2-emb", "prefill")] == ["7.70", "5.67"]
+    assert [f"{x:.2f}" for x in per_pass("replay_passes_f6m207", "1", "lr-d2-emb", "prefill")] == ["1.18", "0.85"]
+    assert [f"{x:.2f}" for x in per_pass("replay_passes_transfer", "6", "lr+sd-d3-emb", "positions")] == ["36.57", "39.44"]
+
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
     the quoted results and code spans) is one the rendered results it cites hold, one a claims test
@@ -1569,7 +1593,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_other_vendor_claims, test_the_another_intel_generation_claims,
                        test_the_profile_terms_claims, test_the_warm_sixth_cpu_claims,
                        test_the_batch_curve_claims, test_the_preregistered_claims,
-                       test_the_transfer_preregistered_claims)
+                       test_the_transfer_preregistered_claims, test_the_pass_contents_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1596,6 +1620,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "prereg_f6m207_36.check", "prereg_f6m207_36_curve.check", "load_f6m207_36_heldout",
               "load_f6m207_36_heldout_curve", "load_f6m207_36_xeon", "load_f6m207_36_epyc", "replay_passes",
               "prereg_f6m207_transfer_36.check", "prereg_f6m207_transfer_36_curve.check",
-              "load_f6m207_transfer_36_heldout", "load_f6m207_transfer_36_heldout_curve", "replay_passes_transfer")]
+              "load_f6m207_transfer_36_heldout", "load_f6m207_transfer_36_heldout_curve", "replay_passes_transfer",
+              "replay_passes_f6m207")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

@@ -134,3 +134,23 @@ def test_mean_batch_and_first_token_over_a_jobs_life():
     assert seen["short"] == pytest.approx((2.0, 2.0, 1.0))
     assert mean_batch(FreeEngine(env, "f", Roofline(base_s=1.0, knee_tokens=100), e.devices),
                       Job(env, 1)) == 1.0
+
+
+def test_positions_and_prefill_count_what_the_iterations_ran():
+    """Engine.positions: decode positions over the iterations run (a job's tokens per iteration,
+    but for its first iteration when it prefills); Engine.prefilled: the prefill positions
+    (benchmarks/bench_replay_passes.py sets them beside the real passes' q and P). Chunked or
+    stepped alike."""
+    for max_chunk in (64, 1):
+        env, e, _, _ = _setup(max_chunk=max_chunk)
+
+        def go(t, job):
+            yield env.timeout(t)
+            yield e.submit(job).done
+
+        env.process(go(0, Job(env, 10, tokens_per_iter=1)))                 # 10 decode positions
+        env.process(go(0.5, Job(env, 4, ctx=40, prefill=40, tokens_per_iter=3)))   # 40 prefilled, 3 x 3
+        env.process(go(2.2, Job(env, 2, tokens_per_iter=5)))                 # 10
+        env.run(until=1000)
+        assert e.prefilled == 40
+        assert e.positions == 10 + 3 * 3 + 10
