@@ -184,6 +184,11 @@ def main() -> None:
                          "run's recorded knobs, starting from the estimates the recorded run held "
                          "at the block's first decision; off: each "
                          "request from the neutral prior, learning its acceptance alone")
+    ap.add_argument("--off-path-prefill", action="store_true",
+                    help="replay a job off the committed path (after a rejected draft) with the "
+                         "prefill its record counts for the discarded or cancelled job of that "
+                         "depth, where it counts one, instead of the prefix cache's blocks "
+                         "(a diagnosis; docs/load.md, \"What the replay's passes hold\")")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
         return
@@ -191,6 +196,7 @@ def main() -> None:
         raise SystemExit("error: --afresh-as-run applies with --adaptive-afresh")
     load_replay.DECIDE_AFRESH = a.adaptive_afresh
     load_replay.AFRESH_AS_RUN = a.afresh_as_run
+    load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
         raise SystemExit("error: --batch-factors and --target-batch-curve/--draft-batch-curve each "
@@ -293,6 +299,8 @@ def main() -> None:
                              **({"batch_factors": True} if a.batch_factors else {}),
                              # every profile's line shaped by these measured curves (absent: without)
                              **({"batch_curves": curves} if curves else {})},
+           # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
+           **({"off_path_prefill": True} if a.off_path_prefill else {}),
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
               if a.adaptive_afresh else {}),
@@ -457,6 +465,8 @@ def render(out: dict) -> str:
                 "checked against their commits), from the estimates the recorded run held at the "
                 "block's first decision, not with their recorded decisions."
                 if out.get("adaptive_replay") == "afresh-as-run" else "")
+             + (" Jobs off the committed path replayed with the prefill their records count "
+                "(--off-path-prefill)." if out.get("off_path_prefill") else "")
              + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"

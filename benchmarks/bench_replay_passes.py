@@ -4,6 +4,7 @@ at another cost.
 
     .venv/bin/python benchmarks/bench_replay_passes.py [--load traces/load-f6m207-36]
         [--calibrate-on traces/load-f6m207] [--out benchmarks/results/replay_passes.json]
+        [--off-path-prefill]
 
 Per level, configuration and block (the blocks bench_load.py replays: its profile of the
 calibration corpus's 1-2 in flight, every block at the predicted corpus's median probe, the
@@ -32,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import load_replay  # noqa: E402
 from benchmarks.bench_pass_pricing import block_passes  # noqa: E402
 from benchmarks.load_replay import (PROFILE_CONFIGS, blocks, calib_paths, corpus_probe,  # noqa: E402
                                     load_corpus, makespan, replay_worlds)
@@ -67,7 +69,9 @@ def bench(load: str, cal: str) -> dict:
     prof = Profile(validate_doc(calibrate(calib_paths(ROOT / cal), configs=set(PROFILE_CONFIGS),
                                           select_placement=False)))
     today = corpus_probe(corpus) if cal != load else None
-    out: dict = {"corpus": load, "calibrated_on": cal, "levels": {}}
+    out: dict = {"corpus": load, "calibrated_on": cal, "levels": {},
+                 # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
+                 **({"off_path_prefill": True} if load_replay.OFF_PATH_PREFILL else {})}
     for n, level in sorted(corpus.items()):
         # the load corpus's configurations in their order, then any other (a transfer corpus's);
         # ar-er's target runs on both cores, which the replay's profile does not model
@@ -97,7 +101,9 @@ def render(doc: dict) -> str:
                        "(bench_load.py's replay): replayed over real, summed over the blocks of each "
                        "level (passes: the simulated engine's iterations over the real forward passes, "
                        "each counted once; busy: their seconds; batch: sequences per pass weighted by "
-                       "time within a block, the blocks' sum, the real blocks' mean beside).",
+                       "time within a block, the blocks' sum, the real blocks' mean beside)."
+                       + (" Jobs off the committed path replayed with the prefill their records count "
+                          "(--off-path-prefill)." if doc.get("off_path_prefill") else ""),
                        "in flight", "config", "makespan", "target passes", "target busy",
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():
@@ -133,7 +139,11 @@ def main() -> None:
     ap.add_argument("--load", default="traces/load-f6m207-36")
     ap.add_argument("--calibrate-on", default="traces/load-f6m207")
     ap.add_argument("--out", default="benchmarks/results/replay_passes.json")
+    ap.add_argument("--off-path-prefill", action="store_true",
+                    help="replay jobs off the committed path with the prefill their records count "
+                         "(bench_load.py --off-path-prefill)")
     a = ap.parse_args()
+    load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on):

@@ -65,6 +65,8 @@ REPLAY_SEEDS = 4
 # adaptive records replay their recorded decisions (TraceWorkload.recorded_decisions); bench_load's
 # --adaptive-afresh sets this to let the simulator's lr-adaptive decide afresh instead
 DECIDE_AFRESH = False
+# bench_load's --off-path-prefill (TraceWorkload.off_path_prefill): a diagnosis, off by default
+OFF_PATH_PREFILL = False
 # with DECIDE_AFRESH: decide as the real backend does (Config.adaptive_scope "run", from the
 # estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
 # bench_load's --afresh-as-run
@@ -113,7 +115,7 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
         as_run = DECIDE_AFRESH and AFRESH_AS_RUN
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
                             arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH,
-                            carried_prior=as_run)
+                            off_path_prefill=OFF_PATH_PREFILL, carried_prior=as_run)
         cfg = prof.to_config(first["mode"], workload=wl, **_knobs(first, prof))
         if as_run:
             as_the_run(cfg, wl)

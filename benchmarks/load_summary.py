@@ -191,6 +191,9 @@ PREDICTIONS = (
      "the same, shaped by the host's batch curves",
      "bench_load.py --load traces/load-f6m207-transfer-36 --calibrate-on traces/load-f6m207 "
      "--target-batch-curve ... ..."),
+    ("load_f6m207_36_heldout_off_path", "traces/load-f6m207-36",
+     "load_f6m207_36_heldout with off-path jobs replayed at their recorded prefill",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --off-path-prefill ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator
@@ -231,6 +234,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             "profile": prof, "held_out": bool(cal.get("held_out")), "records": out["records"],
             **({"batch_factors": True} if cal.get("batch_factors") else {}),
             **({"batch_curves": True} if cal.get("batch_curves") else {}),
+            **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
             "rounds": out.get("rounds"), "levels": sorted(map(int, out["levels"])),
             "replayed": {"within": sum(e <= TARGET for e in rep), "pairs": len(rep),
                          "largest": max(rep) if rep else None},
@@ -246,12 +250,15 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             "break_even": {k: {"as_measured": v[0], "configs": v[1]} for k, v in be.items()}}
 
 
-# a profile whose line was shaped in the batch size (bench_load's flags): totalled apart
-SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves", "--target-batch-curve"))
+# a profile whose line was shaped in the batch size, or a replay that took a diagnosis's recorded
+# counts (bench_load's flags): totalled apart
+SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves", "--target-batch-curve"),
+          ("off_path_prefill", "--off-path-prefill"))
 
 
 def shaped(r: dict) -> str | None:
-    """The bench_load flag that shaped the result's profiles in the batch size, or None."""
+    """The bench_load flag that shaped the result's profiles in the batch size (or its replay's
+    off-path prefill), or None."""
     return next((flag for key, flag in SHAPES if r.get(key)), None)
 
 

@@ -53,7 +53,8 @@ CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_cl
           test_load_figures.test_the_warm_sixth_cpu_claims, test_load_figures.test_the_batch_curve_claims,
           test_load_figures.test_the_preregistered_claims,
           test_load_figures.test_the_transfer_preregistered_claims,
-          test_load_figures.test_the_pass_contents_claims)
+          test_load_figures.test_the_pass_contents_claims,
+          test_load_figures.test_the_off_path_prefill_claims)
 
 
 def known_numbers() -> set[str]:

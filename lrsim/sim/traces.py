@@ -66,7 +66,7 @@ def _spec_lengths(steps: list[dict]) -> dict:
     recorded when it was decided, by (kind, depth) (the longest) and in order for depth 0; and
     the committed jobs' recorded prefill (spec_prefill), with whether their context ended in a
     draft (the previous step was drafted and accepted)."""
-    committed, spec, prefill = [], [], []
+    committed, spec, prefill, off_path = [], [], [], []
     for i, s in enumerate(steps):
         committed.append({k: int(s[k]["tokens"]) for k in ("draft", "target")
                           if isinstance(s.get(k), dict) and s[k].get("tokens")})
@@ -75,8 +75,12 @@ def _spec_lengths(steps: list[dict]) -> dict:
                         if (c := span_cache(s.get(k))) is not None})
         by_depth: dict = {}
         ordered: dict = {}
+        pre_by_depth: dict = {}
         for e in list(s.get("cancelled") or []) + list(s.get("discarded") or []):
             n, d = int(e.get("tokens") or 0), int(e.get("depth") or 0)
+            c = span_cache(e)
+            if c is not None and d > 0:      # what the engine computed for it (opt-in: spec_prefill)
+                pre_by_depth.setdefault((e["kind"], d), c[0] - c[1])
             if n <= 0:
                 continue
             if d > 0:
@@ -84,7 +88,8 @@ def _spec_lengths(steps: list[dict]) -> dict:
             else:
                 ordered.setdefault(e["kind"], []).append(n)
         spec.append((by_depth, ordered))
-    return {"committed": committed, "spec": spec, "prefill": prefill}
+        off_path.append(pre_by_depth)
+    return {"committed": committed, "spec": spec, "prefill": prefill, "off_path_prefill": off_path}
 
 
 def _step_stops(rec: dict) -> tuple[str, ...]:
@@ -253,6 +258,12 @@ class TraceWorkload:
     # held at the first decision of the records (adaptive_prior), as the real backend carries
     # its estimates from problem to problem; off, from the neutral prior
     carried_prior: bool = False
+    # price a job off the committed path (after a rejected draft) by the prefill the record counts
+    # for the discarded or cancelled job of that depth, where it counts one, instead of the prefix
+    # cache's blocks (kvcache.request_prefill), which miss what the engine's other requests left
+    # there (the target's own step, begun with the draft's first tokens); opt-in, a diagnosis
+    # (benchmarks/bench_load.py --off-path-prefill)
+    off_path_prefill: bool = False
     _pooled: dict = field(default_factory=dict, repr=False)
     _carried: dict = field(default_factory=dict, repr=False)    # _first_adaptive, once
 
@@ -435,8 +446,11 @@ class TraceWorkload:
         if spec is None or position >= len(spec["prefill"]):
             return None
         v = req.verdicts
-        if any(v[i] is not True for i in range(root_position, min(position, len(v)))):
-            return None
+        q = next((i for i in range(root_position, min(position, len(v))) if v[i] is not True), None)
+        if q is not None:                 # off the committed path: spec_tokens's (kind, depth)
+            if not self.off_path_prefill or not (after_draft or kind == "draft"):
+                return None
+            return spec["off_path_prefill"][q].get((kind, position - q + (kind == "draft")))
         got = spec["prefill"][position].get(kind)
         return got[0] if got is not None and got[1] == after_draft else None
 

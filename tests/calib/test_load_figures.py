@@ -1423,7 +1423,9 @@ def test_the_preregistered_claims():
         planned = json.loads((RESULTS / f"{stem}.json").read_text())["planned"]
         assert max(abs(round(p["speedup_vs_ar"], 2) - round(planned[n][c]["speedup_vs_ar"], 2))
                    for n, t in pre[k]["planned"].items() for c, p in t.items() if c in planned[n]) <= 0.01 + 1e-9
-    got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS if p[1] == "traces/load-f6m207-36")}
+    # the four profiles' results (the off-path replay, a diagnosis: test_the_off_path_prefill_claims)
+    got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS
+                                          if p[1] == "traces/load-f6m207-36" and "--off-path-prefill" not in p[3])}
     cell = {k: (r["replayed"]["within"], r["replayed"]["pairs"], f"{r['replayed']['largest']:.1%}",
                 r["planned"]["within"], r["planned"]["pairs"], r["break_even"]["vs_ar"]["as_measured"],
                 r["break_even"]["vs_ar"]["configs"]) for k, r in got.items()}
@@ -1564,6 +1566,44 @@ def test_the_pass_contents_claims():
     assert [f"{x:.2f}" for x in per_pass("replay_passes_f6m207", "1", "lr-d2-emb", "prefill")] == ["1.18", "0.85"]
     assert [f"{x:.2f}" for x in per_pass("replay_passes_transfer", "6", "lr+sd-d3-emb", "positions")] == ["36.57", "39.44"]
 
+
+def test_the_off_path_prefill_claims():
+    """docs/load.md, "A plan written before its runs": the record whose discarded target job
+    prefilled 4 of 228 prompt tokens; replayed with the recorded off-path prefill
+    (--off-path-prefill) lr-d2-emb's simulated target prefills 7.07 a pass at 6 (was 7.70, real
+    5.67) and 1.02 at 1 in sample (was 1.18, real 0.85), its makespan ratio 1.25 -> 1.23, LR alone's
+    replayed speedups up by about 0.01 (0.69 -> 0.70, 0.84 -> 0.85), 6 of 8 within 10% instead of
+    4: lr-d2 and lr-d2-emb at 6, 11.6% and 10.6% low before, 10.0% and 9.6% after."""
+    rec = json.loads((ROOT / "traces/load-f6m207/gsm8k/c1/lr-d2-emb.jsonl").read_text().splitlines()[0])
+    step = rec["steps"][2]
+    assert step["verify"]["verdict"] is False
+    assert [(d["prompt_tokens"] - d["cached_tokens"], d["prompt_tokens"]) for d in step["discarded"]
+            if d["kind"] == "target"] == [(4, 228)]
+
+    def per_pass(name, n, cfg, key):
+        got = [r["target"] for r in json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]]
+        return [f"{sum(g[s][key] for g in got) / sum(g[s]['passes'] for g in got):.2f}" for s in ("replayed", "real")]
+
+    def span(name, n, cfg):
+        rows = json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]
+        return f"{sum(r['makespan_s'][1] for r in rows) / sum(r['makespan_s'][0] for r in rows):.2f}"
+    assert [per_pass(f, "6", "lr-d2-emb", "prefill") for f in ("replay_passes", "replay_passes_off_path")] == [
+        ["7.70", "5.67"], ["7.07", "5.67"]]
+    assert [per_pass(f, "1", "lr-d2-emb", "prefill") for f in ("replay_passes_f6m207", "replay_passes_f6m207_off_path")] == [
+        ["1.18", "0.85"], ["1.02", "0.85"]]
+    assert [span(f, "6", "lr-d2-emb") for f in ("replay_passes", "replay_passes_off_path")] == ["1.25", "1.23"]
+    a, b = (json.loads((RESULTS / f"load_f6m207_36_heldout{k}.json").read_text())["levels"] for k in ("", "_off_path"))
+    got = {c: [f"{x['6'][c]['predicted_speedup_vs_ar']:.2f}" for x in (a, b)] for c in ("lr-d2", "lr-d2-emb")}
+    assert got == {"lr-d2": ["0.69", "0.70"], "lr-d2-emb": ["0.84", "0.85"]}
+    errs = {k: {(n, c): abs(t[n][c]["predicted_speedup_vs_ar"] / t[n][c]["speedup_vs_ar"] - 1)
+                for n in t for c in t[n] if c not in ("ar", "ar-er")} for k, t in (("line", a), ("off", b))}
+    assert [sum(e <= 0.10 for e in v.values()) for v in errs.values()] == [4, 6]
+    crossed = sorted(k for k in errs["line"] if errs["line"][k] > 0.10 >= errs["off"][k])
+    assert crossed == [("6", "lr-d2"), ("6", "lr-d2-emb")]
+    assert [(f"{errs['line'][k]:.1%}", f"{errs['off'][k]:.1%}") for k in crossed] == [("11.6%", "10.0%"), ("10.6%", "9.6%")]
+    assert all(0 < b[n][c]["predicted_speedup_vs_ar"] - a[n][c]["predicted_speedup_vs_ar"] < 0.02
+               for n, c in (("6", "lr-d2"), ("6", "lr-d2-emb")))
+
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside
     the quoted results and code spans) is one the rendered results it cites hold, one a claims test
@@ -1593,7 +1633,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_other_vendor_claims, test_the_another_intel_generation_claims,
                        test_the_profile_terms_claims, test_the_warm_sixth_cpu_claims,
                        test_the_batch_curve_claims, test_the_preregistered_claims,
-                       test_the_transfer_preregistered_claims, test_the_pass_contents_claims)
+                       test_the_transfer_preregistered_claims, test_the_pass_contents_claims,
+                       test_the_off_path_prefill_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1621,6 +1662,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_f6m207_36_heldout_curve", "load_f6m207_36_xeon", "load_f6m207_36_epyc", "replay_passes",
               "prereg_f6m207_transfer_36.check", "prereg_f6m207_transfer_36_curve.check",
               "load_f6m207_transfer_36_heldout", "load_f6m207_transfer_36_heldout_curve", "replay_passes_transfer",
-              "replay_passes_f6m207")]
+              "replay_passes_f6m207", "replay_passes_off_path", "replay_passes_f6m207_off_path",
+              "load_f6m207_36_heldout_off_path")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

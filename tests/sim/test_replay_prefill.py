@@ -122,3 +122,22 @@ def test_a_replayed_record_prefills_what_its_engines_computed():
                 if (c := span_cache(s.get(kind))) is not None}
     assert len(recorded) == 8
     assert {k: replayed.get(k) for k in recorded} == recorded
+
+
+def test_off_path_jobs_take_their_recorded_prefill_when_asked():
+    """TraceWorkload.off_path_prefill: a job after the rejected draft of step 2 (its context the
+    draft's) is priced by the count of the discarded or cancelled job of that depth recorded at the
+    rejection; off (the default), by the prefix cache's blocks (None here); a depth the record did
+    not count stays None."""
+    rec = _record()
+    rec["steps"][2]["discarded"] = [{"kind": "target", **_span(172, 168, 13), "depth": 1}]
+    rec["steps"][2]["cancelled"] = [{"kind": "draft", **_span(172, 160, 0), "depth": 2}]
+    off, on = TraceWorkload([rec]), TraceWorkload([rec], off_path_prefill=True)
+    r_off, r_on = off.requests()[0], on.requests()[0]
+    assert off.spec_prefill(r_off, "target", 3, 1, True) is None
+    assert on.spec_prefill(r_on, "target", 3, 1, True) == 4            # 172 - 168, depth 1 past step 2
+    assert on.spec_prefill(r_on, "target", 3, 1, False) is None        # not the discarded job's context
+    assert on.spec_prefill(r_on, "draft", 3, 1, True) == 12            # the cancelled draft, depth 2
+    assert on.spec_prefill(r_on, "target", 4, 1, True) is None         # depth 2: not recorded
+    # on the committed path both read the committed spans
+    assert on.spec_prefill(r_on, "draft", 2, 1, True) == off.spec_prefill(r_off, "draft", 2, 1, True) == 22
