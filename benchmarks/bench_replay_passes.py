@@ -19,6 +19,8 @@ replay's seeds averaged):
   positions    decode positions (a sequence's token, or the positions an SD pass verifies) and
                prefill positions per pass, simulated / real (the engine's `positions` and
                `prefilled` over its iterations; the real passes' q and P)
+  by batch     the target's passes by sequences in the pass (bench_pass_pricing.BATCHES),
+               simulated (the engine's batch_hist, the seeds' mean) / real
 Reads the traces and runs the replay; about a minute.
 """
 from __future__ import annotations
@@ -34,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import load_replay  # noqa: E402
-from benchmarks.bench_pass_pricing import block_passes  # noqa: E402
+from benchmarks.bench_pass_pricing import BATCHES, block_passes  # noqa: E402
 from benchmarks.load_replay import (PROFILE_CONFIGS, blocks, calib_paths, corpus_probe,  # noqa: E402
                                     load_corpus, makespan, replay_worlds)
 from benchmarks.write import table_head, write_results  # noqa: E402
@@ -49,7 +51,8 @@ def real_side(block: list[dict], engine: str) -> dict | None:
     if d is None or not len(d):
         return None
     return {"passes": len(d), "busy_s": float(d.t.sum()), "batch": float((d.B * d.t).sum() / d.t.sum()),
-            "positions": float(d.q.sum()), "prefill": float(d.P.sum())}
+            "positions": float(d.q.sum()), "prefill": float(d.P.sum()),
+            "by_batch": [int(((d.B >= lo) & (d.B <= hi)).sum()) for lo, hi in BATCHES]}
 
 
 def sim_side(worlds: list, engine: str) -> dict | None:
@@ -58,7 +61,9 @@ def sim_side(worlds: list, engine: str) -> dict | None:
         return None
     return {"passes": float(np.mean([e.iterations for e in engs])), "busy_s": float(np.mean([e.busy_s for e in engs])),
             "batch": float(np.mean([e.area / e.busy_s for e in engs])),
-            "positions": float(np.mean([e.positions for e in engs])), "prefill": float(np.mean([e.prefilled for e in engs]))}
+            "positions": float(np.mean([e.positions for e in engs])), "prefill": float(np.mean([e.prefilled for e in engs])),
+            "by_batch": [float(np.mean([sum(c for b, c in e.batch_hist.items() if lo <= b <= hi) for e in engs]))
+                         for lo, hi in BATCHES]}
 
 
 def bench(load: str, cal: str) -> dict:
@@ -131,6 +136,17 @@ def render(doc: dict) -> str:
                         return sum(g[side][key] for g in got) / sum(g[side]["passes"] for g in got)
                     cells.append(f"{per_pass('replayed'):.2f} / {per_pass('real'):.2f}" if got else "-")
             lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
+    heads = [f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in BATCHES]
+    lines += [""] + table_head("The target's passes by sequences in the pass: replayed / real passes, "
+                               "summed over the blocks of each level.", "in flight", "config",
+                               *(f"{h} seqs" for h in heads))
+    for n, by in doc["levels"].items():
+        for cfg, rows in by.items():
+            got = [r["target"] for r in rows if "target" in r and "by_batch" in r["target"]["real"]]
+            if got:
+                cells = [f"{sum(g['replayed']['by_batch'][i] for g in got):.0f} / "
+                         f"{sum(g['real']['by_batch'][i] for g in got)}" for i in range(len(BATCHES))]
+                lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
