@@ -17,10 +17,10 @@ replay's seeds averaged):
                over the busy seconds), real / simulated (the engine's admitted sequences
                integrated over its busy time); a level's cell sums them over its blocks
   positions    decode positions (a sequence's token, or the positions an SD pass verifies) and
-               prefill positions per pass, simulated / real (the engine's `positions` and
+               prefill positions per pass, replayed / real (the engine's `positions` and
                `prefilled` over its iterations; the real passes' q and P)
   by batch     the target's passes by sequences in the pass (bench_pass_pricing.BATCHES),
-               simulated (the engine's batch_hist, the seeds' mean) / real
+               replayed (the engine's batch_hist, the seeds' mean) / real
 Reads the traces and runs the replay; about a minute.
 """
 from __future__ import annotations
@@ -94,11 +94,35 @@ def bench(load: str, cal: str) -> dict:
     return out
 
 
-def _ratio(rows: list[dict], eng: str, key: str) -> str:
+def ratio(rows: list[dict], eng: str, key: str) -> float | None:
+    """A level's replayed over real `key` of `eng`, summed over its blocks (None: no block ran it)."""
     got = [r[eng] for r in rows if eng in r]
+    return sum(g["replayed"][key] for g in got) / sum(g["real"][key] for g in got) if got else None
+
+
+def makespan_ratio(rows: list[dict]) -> float:
+    """A level's replayed over real makespans, summed over its blocks."""
+    return sum(r["makespan_s"][1] for r in rows) / sum(r["makespan_s"][0] for r in rows)
+
+
+def per_pass(rows: list[dict], eng: str, key: str) -> tuple[float, float] | None:
+    """A level's (replayed, real) `key` (positions, prefill) per pass of `eng` over its blocks."""
+    got = [r[eng] for r in rows if eng in r and key in r[eng]["real"]]
     if not got:
-        return "-"
-    return f"{sum(g['replayed'][key] for g in got) / sum(g['real'][key] for g in got):.2f}"
+        return None
+    return tuple(sum(g[side][key] for g in got) / sum(g[side]["passes"] for g in got)  # type: ignore[return-value]
+                 for side in ("replayed", "real"))
+
+
+def by_batch(rows: list[dict], lo: int, hi: int) -> tuple[float, int] | None:
+    """A level's (replayed, real) target passes of lo..hi sequences (one of BATCHES)."""
+    got = [r["target"] for r in rows if "target" in r and "by_batch" in r["target"]["real"]]
+    i = BATCHES.index((lo, hi))
+    return (sum(g["replayed"]["by_batch"][i] for g in got), sum(g["real"]["by_batch"][i] for g in got)) if got else None
+
+
+def _cell(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 def render(doc: dict) -> str:
@@ -113,13 +137,12 @@ def render(doc: dict) -> str:
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():
         for cfg, rows in by.items():
-            span = sum(r["makespan_s"][1] for r in rows) / sum(r["makespan_s"][0] for r in rows)
-            cells = [f"{span:.2f}"]
+            cells = [f"{makespan_ratio(rows):.2f}"]
             for eng in ENGINES:
                 got = [r[eng] for r in rows if eng in r]
                 real_b = (f" ({np.mean([g['real']['batch'] for g in got]):.1f})" if got else "")
-                cells += [_ratio(rows, eng, "passes"), _ratio(rows, eng, "busy_s"),
-                          (_ratio(rows, eng, "batch") + real_b) if got else "-"]
+                cells += [_cell(ratio(rows, eng, "passes")), _cell(ratio(rows, eng, "busy_s")),
+                          (_cell(ratio(rows, eng, "batch")) + real_b) if got else "-"]
             lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
     lines += [""] + table_head("What the passes hold: decode positions (a sequence's token, or the k2 "
                                "positions an SD pass verifies) and prefill positions per pass, replayed / "
@@ -130,11 +153,9 @@ def render(doc: dict) -> str:
         for cfg, rows in by.items():
             cells = []
             for eng in ENGINES:
-                got = [r[eng] for r in rows if eng in r and "positions" in r[eng]["real"]]
                 for key in ("positions", "prefill"):
-                    def per_pass(side):
-                        return sum(g[side][key] for g in got) / sum(g[side]["passes"] for g in got)
-                    cells.append(f"{per_pass('replayed'):.2f} / {per_pass('real'):.2f}" if got else "-")
+                    pp = per_pass(rows, eng, key)
+                    cells.append("-" if pp is None else f"{pp[0]:.2f} / {pp[1]:.2f}")
             lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
     heads = [f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in BATCHES]
     lines += [""] + table_head("The target's passes by sequences in the pass: replayed / real passes, "
@@ -142,11 +163,9 @@ def render(doc: dict) -> str:
                                *(f"{h} seqs" for h in heads))
     for n, by in doc["levels"].items():
         for cfg, rows in by.items():
-            got = [r["target"] for r in rows if "target" in r and "by_batch" in r["target"]["real"]]
-            if got:
-                cells = [f"{sum(g['replayed']['by_batch'][i] for g in got):.0f} / "
-                         f"{sum(g['real']['by_batch'][i] for g in got)}" for i in range(len(BATCHES))]
-                lines.append(f"| {n} | {cfg} | " + " | ".join(cells) + " |")
+            got = [by_batch(rows, lo, hi) for lo, hi in BATCHES]
+            if got[0] is not None:
+                lines.append(f"| {n} | {cfg} | " + " | ".join(f"{a:.0f} / {b}" for a, b in got) + " |")
     return "\n".join(lines) + "\n"
 
 

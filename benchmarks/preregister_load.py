@@ -48,7 +48,7 @@ def planning_code_dirty(root: Path) -> bool:
     uncommitted output (the line's, then the curve's) is not dirty for it
     (prereg_f6m207_transfer_36_curve.json was marked so before this rule)."""
     out = subprocess.run(["git", "status", "--porcelain", "--", "benchmarks", "lrsim", "lrcore",
-                          ":(exclude)benchmarks/results"], capture_output=True, text=True, cwd=root)
+                          ":(exclude)benchmarks/results"], capture_output=True, text=True, cwd=root, check=True)
     return bool(out.stdout.strip())
 
 

@@ -75,21 +75,35 @@ def _spec_lengths(steps: list[dict]) -> dict:
                         if (c := span_cache(s.get(k))) is not None})
         by_depth: dict = {}
         ordered: dict = {}
-        pre_by_depth: dict = {}
+        pre_by_depth: dict = {}           # the prefill of the job by_depth takes (opt-in: spec_prefill)
         for e in list(s.get("cancelled") or []) + list(s.get("discarded") or []):
             n, d = int(e.get("tokens") or 0), int(e.get("depth") or 0)
-            c = span_cache(e)
-            if c is not None and d > 0:      # what the engine computed for it (opt-in: spec_prefill)
-                pre_by_depth.setdefault((e["kind"], d), c[0] - c[1])
             if n <= 0:
                 continue
             if d > 0:
-                by_depth[(e["kind"], d)] = max(n, by_depth.get((e["kind"], d), 0))
+                key = (e["kind"], d)
+                if n > by_depth.get(key, 0):
+                    by_depth[key] = n
+                    c = span_cache(e)
+                    pre_by_depth[key] = None if c is None else c[0] - c[1]
             else:
                 ordered.setdefault(e["kind"], []).append(n)
         spec.append((by_depth, ordered))
         off_path.append(pre_by_depth)
     return {"committed": committed, "spec": spec, "prefill": prefill, "off_path_prefill": off_path}
+
+
+def _past_rejection(req, position: int, root_position: int) -> int | None:
+    """The first position from the root up to `position` whose verdict was not an acceptance
+    (the rejection the job for `position` lies past), or None: the job is on the committed path."""
+    v = req.verdicts
+    return next((i for i in range(root_position, min(position, len(v))) if v[i] is not True), None)
+
+
+def _depth_key(kind: str, position: int, q: int) -> tuple[str, int]:
+    """The (kind, depth) under which the record keeps the job for `position` past the rejection at
+    `q` (a draft's depth counts the step it drafts from: one more than a target's)."""
+    return kind, position - q + (kind == "draft")
 
 
 def _step_stops(rec: dict) -> tuple[str, ...]:
@@ -419,12 +433,11 @@ class TraceWorkload:
         spec = getattr(req, "spec", None)
         if spec is None or position >= len(spec["committed"]):
             return None
-        v = req.verdicts
-        q = next((i for i in range(root_position, min(position, len(v))) if v[i] is not True), None)
+        q = _past_rejection(req, position, root_position)
         if q is None:
             return spec["committed"][position].get(kind)
         by_depth, ordered = spec["spec"][q]
-        n = by_depth.get((kind, position - q + (kind == "draft")))
+        n = by_depth.get(_depth_key(kind, position, q))
         if n is None:
             seq = ordered.get(kind, [])
             k = position - q - 1
@@ -445,12 +458,13 @@ class TraceWorkload:
         spec = getattr(req, "spec", None)
         if spec is None or position >= len(spec["prefill"]):
             return None
-        v = req.verdicts
-        q = next((i for i in range(root_position, min(position, len(v))) if v[i] is not True), None)
-        if q is not None:                 # off the committed path: spec_tokens's (kind, depth)
-            if not self.off_path_prefill or not (after_draft or kind == "draft"):
+        q = _past_rejection(req, position, root_position)
+        if q is not None:
+            # off the committed path: the count of the job whose length spec_tokens takes, whose
+            # context ended in the rejected draft or a deeper one (after_draft)
+            if not self.off_path_prefill or not after_draft:
                 return None
-            return spec["off_path_prefill"][q].get((kind, position - q + (kind == "draft")))
+            return spec["off_path_prefill"][q].get(_depth_key(kind, position, q))
         got = spec["prefill"][position].get(kind)
         return got[0] if got is not None and got[1] == after_draft else None
 

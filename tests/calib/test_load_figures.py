@@ -1380,7 +1380,7 @@ def test_the_preregistered_claims():
     1.25-1.26 and 1.11; the draft 1.21-1.25 as many at 0.81-0.85 the batch; lr+sd 6-8% fewer) and the
     recorded ones priced 1.22 (lr-d2) and 1.17 (lr-d2-emb, ar)."""
     from benchmarks import bench_replay_passes as brp
-    from benchmarks.load_summary import PREDICTIONS, summarise
+    from benchmarks.load_summary import PREDICTIONS, shaped, summarise
 
     pre = {k: json.loads((RESULTS / f"prereg_f6m207_36{k}.check.json").read_text()) for k in ("", "_curve")}
     recs = [json.loads(line) for f in (ROOT / "traces/load-f6m207-36").glob("gsm8k/c*/*.jsonl")
@@ -1424,8 +1424,8 @@ def test_the_preregistered_claims():
         assert max(abs(round(p["speedup_vs_ar"], 2) - round(planned[n][c]["speedup_vs_ar"], 2))
                    for n, t in pre[k]["planned"].items() for c, p in t.items() if c in planned[n]) <= 0.01 + 1e-9
     # the four profiles' results (the off-path replay, a diagnosis: test_the_off_path_prefill_claims)
-    got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS
-                                          if p[1] == "traces/load-f6m207-36" and "--off-path-prefill" not in p[3])}
+    got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS if p[1] == "traces/load-f6m207-36")
+           if shaped(row) != "--off-path-prefill"}
     cell = {k: (r["replayed"]["within"], r["replayed"]["pairs"], f"{r['replayed']['largest']:.1%}",
                 r["planned"]["within"], r["planned"]["pairs"], r["break_even"]["vs_ar"]["as_measured"],
                 r["break_even"]["vs_ar"]["configs"]) for k, r in got.items()}
@@ -1490,7 +1490,6 @@ def test_the_profile_terms_claims():
         "-7.7", "-10.0", "+30.4"]
 
 
-
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -1520,24 +1519,23 @@ def test_the_transfer_preregistered_claims():
     assert [(f"{min(v):.2f}", f"{max(v):.2f}") for v in m.values()] == [("0.81", "0.92"), ("0.52", "0.78")]
     assert [f"{rows[k][(n, 'lr+sd-d3-emb')]['rel_error']:+.1%}" for k in pre for n in (3, 6)] == [
         "+16.2%", "+35.6%", "+12.5%", "+22.1%"]
+    assert (f"{rows[''][(3, 'lr+sd-d3-emb')]['rel_error']:.0%}", f"{rows[''][(6, 'lr+sd-d3-emb')]['rel_error']:.0%}") == (
+        "16%", "36%")
+    assert all(r["preregistered"] <= 1.0 and r["measured"] <= 1.0 for c in rows.values() for r in c.values())
     assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"],
              len(c["check"]["break_even"])) for c in pre.values()] == [(4, 6, 3, 3), (4, 6, 3, 3)]
     assert all(v["measured"] == "3" for c in pre.values() for v in c["check"]["break_even"].values())
     # the held-out bench_load results and the replay's passes
     out = {k: json.loads((RESULTS / f"load_f6m207_transfer_36_heldout{k}.json").read_text()) for k in ("", "_curve")}
     assert [f"{o['levels']['6']['lr+sd-d3-emb']['predicted_speedup_vs_ar']:.2f}" for o in out.values()] == ["0.64", "0.57"]
-    rp = json.loads((RESULTS / "replay_passes_transfer.json").read_text())["levels"]
+    from benchmarks import bench_replay_passes as brp
 
-    def ratio(cfg, key, eng="target", n="6"):
-        got = [r[eng] for r in rp[n][cfg] if eng in r]
-        return f"{sum(g['replayed'][key] for g in got) / sum(g['real'][key] for g in got):.2f}"
-
-    def span_ratio(cfg, n="6"):
-        return f"{sum(r['makespan_s'][1] for r in rp[n][cfg]) / sum(r['makespan_s'][0] for r in rp[n][cfg]):.2f}"
-    assert (span_ratio("lr+sd-d3-emb"), span_ratio("ar")) == ("0.95", "1.17")
-    assert [ratio("lr+sd-d3-emb", k) for k in ("passes", "batch", "busy_s")] == ["0.96", "1.00", "0.95"]
-    assert [ratio(c, "passes") for c in ("lr-d1-emb", "lr-d3-emb")] == ["0.99", "0.99"]
-    assert [ratio(c, "busy_s") for c in ("lr-d1-emb", "lr-d3-emb")] == ["1.13", "1.25"]
+    rp = json.loads((RESULTS / "replay_passes_transfer.json").read_text())["levels"]["6"]
+    assert [f"{brp.makespan_ratio(rp[c]):.2f}" for c in ("lr+sd-d3-emb", "ar")] == ["0.95", "1.17"]
+    assert [f"{brp.ratio(rp['lr+sd-d3-emb'], 'target', k):.2f}" for k in ("passes", "batch", "busy_s")] == [
+        "0.96", "1.00", "0.95"]
+    assert [f"{brp.ratio(rp[c], 'target', 'passes'):.2f}" for c in ("lr-d1-emb", "lr-d3-emb")] == ["0.99", "0.99"]
+    assert [f"{brp.ratio(rp[c], 'target', 'busy_s'):.2f}" for c in ("lr-d1-emb", "lr-d3-emb")] == ["1.13", "1.25"]
     pp = json.loads((RESULTS / "pass_pricing.json").read_text())
     cell = pp["corpora"]["traces/load-f6m207-transfer-36"]["by_config"]["lr+sd-d3-emb"]["target"]["6"]
     assert f"{cell['ratio_line']:.2f}" == "1.07"
@@ -1549,10 +1547,10 @@ def test_the_pass_contents_claims():
     positions a pass (within 6%) and prefills more (over 1.10x at 3 and 6 in flight in both
     held-out corpora, and at 1 in flight in sample), AR's prefill is the real one's (within 2%);
     lr+sd at depth 3 decodes fewer at 6 in flight; lr+sd at depth 2 runs fewer, larger passes at 3."""
-    def per_pass(name, n, cfg, key, eng="target"):
-        rows = json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]
-        got = [r[eng] for r in rows if eng in r]
-        return [sum(g[side][key] for g in got) / sum(g[side]["passes"] for g in got) for side in ("replayed", "real")]
+    from benchmarks import bench_replay_passes as brp
+
+    def per_pass(name, n, cfg, key):
+        return brp.per_pass(json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg], "target", key)
 
     lr = {"replay_passes": ("lr-d2", "lr-d2-emb"), "replay_passes_transfer": ("lr-d1-emb", "lr-d3-emb")}
     for name, cfgs in lr.items():
@@ -1566,9 +1564,8 @@ def test_the_pass_contents_claims():
     assert [f"{x:.2f}" for x in per_pass("replay_passes_f6m207", "1", "lr-d2-emb", "prefill")] == ["1.18", "0.85"]
     assert [f"{x:.2f}" for x in per_pass("replay_passes_transfer", "6", "lr+sd-d3-emb", "positions")] == ["36.57", "39.44"]
     # lr+sd's simulated target at 3 in flight: fewer passes of 3-4 sequences, more of 5-8
-    got = [r["target"] for r in json.loads((RESULTS / "replay_passes.json").read_text())["levels"]["3"]["lr+sd-d2-emb"]]
-    assert [(round(sum(g["replayed"]["by_batch"][i] for g in got)), sum(g["real"]["by_batch"][i] for g in got))
-            for i in (2, 3)] == [(137, 188), (113, 85)]
+    rows = json.loads((RESULTS / "replay_passes.json").read_text())["levels"]["3"]["lr+sd-d2-emb"]
+    assert [tuple(round(x) for x in brp.by_batch(rows, lo, hi)) for lo, hi in ((3, 4), (5, 8))] == [(137, 188), (113, 85)]
 
 
 def test_the_off_path_prefill_claims():
@@ -1584,18 +1581,31 @@ def test_the_off_path_prefill_claims():
     assert [(d["prompt_tokens"] - d["cached_tokens"], d["prompt_tokens"]) for d in step["discarded"]
             if d["kind"] == "target"] == [(4, 228)]
 
-    def per_pass(name, n, cfg, key):
-        got = [r["target"] for r in json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]]
-        return [f"{sum(g[s][key] for g in got) / sum(g[s]['passes'] for g in got):.2f}" for s in ("replayed", "real")]
+    from benchmarks import bench_replay_passes as brp
 
-    def span(name, n, cfg):
-        rows = json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]
-        return f"{sum(r['makespan_s'][1] for r in rows) / sum(r['makespan_s'][0] for r in rows):.2f}"
-    assert [per_pass(f, "6", "lr-d2-emb", "prefill") for f in ("replay_passes", "replay_passes_off_path")] == [
+    def level(name, n, cfg):
+        return json.loads((RESULTS / f"{name}.json").read_text())["levels"][n][cfg]
+
+    def per_pass(name, n, cfg, key="prefill"):
+        return [f"{x:.2f}" for x in brp.per_pass(level(name, n, cfg), "target", key)]
+    assert [per_pass(f, "6", "lr-d2-emb") for f in ("replay_passes", "replay_passes_off_path")] == [
         ["7.70", "5.67"], ["7.07", "5.67"]]
-    assert [per_pass(f, "1", "lr-d2-emb", "prefill") for f in ("replay_passes_f6m207", "replay_passes_f6m207_off_path")] == [
+    assert [per_pass(f, "6", "lr-d2") for f in ("replay_passes", "replay_passes_off_path")] == [
+        ["9.82", "7.32"], ["8.85", "7.32"]]
+    assert [per_pass(f, "1", "lr-d2-emb") for f in ("replay_passes_f6m207", "replay_passes_f6m207_off_path")] == [
         ["1.18", "0.85"], ["1.02", "0.85"]]
-    assert [span(f, "6", "lr-d2-emb") for f in ("replay_passes", "replay_passes_off_path")] == ["1.25", "1.23"]
+    spans = [brp.makespan_ratio(level(f, "6", "lr-d2-emb")) for f in ("replay_passes", "replay_passes_off_path")]
+    assert [f"{x:.2f}" for x in spans] == ["1.25", "1.23"]
+    # about a third of the excess prefill at 6; at that rate all of it would cost about 0.05 of the
+    # makespan, about a third of the gap between LR's 1.25 and AR's 1.11
+    (p0, real), (p1, _) = (brp.per_pass(level(f, "6", "lr-d2-emb"), "target", "prefill")
+                           for f in ("replay_passes", "replay_passes_off_path"))
+    assert 0.25 < (p0 - p1) / (p0 - real) < 0.40 and f"{p0 - p1:.2f}" == "0.63"
+    whole = (spans[0] - spans[1]) / (p0 - p1) * (p0 - real)
+    ar = brp.makespan_ratio(level("replay_passes", "6", "ar"))
+    assert f"{whole:.2f}" == "0.05" and f"{ar:.2f}" == "1.11" and 0.3 < whole / (spans[0] - ar) < 0.4
+    pp = json.loads((RESULTS / "pass_pricing.json").read_text())["corpora"]["traces/load-f6m207-36"]["by_config"]
+    assert {f"{pp[c]['target']['6']['ratio_line']:.2f}" for c in ("lr-d2-emb", "ar")} == {"1.17"}
     a, b = (json.loads((RESULTS / f"load_f6m207_36_heldout{k}.json").read_text())["levels"] for k in ("", "_off_path"))
     got = {c: [f"{x['6'][c]['predicted_speedup_vs_ar']:.2f}" for x in (a, b)] for c in ("lr-d2", "lr-d2-emb")}
     assert got == {"lr-d2": ["0.69", "0.70"], "lr-d2-emb": ["0.84", "0.85"]}
@@ -1607,6 +1617,7 @@ def test_the_off_path_prefill_claims():
     assert [(f"{errs['line'][k]:.1%}", f"{errs['off'][k]:.1%}") for k in crossed] == [("11.6%", "10.0%"), ("10.6%", "9.6%")]
     assert all(0 < b[n][c]["predicted_speedup_vs_ar"] - a[n][c]["predicted_speedup_vs_ar"] < 0.02
                for n, c in (("6", "lr-d2"), ("6", "lr-d2-emb")))
+
 
 def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
     """Every number in the README's "Under load" prose and in docs/load.md's up to "Open loop" (outside

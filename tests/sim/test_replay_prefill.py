@@ -130,14 +130,20 @@ def test_off_path_jobs_take_their_recorded_prefill_when_asked():
     rejection; off (the default), by the prefix cache's blocks (None here); a depth the record did
     not count stays None."""
     rec = _record()
-    rec["steps"][2]["discarded"] = [{"kind": "target", **_span(172, 168, 13), "depth": 1}]
-    rec["steps"][2]["cancelled"] = [{"kind": "draft", **_span(172, 160, 0), "depth": 2}]
+    rec["steps"][2]["discarded"] = [{"kind": "target", **_span(172, 168, 13), "depth": 1},
+                                    {"kind": "draft", **_span(180, 160, 9), "depth": 2}]
+    # two jobs under one key: the length and the prefill are the longer one's, not one of each
+    rec["steps"][2]["cancelled"] = [{"kind": "draft", **_span(172, 172, 4), "depth": 2},
+                                    {"kind": "target", **_span(172, 100, 0), "depth": 1}]
     off, on = TraceWorkload([rec]), TraceWorkload([rec], off_path_prefill=True)
     r_off, r_on = off.requests()[0], on.requests()[0]
     assert off.spec_prefill(r_off, "target", 3, 1, True) is None
     assert on.spec_prefill(r_on, "target", 3, 1, True) == 4            # 172 - 168, depth 1 past step 2
     assert on.spec_prefill(r_on, "target", 3, 1, False) is None        # not the discarded job's context
-    assert on.spec_prefill(r_on, "draft", 3, 1, True) == 12            # the cancelled draft, depth 2
+    assert on.spec_tokens(r_on, "draft", 3, 1) == 9
+    assert on.spec_prefill(r_on, "draft", 3, 1, True) == 20            # the discarded draft's: 9 tokens
+    assert on.spec_prefill(r_on, "draft", 3, 1, False) is None         # not a context the record's job had
+    assert on.spec_tokens(r_on, "target", 3, 1) == 13                  # the empty cancelled job is no length
     assert on.spec_prefill(r_on, "target", 4, 1, True) is None         # depth 2: not recorded
     # on the committed path both read the committed spans
     assert on.spec_prefill(r_on, "draft", 2, 1, True) == off.spec_prefill(r_off, "draft", 2, 1, True) == 22

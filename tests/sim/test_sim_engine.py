@@ -151,6 +151,10 @@ def test_positions_and_prefill_count_what_the_iterations_ran():
         env.process(go(0, Job(env, 10, tokens_per_iter=1)))                 # 10 decode positions
         env.process(go(0.5, Job(env, 4, ctx=40, prefill=40, tokens_per_iter=3)))   # 40 prefilled, 3 x 3
         env.process(go(2.2, Job(env, 2, tokens_per_iter=5)))                 # 10
+        # two jobs prefilling in one iteration, beside one decoding
+        env.process(go(20.0, Job(env, 3, ctx=16, prefill=16, tokens_per_iter=2)))   # 16, then 2 x 2
+        env.process(go(20.0, Job(env, 2, ctx=8, prefill=8, tokens_per_iter=1)))     # 8, then 1
+        env.process(go(20.0, Job(env, 4, tokens_per_iter=1)))                       # 4
         env.run(until=1000)
-        assert e.prefilled == 40
-        assert e.positions == 10 + 3 * 3 + 10
+        assert e.prefilled == 40 + 16 + 8
+        assert e.positions == 10 + 3 * 3 + 10 + 2 * 2 + 1 + 4
