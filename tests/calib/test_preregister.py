@@ -13,7 +13,7 @@ from benchmarks import preregister_load as pr
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json", "prereg_f6m207_transfer_36.json",
-           "prereg_f6m207_transfer_36_curve.json")
+           "prereg_f6m207_transfer_36_curve.json", "prereg_f6m207_510.json", "prereg_f6m207_510_curve.json")
 
 
 def _prereg(**planned) -> dict:
@@ -103,10 +103,12 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
                                              cwd=ROOT).returncode == 0
 
 
-@pytest.mark.parametrize("corpus,lo,hi", [("load-f6m207-36", 1264, 1281), ("load-f6m207-transfer-36", 1282, 1299)])
+@pytest.mark.parametrize("corpus,lo,hi", [("load-f6m207-36", 1264, 1281), ("load-f6m207-transfer-36", 1282, 1299),
+                                          ("load-f6m207-510", 1116, 1135)])
 def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
     """A pre-registered corpus's GSM8K problems (traces/load-f6m207-36: 1264-1281,
-    traces/load-f6m207-transfer-36: 1282-1299) appear in no other trace file here."""
+    traces/load-f6m207-transfer-36: 1282-1299, traces/load-f6m207-510: 1116-1135) appear in no
+    other trace file here."""
     import re
 
     pat = re.compile(r'"problem_id": ?"gsm8k/(\d+)"')
