@@ -1369,6 +1369,16 @@ def test_the_batch_curve_claims():
 
 
 
+def _collection(corpus: str) -> tuple[list[dict], list[int], set[int], float]:
+    """A load corpus's records, their GSM8K problem numbers (sorted), levels in flight and the
+    seconds from the first record's start to the last one's end."""
+    recs = [json.loads(line) for f in (ROOT / corpus).glob("gsm8k/c*/*.jsonl")
+            for line in f.read_text().splitlines() if line.strip()]
+    ids = sorted(int(r["problem_id"].split("/")[1]) for r in recs)
+    span = max(r["run"]["probe_at_start"]["t"] + r["load"]["latency_s"] for r in recs) - min(
+        r["run"]["probe_at_start"]["t"] for r in recs)
+    return recs, ids, {int(r["run"]["flags"]["concurrency"]) for r in recs}, span
+
 def test_the_preregistered_claims():
     """docs/load.md, "A plan written before its runs" (and the README's paragraph on it): the plan
     for traces/load-f6m207-36 committed before its 162 records (problems 1264-1281, levels 3 and 6,
@@ -1383,13 +1393,8 @@ def test_the_preregistered_claims():
     from benchmarks.load_summary import PREDICTIONS, shaped, summarise
 
     pre = {k: json.loads((RESULTS / f"prereg_f6m207_36{k}.check.json").read_text()) for k in ("", "_curve")}
-    recs = [json.loads(line) for f in (ROOT / "traces/load-f6m207-36").glob("gsm8k/c*/*.jsonl")
-            for line in f.read_text().splitlines() if line.strip()]
-    ids = sorted(int(r["problem_id"].split("/")[1]) for r in recs)
-    assert len(recs) == 162 and (ids[0], ids[-1]) == (1264, 1281) and len(set(ids)) == 18
-    assert {int(r["run"]["flags"]["concurrency"]) for r in recs} == {3, 6}
-    span = max(r["run"]["probe_at_start"]["t"] + r["load"]["latency_s"] for r in recs) - min(
-        r["run"]["probe_at_start"]["t"] for r in recs)
+    recs, ids, levels, span = _collection("traces/load-f6m207-36")
+    assert len(recs) == 162 and (ids[0], ids[-1]) == (1264, 1281) and len(set(ids)) == 18 and levels == {3, 6}
     assert 75 * 60 <= span <= 81 * 60                  # the collection's 80 minutes
     rows = {(r["level"], r["config"]): r for r in pre[""]["check"]["rows"]}
     m = {k: f"{r['measured']:.2f}" for k, r in rows.items()}
@@ -1502,13 +1507,8 @@ def test_the_transfer_preregistered_claims():
     batch 1.00 and 0.95 the time, its recorded target passes priced 1.07; LR alone 0.99 the passes,
     1.13-1.25 the time)."""
     pre = {k: json.loads((RESULTS / f"prereg_f6m207_transfer_36{k}.check.json").read_text()) for k in ("", "_curve")}
-    recs = [json.loads(line) for f in (ROOT / "traces/load-f6m207-transfer-36").glob("gsm8k/c*/*.jsonl")
-            for line in f.read_text().splitlines() if line.strip()]
-    ids = sorted(int(r["problem_id"].split("/")[1]) for r in recs)
-    assert len(recs) == 108 and (ids[0], ids[-1]) == (1282, 1299) and len(set(ids)) == 18
-    assert {int(r["run"]["flags"]["concurrency"]) for r in recs} == {3, 6}
-    span = max(r["run"]["probe_at_start"]["t"] + r["load"]["latency_s"] for r in recs) - min(
-        r["run"]["probe_at_start"]["t"] for r in recs)
+    recs, ids, levels, span = _collection("traces/load-f6m207-transfer-36")
+    assert len(recs) == 108 and (ids[0], ids[-1]) == (1282, 1299) and len(set(ids)) == 18 and levels == {3, 6}
     assert 52 * 60 <= span <= 58 * 60                  # the collection's 57 minutes
     rows = {k: {(r["level"], r["config"]): r for r in c["check"]["rows"]} for k, c in pre.items()}
     lr = [abs(r["rel_error"]) for (n, cfg), r in rows[""].items() if cfg in ("lr-d1-emb", "lr-d3-emb")]
