@@ -52,7 +52,8 @@ def planning_code_dirty(root: Path) -> bool:
     return bool(out.stdout.strip())
 
 
-def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]) -> dict:
+def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str],
+                batch_factors: bool = False) -> dict:
     already = records_under(ROOT / future) if (ROOT / future).exists() else 0
     if already:
         sys.exit(f"preregister_load: {future} already holds {already} records: a plan written after "
@@ -62,7 +63,7 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
     dirty = planning_code_dirty(ROOT)
     saved, load_replay.BATCH_CURVES = load_replay.BATCH_CURVES, {r: str(ROOT / c) for r, c in curves.items()}
     try:
-        planned, searched = _plan(cal, levels)
+        planned, searched = _plan(cal, levels, batch_factors)
     finally:
         load_replay.BATCH_CURVES = saved
     return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
@@ -71,15 +72,16 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
             "dirty": dirty,
             "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
             "records_of_future_corpus_then": already, "batch_curves": curves or None,
+            **({"batch_factors": True} if batch_factors else {}),
             "planned": planned, "searched_break_even": searched}
 
 
-def _plan(cal: str, levels: list[int]) -> tuple[dict, dict]:
+def _plan(cal: str, levels: list[int], batch_factors: bool = False) -> tuple[dict, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         paths = calib_paths(ROOT / cal, None, Path(tmp) / "cal")
         if not paths:
             sys.exit(f"preregister_load: no level 1-2 traces under {cal} to calibrate on")
-        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], None), Path(tmp) / f"prereg-{name}.json")
+        profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], None, batch_factors=batch_factors), Path(tmp) / f"prereg-{name}.json")
                     for name in wanted_profiles({Path(p).stem for p in paths})}
         return {str(n): plan_at(profiles, n) for n in levels}, search(profiles, max(levels))
 
@@ -119,7 +121,9 @@ def render(doc: dict) -> str:
             f"{doc['records_of_future_corpus_then']} records: `lr plan` on profiles calibrated on "
             f"{doc['calibrated_on']}'s 1-2 in flight (one per verifier, not rescaled)"
             + (", the line shaped by " + ", ".join(f"{r}: {c}" for r, c in doc["batch_curves"].items())
-               if doc.get("batch_curves") else "") + ".", "",
+               if doc.get("batch_curves") else "")
+            + (", the line's plain decode passes priced by the batch factors its traces measured "
+               "(`lr calibrate --batch-factors`)" if doc.get("batch_factors") else "") + ".", "",
             "| in flight | config | planned speedup vs ar | vs ar-er |", "|---|---|---|---|"]
     for n, rows in doc["planned"].items():
         for cfg, r in sorted(rows.items()):
@@ -150,6 +154,8 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/results/prereg_f6m207_36.json")
     ap.add_argument("--target-batch-curve", metavar="PATH")
     ap.add_argument("--draft-batch-curve", metavar="PATH")
+    ap.add_argument("--batch-factors", action="store_true",
+                    help="lr calibrate --batch-factors: the traces' own plain decode passes price each batch size")
     ap.add_argument("--check", metavar="PREREG", help="a pre-registration to compare (writes its .check.md)")
     ap.add_argument("--against", metavar="RESULT", help="with --check: bench_load.py's result on the corpus")
     a = ap.parse_args()
@@ -170,7 +176,10 @@ def main() -> None:
         levels = sorted({int(x) for x in a.levels.split(",")})
     except ValueError:
         sys.exit(f"preregister_load: --levels {a.levels!r}: comma-separated request counts")
-    doc = preregister(a.calibrate_on, levels, a.future, batch_curves(a, ROOT, "preregister_load"))
+    curves = batch_curves(a, ROOT, "preregister_load")
+    if curves and a.batch_factors:
+        sys.exit("preregister_load: --batch-factors or a batch curve, not both")
+    doc = preregister(a.calibrate_on, levels, a.future, curves, a.batch_factors)
     write_results(a.out, doc, render)
     print(render(doc))
 

@@ -75,6 +75,14 @@ def test_dirty_means_planning_code_not_results(tmp_path):
     assert pr.planning_code_dirty(tmp_path)
 
 
+def test_batch_factors_and_a_curve_are_refused_together(monkeypatch):
+    """Both shape the line in the batch size (bench_load.py refuses the pair too)."""
+    monkeypatch.setattr("sys.argv", ["preregister_load.py", "--batch-factors", "--target-batch-curve",
+                                     "traces/curves/f6m207-target.json"])
+    with pytest.raises(SystemExit, match="--batch-factors or a batch curve, not both"):
+        pr.main()
+
+
 def test_a_check_of_other_levels_is_refused():
     with pytest.raises(SystemExit, match="measured levels 3, 8, the plan was for 3, 6"):
         pr.check(_prereg(**{"3": {}, "6": {}}), {"levels": {"3": {}, "8": {}}, "break_even": {}})
@@ -120,11 +128,12 @@ def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
 @pytest.mark.parametrize("name", PREREGS)
 def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
     """Rerun on the calibration corpus (the future corpus named as one that does not exist yet):
-    the same plan, to the rendered digits, by the line and with the batch curves."""
+    the same plan, to the rendered digits, by the line, with the batch curves and with the batch factors."""
     from benchmarks import load_replay
 
     doc = json.loads((RESULTS / name).read_text())
-    again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), doc["batch_curves"] or {})
+    again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), doc["batch_curves"] or {},
+                           doc.get("batch_factors", False))
     assert load_replay.BATCH_CURVES == {}                 # put back for whatever runs next
     assert {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in again["planned"].items()} == \
         {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in doc["planned"].items()}
