@@ -189,6 +189,10 @@ def main() -> None:
                          "prefill its record counts for the discarded or cancelled job of that "
                          "depth, where it counts one, instead of the prefix cache's blocks "
                          "(a diagnosis; docs/load.md, \"What the replay's passes hold\")")
+    ap.add_argument("--sd-plain-first-pass", action="store_true",
+                    help="replay each new target request's first pass (its prefill) as sampling one "
+                         "token and verifying no SD proposal, as vLLM runs it, not as one of its SD "
+                         "rounds (a diagnosis of the replay only; docs/load.md)")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
         return
@@ -197,6 +201,7 @@ def main() -> None:
     load_replay.DECIDE_AFRESH = a.adaptive_afresh
     load_replay.AFRESH_AS_RUN = a.afresh_as_run
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
+    load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
         raise SystemExit("error: --batch-factors and --target-batch-curve/--draft-batch-curve each "
@@ -301,6 +306,7 @@ def main() -> None:
                              **({"batch_curves": curves} if curves else {})},
            # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
            **({"off_path_prefill": True} if a.off_path_prefill else {}),
+           **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
               if a.adaptive_afresh else {}),
@@ -467,6 +473,8 @@ def render(out: dict) -> str:
                 if out.get("adaptive_replay") == "afresh-as-run" else "")
              + (" Jobs off the committed path replayed with the prefill their records count "
                 "(--off-path-prefill)." if out.get("off_path_prefill") else "")
+             + (" Each new target request's first pass replayed as sampling one token without an SD "
+                "proposal (--sd-plain-first-pass)." if out.get("sd_plain_first_pass") else "")
              + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"

@@ -4,7 +4,7 @@ at another cost.
 
     .venv/bin/python benchmarks/bench_replay_passes.py [--load traces/load-f6m207-36]
         [--calibrate-on traces/load-f6m207] [--out benchmarks/results/replay_passes.json]
-        [--off-path-prefill]
+        [--off-path-prefill] [--sd-plain-first-pass]
 
 Per level, configuration and block (the blocks bench_load.py replays: its profile of the
 calibration corpus's 1-2 in flight, every block at the predicted corpus's median probe, the
@@ -76,7 +76,9 @@ def bench(load: str, cal: str) -> dict:
     today = corpus_probe(corpus) if cal != load else None
     out: dict = {"corpus": load, "calibrated_on": cal, "levels": {},
                  # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
-                 **({"off_path_prefill": True} if load_replay.OFF_PATH_PREFILL else {})}
+                 **({"off_path_prefill": True} if load_replay.OFF_PATH_PREFILL else {}),
+                 # each new target request's first pass without an SD proposal (absent: one of its rounds)
+                 **({"sd_plain_first_pass": True} if load_replay.SD_PLAIN_FIRST_PASS else {})}
     for n, level in sorted(corpus.items()):
         # the load corpus's configurations in their order, then any other (a transfer corpus's);
         # ar-er's target runs on both cores, which the replay's profile does not model
@@ -132,7 +134,9 @@ def render(doc: dict) -> str:
                        "each counted once; busy: their seconds; batch: sequences per pass weighted by "
                        "time within a block, the blocks' sum, the real blocks' mean beside)."
                        + (" Jobs off the committed path replayed with the prefill their records count "
-                          "(--off-path-prefill)." if doc.get("off_path_prefill") else ""),
+                          "(--off-path-prefill)." if doc.get("off_path_prefill") else "")
+                       + (" Each new target request's first pass replayed as sampling one token without an "
+                          "SD proposal (--sd-plain-first-pass)." if doc.get("sd_plain_first_pass") else ""),
                        "in flight", "config", "makespan", "target passes", "target busy",
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():
@@ -177,8 +181,12 @@ def main() -> None:
     ap.add_argument("--off-path-prefill", action="store_true",
                     help="replay jobs off the committed path with the prefill their records count "
                          "(bench_load.py --off-path-prefill)")
+    ap.add_argument("--sd-plain-first-pass", action="store_true",
+                    help="replay each new target request's first pass as sampling one token without an "
+                         "SD proposal (bench_load.py --sd-plain-first-pass)")
     a = ap.parse_args()
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
+    load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on):

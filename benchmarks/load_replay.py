@@ -67,6 +67,8 @@ REPLAY_SEEDS = 4
 DECIDE_AFRESH = False
 # bench_load's --off-path-prefill (TraceWorkload.off_path_prefill): a diagnosis, off by default
 OFF_PATH_PREFILL = False
+# bench_load's --sd-plain-first-pass (Config.sd_plain_first_pass): a diagnosis, off by default
+SD_PLAIN_FIRST_PASS = False
 # with DECIDE_AFRESH: decide as the real backend does (Config.adaptive_scope "run", from the
 # estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
 # bench_load's --afresh-as-run
@@ -117,6 +119,7 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
                             arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH,
                             off_path_prefill=OFF_PATH_PREFILL, carried_prior=as_run)
         cfg = prof.to_config(first["mode"], workload=wl, **_knobs(first, prof))
+        cfg.sd_plain_first_pass = SD_PLAIN_FIRST_PASS
         if as_run:
             as_the_run(cfg, wl)
         worlds.append(run(cfg)[1])

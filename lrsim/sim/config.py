@@ -47,6 +47,12 @@ class Config:
     #                               step exist, as the reference does ("deferred": only once its
     #                               parent is the root); a trace workload replays its recorded one
     k2: int = 1                   # token-level SD positions per verification pass (1 = off)
+    # a new engine request's first target pass, which prefills, samples one token and verifies
+    # no proposal (vLLM proposes from a pass's output, so a request's first pass has none); off:
+    # that pass is one of the job's SD rounds, as the simulator has always priced it (opt-in, a
+    # diagnosis of lr+sd's replayed passes: bench_load.py / bench_replay_passes.py
+    # --sd-plain-first-pass, docs/load.md)
+    sd_plain_first_pass: bool = False
     ideal: bool = False
     budget: float = math.inf      # M: free batching up to M positions (--ideal only)
     devices: dict[str, str] = field(default_factory=dict)   # name -> kind

@@ -128,11 +128,17 @@ class World:
             prefill = request_prefill(ctx, prefill, self.target.prefix_block)
         if stream is None:
             return Job(self.env, tokens, ctx, prefill, 1, False, tag, group=req.rid)
+        # cfg.sd_plain_first_pass: a prefilling job's first pass samples its first token alone
+        # (the engine prices that pass by its prefill), its SD rounds the tokens after it
+        plain = 1 if self.cfg.sd_plain_first_pass and new_request and prefill > 0 and rounds is None else 0
         if rounds is None:
-            rounds = stream.rounds_for(tokens, req.rng, self.sd)
+            rounds = stream.rounds_for(tokens - plain, req.rng, self.sd)
         per_round = stream.k2
         if stream.hit < 1.0:          # rounds without a proposal verify one position
             per_round = stream.last_positions / max(rounds, 1)
+        if plain and not rounds:      # one token: the prefilling pass alone
+            per_round = 1
+        rounds += plain
         return Job(self.env, rounds, ctx, prefill, per_round, True, tag,
                    emit_per_iter=tokens / max(rounds, 1), group=req.rid)
 
