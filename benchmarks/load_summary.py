@@ -191,9 +191,27 @@ PREDICTIONS = (
      "the same, shaped by the host's batch curves",
      "bench_load.py --load traces/load-f6m207-transfer-36 --calibrate-on traces/load-f6m207 "
      "--target-batch-curve ... ..."),
+    ("load_f6m207_510_heldout", "traces/load-f6m207-510",
+     "levels 5 and 10 on new problems (one round), from traces/load-f6m207's 1-2 (its plan pre-registered)",
+     "bench_load.py --load traces/load-f6m207-510 --calibrate-on traces/load-f6m207 ..."),
+    ("load_f6m207_510_heldout_curve", "traces/load-f6m207-510", "the same, shaped by the host's batch curves",
+     "bench_load.py --load traces/load-f6m207-510 --calibrate-on traces/load-f6m207 --target-batch-curve ... ..."),
+    ("load_cold_epyc_f25m17_3_heldout", "traces/load-cold-epyc-f25m17-3",
+     "another machine boot of the same EPYC, from the earlier boot's 1-2 (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-3 --calibrate-on traces/load-cold-epyc-f25m17 ..."),
+    ("load_cold_epyc_f25m17_3_heldout_curve", "traces/load-cold-epyc-f25m17-3",
+     "the same, shaped by this boot's measured batch curves",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-3 --calibrate-on traces/load-cold-epyc-f25m17 "
+     "--target-batch-curve traces/curves/f25m17-target.json --draft-batch-curve ... ..."),
+    ("load_cold_epyc_f25m17_3_heldout_bf", "traces/load-cold-epyc-f25m17-3",
+     "the same, with the earlier boot's batch factors",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-3 --calibrate-on traces/load-cold-epyc-f25m17 --batch-factors ..."),
     ("load_f6m207_36_heldout_off_path", "traces/load-f6m207-36",
      "load_f6m207_36_heldout with off-path jobs replayed at their recorded prefill",
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --off-path-prefill ..."),
+    ("load_f6m207_36_heldout_sd_first_pass", "traces/load-f6m207-36",
+     "load_f6m207_36_heldout with each new target request's first pass without an SD proposal",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --sd-plain-first-pass ..."),
 )
 TARGET = 0.10     # the issue's target: a predicted speedup within 10% of the measured one
 BASELINES = ("ar", "ar-er")   # not speculative: ar is every speedup's denominator
@@ -235,6 +253,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             **({"batch_factors": True} if cal.get("batch_factors") else {}),
             **({"batch_curves": True} if cal.get("batch_curves") else {}),
             **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
+            **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
             "rounds": out.get("rounds"), "levels": sorted(map(int, out["levels"])),
             "replayed": {"within": sum(e <= TARGET for e in rep), "pairs": len(rep),
                          "largest": max(rep) if rep else None},
@@ -253,7 +272,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
 # a profile whose line was shaped in the batch size, or a replay that took a diagnosis's recorded
 # counts (bench_load's flags): totalled apart
 SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves", "--target-batch-curve"),
-          ("off_path_prefill", "--off-path-prefill"))
+          ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"))
 
 
 def shaped(r: dict) -> str | None:

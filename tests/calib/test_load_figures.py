@@ -1428,9 +1428,10 @@ def test_the_preregistered_claims():
         planned = json.loads((RESULTS / f"{stem}.json").read_text())["planned"]
         assert max(abs(round(p["speedup_vs_ar"], 2) - round(planned[n][c]["speedup_vs_ar"], 2))
                    for n, t in pre[k]["planned"].items() for c, p in t.items() if c in planned[n]) <= 0.01 + 1e-9
-    # the four profiles' results (the off-path replay, a diagnosis: test_the_off_path_prefill_claims)
+    # the four profiles' results (the off-path replay and the plain first pass, diagnoses:
+    # test_the_off_path_prefill_claims, test_the_sd_first_pass_claims)
     got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS if p[1] == "traces/load-f6m207-36")
-           if shaped(row) != "--off-path-prefill"}
+           if shaped(row) not in ("--off-path-prefill", "--sd-plain-first-pass")}
     cell = {k: (r["replayed"]["within"], r["replayed"]["pairs"], f"{r['replayed']['largest']:.1%}",
                 r["planned"]["within"], r["planned"]["pairs"], r["break_even"]["vs_ar"]["as_measured"],
                 r["break_even"]["vs_ar"]["configs"]) for k, r in got.items()}
@@ -1493,6 +1494,147 @@ def test_the_profile_terms_claims():
     assert total("f25m17", "draft") == "151.9"
     assert [f"{100 * rows[t]['lr_d2_error_at_4']:+.1f}" for t in ("f6m207", "f23m1", "f25m17")] == [
         "-7.7", "-10.0", "+30.4"]
+
+
+def test_the_ten_in_flight_preregistered_claims():
+    """docs/load.md, "Ten in flight, planned from one and two" (and the README's paragraph):
+    traces/load-f6m207-510's round 0 (90 records, problems 1116-1125, levels 5 and 10, 33 minutes
+    alone, one block a cell) against the plan committed before it; the host at 0.83x (target) and
+    0.64x (draft) the profile's probe; by the line 4 of 8 within 10% (sd within 0.6%, lr-d2-emb
+    +8.1%/-9.8%, lr+sd +16.4%/+16.0%, lr-d2 -14.9%/-10.8%), by the curve 3 of 8 (lr+sd within 7.4% and
+    1.7%; sd -19.2%, lr-d2 -18.4%, lr-d2-emb -15.3% at 10); every configuration measured and planned
+    below AR, break-evens 4 of 4; bench_load: replay 3 and 5 of 8 (13.5%, 16.7%), plan 7 and 5 of 10
+    (19.9%, 16.9%)."""
+    from benchmarks.bench_load import plan_errors
+    from benchmarks.load_replay import replay_speedup_errors
+
+    pre = {k: json.loads((RESULTS / f"prereg_f6m207_510{k}.check.json").read_text()) for k in ("", "_curve")}
+    recs, ids, levels, span = _collection("traces/load-f6m207-510")
+    assert len(recs) == 90 and (ids[0], ids[-1]) == (1116, 1125) and len(set(ids)) == 10 and levels == {5, 10}
+    assert 30 * 60 <= span <= 34 * 60                  # round 0's 33 minutes
+    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0}
+    rows = {k: {(r["level"], r["config"]): f"{r['rel_error']:+.1%}" for r in c["check"]["rows"]} for k, c in pre.items()}
+    assert [rows[""][(n, c)] for c in ("sd", "lr-d2-emb", "lr+sd-d2-emb", "lr-d2") for n in (5, 10)] == [
+        "-0.6%", "+0.4%", "+8.1%", "-9.8%", "+16.4%", "+16.0%", "-14.9%", "-10.8%"]
+    assert [rows["_curve"][(n, "lr+sd-d2-emb")] for n in (5, 10)] == ["+7.4%", "-1.7%"]
+    assert [rows["_curve"][(10, c)] for c in ("sd", "lr-d2", "lr-d2-emb")] == ["-19.2%", "-18.4%", "-15.3%"]
+    assert all(r["preregistered"] <= 1.0 and r["measured"] <= 1.0 for c in pre.values() for r in c["check"]["rows"]
+               if r["config"] != "ar-er")
+    assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"],
+             len(c["check"]["break_even"])) for c in pre.values()] == [(4, 8, 4, 4), (3, 8, 4, 4)]
+    out = {k: json.loads((RESULTS / f"load_f6m207_510_heldout{k}.json").read_text()) for k in ("", "_curve")}
+    speed = out[""]["machine_speed"]
+    assert [f"{speed['corpus'][r]['decode_s'] / speed['profile'][r]['decode_s']:.2f}" for r in ("target", "draft")] == [
+        "0.83", "0.64"]
+    rep = [replay_speedup_errors(o["levels"]) for o in out.values()]
+    assert [(sum(e <= 0.10 for e in r), len(r), f"{max(r):.1%}") for r in rep] == [(3, 8, "13.5%"), (5, 8, "16.7%")]
+    plan = [plan_errors(o, "planned") for o in out.values()]
+    assert [(sum(e <= 0.10 for e in p), len(p), f"{max(p):.1%}") for p in plan] == [(7, 10, "19.9%"), (5, 10, "16.9%")]
+
+
+def test_the_other_boot_preregistered_claims():
+    """docs/load.md, "Another boot of the fourth CPU, planned before its runs" (and the README's
+    paragraph, traces/README.md): traces/load-cold-epyc-f25m17-3's 120 records (problems 1136-1151,
+    levels 1, 2, 4 and 8, two rounds, 71 minutes alone) on the AMD EPYC family 25 model 17 in a later
+    boot (feb902f3, fc-v1300) than traces/load-cold-epyc-f25m17's, against the plan from the earlier
+    boot committed before them; this boot's curves (419, 504, 378, 349 ms at 1-4 sequences; 10.8 and
+    3.8 minutes); the host at 0.96x and 1.03x the profile's probe; measured lr+sd 1.56x, 1.25x, 0.60x,
+    0.41x and lr-d2-emb 1.06x, 1.11x, 0.73x, 0.62x, break-evens 4 and 4; the checks (line 3 of 8,
+    20-77% high past 2, lr-d2-emb's break-even at 2; curve 4 of 8, +16.5% to +49.2%; batch factors
+    6 of 8, lr+sd +10.6%/+31.4%, both break-evens); the factors at four sequences (0.93 shaped, 0.71
+    measured); bench_load (replay 3, 3, 4 of 8; plan 7, 8, 10 of 12; AR on both cores 1.72x planned,
+    1.57x-1.71x measured)."""
+    import re
+
+    corpus = ROOT / "traces" / "load-cold-epyc-f25m17-3"
+    recs = [json.loads(line) for f in corpus.glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines() if line.strip()]
+    ids = sorted(int(r["problem_id"].split("/")[1]) for r in recs)
+    assert len(recs) == 120 and (ids[0], ids[-1]) == (1136, 1151) and len(set(ids)) == 16
+    assert {int(r["run"]["flags"]["concurrency"]) for r in recs} == {1, 2, 4, 8}
+    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1}
+    hw = {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs}
+    assert hw == {("family 25 model 17 stepping 1", "feb902f3")}
+    assert all("fc-v1300" in r["run"]["hardware"]["platform"] for r in recs)
+    old = {json.loads(line)["run"]["hardware"]["boot_id"] for f in (ROOT / "traces" / "load-cold-epyc-f25m17").glob("gsm8k/c*/*.jsonl")
+           for line in f.read_text().splitlines() if line.strip()}
+    assert len(old) == 1 and not old & {r["run"]["hardware"]["boot_id"] for r in recs}
+    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (corpus / "collection.log").read_text(), re.M)
+    import datetime
+    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
+    assert round((t1 - t0).total_seconds() / 60) == 71
+    curves = {r: json.loads((ROOT / "traces" / "curves" / f"f25m17-{r}.json").read_text()) for r in ("target", "draft")}
+    dec = {p["batch"]: p["ms"] for p in next(iter(curves["target"]["models"].values()))["decode"]}
+    assert [f"{dec[b]:.0f}" for b in (1, 2, 3, 4)] == ["419", "504", "378", "349"]
+    assert [f"{c['measured_s'] / 60:.1f}" for c in curves.values()] == ["10.8", "3.8"]
+    assert {c["hardware"]["boot_id"][:8] for c in curves.values()} == {"feb902f3"}
+    # the checks
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_3{k}.check.json").read_text()) for k in ("", "_curve", "_bf")}
+    rows = {k: {(r["level"], r["config"]): r for r in c["check"]["rows"]} for k, c in pre.items()}
+    meas = {c: [f"{rows[''][(n, c)]['measured']:.2f}" for n in (1, 2, 4, 8)] for c in ("lr+sd-d2-emb", "lr-d2-emb")}
+    assert meas == {"lr+sd-d2-emb": ["1.56", "1.25", "0.60", "0.41"], "lr-d2-emb": ["1.06", "1.11", "0.73", "0.62"]}
+    assert all(v["measured"] == "4" for c in pre.values() for v in c["check"]["break_even"].values())
+    assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"]) for c in pre.values()] == [
+        (3, 8, 1), (4, 8, 2), (6, 8, 2)]
+    assert pre[""]["check"]["break_even"]["lr-d2-emb"]["preregistered"] == "2"
+    spec = ("lr+sd-d2-emb", "lr-d2-emb")
+    low = {k: [rows[k][(n, c)]["rel_error"] for n in (1, 2) for c in spec] for k in rows}
+    assert all(abs(e) <= 0.10 for k in ("_curve", "_bf") for e in low[k])
+    assert [f"{e:+.1%}" for e in low[""] if abs(e) > 0.10] == ["-10.3%"]
+    high = {k: [rows[k][(n, c)]["rel_error"] for n in (4, 8) for c in spec] for k in rows}
+    assert (f"{min(high['']):.0%}", f"{max(high['']):.0%}") == ("20%", "77%")
+    assert (f"{min(high['_curve']):+.1%}", f"{max(high['_curve']):+.1%}") == ("+16.5%", "+49.2%")
+    assert [f"{rows['_bf'][(n, 'lr+sd-d2-emb')]['rel_error']:+.1%}" for n in (4, 8)] == ["+10.6%", "+31.4%"]
+    # the batch factors at four sequences: the curve's (smoothed) and the earlier traces'
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_3_heldout{k}.json").read_text()) for k in ("", "_curve", "_bf")}
+    bf = {k: dict(map(tuple, out[k]["latency_fit"]["target"]["batch_factors"])) for k in ("_curve", "_bf")}
+    assert f"{bf['_curve'][4.0]:.2f}" == "0.93"
+    assert [f"{bf['_bf'][b]:.2f}" for b in (1.0, 2.0, 3.0, 4.0)] == ["1.00", "1.12", "0.82", "0.71"]
+    speed = out[""]["machine_speed"]
+    assert [f"{speed['corpus'][r]['decode_s'] / speed['profile'][r]['decode_s']:.2f}" for r in ("target", "draft")] == [
+        "0.96", "1.03"]
+    from benchmarks.bench_load import plan_errors
+    from benchmarks.load_replay import replay_speedup_errors
+
+    rep = [replay_speedup_errors(o["levels"]) for o in out.values()]
+    assert [(sum(e <= 0.10 for e in r), len(r), f"{max(r):.1%}") for r in rep] == [
+        (3, 8, "84.6%"), (3, 8, "54.9%"), (4, 8, "37.0%")]
+    plan = [plan_errors(o, "planned") for o in out.values()]
+    assert [(sum(e <= 0.10 for e in p), len(p), f"{max(p):.1%}") for p in plan] == [
+        (7, 12, "77.2%"), (8, 12, "49.2%"), (10, 12, "31.6%")]
+    er = [out[""]["levels"][str(n)]["ar-er"]["speedup_vs_ar"] for n in (1, 2, 4, 8)]
+    assert (f"{out['']['planned']['1']['ar-er']['speedup_vs_ar']:.2f}", f"{min(er):.2f}", f"{max(er):.2f}") == (
+        "1.72", "1.57", "1.71")
+
+
+def test_the_sd_first_pass_claims():
+    """docs/load.md, "lr+sd's first pass, a candidate ruled out": with --sd-plain-first-pass lr+sd's
+    replayed speedup on traces/load-f6m207-36 moves by 0.002 and 0.001 (0.96x and 0.73x either way),
+    every other configuration's not at all, and its target passes from 0.919 to 0.921 and 0.939 to
+    0.936 of the real ones; the pass pricing it points at instead (AR 1.17, LR alone 1.17-1.22, sd
+    1.13, lr+sd 1.02 at 6 in flight; shaped AR 1.05, lr+sd 1.02, sd 1.12) and the 510 check's
+    lr+sd within 7.4% and 1.7% and sd 10.6% and 19.2% low by the curve."""
+    from benchmarks import bench_replay_passes as brp
+
+    a, b = (json.loads((RESULTS / f"load_f6m207_36_heldout{k}.json").read_text()) for k in ("", "_sd_first_pass"))
+    assert b.get("sd_plain_first_pass") and not a.get("sd_plain_first_pass")
+    moved = {(n, c): b["levels"][n][c]["predicted_speedup_vs_ar"] - a["levels"][n][c]["predicted_speedup_vs_ar"]
+             for n in a["levels"] for c in a["levels"][n] if a["levels"][n][c].get("predicted_speedup_vs_ar")}
+    assert [f"{abs(moved[(n, 'lr+sd-d2-emb')]):.3f}" for n in ("3", "6")] == ["0.002", "0.001"]
+    assert all(v == 0 for (n, c), v in moved.items() if c != "lr+sd-d2-emb")
+    assert [f"{o['levels'][n]['lr+sd-d2-emb']['predicted_speedup_vs_ar']:.2f}" for o in (a, b) for n in ("3", "6")] == [
+        "0.96", "0.73", "0.96", "0.73"]
+    rp = [json.loads((RESULTS / f"replay_passes{k}.json").read_text()) for k in ("", "_sd_first_pass")]
+    assert rp[1].get("sd_plain_first_pass") and rp[0]["corpus"] == rp[1]["corpus"] == "traces/load-f6m207-36"
+    assert [[f"{brp.ratio(r['levels'][n]['lr+sd-d2-emb'], 'target', 'passes'):.3f}" for r in rp] for n in ("3", "6")] == [
+        ["0.919", "0.921"], ["0.939", "0.936"]]
+    pp = json.loads((RESULTS / "pass_pricing.json").read_text())["corpora"]["traces/load-f6m207-36"]["by_config"]
+    six = {c: (f"{pp[c]['target']['6']['ratio_line']:.2f}", f"{pp[c]['target']['6']['ratio_curve']:.2f}")
+           for c in ("ar", "lr-d2", "lr-d2-emb", "sd", "lr+sd-d2-emb")}
+    assert six == {"ar": ("1.17", "1.05"), "lr-d2": ("1.22", "1.10"), "lr-d2-emb": ("1.17", "1.05"),
+                   "sd": ("1.13", "1.12"), "lr+sd-d2-emb": ("1.02", "1.02")}
+    rows = {(r["level"], r["config"]): f"{r['rel_error']:+.1%}"
+            for r in json.loads((RESULTS / "prereg_f6m207_510_curve.check.json").read_text())["check"]["rows"]}
+    assert [rows[(n, c)] for c in ("lr+sd-d2-emb", "sd") for n in (5, 10)] == ["+7.4%", "-1.7%", "-10.6%", "-19.2%"]
 
 
 def test_the_transfer_preregistered_claims():
@@ -1649,7 +1791,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_profile_terms_claims, test_the_warm_sixth_cpu_claims,
                        test_the_batch_curve_claims, test_the_preregistered_claims,
                        test_the_transfer_preregistered_claims, test_the_pass_contents_claims,
-                       test_the_off_path_prefill_claims)
+                       test_the_off_path_prefill_claims, test_the_ten_in_flight_preregistered_claims,
+                       test_the_other_boot_preregistered_claims, test_the_sd_first_pass_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1678,6 +1821,10 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "prereg_f6m207_transfer_36.check", "prereg_f6m207_transfer_36_curve.check",
               "load_f6m207_transfer_36_heldout", "load_f6m207_transfer_36_heldout_curve", "replay_passes_transfer",
               "replay_passes_f6m207", "replay_passes_off_path", "replay_passes_f6m207_off_path",
-              "load_f6m207_36_heldout_off_path")]
+              "load_f6m207_36_heldout_off_path", "prereg_f6m207_510.check", "prereg_f6m207_510_curve.check",
+              "load_f6m207_510_heldout", "load_f6m207_510_heldout_curve", "prereg_f25m17_3.check",
+              "prereg_f25m17_3_curve.check", "prereg_f25m17_3_bf.check", "load_cold_epyc_f25m17_3_heldout",
+              "load_cold_epyc_f25m17_3_heldout_curve", "load_cold_epyc_f25m17_3_heldout_bf",
+              "load_f6m207_36_heldout_sd_first_pass", "replay_passes_sd_first_pass")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

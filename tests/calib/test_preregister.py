@@ -13,7 +13,8 @@ from benchmarks import preregister_load as pr
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json", "prereg_f6m207_transfer_36.json",
-           "prereg_f6m207_transfer_36_curve.json", "prereg_f6m207_510.json", "prereg_f6m207_510_curve.json")
+           "prereg_f6m207_transfer_36_curve.json", "prereg_f6m207_510.json", "prereg_f6m207_510_curve.json",
+           "prereg_f25m17_3.json", "prereg_f25m17_3_curve.json", "prereg_f25m17_3_bf.json")
 
 
 def _prereg(**planned) -> dict:
@@ -88,6 +89,21 @@ def test_a_check_of_other_levels_is_refused():
         pr.check(_prereg(**{"3": {}, "6": {}}), {"levels": {"3": {}, "8": {}}, "break_even": {}})
 
 
+def _starts(corpus: Path) -> list[float]:
+    """When a corpus's runs began: each record's run's probe of the idle engines, or (a cold-cache
+    corpus) a lone record's own probe and each block's probe, kept beside its passes. Every record
+    is dated by one of them."""
+    recs = [json.loads(line) for f in corpus.glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines()
+            if line.strip()]
+    own = [(r["run"].get("probe_at_start") or (r.get("probe") or {}).get("before") or {}).get("t") for r in recs]
+    blocks = {(f.parent.parent.name, f.parent.name.removesuffix(".passes"), f.stem.removeprefix("round")):
+              json.loads(f.read_text()).get("probe_at_start_t") for f in corpus.glob("gsm8k/c*/*.passes/round*.json")}
+    flags = [r["run"]["flags"] for r in recs]
+    assert all(t is not None or blocks.get((f"c{f['concurrency']}", f["load_config"], str(f["load_round"]))) is not None
+               for f, t in zip(flags, own))
+    return [t for t in own + list(blocks.values()) if t is not None]
+
+
 @pytest.mark.parametrize("name", PREREGS)
 def test_the_committed_preregistrations_predate_their_corpus(name):
     doc = json.loads((RESULTS / name).read_text())
@@ -95,9 +111,7 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
     assert pr.render(doc) == (RESULTS / name).with_suffix(".md").read_text()
     written = datetime.datetime.strptime(doc["written_utc"], "%Y-%m-%d %H:%M:%S").replace(
         tzinfo=datetime.timezone.utc).timestamp()
-    starts = [json.loads(line)["run"]["probe_at_start"]["t"]
-              for f in (ROOT / doc["for"]).glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines()
-              if line.strip()]
+    starts = _starts(ROOT / doc["for"])
     assert starts and min(starts) > written            # every run began after the plan was written
     # ... and git says so: the commit adding the plan is an ancestor of the one adding the traces
     # (a clone without that history, e.g. a shallow one, cannot tell)
@@ -112,11 +126,11 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
 
 
 @pytest.mark.parametrize("corpus,lo,hi", [("load-f6m207-36", 1264, 1281), ("load-f6m207-transfer-36", 1282, 1299),
-                                          ("load-f6m207-510", 1116, 1135)])
+                                          ("load-f6m207-510", 1116, 1135), ("load-cold-epyc-f25m17-3", 1136, 1151)])
 def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
     """A pre-registered corpus's GSM8K problems (traces/load-f6m207-36: 1264-1281,
-    traces/load-f6m207-transfer-36: 1282-1299, traces/load-f6m207-510: 1116-1135) appear in no
-    other trace file here."""
+    traces/load-f6m207-transfer-36: 1282-1299, traces/load-f6m207-510: 1116-1135,
+    traces/load-cold-epyc-f25m17-3: 1136-1151) appear in no other trace file here."""
     import re
 
     pat = re.compile(r'"problem_id": ?"gsm8k/(\d+)"')
@@ -143,12 +157,20 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
 @pytest.mark.parametrize("name,result", [(PREREGS[0], "load_f6m207_36_heldout.json"),
                                          (PREREGS[1], "load_f6m207_36_heldout_curve.json"),
                                          (PREREGS[2], "load_f6m207_transfer_36_heldout.json"),
-                                         (PREREGS[3], "load_f6m207_transfer_36_heldout_curve.json")])
+                                         (PREREGS[3], "load_f6m207_transfer_36_heldout_curve.json"),
+                                         (PREREGS[4], "load_f6m207_510_heldout.json"),
+                                         (PREREGS[5], "load_f6m207_510_heldout_curve.json"),
+                                         (PREREGS[6], "load_cold_epyc_f25m17_3_heldout.json"),
+                                         (PREREGS[7], "load_cold_epyc_f25m17_3_heldout_curve.json"),
+                                         (PREREGS[8], "load_cold_epyc_f25m17_3_heldout_bf.json")])
 def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus(name, result):
-    """benchmarks/results/prereg_f6m207{,_transfer}_36{,_curve}.check.*: the pre-registration unchanged, and the
-    check recomputed from it and bench_load.py's committed result on the corpus (docs/load.md, "A plan
-    written before its runs": 3 and 4 of 8 within 10%, break-evens 3 and 4 of 4; "Depths the profile
-    never ran": 4 of 6 by both, break-evens 3 of 3)."""
+    """benchmarks/results/prereg_{f6m207_36,f6m207_transfer_36,f6m207_510,f25m17_3}{,_curve,_bf}.check.*: the
+    pre-registration unchanged,
+    and the check recomputed from it and bench_load.py's committed result on the corpus (docs/load.md, "A
+    plan written before its runs": 3 and 4 of 8 within 10%, break-evens 3 and 4 of 4; "Depths the profile
+    never ran": 4 of 6 by both, break-evens 3 of 3; "Ten in flight, planned from one and two": 4 and 3
+    of 8, break-evens 4 of 4; "Another boot of the fourth CPU": 3, 4 and 6 of 8 by the line, the curves
+    and the batch factors, break-evens 1, 2 and 2 of 2)."""
     prereg = json.loads((RESULTS / name).read_text())
     got = json.loads((RESULTS / name).with_suffix(".check.json").read_text())
     assert {k: v for k, v in got.items() if k not in ("check", "checked_against")} == prereg
@@ -156,4 +178,6 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
     assert pr.render(got) == (RESULTS / name).with_suffix(".check.md").read_text()
     c = got["check"]
     assert (c["within_target"], c["compared"], c["break_even_right"]) == {
-        PREREGS[0]: (3, 8, 3), PREREGS[1]: (4, 8, 4), PREREGS[2]: (4, 6, 3), PREREGS[3]: (4, 6, 3)}[name]
+        PREREGS[0]: (3, 8, 3), PREREGS[1]: (4, 8, 4), PREREGS[2]: (4, 6, 3), PREREGS[3]: (4, 6, 3),
+        PREREGS[4]: (4, 8, 4), PREREGS[5]: (3, 8, 4), PREREGS[6]: (3, 8, 1), PREREGS[7]: (4, 8, 2),
+        PREREGS[8]: (6, 8, 2)}[name]
