@@ -120,17 +120,21 @@ class World:
 
     def target_job(self, req, tokens: Any, ctx: Any, prefill: Any = 0,
                    stream: SDStream | None = None, rounds: Any = None, tag=None,
-                   new_request: bool = True) -> Job:
+                   new_request: bool = True, starts_request: Any = None) -> Job:
         """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions.
         `ctx`: its context (prompt included), `prefill` of which the engine never saw; a new
-        engine request (not ar's stream going on) prefills as the prefix cache's blocks leave it."""
+        engine request (not ar's stream going on) prefills as the prefix cache's blocks leave it.
+        `starts_request`: the job is an engine request's first (cfg.sd_plain_first_pass), where
+        `prefill` is a recorded count and not rounded again (new_request False); default
+        new_request."""
         if new_request and ctx > 0:
             prefill = request_prefill(ctx, prefill, self.target.prefix_block)
         if stream is None:
             return Job(self.env, tokens, ctx, prefill, 1, False, tag, group=req.rid)
         # cfg.sd_plain_first_pass: a prefilling job's first pass samples its first token alone
         # (the engine prices that pass by its prefill), its SD rounds the tokens after it
-        plain = 1 if self.cfg.sd_plain_first_pass and new_request and prefill > 0 and rounds is None else 0
+        starts = new_request if starts_request is None else starts_request
+        plain = 1 if getattr(self.cfg, "sd_plain_first_pass", False) and starts and prefill > 0 and rounds is None else 0
         if rounds is None:
             rounds = stream.rounds_for(tokens - plain, req.rng, self.sd)
         per_round = stream.k2

@@ -1607,26 +1607,31 @@ def test_the_other_boot_preregistered_claims():
 
 
 def test_the_sd_first_pass_claims():
-    """docs/load.md, "lr+sd's first pass, a candidate ruled out": with --sd-plain-first-pass lr+sd's
-    replayed speedup on traces/load-f6m207-36 moves by 0.002 and 0.001 (0.96x and 0.73x either way),
-    every other configuration's not at all, and its target passes from 0.919 to 0.921 and 0.939 to
-    0.936 of the real ones; the pass pricing it points at instead (AR 1.17, LR alone 1.17-1.22, sd
-    1.13, lr+sd 1.02 at 6 in flight; shaped AR 1.05, lr+sd 1.02, sd 1.12) and the 510 check's
-    lr+sd within 7.4% and 1.7% and sd 10.6% and 19.2% low by the curve."""
+    """docs/load.md, "lr+sd's first pass, a small part of the miss": with --sd-plain-first-pass
+    lr+sd's replayed speedup on traces/load-f6m207-36 falls by 0.017 and 0.006 (0.96x to 0.95x,
+    0.73x to 0.72x, against 0.83x and 0.66x; error +15.7% to +13.7%, +10.9% to +10.0%: 13% and 8%
+    of the miss), every other configuration's unchanged, its target passes from 0.919 to 0.936
+    and 0.939 to 0.948 of the real ones; the pass pricing beside it (AR 1.17, LR alone 1.17-1.22, sd
+    1.13, lr+sd 1.02 at 6 in flight; shaped AR 1.05, lr+sd 1.02, sd 1.12) and the 510 check's lr+sd
+    within 7.4% and 1.7% and sd 10.6% and 19.2% low by the curve."""
     from benchmarks import bench_replay_passes as brp
 
     a, b = (json.loads((RESULTS / f"load_f6m207_36_heldout{k}.json").read_text()) for k in ("", "_sd_first_pass"))
     assert b.get("sd_plain_first_pass") and not a.get("sd_plain_first_pass")
-    moved = {(n, c): b["levels"][n][c]["predicted_speedup_vs_ar"] - a["levels"][n][c]["predicted_speedup_vs_ar"]
-             for n in a["levels"] for c in a["levels"][n] if a["levels"][n][c].get("predicted_speedup_vs_ar")}
-    assert [f"{abs(moved[(n, 'lr+sd-d2-emb')]):.3f}" for n in ("3", "6")] == ["0.002", "0.001"]
-    assert all(v == 0 for (n, c), v in moved.items() if c != "lr+sd-d2-emb")
-    assert [f"{o['levels'][n]['lr+sd-d2-emb']['predicted_speedup_vs_ar']:.2f}" for o in (a, b) for n in ("3", "6")] == [
-        "0.96", "0.73", "0.96", "0.73"]
+    pred = {k: {(n, c): v["predicted_speedup_vs_ar"] for n in o["levels"] for c, v in o["levels"][n].items()
+                if v.get("predicted_speedup_vs_ar")} for k, o in (("off", a), ("on", b))}
+    assert all(pred["on"][k] == v for k, v in pred["off"].items() if k[1] != "lr+sd-d2-emb")
+    lr = {n: (pred["off"][(n, "lr+sd-d2-emb")], pred["on"][(n, "lr+sd-d2-emb")],
+              a["levels"][n]["lr+sd-d2-emb"]["speedup_vs_ar"]) for n in ("3", "6")}
+    assert [f"{x - y:.3f}" for x, y, _ in lr.values()] == ["0.017", "0.006"]
+    assert [(f"{x:.2f}", f"{y:.2f}", f"{m:.2f}") for x, y, m in lr.values()] == [
+        ("0.96", "0.95", "0.83"), ("0.73", "0.72", "0.66")]
+    assert [(f"{x / m - 1:+.1%}", f"{y / m - 1:+.1%}", f"{(x - y) / (x - m):.0%}") for x, y, m in lr.values()] == [
+        ("+15.7%", "+13.7%", "13%"), ("+10.9%", "+10.0%", "8%")]
     rp = [json.loads((RESULTS / f"replay_passes{k}.json").read_text()) for k in ("", "_sd_first_pass")]
     assert rp[1].get("sd_plain_first_pass") and rp[0]["corpus"] == rp[1]["corpus"] == "traces/load-f6m207-36"
     assert [[f"{brp.ratio(r['levels'][n]['lr+sd-d2-emb'], 'target', 'passes'):.3f}" for r in rp] for n in ("3", "6")] == [
-        ["0.919", "0.921"], ["0.939", "0.936"]]
+        ["0.919", "0.936"], ["0.939", "0.948"]]
     pp = json.loads((RESULTS / "pass_pricing.json").read_text())["corpora"]["traces/load-f6m207-36"]["by_config"]
     six = {c: (f"{pp[c]['target']['6']['ratio_line']:.2f}", f"{pp[c]['target']['6']['ratio_curve']:.2f}")
            for c in ("ar", "lr-d2", "lr-d2-emb", "sd", "lr+sd-d2-emb")}

@@ -67,3 +67,37 @@ def test_the_engine_counts_the_plain_pass_as_prefill_and_the_rounds_as_decode_po
     env.run()
     assert job.finished is not None and eng.iterations == job.total > 1
     assert eng.prefilled == 8 and eng.positions == pytest.approx(stream.last_positions)
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_a_replayed_lr_sd_record_runs_a_plain_first_pass_on_every_target_job(plain):
+    """A real lr+sd record replayed (its committed-path jobs prefill their recorded counts, which
+    the policy submits as no new request to be rounded again): with the flag, every target job's
+    passes are its SD rounds and one plain pass; without, its SD rounds alone."""
+    from pathlib import Path
+
+    from lrcore.traces import read_traces
+    from lrsim.sim import scenario
+    from lrsim.sim.runner import run
+    from lrsim.sim.traces import TraceWorkload
+
+    rec = read_traces(Path(__file__).resolve().parents[2] / "traces" / "load-f6m207-36" / "gsm8k" / "c3"
+                      / "lr+sd-d2-emb.jsonl")[0]
+    cfg = scenario.load("h100-paper")
+    cfg.policy, cfg.depth, cfg.width, cfg.k2 = "lr-async", 2, 1, 7
+    cfg.workload = TraceWorkload([rec])
+    cfg.sd_plain_first_pass = plain
+    jobs = []
+    submit = Engine.submit
+
+    def logged(engine, job):
+        if job.sd:
+            jobs.append((job, job.prefill))       # (the engine zeroes it once prefilled)
+        return submit(engine, job)
+    Engine.submit = logged
+    try:
+        _, world = run(cfg)
+    finally:
+        Engine.submit = submit
+    assert len(jobs) >= 4 and all(p > 0 for _, p in jobs)
+    assert sum(j.total for j, _ in jobs) - world.sd.rounds == (len(jobs) if plain else 0)

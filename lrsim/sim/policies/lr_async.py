@@ -206,6 +206,7 @@ class AsyncLookahead:
         if pos >= self.n_steps:
             return
         world = self.world
+        starts = new_request              # an engine request's first job, whatever counts its prefill
         if new_request and self.spec_prefill is not None:
             recorded = self.spec_prefill(self.req, "target", pos, self.root.position,
                                          node.draft_job is not None)
@@ -213,7 +214,7 @@ class AsyncLookahead:
                 prefill, new_request = recorded, False
         job: Job = world.target.submit(world.target_job(
             self.req, self.job_len("target", pos), self.ctx_tokens(node),
-            prefill=prefill, stream=self.stream, tag=node, new_request=new_request))
+            prefill=prefill, stream=self.stream, tag=node, new_request=new_request, starts_request=starts))
         node.target_job = job
         job.done.add(lambda _e, n=node: self.on_target(n))
 
