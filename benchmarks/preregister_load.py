@@ -160,6 +160,9 @@ def main() -> None:
     ap.add_argument("--against", metavar="RESULT", help="with --check: bench_load.py's result on the corpus")
     a = ap.parse_args()
     if a.check:
+        if a.batch_factors or a.target_batch_curve or a.draft_batch_curve:
+            sys.exit("preregister_load: --check compares a plan as it was written; --batch-factors and "
+                     "the batch curves shape a new plan only")
         if not a.against:
             sys.exit("preregister_load: --check needs --against RESULT (bench_load.py's json)")
         try:

@@ -84,6 +84,13 @@ def test_batch_factors_and_a_curve_are_refused_together(monkeypatch):
         pr.main()
 
 
+def test_a_check_takes_no_shaping_flag(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["preregister_load.py", "--check", "x.json", "--against", "y.json",
+                                     "--batch-factors"])
+    with pytest.raises(SystemExit, match="--check compares a plan as it was written"):
+        pr.main()
+
+
 def test_a_check_of_other_levels_is_refused():
     with pytest.raises(SystemExit, match="measured levels 3, 8, the plan was for 3, 6"):
         pr.check(_prereg(**{"3": {}, "6": {}}), {"levels": {"3": {}, "8": {}}, "break_even": {}})
@@ -95,6 +102,7 @@ def _starts(corpus: Path) -> list[float]:
     is dated by one of them."""
     recs = [json.loads(line) for f in corpus.glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines()
             if line.strip()]
+    assert recs
     own = [(r["run"].get("probe_at_start") or (r.get("probe") or {}).get("before") or {}).get("t") for r in recs]
     blocks = {(f.parent.parent.name, f.parent.name.removesuffix(".passes"), f.stem.removeprefix("round")):
               json.loads(f.read_text()).get("probe_at_start_t") for f in corpus.glob("gsm8k/c*/*.passes/round*.json")}
