@@ -8,10 +8,10 @@ import pytest
 from lrcore.traces import read_traces
 from lrsim.calib.overheads import step_lengths
 from lrsim.sim import scenario
-from lrsim.sim.engine import Engine
 from lrsim.sim.runner import run
 from lrsim.sim.traces import TraceWorkload, draft_prompt_cached, span_cache
 from lrsim.sim.workload import RequestSpec, Synthetic
+from tests.sim.engine_log import submitted
 
 ROOT = Path(__file__).resolve().parents[2]
 V2 = ROOT / "traces" / "load-open-v2" / "gsm8k" / "rate0.025-n8" / "lr-d2-emb.jsonl"
@@ -99,17 +99,8 @@ def test_a_replayed_record_prefills_what_its_engines_computed():
     cfg = scenario.load("h100-paper")
     cfg.policy, cfg.depth, cfg.width = "lr-async", 2, 1
     cfg.workload = TraceWorkload([rec])
-    log = []
-    submit = Engine.submit
-
-    def logged(engine, job):
-        log.append((engine, job, job.prefill))
-        return submit(engine, job)
-    Engine.submit = logged
-    try:
+    with submitted() as log:
         _, world = run(cfg)
-    finally:
-        Engine.submit = submit
     drafts = [(job, p) for e, job, p in log if e is world.draft]
     targets = [(job, p) for e, job, p in log if e is world.target]
     prompt_only = [p for job, p in drafts if getattr(job.tag, "position", None) is None]

@@ -80,6 +80,7 @@ def test_a_replayed_lr_sd_record_runs_a_plain_first_pass_on_every_target_job(pla
     from lrsim.sim import scenario
     from lrsim.sim.runner import run
     from lrsim.sim.traces import TraceWorkload
+    from tests.sim.engine_log import submitted
 
     rec = read_traces(Path(__file__).resolve().parents[2] / "traces" / "load-f6m207-36" / "gsm8k" / "c3"
                       / "lr+sd-d2-emb.jsonl")[0]
@@ -87,17 +88,8 @@ def test_a_replayed_lr_sd_record_runs_a_plain_first_pass_on_every_target_job(pla
     cfg.policy, cfg.depth, cfg.width, cfg.k2 = "lr-async", 2, 1, 7
     cfg.workload = TraceWorkload([rec])
     cfg.sd_plain_first_pass = plain
-    jobs = []
-    submit = Engine.submit
-
-    def logged(engine, job):
-        if job.sd:
-            jobs.append((job, job.prefill))       # (the engine zeroes it once prefilled)
-        return submit(engine, job)
-    Engine.submit = logged
-    try:
+    with submitted() as log:
         _, world = run(cfg)
-    finally:
-        Engine.submit = submit
+    jobs = [(job, p) for _, job, p in log if job.sd]
     assert len(jobs) >= 4 and all(p > 0 for _, p in jobs)
     assert sum(j.total for j, _ in jobs) - world.sd.rounds == (len(jobs) if plain else 0)
