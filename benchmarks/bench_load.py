@@ -67,6 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.write import batch_curves, parse_or_render, write_results  # noqa: E402
+from lrsim.calib import physical  # noqa: E402
 from lrsim.calib.calibrate import read_records  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
 from lrsim.calib.rescale import contention_scales, machine  # noqa: E402
@@ -193,6 +194,11 @@ def main() -> None:
                     help="replay each new target request's first pass (its prefill) as sampling one "
                          "token and verifying no SD proposal, as vLLM runs it, not as one of its SD "
                          "rounds (a diagnosis of the replay only; docs/load.md)")
+    ap.add_argument("--probe-decode-fallback", action="store_true",
+                    help="read a probe whose alone decode timed no plain pass (an SD engine's "
+                         "n-gram proposer matched the probe's output) from its side-by-side decode "
+                         "pass, else its prefill, not as the reference speed, in the fits and the "
+                         "replays (lrsim/calib/physical.PROBE_DECODE_FALLBACK)")
     a = parse_or_render(ap, render, "replay or plan")
     if a is None:
         return
@@ -202,6 +208,7 @@ def main() -> None:
     load_replay.AFRESH_AS_RUN = a.afresh_as_run
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
+    physical.PROBE_DECODE_FALLBACK = a.probe_decode_fallback
     curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
         raise SystemExit("error: --batch-factors and --target-batch-curve/--draft-batch-curve each "
@@ -307,6 +314,7 @@ def main() -> None:
            # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
            **({"off_path_prefill": True} if a.off_path_prefill else {}),
            **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),
+           **({"probe_decode_fallback": True} if a.probe_decode_fallback else {}),
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
               if a.adaptive_afresh else {}),
@@ -475,6 +483,8 @@ def render(out: dict) -> str:
                 "(--off-path-prefill)." if out.get("off_path_prefill") else "")
              + (" Each new target request's first pass replayed as sampling one token without an SD "
                 "proposal (--sd-plain-first-pass)." if out.get("sd_plain_first_pass") else "")
+             + (" A probe that timed no plain decode pass read from its side-by-side pass "
+                "(--probe-decode-fallback)." if out.get("probe_decode_fallback") else "")
              + boots_note(out.get("boots")),
              "",
              "| in flight | config | tok/s | speedup vs ar (measured / replayed / planned"

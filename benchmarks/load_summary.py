@@ -254,6 +254,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             **({"batch_curves": True} if cal.get("batch_curves") else {}),
             **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
             **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
+            **({"probe_decode_fallback": True} if out.get("probe_decode_fallback") else {}),
             "rounds": out.get("rounds"), "levels": sorted(map(int, out["levels"])),
             "replayed": {"within": sum(e <= TARGET for e in rep), "pairs": len(rep),
                          "largest": max(rep) if rep else None},
@@ -272,7 +273,8 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
 # a profile whose line was shaped in the batch size, or a replay that took a diagnosis's recorded
 # counts (bench_load's flags): totalled apart
 SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves", "--target-batch-curve"),
-          ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"))
+          ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"),
+          ("probe_decode_fallback", "--probe-decode-fallback"))
 
 
 def shaped(r: dict) -> str | None:

@@ -100,24 +100,42 @@ def _intervals(rec: dict, engine: str) -> list[tuple[float, float]]:
             for p in fp]
 
 
+# speed_factors' reading of a probe side that timed no plain decode pass (below): off by default,
+# so every committed profile and result stays what it was until they are all rerun with it
+# (benchmarks/bench_load.py --probe-decode-fallback turns it on)
+PROBE_DECODE_FALLBACK = False
+
+
 def speed_factors(rec: dict, engine: str, ref: dict | None, which: str = "both") -> tuple[float, float]:
     """(f_dec, f_pre) of a record for `engine`: its probe over the reference probe.
     which = "before" (known before the run: what a prediction may use), "both" (mean of the
-    probes before and after: the best estimate of the speed during the record), "none"."""
+    probes before and after: the best estimate of the speed during the record), "none".
+    A side whose alone decode timed no plain pass (`decode_s` None: on an SD engine the n-gram
+    proposer can match the probe's own output, so every pass verifies; lrreal/engine.probe) is
+    read, with PROBE_DECODE_FALLBACK, from its side-by-side decode pass over the reference's
+    (`contended_decode_s`, the same pass beside the draft), else from its prefill; without it
+    (the default) or where neither was timed, from the other side, else at the reference speed
+    (1.0)."""
     if not ref or which == "none":
         return 1.0, 1.0
     probe = record_probe(rec)
     sides = ["before"] if which == "before" else ["before", "after"]
+    r = ref.get(engine) or {}
     dec, pre = [], []
     for side in sides:
         e = ((probe.get(side) or {}).get("engines") or {}).get(engine) or {}
-        if e.get("decode_s"):
-            dec.append(float(e["decode_s"]))
-        if e.get("prefill_s"):
-            pre.append(float(e["prefill_s"]))
-    r = ref.get(engine) or {}
-    f_dec = float(np.mean(dec)) / r["decode_s"] if dec and r.get("decode_s") else 1.0
-    f_pre = float(np.mean(pre)) / r["prefill_s"] if pre and r.get("prefill_s") else f_dec
+        if e.get("prefill_s") and r.get("prefill_s"):
+            pre.append(float(e["prefill_s"]) / r["prefill_s"])
+        if e.get("decode_s") and r.get("decode_s"):
+            dec.append(float(e["decode_s"]) / r["decode_s"])
+        elif not PROBE_DECODE_FALLBACK:
+            continue
+        elif e.get("contended_decode_s") and r.get("contended_decode_s"):
+            dec.append(float(e["contended_decode_s"]) / r["contended_decode_s"])
+        elif e.get("prefill_s") and r.get("prefill_s") and r.get("decode_s"):
+            dec.append(pre[-1])
+    f_dec = float(np.mean(dec)) if dec else 1.0
+    f_pre = float(np.mean(pre)) if pre else f_dec
     return f_dec, f_pre
 
 
