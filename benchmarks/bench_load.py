@@ -175,6 +175,9 @@ def main() -> None:
                          "measured curve, lr calibrate measure, gives the target's line its shape in "
                          "the batch size; docs/load.md, \"What the line charges a larger batch\")")
     ap.add_argument("--draft-batch-curve", metavar="PATH", help="the same for the draft's line")
+    ap.add_argument("--batch-curve-as-measured", action="store_true",
+                    help="with the batch curves: their points as measured, not smoothed by a rising "
+                         "fit (`lr calibrate --batch-curve-as-measured`: a curve that dips)")
     ap.add_argument("--adaptive-afresh", action="store_true",
                     help="replay adaptive records (lr-adaptive) with the simulator's lr-adaptive "
                          "deciding afresh, not with the depth, width and k2 each record's run chose")
@@ -213,7 +216,11 @@ def main() -> None:
     if curves and a.batch_factors:
         raise SystemExit("error: --batch-factors and --target-batch-curve/--draft-batch-curve each "
                          "shape the line in the batch size: use one or the other")
+    if a.batch_curve_as_measured and not curves:
+        raise SystemExit("error: --batch-curve-as-measured keeps the --target-batch-curve/"
+                         "--draft-batch-curve points unsmoothed: give one")
     load_replay.BATCH_CURVES = {r: str(ROOT / c) for r, c in curves.items()}
+    load_replay.CURVE_AS_MEASURED = a.batch_curve_as_measured
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
@@ -310,7 +317,9 @@ def main() -> None:
                              # every profile with lr calibrate --batch-factors (absent: without)
                              **({"batch_factors": True} if a.batch_factors else {}),
                              # every profile's line shaped by these measured curves (absent: without)
-                             **({"batch_curves": curves} if curves else {})},
+                             **({"batch_curves": curves} if curves else {}),
+                             # the curves' points as measured, not smoothed (absent: smoothed)
+                             **({"batch_curves_as_measured": True} if a.batch_curve_as_measured else {})},
            # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
            **({"off_path_prefill": True} if a.off_path_prefill else {}),
            **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),
@@ -470,8 +479,9 @@ def render(out: dict) -> str:
              + (" Every profile with --batch-factors (a measured correction per batch size of a plain "
                 "decode pass)." if cal.get("batch_factors") else "")
              + (" Every profile's line shaped in the batch size by a measured curve ("
-                + ", ".join(f"{r}: {c}" for r, c in cal["batch_curves"].items()) + ")."
-                if cal.get("batch_curves") else "")
+                + ", ".join(f"{r}: {c}" for r, c in cal["batch_curves"].items())
+                + (", its points as measured, not smoothed" if cal.get("batch_curves_as_measured") else "")
+                + ")." if cal.get("batch_curves") else "")
              + (" Adaptive records replayed deciding afresh (the simulator's lr-adaptive), not "
                 "with their recorded decisions." if out.get("adaptive_replay") == "afresh" else "")
              + (" Adaptive records replayed deciding afresh as the real backend decides (the "

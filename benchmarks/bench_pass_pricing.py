@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_pass_pricing.py [--corpus traces/load-f6m207 ...] [--json]
         [--out benchmarks/results/pass_pricing.json]
         [--target-batch-curve PATH [--draft-batch-curve PATH]]   # also the line so shaped
+        [--probe-decode-fallback]     # physical.PROBE_DECODE_FALLBACK in the fits and the prices
 
 bench_load.py replays a load corpus with a profile calibrated on its levels 1-2 (lrsim/calib: one
 physical latency model per engine, lrsim/calib/physical.py). A replayed makespan can miss for two
@@ -193,6 +194,9 @@ def render(doc: dict) -> str:
             lines[-1] += (" Shaped by " + ", ".join(f"{r} {Path(p).name}" for r, p in c["batch_curves"].items())
                           + (": target batch factors " + ", ".join(f"{b:g}: {f:.3f}" for b, f in bk) if bk else "")
                           + ".")
+        if doc.get("probe_decode_fallback"):
+            lines[-1] += (" A probe that timed no plain decode pass is read from its side-by-side pass, "
+                          "else its prefill (--probe-decode-fallback).")
         lines.append("")
     return "\n".join(lines)
 
@@ -200,7 +204,10 @@ def render(doc: dict) -> str:
 def bench(names, curves: dict, calibrate_on: str | None = None) -> dict:
     """Every corpus of `names` priced by the profile of `calibrate_on`'s levels 1-2 (default: its
     own, or CALIBRATE_ON's)."""
-    doc = {"min_passes": MIN_PASSES, "corpora": {}}
+    from lrsim.calib import physical
+
+    doc = {"min_passes": MIN_PASSES, "corpora": {},
+           **({"probe_decode_fallback": True} if physical.PROBE_DECODE_FALLBACK else {})}
     for name in names:
         if not load_corpus(ROOT / name):
             sys.exit(f"bench_pass_pricing: no load traces under {name}")
@@ -224,7 +231,14 @@ def main() -> None:
     ap.add_argument("--target-batch-curve", metavar="PATH", help="also price with the line shaped by "
                     "this measured curve (lr calibrate --target-batch-curve)")
     ap.add_argument("--draft-batch-curve", metavar="PATH", help="the same for the draft")
+    ap.add_argument("--probe-decode-fallback", action="store_true", help="read a probe that timed no "
+                    "plain decode pass from its side-by-side pass, else its prefill (bench_load.py's flag)")
     a = ap.parse_args()
+    if a.probe_decode_fallback and a.out == ap.get_default("out"):
+        sys.exit("bench_pass_pricing: --probe-decode-fallback prices other passes than the committed "
+                 f"{a.out}: give it another --out")
+    from lrsim.calib import physical
+    physical.PROBE_DECODE_FALLBACK = a.probe_decode_fallback
     curves = batch_curves(a, ROOT, "bench_pass_pricing")
     doc = bench(a.corpus or CORPORA, curves, a.calibrate_on)
     path = write_results(ROOT / a.out, doc, render)

@@ -76,6 +76,8 @@ AFRESH_AS_RUN = False
 # {role: measured curve file} whose shape in the batch size every profile's line takes (`lr
 # calibrate --target-batch-curve`); bench_load's --target-batch-curve/--draft-batch-curve
 BATCH_CURVES: dict[str, str] = {}
+# bench_load's --batch-curve-as-measured: BATCH_CURVES' points as measured, not smoothed
+CURVE_AS_MEASURED = False
 
 
 def predict_block(prof: Profile, block: list[dict], speed: dict | None = None, carry: bool = False) -> float:
@@ -235,7 +237,7 @@ def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
     one probe; `carry`: replay_worlds; `batch_factors`: lr calibrate --batch-factors); returns the calibration files and that profile too."""
     paths = paths or calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False,
-                                          batch_curves=BATCH_CURVES,
+                                          batch_curves=BATCH_CURVES, smooth_curves=not CURVE_AS_MEASURED,
                                           batch_factors=batch_factors)))
     return paths, {n: level_table(lv, prof, speed, carry) for n, lv in sorted(corpus.items())}, prof
 
@@ -307,7 +309,7 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
         return {"skipped": f"{held_root.name} holds no level 1-2 traces of {which} for "
                            f"{', '.join(sorted(labels))}: no contention of its own to fit"}
     own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False, batch_factors=batch_factors,
-                    batch_curves=BATCH_CURVES)
+                    batch_curves=BATCH_CURVES, smooth_curves=not CURVE_AS_MEASURED)
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}

@@ -252,6 +252,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             "profile": prof, "held_out": bool(cal.get("held_out")), "records": out["records"],
             **({"batch_factors": True} if cal.get("batch_factors") else {}),
             **({"batch_curves": True} if cal.get("batch_curves") else {}),
+            **({"batch_curves_as_measured": True} if cal.get("batch_curves_as_measured") else {}),
             **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
             **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
             **({"probe_decode_fallback": True} if out.get("probe_decode_fallback") else {}),
@@ -272,7 +273,8 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
 
 # a profile whose line was shaped in the batch size, or a replay that took a diagnosis's recorded
 # counts (bench_load's flags): totalled apart
-SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves", "--target-batch-curve"),
+SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves_as_measured", "--batch-curve-as-measured"),
+          ("batch_curves", "--target-batch-curve"),
           ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"),
           ("probe_decode_fallback", "--probe-decode-fallback"))
 

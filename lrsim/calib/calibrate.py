@@ -76,14 +76,14 @@ def _points(records, engine):
 
 
 def _latency_entry(records, engine, kind: str, ref: dict | None, batch_factors: bool = False,
-                   batch_curve: tuple[str, list] | None = None) -> dict | None:
+                   batch_curve: tuple[str, list] | None = None, smooth: bool = True) -> dict | None:
     from .physical import fit_physical, pass_data
 
     if kind == "roofline":
         d = pass_data(records, engine, ref)
         if len(d) >= 8 and any(((r.get("engine_stats") or {}).get(engine) or {}).get("forward_passes")
                                for r in records):
-            return fit_physical(d, engine, batch_factors, batch_curve)
+            return fit_physical(d, engine, batch_factors, batch_curve, smooth)
     if batch_curve is not None:
         raise UserError(f"--{engine}-batch-curve shapes the fitted line of the {engine}'s forward "
                         f"passes, and these traces record none of the {engine}'s (none ran it, or "
@@ -113,12 +113,13 @@ def _first(records, *keys, default=None):
 def calibrate(paths, problems: set | None = None, name: str | None = None,
               latency_kind: str = "roofline", select_placement: bool = True,
               configs: set | None = None, batch_factors: bool = False,
-              batch_curves: dict | None = None) -> dict:
+              batch_curves: dict | None = None, smooth_curves: bool = True) -> dict:
     """`batch_factors`: the physical model's measured correction per batch size too
     (physical.py; `lr calibrate --batch-factors`), recorded in source.batch_factors.
     `batch_curves`: {role: measured curve file} whose shape in the batch size the role's line
     takes instead (`lr calibrate --target-batch-curve`; physical.curve_batch_knots), recorded in
-    source.batch_curves."""
+    source.batch_curves; `smooth_curves` False: their points as measured, not smoothed
+    (physical.curve_batch_knots; source.batch_curves_as_measured)."""
     if latency_kind not in ("roofline", "table"):
         raise UserError(f"--latency-model must be roofline or table, got {latency_kind!r}")
     if batch_factors and latency_kind != "roofline":
@@ -131,6 +132,9 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     if batch_curves and batch_factors:
         raise UserError("--batch-factors and --target-batch-curve/--draft-batch-curve each give the "
                         "line its shape in the batch size: use one or the other")
+    if not smooth_curves and not batch_curves:
+        raise UserError("--batch-curve-as-measured keeps a --target-batch-curve/--draft-batch-curve's "
+                        "points unsmoothed: give one")
     from .curve import plain_decode_points
 
     curves = {role: plain_decode_points(path) for role, path in batch_curves.items()}
@@ -174,7 +178,8 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     ref = reference_probe(records)
     latency = {}
     for role in ("target", "draft"):
-        entry = _latency_entry(records, role, latency_kind, ref, batch_factors, curves.get(role))
+        entry = _latency_entry(records, role, latency_kind, ref, batch_factors, curves.get(role),
+                               smooth_curves)
         if entry is not None:
             latency[role] = entry
     if "target" not in latency:
@@ -217,7 +222,8 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
                    "modes": {m: len(v) for m, v in sorted(by_mode.items())},
                    **({"batch_factors": True} if batch_factors else {}),
                    **({"batch_curves": {r: {"path": str(p), "sha256": sha256(p)}
-                                        for r, p in batch_curves.items()}} if batch_curves else {})},
+                                        for r, p in batch_curves.items()}} if batch_curves else {}),
+                   **({"batch_curves_as_measured": True} if batch_curves and not smooth_curves else {})},
         "latency": latency,
         "verifier": {"kind": "constant" if ver_s > 0 else "none", "seconds": ver_s, "by_method": ver},
         "steps": oh.step_lengths(records),

@@ -92,6 +92,7 @@ def fit_cmd(
     draft_curve: Optional[Path] = typer.Option(None, "--draft-curve", help="Measured curve to use for the draft."),
     target_batch_curve: Optional[Path] = typer.Option(None, "--target-batch-curve", help="Measured curve (lr calibrate measure --batch-sizes 1,...,24) whose shape in the batch size the target's fitted line takes: larger batches than the traces reached (the smaller ones are reshaped too)."),
     draft_batch_curve: Optional[Path] = typer.Option(None, "--draft-batch-curve", help="The same for the draft's line."),
+    batch_curve_as_measured: bool = typer.Option(False, "--batch-curve-as-measured", help="Take the batch curves' points as measured, not smoothed by a rising fit (a CPU whose passes of 3-6 sequences beat 1-2 has a curve that dips)."),
     name: Optional[str] = typer.Option(None, "--name", help="Profile name (default: the first trace file's stem)."),
     batch_factors: bool = typer.Option(False, "--batch-factors", help="Also record the measured time over the line's per batch size of plain decode passes (CPUs whose passes of 3-6 sequences beat 1-2: docs/load.md, 'A fourth CPU')."),
     as_json: bool = JSON,
@@ -124,7 +125,8 @@ def fit_cmd(
                             f"these traces (they hold {', '.join(sorted(have)) or 'none'})")
     doc = calibrate([str(t) for t in traces], problems=keep, name=name, latency_kind=latency_model,
                     configs=_labels("--configs", configs), batch_factors=batch_factors,
-                    batch_curves={"target": target_batch_curve, "draft": draft_batch_curve})
+                    batch_curves={"target": target_batch_curve, "draft": draft_batch_curve},
+                    smooth_curves=not batch_curve_as_measured)
     for role, curve in (("target", target_curve), ("draft", draft_curve)):
         if curve is not None:
             doc["latency"][role] = curve_entry(curve)

@@ -118,24 +118,31 @@ def speed_factors(rec: dict, engine: str, ref: dict | None, which: str = "both")
     (1.0)."""
     if not ref or which == "none":
         return 1.0, 1.0
+    from .rescale import MIN_BESIDE_PASSES
+
     probe = record_probe(rec)
     sides = ["before"] if which == "before" else ["before", "after"]
     r = ref.get(engine) or {}
-    dec, pre = [], []
+    dec, pre, guess = [], [], []    # seconds of the sides' probes; ratios read where dec is missing
     for side in sides:
         e = ((probe.get(side) or {}).get("engines") or {}).get(engine) or {}
-        if e.get("prefill_s") and r.get("prefill_s"):
-            pre.append(float(e["prefill_s"]) / r["prefill_s"])
-        if e.get("decode_s") and r.get("decode_s"):
-            dec.append(float(e["decode_s"]) / r["decode_s"])
+        if e.get("decode_s"):
+            dec.append(float(e["decode_s"]))
         elif not PROBE_DECODE_FALLBACK:
-            continue
-        elif e.get("contended_decode_s") and r.get("contended_decode_s"):
-            dec.append(float(e["contended_decode_s"]) / r["contended_decode_s"])
-        elif e.get("prefill_s") and r.get("prefill_s") and r.get("decode_s"):
-            dec.append(pre[-1])
-    f_dec = float(np.mean(dec)) if dec else 1.0
-    f_pre = float(np.mean(pre)) if pre else f_dec
+            pass
+        elif e.get("contended_decode_s") and r.get("contended_decode_s") \
+                and e.get("contended_passes", MIN_BESIDE_PASSES) >= MIN_BESIDE_PASSES:
+            guess.append(float(e["contended_decode_s"]) / r["contended_decode_s"])
+        elif e.get("prefill_s") and r.get("prefill_s"):
+            guess.append(float(e["prefill_s"]) / r["prefill_s"])
+        if e.get("prefill_s"):
+            pre.append(float(e["prefill_s"]))
+    if r.get("decode_s") and (dec or guess):
+        f_dec = float(np.mean([d / r["decode_s"] for d in dec] + guess)) if guess else \
+            float(np.mean(dec)) / r["decode_s"]       # the sides' seconds over the reference's
+    else:
+        f_dec = 1.0
+    f_pre = float(np.mean(pre)) / r["prefill_s"] if pre and r.get("prefill_s") else f_dec
     return f_dec, f_pre
 
 
@@ -321,12 +328,12 @@ def _solve(d: PassData, free: list[int], x0: np.ndarray) -> tuple[np.ndarray, np
 
 
 def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = False,
-                 batch_curve: tuple[str, list] | None = None) -> dict:
+                 batch_curve: tuple[str, list] | None = None, smooth: bool = True) -> dict:
     """The profile's `latency.<engine>` entry: kind roofline (+ contention), with error bars;
     `batch_factors`: the measured correction per batch size too (module docstring);
     `batch_curve`: (its name, its plain decode points (B, context per sequence, seconds)), a
     measured curve (`lr calibrate measure`) that gives the line its shape in B instead
-    (curve_batch_knots)."""
+    (curve_batch_knots; `smooth` False: its points as measured, not smooth_curve's fit)."""
     if len(d) < MIN_PASSES:
         raise UserError(f"latency fit ({engine}): need at least {MIN_PASSES} forward passes, got "
                         f"{len(d)} (record longer traces or run `lr calibrate measure`)")
@@ -368,7 +375,7 @@ def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = Fals
                             (f"fitted {x[i]:.3g} +/- {se[i]:.2g}" if x[i] > 0 else "fitted 0"))
         x[i] = se[i] = 0.0
     linear = predict(x, d)
-    bknots = (curve_batch_knots(x, batch_curve[1], batch_curve[0], plain_sizes(d)) if batch_curve
+    bknots = (curve_batch_knots(x, batch_curve[1], batch_curve[0], plain_sizes(d), smooth) if batch_curve
               else batch_factor_knots(d, linear) if batch_factors else [])
     if batch_curve and not bknots:
         raise UserError(f"{batch_curve[0]}: no context with plain decode points at two batch sizes "
@@ -489,7 +496,7 @@ def batch_factor_knots(d: PassData, pred: np.ndarray) -> list[list[float]]:
 
 
 def curve_batch_knots(x: np.ndarray, points: list, name: str = "curve",
-                      anchor: set | None = None) -> list[list[float]]:
+                      anchor: set | None = None, smooth: bool = True) -> list[list[float]]:
     """[[B, factor], ...] from a measured batch curve's plain decode points (B, context per
     sequence, seconds): at each context, the curve (smoothed: smooth_curve) over the line at every B, divided by
     the mean of that ratio over the `anchor` batch sizes (those the traces measured, where the
@@ -499,14 +506,17 @@ def curve_batch_knots(x: np.ndarray, points: list, name: str = "curve",
     requests ran at once hold small batches only, and a line fitted there extrapolates their
     slope (on the Intel Xeon family 6 model 207 a pass's time per added sequence falls past 4:
     docs/load.md, "What the line charges a larger batch"); a curve of 1 to 24 sequences
-    measures it. [] unless two sizes; a one-line UserError if no context has an anchor point."""
+    measures it. `smooth` False keeps the points as measured: a CPU whose pass of three to six
+    sequences beats one of one or two (docs/load.md, "A fourth CPU") has a curve that dips, which
+    smooth_curve's rising fit cannot follow. [] unless two sizes; a one-line UserError if no
+    context has an anchor point."""
     w, L, c, p, _beta, s = x
     by_ctx: dict[float, dict[float, float]] = {}
     for b, ctx, sec in points:
         by_ctx.setdefault(float(ctx), {})[float(b)] = float(sec)
     per_b: dict[float, list[float]] = {}
     for ctx, row in by_ctx.items():
-        row = smooth_curve(row)
+        row = smooth_curve(row) if smooth else row
         ratio = {b: sec / (w + c * b * ctx + (p + L + s) * (b - 1)) for b, sec in row.items()}
         at = [ratio[b] for b in sorted(anchor or ()) if b in ratio] or (
             [ratio[1.0]] if 1.0 in ratio else [])

@@ -176,18 +176,31 @@ def test_price_applies_a_fitted_entry_to_passes_it_was_not_fitted_on():
 def test_a_probe_without_a_plain_decode_pass_reads_its_side_by_side_pass(monkeypatch):
     """An SD engine's probe can time no plain decode pass (the n-gram proposer matched the probe's
     own output: decode_s None). With PROBE_DECODE_FALLBACK its speed is then read from the same
-    pass beside the draft over the reference's, else from its prefill, not taken to be the
-    reference speed (the default, kept until every result is rerun with it)."""
+    pass beside the draft over the reference's (two passes at least), else from its prefill, not
+    taken to be the reference speed (the default, kept until every result is rerun with it)."""
     ref = {"target": {"decode_s": 0.5, "prefill_s": 1.0, "contended_decode_s": 0.55}}
-    side = {"decode_s": None, "decode_passes": 0, "prefill_s": 0.8, "contended_decode_s": 0.44}
+    side = {"decode_s": None, "decode_passes": 0, "prefill_s": 0.8, "contended_decode_s": 0.495,
+            "contended_passes": 4}
     r = {"probe": {"before": {"engines": {"target": side}}, "after": {"engines": {"target": side}}}}
     assert ph.speed_factors(r, "target", ref) == pytest.approx((1.0, 0.8))      # the default
     monkeypatch.setattr(ph, "PROBE_DECODE_FALLBACK", True)
-    assert ph.speed_factors(r, "target", ref) == pytest.approx((0.8, 0.8))
-    r["probe"]["after"] = {"engines": {"target": {"decode_s": 0.45, "prefill_s": 0.8}}}
-    assert ph.speed_factors(r, "target", ref) == pytest.approx((0.85, 0.8))    # (0.8 + 0.9) / 2
-    no_side = {"decode_s": None, "prefill_s": 0.7}
-    r = {"probe": {"before": {"engines": {"target": no_side}}}}
-    assert ph.speed_factors(r, "target", ref, "before") == pytest.approx((0.7, 0.7))
+    assert ph.speed_factors(r, "target", ref) == pytest.approx((0.9, 0.8))      # beside: 0.495 / 0.55
+    r["probe"]["after"] = {"engines": {"target": {"decode_s": 0.4, "prefill_s": 0.8}}}
+    assert ph.speed_factors(r, "target", ref) == pytest.approx((0.85, 0.8))     # (0.9 + 0.8) / 2
+    one = dict(side, contended_passes=1)                                         # one pass: too noisy
+    r = {"probe": {"before": {"engines": {"target": one}}}}
+    assert ph.speed_factors(r, "target", ref, "before") == pytest.approx((0.8, 0.8))   # its prefill
+    r = {"probe": {"before": {"engines": {"target": side}}}}
+    assert ph.speed_factors(r, "target", {"target": {"decode_s": 0.5, "prefill_s": 1.0}},
+                            "before") == pytest.approx((0.8, 0.8))
     r = {"probe": {"before": {"engines": {"target": {"decode_s": None}}}}}
     assert ph.speed_factors(r, "target", ref, "before") == (1.0, 1.0)
+
+
+def test_the_default_speed_factors_divide_the_sides_mean_by_the_reference():
+    """Off, the factors are the old code's to the last digit (the committed results' fits): the
+    mean of the sides' seconds over the reference's, not the mean of their ratios."""
+    ref = {"target": {"decode_s": 0.3, "prefill_s": 0.7}}
+    r = {"probe": {"before": {"engines": {"target": {"decode_s": 0.1, "prefill_s": 0.1}}},
+                   "after": {"engines": {"target": {"decode_s": 0.2, "prefill_s": 0.2}}}}}
+    assert ph.speed_factors(r, "target", ref) == ((0.1 + 0.2) / 2 / 0.3, (0.1 + 0.2) / 2 / 0.7)

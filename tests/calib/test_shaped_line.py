@@ -172,3 +172,55 @@ def test_a_curve_without_two_sizes_at_one_context_is_refused(tmp_path):
     r = calibrate_cli(trace, "--target-batch-curve", curve, "-o", tmp_path / "p.json")
     assert r.returncode != 0 and "two batch sizes" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "p.json").exists()
+
+
+def test_a_dipping_curve_as_measured_keeps_its_dip():
+    """A CPU whose pass of three or four sequences beats one of one or two (the AMD EPYC family 25
+    model 17's target: 419, 504, 378, 349 ms at 1-4, traces/curves/f25m17-target.json): the
+    smoothed curve rises with the batch and loses the dip; `smooth=False` (`lr calibrate
+    --batch-curve-as-measured`) prices each size at its own point over the line."""
+    ms = {1: 419, 2: 504, 3: 378, 4: 349, 6: 378, 8: 453, 12: 534, 16: 640, 24: 933}
+    pts = [(b, CTX, ms[b] / 1000) for b in ms]
+    smooth = dict(map(tuple, ph.curve_batch_knots(TRUE, pts)))
+    raw = dict(map(tuple, ph.curve_batch_knots(TRUE, pts, smooth=False)))
+    assert all(smooth[a] * line(TRUE, a) <= smooth[b] * line(TRUE, b) + 1e-12
+               for a, b in zip(sorted(smooth), sorted(smooth)[1:]))          # rises: no dip
+    for b in ms:                       # as measured: the point over the line, relative to one sequence
+        assert raw[b] == pytest.approx(ms[b] / line(TRUE, b) / (ms[1] / line(TRUE, 1)), abs=1e-4)
+    assert raw[4.0] * line(TRUE, 4) < raw[1.0] * line(TRUE, 1) < raw[2.0] * line(TRUE, 2)
+
+
+def test_as_measured_needs_a_curve(tmp_path):
+    from lrsim.calib.calibrate import calibrate
+
+    with pytest.raises(UserError, match="batch-curve-as-measured"):
+        calibrate([str(tmp_path / "none.jsonl")], smooth_curves=False)
+
+
+def test_lr_calibrate_keeps_a_dipping_curve_as_measured(tmp_path):
+    """`lr calibrate --target-batch-curve C --batch-curve-as-measured` on real records: the profile
+    says so in its source and its target factors keep the curve's dip (four sequences cheaper than
+    one over the line's rise); without a curve the flag is a one-line error."""
+    load = ROOT / "traces" / "load-f6m207" / "gsm8k"
+    files = [load / c / f"{m}.jsonl" for c in ("c1", "c2") for m in ("ar", "lr-d2")]
+    ms = {1: 0.419, 2: 0.504, 3: 0.378, 4: 0.349, 6: 0.378, 8: 0.453}
+    curve = write_curve(tmp_path / "curve.json", ms)
+    docs = {}
+    for flag in ([], ["--batch-curve-as-measured"]):
+        out = tmp_path / f"p{len(flag)}.json"
+        r = calibrate_cli(*files, "--target-batch-curve", curve, *flag, "-o", out)
+        assert r.returncode == 0, r.stderr
+        docs[bool(flag)] = json.loads(out.read_text())
+    assert docs[True]["source"]["batch_curves_as_measured"] is True
+    assert "batch_curves_as_measured" not in docs[False]["source"]
+    raw = dict(map(tuple, docs[True]["latency"]["target"]["batch_factors"]))
+    smooth = dict(map(tuple, docs[False]["latency"]["target"]["batch_factors"]))
+    e = docs[True]["latency"]["target"]
+    x = np.array([e["base_s"], e["fit"]["logits_per_position_s"], e["per_ctx_token_s"],
+                  e["prefill_per_token_s"], e["contention"], e["per_seq_s"]])
+    for b in ms:               # each size at its own point over the line (context 256 a sequence)
+        assert raw[b] / raw[1.0] == pytest.approx(ms[b] / line(x, b, 256) / (ms[1] / line(x, 1, 256)), rel=1e-3)
+    assert raw[4.0] / raw[2.0] < smooth[4.0] / smooth[2.0]      # the smoothed curve rises from 2 to 4
+    r = calibrate_cli(files[0], "--batch-curve-as-measured", "-o", tmp_path / "q.json")
+    assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "--batch-curve-as-measured" in r.stderr and not (tmp_path / "q.json").exists()
