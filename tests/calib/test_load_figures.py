@@ -1642,6 +1642,112 @@ def test_the_sd_first_pass_claims():
     assert [rows[(n, c)] for c in ("lr+sd-d2-emb", "sd") for n in (5, 10)] == ["+7.4%", "-1.7%", "-10.6%", "-19.2%"]
 
 
+def test_the_fourth_cpu_transfer_preregistered_claims():
+    """docs/load.md, "Depths never run, on the fourth CPU, planned before their runs" (and the
+    README's and traces/README's paragraphs): traces/load-cold-epyc-f25m17-t36's 108 records
+    (problems 1152-1169, levels 3 and 6, three rounds, 59 minutes) on the AMD EPYC family 25 model
+    17 in boot feb902f3, after the plan from traces/load-cold-epyc-f25m17-3's 1-2; AR 7.24 and
+    14.54 tokens/s, the curve's six sequences 378 ms against one's 419; 1 of 6 within 10% by each
+    plan (lr-d1-emb at 3), every speedup planned high (+8.0..+93.2%, +7.6..+85.6%, +8.3..+43.7%; LR
+    alone at 6 +20..+47%), break-evens 3 of 3; AR replayed -16.9% and -27.6% by the line, -1.9% and
+    -2.3% by the batch factors, which replay lr+sd +39.4%/+66.5%, lr-d3-emb +15.5%/+42.1%,
+    lr-d1-emb +10.5%/+25.7%; the replayed passes; the curves as measured (AR within 4.7%, plan 2
+    of 6 at 41.1% against the smoothed curves' 84.3%; on traces/load-cold-epyc-f25m17-3 7 of 8 at
+    25.2% against 4 of 8 at 49.2% and the batch factors' 6 of 8 at 31.6%); and the probe read at
+    the reference speed (82 records, every one of sd or lr+sd; sd's passes at 6 in flight on
+    traces/load-f6m207-36 1.13 -> 1.10 against lr+sd's 1.02, a quarter of the gap; lr+sd-d3-emb
+    on the Xeon's transfer corpus 1.10/1.07 -> 1.06/1.05)."""
+    import datetime
+    import re
+
+    from benchmarks import bench_replay_passes as brp
+
+    corpus = "traces/load-cold-epyc-f25m17-t36"
+    recs, ids, levels, _ = _collection(corpus)
+    assert len(recs) == 108 and (ids[0], ids[-1]) == (1152, 1169) and len(set(ids)) == 18 and levels == {3, 6}
+    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
+    assert {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs} == {
+        ("family 25 model 17 stepping 1", "feb902f3")}
+    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (ROOT / corpus / "collection.log").read_text(), re.M)
+    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
+    assert round((t1 - t0).total_seconds() / 60) == 59
+    dec = {p["batch"]: p["ms"] for p in next(iter(json.loads(
+        (ROOT / "traces" / "curves" / "f25m17-target.json").read_text())["models"].values()))["decode"]}
+    assert [f"{dec[b]:.0f}" for b in (6, 1)] == ["378", "419"]
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_t36_heldout{k}.json").read_text())
+           for k in ("", "_curve", "_bf", "_raw")}
+    assert [f"{out[''] ['levels'][n]['ar']['tokens_per_s']:.2f}" for n in ("3", "6")] == ["7.24", "14.54"]
+    # the checks
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_t36{k}.check.json").read_text()) for k in ("", "_curve", "_bf")}
+    assert all(c["calibrated_on"] == "traces/load-cold-epyc-f25m17-3" and c["for"] == corpus for c in pre.values())
+    for c in pre.values():
+        rows = c["check"]["rows"]
+        assert [(r["level"], r["config"]) for r in rows if abs(r["rel_error"]) <= 0.10] == [(3, "lr-d1-emb")]
+        assert all(r["rel_error"] > 0 for r in rows)
+        assert all(v["measured"] == "3" for v in c["check"]["break_even"].values())
+    span = {k: (f"{min(r['rel_error'] for r in c['check']['rows']):+.1%}", f"{max(r['rel_error'] for r in c['check']['rows']):+.1%}")
+            for k, c in pre.items()}
+    assert span == {"": ("+8.0%", "+93.2%"), "_curve": ("+7.6%", "+85.6%"), "_bf": ("+8.3%", "+43.7%")}
+    alone6 = [r["rel_error"] for c in pre.values() for r in c["check"]["rows"] if r["level"] == 6 and r["config"].startswith("lr-")]
+    assert (f"{min(alone6):+.0%}", f"{max(alone6):+.0%}") == ("+20%", "+47%")
+    # the replay's tokens/s over measured
+    rep = {k: {(n, c): f"{t['predicted_tokens_per_s'] / t['tokens_per_s'] - 1:+.1%}" for n, lv in o["levels"].items()
+               for c, t in lv.items()} for k, o in out.items()}
+    assert [rep[""][(n, "ar")] for n in ("3", "6")] == ["-16.9%", "-27.6%"]
+    assert [rep["_bf"][(n, c)] for c in ("ar", "lr+sd-d3-emb", "lr-d3-emb", "lr-d1-emb") for n in ("3", "6")] == [
+        "-1.9%", "-2.3%", "+39.4%", "+66.5%", "+15.5%", "+42.1%", "+10.5%", "+25.7%"]
+    assert max(abs(float(rep["_raw"][(n, "ar")].rstrip("%"))) for n in ("3", "6")) == 4.7
+    assert out["_raw"]["calibrated_on"].get("batch_curves_as_measured") and not out["_curve"]["calibrated_on"].get(
+        "batch_curves_as_measured")
+    rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
+    got = {k: (rows[k]["planned"]["within"], rows[k]["planned"]["pairs"], f"{rows[k]['planned']['largest']:.1%}")
+           for k in ("load_cold_epyc_f25m17_t36_heldout_raw", "load_cold_epyc_f25m17_t36_heldout_curve",
+                     "load_cold_epyc_f25m17_3_heldout_raw", "load_cold_epyc_f25m17_3_heldout_curve",
+                     "load_cold_epyc_f25m17_3_heldout_bf")}
+    assert got == {"load_cold_epyc_f25m17_t36_heldout_raw": (2, 6, "41.1%"),
+                   "load_cold_epyc_f25m17_t36_heldout_curve": (2, 6, "84.3%"),
+                   "load_cold_epyc_f25m17_3_heldout_raw": (7, 8, "25.2%"),
+                   "load_cold_epyc_f25m17_3_heldout_curve": (4, 8, "49.2%"),
+                   "load_cold_epyc_f25m17_3_heldout_bf": (6, 8, "31.6%")}
+    # the replayed passes (by the line)
+    rp = json.loads((RESULTS / "replay_passes_f25m17_t36.json").read_text())
+    assert rp["corpus"] == corpus
+    lv = rp["levels"]
+    lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
+    tp = [brp.ratio(lv[n][c], "target", "passes") for n in ("3", "6") for c in lr]
+    assert (f"{min(tp):.2f}", f"{max(tp):.2f}") == ("0.94", "1.01")
+    assert [f"{brp.ratio(lv['6'][c], 'target', 'batch'):.2f}" for c in ("lr+sd-d3-emb", "lr-d3-emb")] == ["0.76", "0.80"]
+    big = {c: (sum(b["target"]["replayed"]["by_batch"][-1] for b in lv["6"][c]),
+               sum(b["target"]["real"]["by_batch"][-1] for b in lv["6"][c])) for c in ("lr+sd-d3-emb", "lr-d3-emb")}
+    assert big == {"lr+sd-d3-emb": (0, 29), "lr-d3-emb": (0, 33)}
+    assert f"{brp.ratio(lv['6']['lr+sd-d3-emb'], 'draft', 'batch'):.2f}" == "1.88"
+    xeon = json.loads((RESULTS / "replay_passes_transfer.json").read_text())["levels"]
+    xb = [brp.ratio(xeon[n][c], "target", "batch") for n in ("3", "6") for c in lr]
+    assert (f"{min(xb):.2f}", f"{max(xb):.2f}") == ("0.99", "1.03")
+    # the probe read at the reference speed
+    from lrsim.calib.physical import record_probe
+
+    def timed_none(r: dict) -> bool:
+        return any(not e.get("decode_s") for side in record_probe(r).values() if side
+                   for e in (side.get("engines") or {}).values())
+
+    recs = [json.loads(line) for f in (ROOT / "traces").rglob("*.jsonl") for line in f.read_text().splitlines()
+            if '"decode_s":null' in line.replace(' ', '')]
+    nulls = [(r["problem_id"], r["mode"]) for r in recs if timed_none(r)]
+    assert len(nulls) == 82 and {m for _, m in nulls} == {"sd", "lr+sd"}
+    pp = {k: json.loads((RESULTS / f"pass_pricing{k}.json").read_text())["corpora"] for k in ("", "_probe_fallback")}
+    six = {k: [f"{c['traces/load-f6m207-36']['by_config'][m]['target']['6']['ratio_line']:.2f}" for m in ("sd", "lr+sd-d2-emb")]
+           for k, c in pp.items()}
+    assert six == {"": ["1.13", "1.02"], "_probe_fallback": ["1.10", "1.02"]}
+    d3 = {k: [f"{c['traces/load-f6m207-transfer-36']['by_config']['lr+sd-d3-emb']['target'][n]['ratio_line']:.2f}"
+              for n in ("3", "6")] for k, c in pp.items()}
+    assert d3 == {"": ["1.10", "1.07"], "_probe_fallback": ["1.06", "1.05"]}
+    gap = {k: c["traces/load-f6m207-36"]["by_config"] for k, c in pp.items()}
+    moved = [(g["sd"]["target"]["6"]["ratio_line"] - g["lr+sd-d2-emb"]["target"]["6"]["ratio_line"]) for g in gap.values()]
+    assert 0.2 < 1 - moved[1] / moved[0] < 0.3                  # a quarter of the gap
+    assert json.loads((RESULTS / "pass_pricing_probe_fallback.json").read_text()).get("probe_decode_fallback")
+
+
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -1797,7 +1903,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_batch_curve_claims, test_the_preregistered_claims,
                        test_the_transfer_preregistered_claims, test_the_pass_contents_claims,
                        test_the_off_path_prefill_claims, test_the_ten_in_flight_preregistered_claims,
-                       test_the_other_boot_preregistered_claims, test_the_sd_first_pass_claims)
+                       test_the_other_boot_preregistered_claims, test_the_sd_first_pass_claims,
+                       test_the_fourth_cpu_transfer_preregistered_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1830,6 +1937,10 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_f6m207_510_heldout", "load_f6m207_510_heldout_curve", "prereg_f25m17_3.check",
               "prereg_f25m17_3_curve.check", "prereg_f25m17_3_bf.check", "load_cold_epyc_f25m17_3_heldout",
               "load_cold_epyc_f25m17_3_heldout_curve", "load_cold_epyc_f25m17_3_heldout_bf",
-              "load_f6m207_36_heldout_sd_first_pass", "replay_passes_sd_first_pass")]
+              "load_f6m207_36_heldout_sd_first_pass", "replay_passes_sd_first_pass",
+              "prereg_f25m17_t36.check", "prereg_f25m17_t36_curve.check", "prereg_f25m17_t36_bf.check",
+              "load_cold_epyc_f25m17_t36_heldout", "load_cold_epyc_f25m17_t36_heldout_curve",
+              "load_cold_epyc_f25m17_t36_heldout_bf", "load_cold_epyc_f25m17_t36_heldout_raw",
+              "load_cold_epyc_f25m17_3_heldout_raw", "replay_passes_f25m17_t36", "pass_pricing_probe_fallback")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

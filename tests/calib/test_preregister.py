@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json", "prereg_f6m207_transfer_36.json",
            "prereg_f6m207_transfer_36_curve.json", "prereg_f6m207_510.json", "prereg_f6m207_510_curve.json",
-           "prereg_f25m17_3.json", "prereg_f25m17_3_curve.json", "prereg_f25m17_3_bf.json")
+           "prereg_f25m17_3.json", "prereg_f25m17_3_curve.json", "prereg_f25m17_3_bf.json",
+           "prereg_f25m17_t36.json", "prereg_f25m17_t36_curve.json", "prereg_f25m17_t36_bf.json")
 
 
 def _prereg(**planned) -> dict:
@@ -134,11 +135,13 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
 
 
 @pytest.mark.parametrize("corpus,lo,hi", [("load-f6m207-36", 1264, 1281), ("load-f6m207-transfer-36", 1282, 1299),
-                                          ("load-f6m207-510", 1116, 1135), ("load-cold-epyc-f25m17-3", 1136, 1151)])
+                                          ("load-f6m207-510", 1116, 1135), ("load-cold-epyc-f25m17-3", 1136, 1151),
+                                          ("load-cold-epyc-f25m17-t36", 1152, 1169)])
 def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
     """A pre-registered corpus's GSM8K problems (traces/load-f6m207-36: 1264-1281,
     traces/load-f6m207-transfer-36: 1282-1299, traces/load-f6m207-510: 1116-1135,
-    traces/load-cold-epyc-f25m17-3: 1136-1151) appear in no other trace file here."""
+    traces/load-cold-epyc-f25m17-3: 1136-1151, traces/load-cold-epyc-f25m17-t36: 1152-1169) appear
+    in no other trace file here."""
     import re
 
     pat = re.compile(r'"problem_id": ?"gsm8k/(\d+)"')
@@ -170,7 +173,10 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
                                          (PREREGS[5], "load_f6m207_510_heldout_curve.json"),
                                          (PREREGS[6], "load_cold_epyc_f25m17_3_heldout.json"),
                                          (PREREGS[7], "load_cold_epyc_f25m17_3_heldout_curve.json"),
-                                         (PREREGS[8], "load_cold_epyc_f25m17_3_heldout_bf.json")])
+                                         (PREREGS[8], "load_cold_epyc_f25m17_3_heldout_bf.json"),
+                                         (PREREGS[9], "load_cold_epyc_f25m17_t36_heldout.json"),
+                                         (PREREGS[10], "load_cold_epyc_f25m17_t36_heldout_curve.json"),
+                                         (PREREGS[11], "load_cold_epyc_f25m17_t36_heldout_bf.json")])
 def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus(name, result):
     """benchmarks/results/prereg_{f6m207_36,f6m207_transfer_36,f6m207_510,f25m17_3}{,_curve,_bf}.check.*: the
     pre-registration unchanged,
@@ -178,7 +184,8 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
     plan written before its runs": 3 and 4 of 8 within 10%, break-evens 3 and 4 of 4; "Depths the profile
     never ran": 4 of 6 by both, break-evens 3 of 3; "Ten in flight, planned from one and two": 4 and 3
     of 8, break-evens 4 of 4; "Another boot of the fourth CPU": 3, 4 and 6 of 8 by the line, the curves
-    and the batch factors, break-evens 1, 2 and 2 of 2)."""
+    and the batch factors, break-evens 1, 2 and 2 of 2; "Depths never run, on the fourth CPU": 1 of 6 by
+    each, break-evens 3 of 3)."""
     prereg = json.loads((RESULTS / name).read_text())
     got = json.loads((RESULTS / name).with_suffix(".check.json").read_text())
     assert {k: v for k, v in got.items() if k not in ("check", "checked_against")} == prereg
@@ -188,4 +195,4 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
     assert (c["within_target"], c["compared"], c["break_even_right"]) == {
         PREREGS[0]: (3, 8, 3), PREREGS[1]: (4, 8, 4), PREREGS[2]: (4, 6, 3), PREREGS[3]: (4, 6, 3),
         PREREGS[4]: (4, 8, 4), PREREGS[5]: (3, 8, 4), PREREGS[6]: (3, 8, 1), PREREGS[7]: (4, 8, 2),
-        PREREGS[8]: (6, 8, 2)}[name]
+        PREREGS[8]: (6, 8, 2), PREREGS[9]: (1, 6, 3), PREREGS[10]: (1, 6, 3), PREREGS[11]: (1, 6, 3)}[name]
