@@ -278,6 +278,12 @@ def main() -> None:
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention,
                                                     a.batch_factors),
                                        Path(tmp) / f"load-profile-{name}.json") for name in plan_names}
+        # what the profiles were calibrated with, read back from them (not the flag): every one
+        # took the curves as measured, or none did
+        as_measured = {bool(json.loads(Path(p).read_text())["source"].get("batch_curves_as_measured"))
+                       for p in profiles.values()} | {bool(replay_profile.doc["source"].get("batch_curves_as_measured"))}
+        if as_measured != {a.batch_curve_as_measured}:
+            sys.exit("bench_load: the replay and plan profiles disagree with --batch-curve-as-measured")
         # the plan prices every configuration of its grid; kept: those the corpus measured, and
         # the equal-resources baseline
         def kept(n, rows):
@@ -319,7 +325,7 @@ def main() -> None:
                              # every profile's line shaped by these measured curves (absent: without)
                              **({"batch_curves": curves} if curves else {}),
                              # the curves' points as measured, not smoothed (absent: smoothed)
-                             **({"batch_curves_as_measured": True} if a.batch_curve_as_measured else {})},
+                             **({"batch_curves_as_measured": True} if True in as_measured else {})},
            # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
            **({"off_path_prefill": True} if a.off_path_prefill else {}),
            **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),

@@ -197,6 +197,23 @@ def test_as_measured_needs_a_curve(tmp_path):
         calibrate([str(tmp_path / "none.jsonl")], smooth_curves=False)
 
 
+def test_the_load_benchmarks_calibrate_as_measured_when_asked(monkeypatch):
+    """bench_load.py --batch-curve-as-measured (load_replay.CURVE_AS_MEASURED) reaches the plan's
+    profile: its source says the curves were taken as measured, and its factors keep the dip."""
+    from benchmarks import load_plan, load_replay
+
+    curves = {r: str(ROOT / "traces" / "curves" / f"f25m17-{r}.json") for r in ("target", "draft")}
+    paths = load_replay.calib_paths(ROOT / "traces" / "load-cold-epyc-f25m17-3")
+    monkeypatch.setattr(load_replay, "BATCH_CURVES", curves)
+    smooth = load_plan.plan_profile(paths, load_plan.PLAN_PROFILES["emb"][0], None)
+    monkeypatch.setattr(load_replay, "CURVE_AS_MEASURED", True)
+    raw = load_plan.plan_profile(paths, load_plan.PLAN_PROFILES["emb"][0], None)
+    assert raw.doc["source"]["batch_curves_as_measured"] is True
+    assert "batch_curves_as_measured" not in smooth.doc["source"]
+    f = {k: dict(map(tuple, p.doc["latency"]["target"]["batch_factors"])) for k, p in (("raw", raw), ("smooth", smooth))}
+    assert f["raw"][4.0] / f["raw"][2.0] < f["smooth"][4.0] / f["smooth"][2.0]
+
+
 def test_lr_calibrate_keeps_a_dipping_curve_as_measured(tmp_path):
     """`lr calibrate --target-batch-curve C --batch-curve-as-measured` on real records: the profile
     says so in its source and its target factors keep the curve's dip (four sequences cheaper than
