@@ -52,11 +52,10 @@ def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False
     `batch_factors`: lr calibrate --batch-factors."""
     from lrsim.calib.rescale import contention_scales, factors_from_probe
 
-    from benchmarks.load_replay import BATCH_CURVES, CURVE_AS_MEASURED
+    from benchmarks.load_replay import curve_shaping
 
     prof = Profile(validate_doc(calibrate(paths, configs=set(cfgs), select_placement=False,
-                                          batch_factors=batch_factors, batch_curves=BATCH_CURVES,
-                                          smooth_curves=not CURVE_AS_MEASURED)))
+                                          batch_factors=batch_factors, **curve_shaping())))
     if today:
         prof = prof.rescaled(factors_from_probe(prof.doc["probe"], {"engines": today}),
                              "the held-out corpus's median probe",

@@ -80,6 +80,12 @@ BATCH_CURVES: dict[str, str] = {}
 CURVE_AS_MEASURED = False
 
 
+def curve_shaping() -> dict:
+    """calibrate()'s batch-curve arguments as bench_load set them (BATCH_CURVES, CURVE_AS_MEASURED):
+    one place, so no profile of a run takes the curves one way and another the other."""
+    return {"batch_curves": BATCH_CURVES, "smooth_curves": not CURVE_AS_MEASURED}
+
+
 def predict_block(prof: Profile, block: list[dict], speed: dict | None = None, carry: bool = False) -> float:
     """Simulated makespan of the block's records run together, at the machine speed probed
     before it (the record's own probe at level 1; the run's probe of the idle engines above), or
@@ -237,8 +243,7 @@ def measure(calib_root: Path, corpus: dict, speed: dict | None = None,
     one probe; `carry`: replay_worlds; `batch_factors`: lr calibrate --batch-factors); returns the calibration files and that profile too."""
     paths = paths or calib_paths(calib_root)
     prof = Profile(validate_doc(calibrate(paths, configs=set(PROFILE_CONFIGS), select_placement=False,
-                                          batch_curves=BATCH_CURVES, smooth_curves=not CURVE_AS_MEASURED,
-                                          batch_factors=batch_factors)))
+                                          batch_factors=batch_factors, **curve_shaping())))
     return paths, {n: level_table(lv, prof, speed, carry) for n, lv in sorted(corpus.items())}, prof
 
 
@@ -309,7 +314,7 @@ def contention_whatif(prof: Profile, held_root: Path, corpus: dict, speed: dict 
         return {"skipped": f"{held_root.name} holds no level 1-2 traces of {which} for "
                            f"{', '.join(sorted(labels))}: no contention of its own to fit"}
     own = calibrate(paths, configs=set(CALIB_CONFIGS), select_placement=False, batch_factors=batch_factors,
-                    batch_curves=BATCH_CURVES, smooth_curves=not CURVE_AS_MEASURED)
+                    **curve_shaping())
     doc = copy.deepcopy(prof.doc)
     beta = {r: float(own["latency"][r].get("contention", 0.0)) for r in ("target", "draft")
             if r in own["latency"] and r in doc["latency"]}

@@ -128,13 +128,12 @@ def speed_factors(rec: dict, engine: str, ref: dict | None, which: str = "both")
         e = ((probe.get(side) or {}).get("engines") or {}).get(engine) or {}
         if e.get("decode_s"):
             dec.append(float(e["decode_s"]))
-        elif not PROBE_DECODE_FALLBACK:
-            pass
-        elif e.get("contended_decode_s") and r.get("contended_decode_s") \
-                and e.get("contended_passes", MIN_BESIDE_PASSES) >= MIN_BESIDE_PASSES:
-            guess.append(float(e["contended_decode_s"]) / r["contended_decode_s"])
-        elif e.get("prefill_s") and r.get("prefill_s"):
-            guess.append(float(e["prefill_s"]) / r["prefill_s"])
+        elif PROBE_DECODE_FALLBACK:
+            if e.get("contended_decode_s") and r.get("contended_decode_s") \
+                    and e.get("contended_passes", MIN_BESIDE_PASSES) >= MIN_BESIDE_PASSES:
+                guess.append(float(e["contended_decode_s"]) / r["contended_decode_s"])
+            elif e.get("prefill_s") and r.get("prefill_s"):
+                guess.append(float(e["prefill_s"]) / r["prefill_s"])
         if e.get("prefill_s"):
             pre.append(float(e["prefill_s"]))
     if r.get("decode_s") and (dec or guess):
