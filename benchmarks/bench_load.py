@@ -83,7 +83,7 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
                                     replay_speedup_errors, replay_worlds, speedup_interval,
-                                    contention_whatif, speedup_error_map, speedup_errors)
+                                    contention_whatif, parse_levels, speedup_error_map, speedup_errors)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -158,6 +158,10 @@ def main() -> None:
                     "predict, e.g. those one sitting ran all configurations of (default: all)")
     ap.add_argument("--configs", help="comma-separated configurations of --load to predict "
                     "(default: all; ar is always kept: speedups are over it)")
+    ap.add_argument("--calibrate-levels", default="1,2",
+                    help="calibrate on these levels in flight of the calibration corpus, comma-separated "
+                         "(default 1,2: predict loads never measured; e.g. 1,2,4,8: every load a corpus "
+                         "of other configurations ran)")
     ap.add_argument("--calibrate-rounds", help="calibrate on these rounds of the calibration "
                     "corpus only, e.g. a sitting's first round to predict its later ones with "
                     "--rounds (held out when the two do not overlap; in sample when they are "
@@ -224,6 +228,7 @@ def main() -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     rounds = parse_rounds(a.rounds)
     cal_rounds = parse_rounds(a.calibrate_rounds, "--calibrate-rounds")
+    cal_levels = parse_levels(a.calibrate_levels, "bench_load")
     wanted = set(a.configs.split(",")) | {"ar"} if a.configs else None
     # --calibrate-on may name several corpora (comma-separated: sittings pooled into one profile)
     cal_names = [c.strip() for c in (a.calibrate_on or a.load).split(",") if c.strip()]
@@ -245,8 +250,8 @@ def main() -> None:
     held_out = not same or (cal_rounds is not None and cal_rounds != rounds)
     scratch = tempfile.TemporaryDirectory()
     cal_paths = [p for i, name in enumerate(cal_names) for p in read_or_exit(
-        "bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name) / str(i)),
-        name, "level 1-2 traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
+        "bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name) / str(i), cal_levels),
+        name, f"level {'1-2' if cal_levels == (1, 2) else a.calibrate_levels} traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
         " to calibrate on")]
     # the CPU models each side ran on: the render says whether the profile crossed machines
     predicted = [r for lv in corpus.values() for rs in lv.values() for r in rs]
@@ -273,7 +278,7 @@ def main() -> None:
         ran = {Path(p).stem for p in paths}
         plan_names = wanted_profiles(ran)
         if not plan_names:
-            sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at 1-2 in flight "
+            sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at {'1-2' if cal_levels == (1, 2) else a.calibrate_levels} in flight "
                      "to calibrate a plan profile on")
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention,
                                                     a.batch_factors),
@@ -312,7 +317,7 @@ def main() -> None:
            "planned_at_measured_acceptance": {str(n): t for n, t in planned_acc.items()},
            "break_even": be,
            # the calibration corpus; corpora pooled into one profile: comma-separated
-           "calibrated_on": {"corpus": ",".join(cal_names), "levels": list(CALIB_LEVELS),
+           "calibrated_on": {"corpus": ",".join(cal_names), "levels": list(cal_levels),
                              "rounds": sorted(cal_rounds) if cal_rounds else None,
                              "same_corpus": same, "shared_problems": shared,
                              "configs": list(PROFILE_CONFIGS), "held_out": held_out,

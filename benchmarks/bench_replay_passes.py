@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import load_replay  # noqa: E402
 from benchmarks.bench_pass_pricing import BATCHES, block_passes  # noqa: E402
 from benchmarks.load_replay import (PROFILE_CONFIGS, blocks, calib_paths, corpus_probe,  # noqa: E402
-                                    load_corpus, makespan, replay_worlds)
+                                    load_corpus, makespan, parse_levels, replay_worlds)
 from benchmarks.write import table_head, write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
@@ -66,15 +66,17 @@ def sim_side(worlds: list, engine: str) -> dict | None:
                          for lo, hi in BATCHES]}
 
 
-def bench(load: str, cal: str) -> dict:
+def bench(load: str, cal: str, levels: tuple[int, ...] | None = None) -> dict:
     from lrsim.calib.calibrate import calibrate
     from lrsim.calib.profile import Profile, validate_doc
 
     corpus = load_corpus(ROOT / load)
-    prof = Profile(validate_doc(calibrate(calib_paths(ROOT / cal), configs=set(PROFILE_CONFIGS),
+    prof = Profile(validate_doc(calibrate(calib_paths(ROOT / cal, levels=levels), configs=set(PROFILE_CONFIGS),
                                           select_placement=False)))
     today = corpus_probe(corpus) if cal != load else None
     out: dict = {"corpus": load, "calibrated_on": cal, "levels": {},
+                 # the calibration corpus's levels the profile was fit on (absent: 1-2)
+                 **({"calibrate_levels": list(levels)} if levels and tuple(levels) != (1, 2) else {}),
                  # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
                  **({"off_path_prefill": True} if load_replay.OFF_PATH_PREFILL else {}),
                  # each new target request's first pass without an SD proposal (absent: one of its rounds)
@@ -128,7 +130,8 @@ def _cell(x: float | None) -> str:
 
 
 def render(doc: dict) -> str:
-    lines = table_head(f"{doc['corpus']} replayed by the profile of {doc['calibrated_on']}'s levels 1-2 "
+    lines = table_head(f"{doc['corpus']} replayed by the profile of {doc['calibrated_on']}'s levels "
+                       f"{', '.join(map(str, doc['calibrate_levels'])) if doc.get('calibrate_levels') else '1-2'} "
                        "(bench_load.py's replay): replayed over real, summed over the blocks of each "
                        "level (passes: the simulated engine's iterations over the real forward passes, "
                        "each counted once; busy: their seconds; batch: sequences per pass weighted by "
@@ -184,14 +187,17 @@ def main() -> None:
     ap.add_argument("--sd-plain-first-pass", action="store_true",
                     help="replay each new target request's first pass as sampling one token without an "
                          "SD proposal (bench_load.py --sd-plain-first-pass)")
+    ap.add_argument("--calibrate-levels", default="1,2",
+                    help="calibrate on these levels in flight of --calibrate-on (bench_load.py --calibrate-levels)")
     a = ap.parse_args()
+    levels = parse_levels(a.calibrate_levels, "bench_replay_passes")
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
-    if not calib_paths(ROOT / a.calibrate_on):
-        sys.exit(f"bench_replay_passes: no level 1-2 traces under {a.calibrate_on} to calibrate on")
-    doc = bench(a.load, a.calibrate_on)
+    if not calib_paths(ROOT / a.calibrate_on, levels=levels):
+        sys.exit(f"bench_replay_passes: no level {a.calibrate_levels} traces under {a.calibrate_on} to calibrate on")
+    doc = bench(a.load, a.calibrate_on, levels)
     write_results(ROOT / a.out, doc, render)
     print(render(doc))
 

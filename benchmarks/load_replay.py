@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -216,11 +217,12 @@ def _ratio(sel, a, b):
     return num / den if den else None
 
 
-def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path | None = None) -> list[str]:
-    """The corpus's level 1-2 trace files; with `rounds`, copies of them holding those rounds'
-    records only (run.flags.load_round), written under `scratch`: a profile from one round of a
-    sitting, to predict its later rounds."""
-    paths = [p for n in CALIB_LEVELS for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
+def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path | None = None,
+                levels: tuple[int, ...] | None = None) -> list[str]:
+    """The corpus's level 1-2 trace files (or those of `levels`: --calibrate-levels); with
+    `rounds`, copies of them holding those rounds' records only (run.flags.load_round), written
+    under `scratch`: a profile from one round of a sitting, to predict its later rounds."""
+    paths = [p for n in (levels or CALIB_LEVELS) for p in sorted((load_root / "gsm8k" / f"c{n}").glob("*.jsonl"))]
     if rounds is None:
         return [str(p) for p in paths]
     out = []
@@ -232,6 +234,18 @@ def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path |
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text("\n".join(keep) + "\n")
             out.append(str(dst))
+    return out
+
+
+def parse_levels(text: str, prog: str, flag: str = "--calibrate-levels") -> tuple[int, ...]:
+    """Comma-separated levels (sequences in flight) to calibrate on, e.g. "1,2,4,8"; a bad one
+    exits with one line."""
+    try:
+        out = tuple(sorted({int(x) for x in text.split(",")}))
+    except ValueError:
+        sys.exit(f"{prog}: {flag} {text!r}: comma-separated levels in flight (1, 2, ...)")
+    if not out or out[0] < 1:
+        sys.exit(f"{prog}: {flag} {text!r}: levels in flight count from 1")
     return out
 
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import load_replay  # noqa: E402
 from benchmarks.load_plan import (PLAN_PROFILES, break_even, plan_at, plan_profile, search,  # noqa: E402
                                   wanted_profiles)
-from benchmarks.load_replay import calib_paths, load_corpus  # noqa: E402
+from benchmarks.load_replay import calib_paths, load_corpus, parse_levels  # noqa: E402
 from benchmarks.write import batch_curves, write_results  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
 
@@ -53,7 +53,7 @@ def planning_code_dirty(root: Path) -> bool:
 
 
 def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str],
-                batch_factors: bool = False) -> dict:
+                batch_factors: bool = False, cal_levels: tuple[int, ...] = (1, 2)) -> dict:
     already = records_under(ROOT / future) if (ROOT / future).exists() else 0
     if already:
         sys.exit(f"preregister_load: {future} already holds {already} records: a plan written after "
@@ -63,7 +63,7 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
     dirty = planning_code_dirty(ROOT)
     saved, load_replay.BATCH_CURVES = load_replay.BATCH_CURVES, {r: str(ROOT / c) for r, c in curves.items()}
     try:
-        planned, searched = _plan(cal, levels, batch_factors)
+        planned, searched = _plan(cal, levels, batch_factors, cal_levels)
     finally:
         load_replay.BATCH_CURVES = saved
     return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
@@ -73,14 +73,19 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
             "written_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
             "records_of_future_corpus_then": already, "batch_curves": curves or None,
             **({"batch_factors": True} if batch_factors else {}),
+            # the calibration corpora's levels the profiles were fit on (absent: 1 and 2)
+            **({"calibrate_levels": list(cal_levels)} if tuple(cal_levels) != (1, 2) else {}),
             "planned": planned, "searched_break_even": searched}
 
 
-def _plan(cal: str, levels: list[int], batch_factors: bool = False) -> tuple[dict, dict]:
+def _plan(cal: str, levels: list[int], batch_factors: bool = False,
+          cal_levels: tuple[int, ...] = (1, 2)) -> tuple[dict, dict]:
+    """The plan at `levels` from profiles of `cal` (comma-separated: corpora pooled) at `cal_levels`."""
     with tempfile.TemporaryDirectory() as tmp:
-        paths = calib_paths(ROOT / cal, None, Path(tmp) / "cal")
+        paths = [p for i, c in enumerate(cal.split(","))
+                 for p in calib_paths(ROOT / c, None, Path(tmp) / f"cal{i}", tuple(cal_levels))]
         if not paths:
-            sys.exit(f"preregister_load: no level 1-2 traces under {cal} to calibrate on")
+            sys.exit(f"preregister_load: no level {','.join(map(str, cal_levels))} traces under {cal} to calibrate on")
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], None, batch_factors=batch_factors), Path(tmp) / f"prereg-{name}.json")
                     for name in wanted_profiles({Path(p).stem for p in paths})}
         return {str(n): plan_at(profiles, n) for n in levels}, search(profiles, max(levels))
@@ -119,7 +124,9 @@ def render(doc: dict) -> str:
     head = [f"Pre-registered plan for {doc['for']}, written {doc['written_utc']} UTC at commit "
             f"{doc['commit'][:7]}, when {doc['for']} held "
             f"{doc['records_of_future_corpus_then']} records: `lr plan` on profiles calibrated on "
-            f"{doc['calibrated_on']}'s 1-2 in flight (one per verifier, not rescaled)"
+            f"{doc['calibrated_on']}'s "
+            + (f"levels {', '.join(map(str, doc['calibrate_levels']))}" if doc.get("calibrate_levels") else "1-2")
+            + " in flight (one per verifier, not rescaled)"
             + (", the line shaped by " + ", ".join(f"{r}: {c}" for r, c in doc["batch_curves"].items())
                if doc.get("batch_curves") else "")
             + (", the line's plain decode passes priced by the batch factors its traces measured "
@@ -156,13 +163,16 @@ def main() -> None:
     ap.add_argument("--draft-batch-curve", metavar="PATH")
     ap.add_argument("--batch-factors", action="store_true",
                     help="lr calibrate --batch-factors: the traces' own plain decode passes price each batch size")
+    ap.add_argument("--calibrate-levels", default="1,2",
+                    help="calibrate on these levels in flight (bench_load.py --calibrate-levels); "
+                         "--calibrate-on may name several corpora, comma-separated, pooled")
     ap.add_argument("--check", metavar="PREREG", help="a pre-registration to compare (writes its .check.md)")
     ap.add_argument("--against", metavar="RESULT", help="with --check: bench_load.py's result on the corpus")
     a = ap.parse_args()
     if a.check:
-        if a.batch_factors or a.target_batch_curve or a.draft_batch_curve:
-            sys.exit("preregister_load: --check compares a plan as it was written; --batch-factors and "
-                     "the batch curves shape a new plan only")
+        if a.batch_factors or a.target_batch_curve or a.draft_batch_curve or a.calibrate_levels != "1,2":
+            sys.exit("preregister_load: --check compares a plan as it was written; --batch-factors, "
+                     "the batch curves and --calibrate-levels shape a new plan only")
         if not a.against:
             sys.exit("preregister_load: --check needs --against RESULT (bench_load.py's json)")
         try:
@@ -182,7 +192,8 @@ def main() -> None:
     curves = batch_curves(a, ROOT, "preregister_load")
     if curves and a.batch_factors:
         sys.exit("preregister_load: --batch-factors or a batch curve, not both")
-    doc = preregister(a.calibrate_on, levels, a.future, curves, a.batch_factors)
+    cal_levels = parse_levels(a.calibrate_levels, "preregister_load")
+    doc = preregister(a.calibrate_on, levels, a.future, curves, a.batch_factors, cal_levels)
     write_results(a.out, doc, render)
     print(render(doc))
 

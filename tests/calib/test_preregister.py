@@ -158,7 +158,7 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
 
     doc = json.loads((RESULTS / name).read_text())
     again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), doc["batch_curves"] or {},
-                           doc.get("batch_factors", False))
+                           doc.get("batch_factors", False), tuple(doc.get("calibrate_levels", (1, 2))))
     assert load_replay.BATCH_CURVES == {}                 # put back for whatever runs next
     assert {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in again["planned"].items()} == \
         {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in doc["planned"].items()}
