@@ -621,7 +621,8 @@ def render(out: dict) -> str:
                         if fit.get("batch_factors_from") else "measured / line") + f"): {bk}." if bk else "")]
     eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
     if eff:
-        lines += ["", f"Equal-resources TP efficiency measured on levels 1-2 (lrsim/calib/equal.py): "
+        said = ", ".join(map(str, cal["levels"])) if cal.get("levels", [1, 2]) != [1, 2] else "1-2"
+        lines += ["", f"Equal-resources TP efficiency measured on levels {said} (lrsim/calib/equal.py): "
                   f"AR on both cores {eff['speedup']:.2f}x AR on one over {eff['pairs']} problem pairs, "
                   f"tp_efficiency {eff['tp_efficiency']:.2f} (the simulator's default: 0.90); the plan's "
                   f"ar-er uses it."]

@@ -196,7 +196,8 @@ def main() -> None:
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on, levels=levels):
-        sys.exit(f"bench_replay_passes: no level {a.calibrate_levels} traces under {a.calibrate_on} to calibrate on")
+        said = "1-2" if levels == (1, 2) else a.calibrate_levels
+        sys.exit(f"bench_replay_passes: no level {said} traces under {a.calibrate_on} to calibrate on")
     doc = bench(a.load, a.calibrate_on, levels)
     write_results(ROOT / a.out, doc, render)
     print(render(doc))

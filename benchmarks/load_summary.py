@@ -18,7 +18,9 @@ md}. No simulation runs here: the counts are the ones bench_load.py rendered int
   held out     the profile was calibrated on records the prediction does not include (another
                corpus, or other rounds of the same one); "own": levels 1-2 of the same records
 A result whose profiles had `--batch-factors` (opt-in) is listed with its profile marked so and
-totalled apart: the default totals stay those of the default calibration.
+totalled apart: the default totals stay those of the default calibration; so is one whose profiles
+were fit on other levels of the calibration corpus than 1-2 (`--calibrate-levels`), by that flag and
+its shaping flag together.
 """
 from __future__ import annotations
 
@@ -274,6 +276,8 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
             **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
             **({"probe_decode_fallback": True} if out.get("probe_decode_fallback") else {}),
+            # profiles fit on other levels than 1-2 (bench_load --calibrate-levels)
+            **({"calibrate_levels": cal["levels"]} if cal.get("levels", [1, 2]) != [1, 2] else {}),
             "rounds": out.get("rounds"), "levels": sorted(map(int, out["levels"])),
             "replayed": {"within": sum(e <= TARGET for e in rep), "pairs": len(rep),
                          "largest": max(rep) if rep else None},
@@ -299,8 +303,15 @@ SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves_as_measured", "--
 
 def shaped(r: dict) -> str | None:
     """The bench_load flag that shaped the result's profiles in the batch size (or its replay's
-    off-path prefill), or None."""
-    return next((flag for key, flag in SHAPES if r.get(key)), None)
+    off-path prefill), or None; profiles fit on other levels (--calibrate-levels) are totalled
+    apart by that flag and their shaping flag together."""
+    flag = next((flag for key, flag in SHAPES if r.get(key)), None)
+    if r.get("calibrate_levels"):
+        return f"{LEVELS_FLAG} {','.join(map(str, r['calibrate_levels']))}" + (f" {flag}" if flag else "")
+    return flag
+
+
+LEVELS_FLAG = "--calibrate-levels"
 
 
 def render(rows: list[dict]) -> str:
@@ -325,7 +336,8 @@ def render(rows: list[dict]) -> str:
                      f"{be(b['vs_ar-er'])} |")
     groups = [("In sample (a profile of the same records' levels 1-2)", None, False),
               ("Held out (a profile of other records)", None, True)]
-    for _, flag in SHAPES:
+    for flag in [f for _, f in SHAPES] + list(dict.fromkeys(
+            shaped(r) for r in rows if (shaped(r) or "").startswith(LEVELS_FLAG))):
         groups += [(f"With {flag}, in sample (not in the totals above)", flag, False),
                    (f"With {flag}, held out (not in the totals above)", flag, True)]
     for name, flag, held in groups:

@@ -81,11 +81,17 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
 def _plan(cal: str, levels: list[int], batch_factors: bool = False,
           cal_levels: tuple[int, ...] = (1, 2)) -> tuple[dict, dict]:
     """The plan at `levels` from profiles of `cal` (comma-separated: corpora pooled) at `cal_levels`."""
+    names = [c.strip() for c in cal.split(",") if c.strip()]
+    if len({(ROOT / c).resolve() for c in names}) < len(names):
+        sys.exit(f"preregister_load: --calibrate-on {cal}: a corpus named twice")
+    said = "1-2" if tuple(cal_levels) == (1, 2) else ",".join(map(str, cal_levels))
     with tempfile.TemporaryDirectory() as tmp:
-        paths = [p for i, c in enumerate(cal.split(","))
-                 for p in calib_paths(ROOT / c, None, Path(tmp) / f"cal{i}", tuple(cal_levels))]
-        if not paths:
-            sys.exit(f"preregister_load: no level {','.join(map(str, cal_levels))} traces under {cal} to calibrate on")
+        paths = []
+        for i, c in enumerate(names):     # each corpus must hold some: none is left out unsaid
+            got = calib_paths(ROOT / c, None, Path(tmp) / f"cal{i}", tuple(cal_levels))
+            if not got:
+                sys.exit(f"preregister_load: no level {said} traces under {c} to calibrate on")
+            paths += got
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], None, batch_factors=batch_factors), Path(tmp) / f"prereg-{name}.json")
                     for name in wanted_profiles({Path(p).stem for p in paths})}
         return {str(n): plan_at(profiles, n) for n in levels}, search(profiles, max(levels))
@@ -170,7 +176,8 @@ def main() -> None:
     ap.add_argument("--against", metavar="RESULT", help="with --check: bench_load.py's result on the corpus")
     a = ap.parse_args()
     if a.check:
-        if a.batch_factors or a.target_batch_curve or a.draft_batch_curve or a.calibrate_levels != "1,2":
+        if (a.batch_factors or a.target_batch_curve or a.draft_batch_curve
+                or parse_levels(a.calibrate_levels, "preregister_load") != (1, 2)):
             sys.exit("preregister_load: --check compares a plan as it was written; --batch-factors, "
                      "the batch curves and --calibrate-levels shape a new plan only")
         if not a.against:

@@ -528,3 +528,33 @@ def test_render_rewrites_the_markdown_from_the_json_alone(tmp_path, monkeypatch)
     out.write_text(json.dumps(doc))
     bl.main()
     assert "levels 1, 2 (other runs), rescaled" in out.with_suffix(".md").read_text()
+
+
+def test_calibrate_levels_reach_the_calibration_files(monkeypatch, tmp_path):
+    # --calibrate-levels 1,2,4,8: every load the calibration corpus ran, not only its 1-2
+    seen = {}
+
+    def measure(root, corpus, speed, paths, carry, batch_factors=False):
+        seen["levels"] = sorted({Path(p).parent.name for p in paths})
+        raise Stop
+
+    monkeypatch.setattr(bl, "measure", measure)
+    monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load-cold-epyc-f25m17-t36", "--calibrate-on",
+                                     "traces/load-cold-epyc-f25m17-3", "--calibrate-levels", "8,1,2,4"])
+    with pytest.raises(Stop):
+        bl.main()
+    assert seen["levels"] == ["c1", "c2", "c4", "c8"]
+    # the default stays 1-2: the corpus's files at 4 and 8 in flight are not calibration data
+    assert {Path(p).parent.name for p in bl.calib_paths(ROOT / "traces/load-cold-epyc-f25m17-3")} == {"c1", "c2"}
+    assert bl.calib_paths(ROOT / "traces/load-cold-epyc-f25m17-t36", levels=(1, 2, 4, 8)) == []
+
+
+@pytest.mark.parametrize("levels, says", [("x", "comma-separated levels in flight"),
+                                          ("0,2", "levels in flight count from 1"),
+                                          ("3,6", "no level 3,6 traces under traces/load-cold-epyc-f25m17-3")])
+def test_bad_calibrate_levels_are_a_one_line_error(monkeypatch, levels, says):
+    monkeypatch.setattr("sys.argv", ["bench_load", "--load", "traces/load-cold-epyc-f25m17-t36", "--calibrate-on",
+                                     "traces/load-cold-epyc-f25m17-3", "--calibrate-levels", levels])
+    with pytest.raises(SystemExit) as e:
+        bl.main()
+    assert says in str(e.value) and "\n" not in str(e.value)

@@ -1442,7 +1442,8 @@ def test_the_preregistered_claims():
     # the replay's passes beside the real ones: rendered from the committed traces now
     doc = json.loads((RESULTS / "replay_passes.json").read_text())
     assert brp.render(doc) == (RESULTS / "replay_passes.md").read_text()
-    assert approx_tree(doc) == json.loads(json.dumps(brp.bench(doc["corpus"], doc["calibrated_on"])))
+    assert approx_tree(doc) == json.loads(json.dumps(brp.bench(doc["corpus"], doc["calibrated_on"],
+                                                              tuple(doc.get("calibrate_levels", ())) or None)))
 
     def ratio(n, cfg, eng, key):
         rows_ = [r[eng] for r in doc["levels"][n][cfg] if eng in r]

@@ -92,6 +92,46 @@ def test_a_check_takes_no_shaping_flag(monkeypatch):
         pr.main()
 
 
+def test_a_check_takes_no_calibrate_levels(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["preregister_load.py", "--check", "x.json", "--against", "y.json",
+                                     "--calibrate-levels", "1,2,4,8"])
+    with pytest.raises(SystemExit, match="--calibrate-levels shape a new plan only"):
+        pr.main()
+
+
+def test_a_plan_pools_corpora_at_the_levels_asked(monkeypatch):
+    """--calibrate-on A,B --calibrate-levels 1,2,3,4,6,8: each corpus's files at those levels (here
+    f25m17-3's 1, 2, 4, 8 and t36's 3, 6) calibrate the profiles; recorded, and rendered."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def plan_profile(paths, *a, **k):
+        seen["paths"] = paths
+        raise Stop
+
+    monkeypatch.setattr(pr, "plan_profile", plan_profile)
+    with pytest.raises(Stop):
+        pr._plan("traces/load-cold-epyc-f25m17-3,traces/load-cold-epyc-f25m17-t36", [4, 8], False, (1, 2, 3, 4, 6, 8))
+    got = {(Path(p).parents[2].name, Path(p).parent.name) for p in seen["paths"]}
+    assert {lv for c, lv in got if c == "load-cold-epyc-f25m17-3"} == {"c1", "c2", "c4", "c8"}
+    assert {lv for c, lv in got if c == "load-cold-epyc-f25m17-t36"} == {"c3", "c6"}
+    doc = _prereg(**{"3": {"lr-d2": {"speedup_vs_ar": 0.9}}}) | {"calibrate_levels": [1, 2, 4, 8]}
+    assert "traces/y's levels 1, 2, 4, 8 in flight" in pr.render(doc)
+    assert "traces/y's 1-2 in flight" in pr.render(_prereg(**{"3": {"lr-d2": {"speedup_vs_ar": 0.9}}}))
+
+
+@pytest.mark.parametrize("cal, says", [
+    ("traces/load-cold-epyc-f25m17-3, traces/load-cold-epyc-f25m17-3/", "a corpus named twice"),
+    ("traces/load-cold-epyc-f25m17-3,traces/no-such-corpus", "no level 1-2 traces under traces/no-such-corpus"),
+])
+def test_a_pooled_plan_refuses_a_corpus_twice_or_one_without_traces(cal, says):
+    with pytest.raises(SystemExit) as e:
+        pr._plan(cal, [4, 8])
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
 def test_a_check_of_other_levels_is_refused():
     with pytest.raises(SystemExit, match="measured levels 3, 8, the plan was for 3, 6"):
         pr.check(_prereg(**{"3": {}, "6": {}}), {"levels": {"3": {}, "8": {}}, "break_even": {}})
