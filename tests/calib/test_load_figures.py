@@ -1760,6 +1760,104 @@ def test_the_fourth_cpu_transfer_preregistered_claims():
     assert json.loads((RESULTS / "pass_pricing_probe_fallback.json").read_text()).get("probe_decode_fallback")
 
 
+def test_every_load_of_a_corpus_of_other_depths_claims():
+    """docs/load.md, "Every load of a corpus of other depths, on the fourth CPU" (and the README's,
+    traces/README's and docs/calibration.md's paragraphs): traces/load-cold-epyc-f25m17-t36 replayed
+    from every level of traces/load-cold-epyc-f25m17-3 (target batch 0.93-1.07 of real, from
+    0.76-1.04; draft 0.83-1.05, from 0.90-1.88; LR makespans 0.94-1.05, lr+sd 0.94/0.95 from
+    0.72/0.60), held out (LR within 7%, 3 of 6 planned, AR at 6 -23.2%; with the batch factors AR
+    within 4.1%, 6 of 6 planned at 8.1%, 5 of 6 replayed); traces/load-cold-epyc-f25m17-t48's 144
+    records (problems 1170-1193, levels 4 and 8, three rounds, 70 minutes, boot feb902f3) after its
+    four plans: 6 of 6 by each (-1.7..+6.6%, -7.3..+1.7%, -6.5..-2.0%, -9.5..-0.6%; largest 9.5%),
+    break-evens 3 of 3 at 4; replayed 4, 6, 6, 6 of 6 (tokens/s -6.9..+8.1% by the line, -5.2..+10.6%
+    with the batch factors); the control from 1-2 (0 of 6 replayed and planned by the line, largest
+    62.4%; 3 of 6 planned by the batch factors; lr+sd replayed 47-73% fast); its replayed passes
+    (target batch 0.90-1.04, draft 0.88-1.05, makespans 0.93-1.07)."""
+    import datetime
+    import re
+
+    from benchmarks import bench_replay_passes as brp
+
+    lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
+
+    def span(vals):
+        vals = list(vals)
+        return f"{min(vals):.2f}", f"{max(vals):.2f}"
+
+    def passes(name):
+        doc = json.loads((RESULTS / f"{name}.json").read_text())
+        lv = doc["levels"]
+        return doc, {k: [brp.ratio(lv[n][c], eng, "batch") for n in lv for c in lr]
+                     for k, eng in (("target", "target"), ("draft", "draft"))}, \
+            {(n, c): brp.makespan_ratio(lv[n][c]) for n in lv for c in lv[n]}
+    # t36 from every level: the passes beside the real ones, and the old profile's
+    doc, new, mk = passes("replay_passes_f25m17_t36_lv")
+    assert doc["calibrate_levels"] == [1, 2, 4, 8] and doc["calibrated_on"] == "traces/load-cold-epyc-f25m17-3"
+    _, old, mk_old = passes("replay_passes_f25m17_t36")
+    assert (span(new["target"]), span(old["target"])) == (("0.93", "1.07"), ("0.76", "1.04"))
+    assert (span(new["draft"]), span(old["draft"])) == (("0.83", "1.05"), ("0.90", "1.88"))
+    assert span(mk[(n, c)] for n in ("3", "6") for c in lr) == ("0.94", "1.05")
+    assert [f"{m[(n, 'lr+sd-d3-emb')]:.2f}" for m in (mk, mk_old) for n in ("3", "6")] == ["0.94", "0.95", "0.72", "0.60"]
+    # held out by bench_load from every level
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_{k}.json").read_text())
+           for k in ("t36_heldout_lv", "t36_heldout_lv_bf", "t48_heldout", "t48_heldout_bf", "t48_heldout_pooled",
+                     "t48_heldout_pooled_bf", "t48_heldout_12", "t48_heldout_12_bf")}
+    assert all(o["calibrated_on"]["levels"] == ([1, 2] if "_12" in k else [1, 2, 3, 4, 6, 8] if "pooled" in k
+                                                else [1, 2, 4, 8]) for k, o in out.items())
+    rep = {k: {(n, c): t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for n, lv in o["levels"].items()
+               for c, t in lv.items()} for k, o in out.items()}
+    assert max(abs(rep["t36_heldout_lv"][(n, c)]) for n in ("3", "6") for c in lr) < 0.07
+    assert f"{rep['t36_heldout_lv'][('6', 'ar')]:+.1%}" == "-23.2%"
+    assert max(abs(rep["t36_heldout_lv_bf"][(n, "ar")]) for n in ("3", "6")) == pytest.approx(0.041, abs=5e-4)
+    rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
+
+    def counts(k, key):
+        c = rows[f"load_cold_epyc_f25m17_{k}"][key]
+        return c["within"], c["pairs"], f"{c['largest']:.1%}"
+    assert [counts(k, "planned")[:2] for k in ("t36_heldout_lv", "t36_heldout_lv_bf")] == [(3, 6), (6, 6)]
+    planned_out = [(n, c) for n, t in out["t36_heldout_lv"]["planned"].items() for c, p in t.items() if c in lr
+                   and abs(p["speedup_vs_ar"] / out["t36_heldout_lv"]["levels"][n][c]["speedup_vs_ar"] - 1) > 0.10]
+    assert {n for n, _ in planned_out} == {"6"} and len(planned_out) == 3
+    assert counts("t36_heldout_lv_bf", "planned")[2] == "8.1%" and counts("t36_heldout_lv_bf", "replayed")[:2] == (5, 6)
+    # the pre-registered corpus
+    corpus = "traces/load-cold-epyc-f25m17-t48"
+    recs, ids, levels, _ = _collection(corpus)
+    assert len(recs) == 144 and (ids[0], ids[-1]) == (1170, 1193) and len(set(ids)) == 24 and levels == {4, 8}
+    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
+    assert {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs} == {
+        ("family 25 model 17 stepping 1", "feb902f3")}
+    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (ROOT / corpus / "collection.log").read_text(), re.M)
+    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
+    assert round((t1 - t0).total_seconds() / 60) == 70
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_t48{k}.check.json").read_text())
+           for k in ("", "_bf", "_pooled", "_pooled_bf")}
+    assert all(c["for"] == corpus and c["commit"].startswith("33353b2") and not c["dirty"] for c in pre.values())
+    spans = {k: (f"{min(r['rel_error'] for r in c['check']['rows']):+.1%}",
+                 f"{max(r['rel_error'] for r in c['check']['rows']):+.1%}") for k, c in pre.items()}
+    assert spans == {"": ("-1.7%", "+6.6%"), "_bf": ("-7.3%", "+1.7%"), "_pooled": ("-6.5%", "-2.0%"),
+                     "_pooled_bf": ("-9.5%", "-0.6%")}
+    assert all((c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"]) == (6, 6, 3)
+               and all(v["measured"] == "4" for v in c["check"]["break_even"].values()) for c in pre.values())
+    assert counts("t48_heldout_pooled_bf", "planned") == (5, 6, "10.2%")   # bench_load's rescaled plan
+    assert [counts(k, "replayed")[:2] for k in ("t48_heldout", "t48_heldout_bf", "t48_heldout_pooled",
+                                                "t48_heldout_pooled_bf")] == [(4, 6), (6, 6), (6, 6), (6, 6)]
+    line = [v for k in ("t48_heldout", "t48_heldout_pooled") for v in rep[k].values()]
+    bf = [v for k in ("t48_heldout_bf", "t48_heldout_pooled_bf") for v in rep[k].values()]
+    assert [f"{f(x):+.1%}" for x in (line, bf) for f in (min, max)] == ["-6.9%", "+8.1%", "-5.2%", "+10.6%"]
+    # the control from levels 1-2
+    assert counts("t48_heldout_12", "replayed")[:2] == (0, 6) and counts("t48_heldout_12", "planned") == (0, 6, "62.4%")
+    assert counts("t48_heldout_12_bf", "planned")[:2] == (3, 6)
+    sd = [rep[k][(n, "lr+sd-d3-emb")] for k in ("t48_heldout_12", "t48_heldout_12_bf") for n in ("4", "8")]
+    assert (f"{min(sd):.0%}", f"{max(sd):.0%}") == ("47%", "73%")
+    # its replayed passes
+    doc, p48, mk48 = passes("replay_passes_f25m17_t48")
+    assert doc["corpus"] == corpus and doc["calibrate_levels"] == [1, 2, 4, 8]
+    assert (span(p48["target"]), span(p48["draft"])) == (("0.90", "1.04"), ("0.88", "1.05"))
+    assert span(mk48.values()) == ("0.93", "1.07")
+    # the README's sentence: the largest error of the four plans
+    assert f"{max(abs(r['rel_error']) for c in pre.values() for r in c['check']['rows']):.1%}" == "9.5%"
+
+
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -1916,7 +2014,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_transfer_preregistered_claims, test_the_pass_contents_claims,
                        test_the_off_path_prefill_claims, test_the_ten_in_flight_preregistered_claims,
                        test_the_other_boot_preregistered_claims, test_the_sd_first_pass_claims,
-                       test_the_fourth_cpu_transfer_preregistered_claims)
+                       test_the_fourth_cpu_transfer_preregistered_claims,
+                       test_every_load_of_a_corpus_of_other_depths_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -1953,6 +2052,13 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "prereg_f25m17_t36.check", "prereg_f25m17_t36_curve.check", "prereg_f25m17_t36_bf.check",
               "load_cold_epyc_f25m17_t36_heldout", "load_cold_epyc_f25m17_t36_heldout_curve",
               "load_cold_epyc_f25m17_t36_heldout_bf", "load_cold_epyc_f25m17_t36_heldout_raw",
-              "load_cold_epyc_f25m17_3_heldout_raw", "replay_passes_f25m17_t36", "pass_pricing_probe_fallback")]
+              "load_cold_epyc_f25m17_3_heldout_raw", "replay_passes_f25m17_t36", "pass_pricing_probe_fallback",
+              "replay_passes_f25m17_t36_lv", "load_cold_epyc_f25m17_t36_heldout_lv",
+              "load_cold_epyc_f25m17_t36_heldout_lv_bf", "prereg_f25m17_t48.check", "prereg_f25m17_t48_bf.check",
+              "prereg_f25m17_t48_pooled.check", "prereg_f25m17_t48_pooled_bf.check",
+              "load_cold_epyc_f25m17_t48_heldout", "load_cold_epyc_f25m17_t48_heldout_bf",
+              "load_cold_epyc_f25m17_t48_heldout_pooled", "load_cold_epyc_f25m17_t48_heldout_pooled_bf",
+              "load_cold_epyc_f25m17_t48_heldout_12", "load_cold_epyc_f25m17_t48_heldout_12_bf",
+              "replay_passes_f25m17_t48")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

@@ -92,7 +92,9 @@ def test_the_readme_reading_of_the_table():
     outs = {stem: json.loads((RESULTS / f"{stem}.json").read_text()) for stem, *_ in PREDICTIONS}
     misses = [(stem, cfg) for stem, out in outs.items() for cfg, b in out["break_even"].items()
               if cfg not in BASELINES and b["measured_vs_ar-er"] not in (min(out["levels"], key=int), "-")]
-    assert {min(out["levels"], key=int) for out in outs.values()} == {"1", "3", "5"}
+    # the lowest level of each corpus that ran ar-er (the transfer corpora, from 3 and 4, did not)
+    assert {min(out["levels"], key=int) for out in outs.values()
+            if any("ar-er" in lv for lv in out["levels"].values())} == {"1", "3", "5"}
     assert be["vs_ar-er"][1] - be["vs_ar-er"][0] == 1 and misses == [("load_cold_xeon_2_r1_heldout", "lr+sd-d2-emb")]
     b = json.loads((RESULTS / "load_cold_xeon_2_r1_heldout.json").read_text())["break_even"]["lr+sd-d2-emb"]
     assert (b["measured_vs_ar-er"], b["planned_vs_ar-er"]) == ("2", "1")
