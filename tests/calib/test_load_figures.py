@@ -1379,6 +1379,21 @@ def _collection(corpus: str) -> tuple[list[dict], list[int], set[int], float]:
         r["run"]["probe_at_start"]["t"] for r in recs)
     return recs, ids, {int(r["run"]["flags"]["concurrency"]) for r in recs}, span
 
+def _collector_minutes(corpus: Path) -> int:
+    """Whole minutes from the first to the last time-stamped line of a corpus's collection.log."""
+    import datetime
+    import re
+
+    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (corpus / "collection.log").read_text(), re.M)
+    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
+    return round((t1 - t0).total_seconds() / 60)
+
+
+def _machines(recs: list[dict]) -> set[tuple[str, str]]:
+    """(CPU id, boot id's first 8 characters) of every record."""
+    return {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs}
+
+
 def test_the_preregistered_claims():
     """docs/load.md, "A plan written before its runs" (and the README's paragraph on it): the plan
     for traces/load-f6m207-36 committed before its 162 records (problems 1264-1281, levels 3 and 6,
@@ -1545,7 +1560,6 @@ def test_the_other_boot_preregistered_claims():
     6 of 8, lr+sd +10.6%/+31.4%, both break-evens); the factors at four sequences (0.93 shaped, 0.71
     measured); bench_load (replay 3, 3, 4 of 8; plan 7, 8, 10 of 12; AR on both cores 1.72x planned,
     1.57x-1.71x measured)."""
-    import re
 
     corpus = ROOT / "traces" / "load-cold-epyc-f25m17-3"
     recs = [json.loads(line) for f in corpus.glob("gsm8k/c*/*.jsonl") for line in f.read_text().splitlines() if line.strip()]
@@ -1553,16 +1567,12 @@ def test_the_other_boot_preregistered_claims():
     assert len(recs) == 120 and (ids[0], ids[-1]) == (1136, 1151) and len(set(ids)) == 16
     assert {int(r["run"]["flags"]["concurrency"]) for r in recs} == {1, 2, 4, 8}
     assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1}
-    hw = {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs}
-    assert hw == {("family 25 model 17 stepping 1", "feb902f3")}
+    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
     assert all("fc-v1300" in r["run"]["hardware"]["platform"] for r in recs)
     old = {json.loads(line)["run"]["hardware"]["boot_id"] for f in (ROOT / "traces" / "load-cold-epyc-f25m17").glob("gsm8k/c*/*.jsonl")
            for line in f.read_text().splitlines() if line.strip()}
     assert len(old) == 1 and not old & {r["run"]["hardware"]["boot_id"] for r in recs}
-    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (corpus / "collection.log").read_text(), re.M)
-    import datetime
-    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
-    assert round((t1 - t0).total_seconds() / 60) == 71
+    assert _collector_minutes(corpus) == 71
     curves = {r: json.loads((ROOT / "traces" / "curves" / f"f25m17-{r}.json").read_text()) for r in ("target", "draft")}
     dec = {p["batch"]: p["ms"] for p in next(iter(curves["target"]["models"].values()))["decode"]}
     assert [f"{dec[b]:.0f}" for b in (1, 2, 3, 4)] == ["419", "504", "378", "349"]
@@ -1659,8 +1669,6 @@ def test_the_fourth_cpu_transfer_preregistered_claims():
     traces/load-f6m207-36 1.13 -> 1.10 against lr+sd's 1.02, the gap narrowed by about a quarter by the line
     and the curve (1.12 -> 1.10); lr+sd-d3-emb
     on the Xeon's transfer corpus 1.10/1.07 -> 1.06/1.05)."""
-    import datetime
-    import re
 
     from benchmarks import bench_replay_passes as brp
 
@@ -1668,11 +1676,8 @@ def test_the_fourth_cpu_transfer_preregistered_claims():
     recs, ids, levels, _ = _collection(corpus)
     assert len(recs) == 108 and (ids[0], ids[-1]) == (1152, 1169) and len(set(ids)) == 18 and levels == {3, 6}
     assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
-    assert {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs} == {
-        ("family 25 model 17 stepping 1", "feb902f3")}
-    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (ROOT / corpus / "collection.log").read_text(), re.M)
-    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
-    assert round((t1 - t0).total_seconds() / 60) == 59
+    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
+    assert _collector_minutes(ROOT / corpus) == 59
     dec = {p["batch"]: p["ms"] for p in next(iter(json.loads(
         (ROOT / "traces" / "curves" / "f25m17-target.json").read_text())["models"].values()))["decode"]}
     assert [f"{dec[b]:.0f}" for b in (6, 1)] == ["378", "419"]
@@ -1773,8 +1778,6 @@ def test_every_load_of_a_corpus_of_other_depths_claims():
     with the batch factors); the control from 1-2 (0 of 6 replayed and planned by the line, largest
     62.4%; 3 of 6 planned by the batch factors; lr+sd replayed 47-73% fast); its replayed passes
     (target batch 0.90-1.04, draft 0.88-1.05, makespans 0.93-1.07)."""
-    import datetime
-    import re
 
     from benchmarks import bench_replay_passes as brp
 
@@ -1824,11 +1827,8 @@ def test_every_load_of_a_corpus_of_other_depths_claims():
     recs, ids, levels, _ = _collection(corpus)
     assert len(recs) == 144 and (ids[0], ids[-1]) == (1170, 1193) and len(set(ids)) == 24 and levels == {4, 8}
     assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
-    assert {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs} == {
-        ("family 25 model 17 stepping 1", "feb902f3")}
-    stamps = re.findall(r"^# (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", (ROOT / corpus / "collection.log").read_text(), re.M)
-    t0, t1 = (datetime.datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (stamps[0], stamps[-1]))
-    assert round((t1 - t0).total_seconds() / 60) == 70
+    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
+    assert _collector_minutes(ROOT / corpus) == 70
     pre = {k: json.loads((RESULTS / f"prereg_f25m17_t48{k}.check.json").read_text())
            for k in ("", "_bf", "_pooled", "_pooled_bf")}
     assert all(c["for"] == corpus and c["commit"].startswith("33353b2") and not c["dirty"] for c in pre.values())
