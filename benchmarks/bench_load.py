@@ -83,7 +83,8 @@ from benchmarks.load_replay import (CALIB_CONFIGS, CALIB_LEVELS, CI_LEVEL, CI_RE
                                     calib_paths, corpus_probe, fit_summary, level_table, load_corpus,
                                     makespan, measure, predict_block, replay_errors,
                                     replay_speedup_errors, replay_worlds, speedup_interval,
-                                    contention_whatif, parse_levels, speedup_error_map, speedup_errors)
+                                    contention_whatif, levels_said, parse_levels, speedup_error_map,
+                                    speedup_errors)
 
 SPEEDUP_TARGET = 0.10          # relative error of the predicted speedup we aim for
 
@@ -251,7 +252,7 @@ def main() -> None:
     scratch = tempfile.TemporaryDirectory()
     cal_paths = [p for i, name in enumerate(cal_names) for p in read_or_exit(
         "bench_load", lambda root: calib_paths(root, cal_rounds, Path(scratch.name) / str(i), cal_levels),
-        name, f"level {'1-2' if cal_levels == (1, 2) else a.calibrate_levels} traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
+        name, f"level {levels_said(cal_levels, ',')} traces" + (f" of rounds {a.calibrate_rounds}" if cal_rounds else ""),
         " to calibrate on")]
     # the CPU models each side ran on: the render says whether the profile crossed machines
     predicted = [r for lv in corpus.values() for rs in lv.values() for r in rs]
@@ -278,7 +279,7 @@ def main() -> None:
         ran = {Path(p).stem for p in paths}
         plan_names = wanted_profiles(ran)
         if not plan_names:
-            sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at {'1-2' if cal_levels == (1, 2) else a.calibrate_levels} in flight "
+            sys.exit(f"bench_load: {a.calibrate_on or a.load}: no lr, lr+sd or sd records at {levels_said(cal_levels, ',')} in flight "
                      "to calibrate a plan profile on")
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], today, a.carry_contention,
                                                     a.batch_factors),
@@ -621,8 +622,8 @@ def render(out: dict) -> str:
                         if fit.get("batch_factors_from") else "measured / line") + f"): {bk}." if bk else "")]
     eff = next((e for e in (out.get("tp_efficiency") or {}).values() if e), None)
     if eff:
-        said = ", ".join(map(str, cal["levels"])) if cal.get("levels", [1, 2]) != [1, 2] else "1-2"
-        lines += ["", f"Equal-resources TP efficiency measured on levels {said} (lrsim/calib/equal.py): "
+        lines += ["", f"Equal-resources TP efficiency measured on levels {levels_said(cal.get('levels'))} "
+                  "(lrsim/calib/equal.py): "
                   f"AR on both cores {eff['speedup']:.2f}x AR on one over {eff['pairs']} problem pairs, "
                   f"tp_efficiency {eff['tp_efficiency']:.2f} (the simulator's default: 0.90); the plan's "
                   f"ar-er uses it."]

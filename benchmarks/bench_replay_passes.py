@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import load_replay  # noqa: E402
 from benchmarks.bench_pass_pricing import BATCHES, block_passes  # noqa: E402
 from benchmarks.load_replay import (PROFILE_CONFIGS, blocks, calib_paths, corpus_probe,  # noqa: E402
-                                    load_corpus, makespan, parse_levels, replay_worlds)
+                                    levels_said, load_corpus, makespan, parse_levels, replay_worlds)
 from benchmarks.write import table_head, write_results  # noqa: E402
 
 ENGINES = ("target", "draft")
@@ -131,7 +131,7 @@ def _cell(x: float | None) -> str:
 
 def render(doc: dict) -> str:
     lines = table_head(f"{doc['corpus']} replayed by the profile of {doc['calibrated_on']}'s levels "
-                       f"{', '.join(map(str, doc['calibrate_levels'])) if doc.get('calibrate_levels') else '1-2'} "
+                       f"{levels_said(doc.get('calibrate_levels'))} "
                        "(bench_load.py's replay): replayed over real, summed over the blocks of each "
                        "level (passes: the simulated engine's iterations over the real forward passes, "
                        "each counted once; busy: their seconds; batch: sequences per pass weighted by "
@@ -196,8 +196,7 @@ def main() -> None:
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on, levels=levels):
-        said = "1-2" if levels == (1, 2) else a.calibrate_levels
-        sys.exit(f"bench_replay_passes: no level {said} traces under {a.calibrate_on} to calibrate on")
+        sys.exit(f"bench_replay_passes: no level {levels_said(levels, ',')} traces under {a.calibrate_on} to calibrate on")
     doc = bench(a.load, a.calibrate_on, levels)
     write_results(ROOT / a.out, doc, render)
     print(render(doc))

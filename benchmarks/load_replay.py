@@ -237,6 +237,13 @@ def calib_paths(load_root: Path, rounds: set[int] | None = None, scratch: Path |
     return out
 
 
+def levels_said(levels, sep: str = ", ") -> str:
+    """Calibration levels as a text names them: "1-2" for the default (or none given), else the
+    levels joined by `sep`."""
+    levels = tuple(levels or ())
+    return "1-2" if levels in ((), (1, 2)) else sep.join(map(str, levels))
+
+
 def parse_levels(text: str, prog: str, flag: str = "--calibrate-levels") -> tuple[int, ...]:
     """Comma-separated levels (sequences in flight) to calibrate on, e.g. "1,2,4,8"; a bad one
     exits with one line."""

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import load_replay  # noqa: E402
 from benchmarks.load_plan import (PLAN_PROFILES, break_even, plan_at, plan_profile, search,  # noqa: E402
                                   wanted_profiles)
-from benchmarks.load_replay import calib_paths, load_corpus, parse_levels  # noqa: E402
+from benchmarks.load_replay import calib_paths, levels_said, load_corpus, parse_levels  # noqa: E402
 from benchmarks.write import batch_curves, write_results  # noqa: E402
 from lrsim.calib.profile import save_profile  # noqa: E402
 
@@ -84,13 +84,12 @@ def _plan(cal: str, levels: list[int], batch_factors: bool = False,
     names = [c.strip() for c in cal.split(",") if c.strip()]
     if len({(ROOT / c).resolve() for c in names}) < len(names):
         sys.exit(f"preregister_load: --calibrate-on {cal}: a corpus named twice")
-    said = "1-2" if tuple(cal_levels) == (1, 2) else ",".join(map(str, cal_levels))
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
         for i, c in enumerate(names):     # each corpus must hold some: none is left out unsaid
             got = calib_paths(ROOT / c, None, Path(tmp) / f"cal{i}", tuple(cal_levels))
             if not got:
-                sys.exit(f"preregister_load: no level {said} traces under {c} to calibrate on")
+                sys.exit(f"preregister_load: no level {levels_said(cal_levels, ',')} traces under {c} to calibrate on")
             paths += got
         profiles = {name: save_profile(plan_profile(paths, PLAN_PROFILES[name][0], None, batch_factors=batch_factors), Path(tmp) / f"prereg-{name}.json")
                     for name in wanted_profiles({Path(p).stem for p in paths})}
@@ -131,7 +130,7 @@ def render(doc: dict) -> str:
             f"{doc['commit'][:7]}, when {doc['for']} held "
             f"{doc['records_of_future_corpus_then']} records: `lr plan` on profiles calibrated on "
             f"{doc['calibrated_on']}'s "
-            + (f"levels {', '.join(map(str, doc['calibrate_levels']))}" if doc.get("calibrate_levels") else "1-2")
+            + ("levels " if doc.get("calibrate_levels") else "") + levels_said(doc.get("calibrate_levels"))
             + " in flight (one per verifier, not rescaled)"
             + (", the line shaped by " + ", ".join(f"{r}: {c}" for r, c in doc["batch_curves"].items())
                if doc.get("batch_curves") else "")
