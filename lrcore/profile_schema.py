@@ -12,7 +12,10 @@ _NUM = {"type": "number", "minimum": 0}
 _PROB = {"type": ["number", "null"], "minimum": 0, "maximum": 1}
 _FIT = {"type": "object", "properties": {
     "points": {"type": "integer", "minimum": 0}, "rmse_s": {"type": ["number", "null"]},
-    "mape": {"type": ["number", "null"]}, "source": {"type": "string"}}}
+    "mape": {"type": ["number", "null"]}, "source": {"type": "string"},
+    # what the fitted passes spanned; `sequences` [fewest, most] per pass (ProfileSource.beyond_measured)
+    "ranges": {"type": "object", "properties": {"sequences": {
+        "type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 2, "maxItems": 2}}}}}
 
 LATENCY = {
     "type": "object",

@@ -405,7 +405,10 @@ def fit_physical(d: PassData, engine: str = "engine", batch_factors: bool = Fals
         "stderr": stderr, "logits_per_position_s": float(x[1]),
         **({"batch_factors_from": batch_curve[0]} if batch_curve and bknots else {}),
         "fixed": fixed, "by_config": by_cfg,
-        "ranges": {"decode_positions": [float(d.q.min()), float(d.q.max())],
+        # sequences per pass: past the largest, a plan prices passes these traces never held
+        # (ProfileSource.beyond_measured says so under `lr plan`'s tables)
+        "ranges": {"sequences": [float(d.B.min()), float(d.B.max())],
+                   "decode_positions": [float(d.q.min()), float(d.q.max())],
                    "prefill_tokens": [float(d.P.min()), float(d.P.max())],
                    "context_tokens": [float(d.C.min()), float(d.C.max())],
                    "busy_overlap_passes": int((d.o > 0.25).sum())},

@@ -112,7 +112,10 @@ def evaluate(args) -> dict:
             "wall": s["wall_s"], "tps": s["tokens_per_s"], "acc": st.accepted, "prop": st.proposed,
             "pos": st.positions, "pos_acc": st.positions_accepted, "util": s["utilisation"],
             "kvp": s.get("kv_preemptions"), "kvf": s.get("kv_peak_fraction"),
-            "kvb": s.get("kv_blocked_s")}
+            "kvb": s.get("kv_blocked_s"),
+            # the most sequences one pass of each engine held (ProfileSource.beyond_measured)
+            "mb": {role: max(e.batch_hist) for role, e in (("target", world.target), ("draft", world.draft))
+                   if e is not None and e.batch_hist}}
     return out | {"feasible": True, "tp": cfg.target.tp, "active": active,
                   "c1": cfg.c1 if cfg.draft is not None else None,
                   "sim_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
@@ -184,8 +187,9 @@ def plan(source, cands: list[Candidate], hard: Hardware, load: Load, objective: 
         meta["latency"] = source.latency_source()
     if hasattr(source, "whatif") and source.whatif.describe():
         meta["overrides"] = source.whatif.describe()
-    if hasattr(source, "unmeasured"):        # profiles: acceptances priced without a measurement
-        notes = source.unmeasured({c.mode for c in cands})
+    if hasattr(source, "unmeasured"):        # profiles: acceptances priced without a measurement,
+        # and passes of more sequences than their traces held
+        notes = source.unmeasured({c.mode for c in cands}) + source.beyond_measured(ok)
         if notes:
             meta["notes"] = notes
     meta["recommendation"] = recommend(ok, meta)

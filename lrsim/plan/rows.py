@@ -40,6 +40,9 @@ def aggregate(cand: Candidate, part: dict, load: Load) -> dict:
         # positions where some sibling draft was accepted / positions judged (width > 1 differs)
         position_acceptance_rate=sum(b["pos_acc"] for b in blocks) / pos if pos else None,
         utilisation=blocks[-1]["util"], sim_s=part["sim_s"], cpu_s=part["cpu_s"],
+        # the most sequences one simulated pass of each engine held, over every block
+        max_batch={role: max(b["mb"][role] for b in blocks if role in b.get("mb", {}))
+                   for role in sorted({r for b in blocks for r in b.get("mb", {})})},
         # KV cache (None: unlimited): preemptions and admission-blocked seconds per replica run
         # (mean over seed blocks), the fullest engine's peak over every block
         kv_preemptions=float(np.mean([b["kvp"] for b in sized])) if sized else None,

@@ -122,6 +122,35 @@ class ProfileSource(_Source):
                          f"LR candidates are priced at alpha1 0.5; {via}--alpha1 sets one")
         return notes
 
+    def beyond_measured(self, rows: list[dict]) -> list[str]:
+        """One note per engine (target, draft) whose simulated passes in the plan's `rows`
+        (`max_batch`) held more sequences than any pass of the profile's traces (its fitted
+        entries' `fit.ranges.sequences`, or a batch factor's size, which a measured curve can
+        extend): a pass's price there is the fitted line's extrapolation. Calibrated on 1-2
+        requests in flight and held out at 3-8, that extrapolation was the replay's error on one
+        CPU, and calibrating on every load the corpus ran removed it (docs/load.md, "Every load of
+        a corpus of other depths, on the fourth CPU"). A profile written before the range was
+        recorded: no note."""
+        from ..calib.profile import load_profile
+
+        latency, notes = load_profile(self.path).doc["latency"], []
+        for role in ("target", "draft"):
+            entries = [e for k, e in latency.items() if k == role or k.startswith(role + "@")]
+            seen = [(e.get("fit") or {}).get("ranges", {}).get("sequences") for e in entries]
+            if not entries or any(r is None for r in seen):
+                continue
+            held = max([r[1] for r in seen] + [b for e in entries for b, _ in e.get("batch_factors", [])])
+            over = sorted(((r["max_batch"][role], r["label"]) for r in rows
+                           if r.get("max_batch", {}).get(role, 0) > held), reverse=True)
+            if not over:
+                continue
+            names = ", ".join(lab for _, lab in over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+            notes.append(f"{self.path}'s traces held at most {held:g} sequences in one {role} pass; this "
+                         f"plan prices {role} passes of up to {over[0][0]} ({names}), past {held:g} at the "
+                         "fitted line's extrapolation: calibrate on traces that ran as many requests in "
+                         "flight (docs/calibration.md, 'Which loads to calibrate on')")
+        return notes
+
 
 def resolve(preset: str | None, profile: Path | None, scenario: str | None,
             latency: str | None = None, whatif: WhatIf = NONE, table1: str | None = None):

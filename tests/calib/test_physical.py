@@ -40,6 +40,9 @@ def test_recovers_known_parameters_within_error_bars():
     assert e["contention"] == pytest.approx(0.12, abs=0.02)
     assert e["per_seq_s"] == pytest.approx(0.020, rel=0.15)      # an extra sequence: a + s
     assert e["fit"]["mape"] < 0.03
+    # what the passes spanned: one to three sequences (synth's batches), up to 7 decode positions
+    assert e["fit"]["ranges"]["sequences"] == [1.0, 3.0]
+    assert e["fit"]["ranges"]["decode_positions"] == [0.0, 7.0]
 
 
 def test_batches_alone_do_not_invent_a_per_position_cost():

@@ -77,6 +77,8 @@ def _write(tmp_path, doc):
     (lambda d: d["step_acceptance"].__setitem__("rate", 1.5), "step_acceptance.rate"),
     (lambda d: d["source"]["traces"][0].__setitem__("sha256", "xyz"), "source.traces.0.sha256"),
     (lambda d: d["steps"].pop("mean_tokens"), "steps.mean_tokens"),
+    (lambda d: d["latency"]["target"]["fit"].__setitem__("ranges", {"sequences": [1.0]}),
+     "latency.target.fit.ranges.sequences"),
 ])
 def test_schema_errors_name_file_and_field(tmp_path, minimal_doc, mutate, field):
     mutate(minimal_doc)

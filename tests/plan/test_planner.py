@@ -283,3 +283,82 @@ def test_cli_break_even_of_a_profile_without_sd_notes_it(run_lr, tmp_path):
     assert note.startswith(f"{path} measured no SD acceptance")
     code, out, _ = run_lr(*args)
     assert code == 0 and "not measured: " in out
+
+
+def _profile_holding(tmp_path, sequences, factors=None):
+    """The shipped CPU test profile (alpha2 0.4, so no acceptance note) as if its traces' passes
+    held `sequences` [fewest, most] per pass in every target and draft entry (`fit.ranges`, which
+    `lr calibrate` records), with `factors` as the target's batch factors; None: no range, a
+    profile written before the range was recorded."""
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "calib" / "cpu-gsm8k-profile.json").read_text())
+    doc["sd"]["alpha2"] = 0.4
+    for key, entry in doc["latency"].items():
+        if sequences is not None:
+            entry["fit"]["ranges"] = {"sequences": list(sequences)}
+        if factors and key.startswith("target"):
+            entry["batch_factors"] = factors
+    path = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_a_plan_past_the_batches_its_profile_traces_held_says_so(run_lr, tmp_path):
+    """At 4 requests in flight AR's replicas share 4 sequences, and LR's target passes hold at
+    least those: a profile whose traces held at most 2 prices them by the fitted line's
+    extrapolation, and the plan says so for each engine
+    it outgrew (naming the largest pass and the configurations); traces (or batch factors) that
+    reached 4 or more, or a profile without the range, give no note."""
+    args = ("--concurrency", "4", "--steps", "6", "--samples", "1", "--modes", "lr", "--depth", "2",
+            "--placement", "dedicated", "--jobs", "1", "--json")
+    code, out, _ = run_lr("plan", "--profile", _profile_holding(tmp_path, [1, 2]), *args)
+    assert code == 0
+    doc = json.loads(out)
+    rows = {r["label"]: r for r in doc["candidates"]}
+    # a closed batch of 4, all at once, shared by the replicas
+    assert rows["ar"]["max_batch"] == {"target": 4 // rows["ar"]["replicas"]}
+    lr = next(r for r in doc["candidates"] if r["mode"] == "lr")
+    assert set(lr["max_batch"]) == {"target", "draft"} and lr["max_batch"]["target"] >= 4
+    most = max(r["max_batch"]["target"] for r in doc["candidates"])
+    target = [n for n in doc["notes"] if "one target pass" in n]
+    assert len(target) == 1 and "held at most 2 sequences in one target pass" in target[0]
+    assert f"passes of up to {most} (" in target[0]
+    assert all(n.count("at most 2 sequences") == 1 for n in doc["notes"])
+    for wide in (_profile_holding(tmp_path, [1, 64]), _profile_holding(tmp_path, None),
+                 _profile_holding(tmp_path, [1, 2], factors=[[1.0, 1.0], [2.0, 1.1], [64.0, 1.3]])):
+        code, out, _ = run_lr("plan", "--profile", wide, *args)
+        assert code == 0
+        assert not [n for n in json.loads(out).get("notes", []) if "one target pass" in n], wide
+    code, out, _ = run_lr("plan", "--profile", _profile_holding(tmp_path, [1, 2]), *args[:-1])
+    assert code == 0 and "not measured: " in out and "one target pass" in " ".join(out.split())
+
+
+def test_a_profile_of_a_real_load_sweep_warns_only_past_the_loads_it_ran(run_lr, tmp_path):
+    """On a real load corpus (traces/load-cold-epyc-f25m17-3: depth-2 LR, AR and lr+sd at 1, 2, 4
+    and 8 in flight, vLLM on an AMD EPYC): a profile of its levels 1-2 held at most a few sequences
+    a pass, so a plan at 8 in flight says both engines' passes are priced past them; the profile of
+    every level it ran held 8 or more in each, and the same plan has no note."""
+    from pathlib import Path
+
+    corpus = Path(__file__).resolve().parents[2] / "traces" / "load-cold-epyc-f25m17-3" / "gsm8k"
+    plan = ("--concurrency", "8", "--modes", "lr", "--depth", "2", "--samples", "1", "--steps", "6",
+            "--placement", "dedicated", "--jobs", "1", "--json")
+    got = {}
+    for name, levels in (("low", (1, 2)), ("swept", (1, 2, 4, 8))):
+        traces = [str(p) for n in levels for p in sorted((corpus / f"c{n}").glob("*.jsonl"))]
+        code, _, err = run_lr("calibrate", *traces, "-o", tmp_path / f"{name}.json")
+        assert code == 0, err
+        held = {r: json.loads((tmp_path / f"{name}.json").read_text())["latency"][r]["fit"]["ranges"]["sequences"]
+                for r in ("target", "draft")}
+        code, out, err = run_lr("plan", "--profile", tmp_path / f"{name}.json", *plan)
+        assert code == 0, err
+        got[name] = held, json.loads(out)
+    (held, low), (wide, swept) = got["low"], got["swept"]
+    assert held["target"][1] < 8 and held["draft"][1] < 8 and wide["target"][1] >= 8 and wide["draft"][1] >= 8
+    notes = low["notes"]
+    assert [n for n in notes if f"at most {held['target'][1]:g} sequences in one target pass" in n]
+    assert [n for n in notes if f"at most {held['draft'][1]:g} sequences in one draft pass" in n]
+    ar = next(r for r in low["candidates"] if r["label"] == "ar")
+    assert ar["max_batch"] == {"target": 8 // ar["replicas"]}      # 8 in flight, shared by its replicas
+    assert "notes" not in swept
