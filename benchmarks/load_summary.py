@@ -256,6 +256,28 @@ PREDICTIONS = (
     ("load_cold_epyc_f25m17_t48_heldout_12_bf", "traces/load-cold-epyc-f25m17-t48",
      "the control with the batch factors (after the runs)",
      "bench_load.py --load traces/load-cold-epyc-f25m17-t48 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b36_heldout", "traces/load-cold-epyc-f25m17-b36",
+     "lr at depths 1 and 3, lr+sd at depth 3, levels 3 and 6, between the depth-2 1, 2, 4 and 8 it was calibrated on (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_bf", "traces/load-cold-epyc-f25m17-b36",
+     "the same, with that corpus's batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_pooled", "traces/load-cold-epyc-f25m17-b36",
+     "the same, from traces/load-cold-epyc-f25m17-3 and -t48 pooled, levels 1, 2, 4 and 8 (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-t48 --calibrate-levels 1,2,4,8 ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_pooled_bf", "traces/load-cold-epyc-f25m17-b36",
+     "the same, with their batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-t48 --calibrate-levels 1,2,4,8 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_12", "traces/load-cold-epyc-f25m17-b36",
+     "the control: from traces/load-cold-epyc-f25m17-3's 1-2 only (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_12_bf", "traces/load-cold-epyc-f25m17-b36",
+     "the control with the batch factors (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
     ("load_f6m207_36_heldout_off_path", "traces/load-f6m207-36",
      "load_f6m207_36_heldout with off-path jobs replayed at their recorded prefill",
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --off-path-prefill ..."),

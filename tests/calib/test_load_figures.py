@@ -1858,6 +1858,83 @@ def test_every_load_of_a_corpus_of_other_depths_claims():
     assert f"{max(abs(r['rel_error']) for c in pre.values() for r in c['check']['rows']):.1%}" == "9.5%"
 
 
+def test_between_the_swept_loads_preregistered_claims():
+    """docs/load.md, "Planned before its runs: depths 1 and 3 at 3 and 6, between the swept loads"
+    (and the README's, traces/README's and docs/calibration.md's paragraphs):
+    traces/load-cold-epyc-f25m17-b36's 108 records (problems 1016-1033, levels 3 and 6, three
+    rounds, 67 minutes, boot feb902f3) after its four plans (0c5201d): 2, 5, 2 and 5 of 6 within
+    10% (line -8.6..+35.9%, batch factors -3.1..+18.5%, pooled -10.5..+29.6%, pooled batch factors
+    -4.4..+16.8%; the line's misses every configuration at 6, planned 19.0-35.9% high, and one at 3,
+    lr+sd +11.9% alone, lr-d1 -10.5% pooled; the batch factors' one miss lr+sd at 3, +18.5%),
+    break-evens 3 of 3 at 3; held out: AR at 6 replayed -17.4% by the line
+    (-13.2% pooled), within 4.0% by the batch factors, LR alone within 6.2% by all four, lr+sd
+    8.9-14.6% fast; replayed 3, 5, 3, 5 of 6; the control from 1-2 replays 1 and 0 of 6, plans 1
+    of 6 by each (largest 110.0%, the line's), lr+sd 48-77% fast; its replayed passes (target batch
+    0.96-1.05, draft 0.88-1.07, speculative makespans 0.88-1.01, AR's at 6 1.21)."""
+    from benchmarks import bench_replay_passes as brp
+
+    lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
+    corpus = "traces/load-cold-epyc-f25m17-b36"
+    recs, ids, levels, _ = _collection(corpus)
+    assert len(recs) == 108 and (ids[0], ids[-1]) == (1016, 1033) and len(set(ids)) == 18 and levels == {3, 6}
+    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
+    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
+    assert _collector_minutes(ROOT / corpus) == 67
+    plans = ("", "_bf", "_pooled", "_pooled_bf")
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_b36{k}.check.json").read_text()) for k in plans}
+    # written at ed42a27 (planning code clean), committed in 0c5201d before the first record
+    assert all(c["for"] == corpus and c["commit"].startswith("ed42a27") and not c["dirty"]
+               and c["calibrate_levels"] == [1, 2, 4, 8] for c in pre.values())
+    assert [pre[k]["calibrated_on"] for k in ("", "_pooled")] == [
+        "traces/load-cold-epyc-f25m17-3", "traces/load-cold-epyc-f25m17-3,traces/load-cold-epyc-f25m17-t48"]
+    err = {k: {(r["level"], r["config"]): r["rel_error"] for r in c["check"]["rows"]} for k, c in pre.items()}
+    spans = {k: (f"{min(e.values()):+.1%}", f"{max(e.values()):+.1%}") for k, e in err.items()}
+    assert spans == {"": ("-8.6%", "+35.9%"), "_bf": ("-3.1%", "+18.5%"), "_pooled": ("-10.5%", "+29.6%"),
+                     "_pooled_bf": ("-4.4%", "+16.8%")}
+    assert [(c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"])
+            for c in pre.values()] == [(2, 6, 3), (5, 6, 3), (2, 6, 3), (5, 6, 3)]
+    assert all(v["measured"] == "3" for c in pre.values() for v in c["check"]["break_even"].values())
+    # the line's misses: every configuration at 6, each planned high, and one at 3
+    for k, at3 in (("", "lr+sd-d3-emb"), ("_pooled", "lr-d1-emb")):
+        assert {key for key, e in err[k].items() if abs(e) > 0.10} == {(6, c) for c in lr} | {(3, at3)}
+    assert [f"{err[k][(3, c)]:+.1%}" for k, c in (("", "lr+sd-d3-emb"), ("_pooled", "lr-d1-emb"))] == ["+11.9%", "-10.5%"]
+    high = [err[k][(6, c)] for k in ("", "_pooled") for c in lr]
+    assert (f"{min(high):.1%}", f"{max(high):.1%}") == ("19.0%", "35.9%")
+    for k in ("_bf", "_pooled_bf"):
+        assert {key for key, e in err[k].items() if abs(e) > 0.10} == {(3, "lr+sd-d3-emb")}
+    assert f"{err['_bf'][(3, 'lr+sd-d3-emb')]:+.1%}" == "+18.5%"
+    # held out by bench_load
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_b36_heldout{k}.json").read_text())
+           for k in (*plans, "_12", "_12_bf")}
+    assert all(o["calibrated_on"]["levels"] == ([1, 2] if "_12" in k else [1, 2, 4, 8]) for k, o in out.items())
+    rep = {k: {(n, c): t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for n, lv in o["levels"].items()
+               for c, t in lv.items()} for k, o in out.items()}
+    assert [f"{rep[k][('6', 'ar')]:+.1%}" for k in ("", "_pooled")] == ["-17.4%", "-13.2%"]
+    assert max(abs(rep[k][('6', 'ar')]) for k in ("_bf", "_pooled_bf")) == pytest.approx(0.040, abs=5e-4)
+    assert max(abs(rep[k][(n, c)]) for k in plans for n in ("3", "6") for c in lr[1:]) == pytest.approx(0.062, abs=5e-4)
+    sd = [rep[k][(n, "lr+sd-d3-emb")] for k in plans for n in ("3", "6")]
+    assert (f"{min(sd):.1%}", f"{max(sd):.1%}") == ("8.9%", "14.6%")
+    rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
+
+    def counts(k, key):
+        c = rows[f"load_cold_epyc_f25m17_b36_heldout{k}"][key]
+        return c["within"], c["pairs"], f"{c['largest']:.1%}"
+    assert [counts(k, "replayed")[:2] for k in plans] == [(3, 6), (5, 6), (3, 6), (5, 6)]
+    assert [counts(k, "replayed")[:2] for k in ("_12", "_12_bf")] == [(1, 6), (0, 6)]
+    assert [counts(k, "planned") for k in ("_12", "_12_bf")] == [(1, 6, "110.0%"), (1, 6, "56.2%")]
+    sd12 = [rep[k][(n, "lr+sd-d3-emb")] for k in ("_12", "_12_bf") for n in ("3", "6")]
+    assert (f"{min(sd12):.0%}", f"{max(sd12):.0%}") == ("48%", "77%")
+    # its replayed passes
+    doc = json.loads((RESULTS / "replay_passes_f25m17_b36.json").read_text())
+    assert doc["corpus"] == corpus and doc["calibrate_levels"] == [1, 2, 4, 8]
+    lv = doc["levels"]
+    for eng, want in (("target", ("0.96", "1.05")), ("draft", ("0.88", "1.07"))):
+        v = [brp.ratio(lv[n][c], eng, "batch") for n in lv for c in lr]
+        assert (f"{min(v):.2f}", f"{max(v):.2f}") == want
+    mk = [brp.makespan_ratio(lv[n][c]) for n in lv for c in lr]
+    assert (f"{min(mk):.2f}", f"{max(mk):.2f}") == ("0.88", "1.01")
+    assert f"{brp.makespan_ratio(lv['6']['ar']):.2f}" == "1.21"
+
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -2015,7 +2092,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_off_path_prefill_claims, test_the_ten_in_flight_preregistered_claims,
                        test_the_other_boot_preregistered_claims, test_the_sd_first_pass_claims,
                        test_the_fourth_cpu_transfer_preregistered_claims,
-                       test_every_load_of_a_corpus_of_other_depths_claims)
+                       test_every_load_of_a_corpus_of_other_depths_claims,
+                       test_between_the_swept_loads_preregistered_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -2059,6 +2137,11 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_f25m17_t48_heldout", "load_cold_epyc_f25m17_t48_heldout_bf",
               "load_cold_epyc_f25m17_t48_heldout_pooled", "load_cold_epyc_f25m17_t48_heldout_pooled_bf",
               "load_cold_epyc_f25m17_t48_heldout_12", "load_cold_epyc_f25m17_t48_heldout_12_bf",
-              "replay_passes_f25m17_t48")]
+              "replay_passes_f25m17_t48", "prereg_f25m17_b36.check", "prereg_f25m17_b36_bf.check",
+              "prereg_f25m17_b36_pooled.check", "prereg_f25m17_b36_pooled_bf.check",
+              "load_cold_epyc_f25m17_b36_heldout", "load_cold_epyc_f25m17_b36_heldout_bf",
+              "load_cold_epyc_f25m17_b36_heldout_pooled", "load_cold_epyc_f25m17_b36_heldout_pooled_bf",
+              "load_cold_epyc_f25m17_b36_heldout_12", "load_cold_epyc_f25m17_b36_heldout_12_bf",
+              "replay_passes_f25m17_b36")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
