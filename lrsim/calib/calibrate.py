@@ -320,10 +320,16 @@ def choose_placement(doc: dict, lr_records: list[dict]) -> None:
     and the measured pass times already include part of the slowdown. Both simulator models
     (time-sharing one device, or two devices with the measured, contended latencies) are replayed
     on the *calibration* records and the one with the lower MAPE is kept; the choice and both
-    errors are recorded in placement.selected_by."""
+    errors are recorded in placement.selected_by. Traces whose engines ran on separate cores
+    (--target-cores and --draft-cores differ) ran on two devices: nothing to choose, and the
+    in-sample replay would choose anyway (on traces/load-cold-epyc-f25m17-3's levels 1, 2, 4 and
+    8, whose records ran side by side, it picked the time-shared device)."""
     from .profile import Profile, validate_doc
     from .replay import replay
 
+    if not doc["placement"]["shared"]:
+        doc["placement"]["selected_by"] = {"cores_shared_in_traces": False}
+        return
     errs = {}
     for shared in (True, False):
         d = dict(doc, placement=dict(doc["placement"], shared=shared))

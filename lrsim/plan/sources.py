@@ -123,34 +123,42 @@ class ProfileSource(_Source):
         return notes
 
     def beyond_measured(self, rows: list[dict]) -> list[str]:
-        """One note per engine (target, draft) whose simulated passes in the plan's `rows`
-        (`max_batch`) held more sequences than any pass of the profile's traces (its fitted
-        entries' `fit.ranges.sequences`, or a batch factor's size, which a measured curve can
-        extend): a pass's price there is the fitted line's extrapolation. Calibrated on 1-2
-        requests in flight and held out at 3-8, that extrapolation was the replay's error on one
-        CPU, and calibrating on every load the corpus ran removed it (docs/load.md, "Every load of
-        a corpus of other depths, on the fourth CPU"). A profile written before the range was
-        recorded: no note."""
+        """One note per engine (target, draft) and measured size whose simulated passes in the
+        plan's `rows` (`max_batch`) held more sequences than any pass the profile measured for
+        them: the latency entry each row runs with (`role@mode` where the profile has one, as
+        Profile.latency picks), its `fit.ranges.sequences` or its largest batch factor, which a
+        measured curve can extend. Past it a pass is priced by the fitted line's extrapolation.
+        Calibrated on 1-2 requests in flight and held out at 3-8, that extrapolation was the
+        replay's error on one CPU (docs/load.md, "Every load of a corpus of other depths, on the
+        fourth CPU"). An entry without the range (a profile calibrated before it was recorded,
+        `--latency-model table`): no note. A note says nothing of the prices inside the range."""
+        from lrcore.modes import ADAPTIVE_MODES
+
         from ..calib.profile import load_profile
 
         latency, notes = load_profile(self.path).doc["latency"], []
         for role in ("target", "draft"):
-            entries = [e for k, e in latency.items() if k == role or k.startswith(role + "@")]
-            seen = [(e.get("fit") or {}).get("ranges", {}).get("sequences") for e in entries]
-            if not entries or any(r is None for r in seen):
-                continue
-            held = max([r[1] for r in seen] + [b for e in entries for b, _ in e.get("batch_factors", [])])
-            over = sorted(((r["max_batch"][role], r["label"]) for r in rows
-                           if r.get("max_batch", {}).get(role, 0) > held), reverse=True)
-            if not over:
-                continue
-            names = ", ".join(lab for _, lab in over[:3]) + (f" and {len(over) - 3} more" if len(over) > 3 else "")
-            notes.append(f"{self.path}'s traces held at most {held:g} sequences in one {role} pass; this "
-                         f"plan prices {role} passes of up to {over[0][0]} ({names}), past {held:g} at the "
-                         "fitted line's extrapolation: calibrate on traces that ran as many requests in "
-                         "flight (docs/calibration.md, 'Which loads to calibrate on')")
+            over: dict[float, list[tuple[int, str]]] = {}
+            for r in rows:
+                if role not in r.get("max_batch", {}):
+                    continue
+                mode = ADAPTIVE_MODES.get(r["mode"], r["mode"])
+                entry = latency.get(f"{role}@{mode}") or latency.get(role) or {}
+                seen = (entry.get("fit") or {}).get("ranges", {}).get("sequences")
+                if seen is None:
+                    continue
+                held = max([seen[1]] + [b for b, _ in entry.get("batch_factors", [])])
+                if r["max_batch"][role] > held:
+                    over.setdefault(held, []).append((r["max_batch"][role], r["label"]))
+            for held, big in sorted(over.items()):
+                big.sort(reverse=True)
+                names = ", ".join(lab for _, lab in big[:3]) + (f" and {len(big) - 3} more" if len(big) > 3 else "")
+                notes.append(f"{self.path} measured {role} passes of at most {held:g} sequences; this plan "
+                             f"prices {role} passes of up to {big[0][0]} ({names}), past {held:g} by the "
+                             "fitted line's extrapolation: calibrate on traces whose passes reached that "
+                             "size, a load sweep up to the planned load in the planned modes "
+                             "(docs/calibration.md, 'Which loads to calibrate on')")
         return notes
-
 
 def resolve(preset: str | None, profile: Path | None, scenario: str | None,
             latency: str | None = None, whatif: WhatIf = NONE, table1: str | None = None):

@@ -307,9 +307,12 @@ def _profile_holding(tmp_path, sequences, factors=None):
 def test_a_plan_past_the_batches_its_profile_traces_held_says_so(run_lr, tmp_path):
     """At 4 requests in flight AR's replicas share 4 sequences, and LR's target passes hold at
     least those: a profile whose traces held at most 2 prices them by the fitted line's
-    extrapolation, and the plan says so for each engine
-    it outgrew (naming the largest pass and the configurations); traces (or batch factors) that
-    reached 4 or more, or a profile without the range, give no note."""
+    extrapolation, and the plan says so for each engine it outgrew (naming the largest pass and
+    the configurations), in its table's text, its JSON and a break-even search's. Traces (or batch
+    factors) that reached the largest simulated pass, or a profile without the range, give no
+    note; one sequence fewer does. Each row is held to the latency entry it runs with."""
+    from pathlib import Path
+
     args = ("--concurrency", "4", "--steps", "6", "--samples", "1", "--modes", "lr", "--depth", "2",
             "--placement", "dedicated", "--jobs", "1", "--json")
     code, out, _ = run_lr("plan", "--profile", _profile_holding(tmp_path, [1, 2]), *args)
@@ -321,17 +324,35 @@ def test_a_plan_past_the_batches_its_profile_traces_held_says_so(run_lr, tmp_pat
     lr = next(r for r in doc["candidates"] if r["mode"] == "lr")
     assert set(lr["max_batch"]) == {"target", "draft"} and lr["max_batch"]["target"] >= 4
     most = max(r["max_batch"]["target"] for r in doc["candidates"])
-    target = [n for n in doc["notes"] if "one target pass" in n]
-    assert len(target) == 1 and "held at most 2 sequences in one target pass" in target[0]
+    target = [n for n in doc["notes"] if "measured target passes" in n]
+    assert len(target) == 1 and "measured target passes of at most 2 sequences" in target[0]
     assert f"passes of up to {most} (" in target[0]
-    assert all(n.count("at most 2 sequences") == 1 for n in doc["notes"])
+    assert len([n for n in doc["notes"] if "measured draft passes of at most 2 sequences" in n]) == 1
+
+    def target_notes(profile, *more):
+        code, out, err = run_lr("plan", "--profile", profile, *args, *more)
+        assert code == 0, err
+        return [n for n in json.loads(out).get("notes", []) if "measured target passes" in n]
+    # at the edge: traces that held exactly the plan's largest pass, or one fewer
+    assert target_notes(_profile_holding(tmp_path, [1, most])) == []
+    assert len(target_notes(_profile_holding(tmp_path, [1, most - 1]))) == 1
     for wide in (_profile_holding(tmp_path, [1, 64]), _profile_holding(tmp_path, None),
                  _profile_holding(tmp_path, [1, 2], factors=[[1.0, 1.0], [2.0, 1.1], [64.0, 1.3]])):
-        code, out, _ = run_lr("plan", "--profile", wide, *args)
-        assert code == 0
-        assert not [n for n in json.loads(out).get("notes", []) if "one target pass" in n], wide
+        assert target_notes(wide) == [], wide
+    # each row is held to the entry it runs with: a narrow target@lr names the LR rows alone
+    narrow = json.loads(Path(_profile_holding(tmp_path, [1, 64])).read_text())
+    narrow["latency"]["target@lr"]["fit"]["ranges"]["sequences"] = [1, 2]
+    (tmp_path / "narrow.json").write_text(json.dumps(narrow))
+    [note] = target_notes(str(tmp_path / "narrow.json"))
+    named = note[note.index("(") + 1:note.index(")")].split(", ")
+    assert named and all(n.startswith("lr") for n in named), named
+    # the break-even search gives the notes of its largest load
+    code, out, err = run_lr("plan", "--profile", _profile_holding(tmp_path, [1, 2]), "--find-break-even",
+                            *args)
+    assert code == 0, err
+    assert [n for n in json.loads(out)["notes"] if "measured target passes" in n]
     code, out, _ = run_lr("plan", "--profile", _profile_holding(tmp_path, [1, 2]), *args[:-1])
-    assert code == 0 and "not measured: " in out and "one target pass" in " ".join(out.split())
+    assert code == 0 and "not measured: " in out and "measured target passes" in " ".join(out.split())
 
 
 def test_a_profile_of_a_real_load_sweep_warns_only_past_the_loads_it_ran(run_lr, tmp_path):
@@ -357,8 +378,14 @@ def test_a_profile_of_a_real_load_sweep_warns_only_past_the_loads_it_ran(run_lr,
     (held, low), (wide, swept) = got["low"], got["swept"]
     assert held["target"][1] < 8 and held["draft"][1] < 8 and wide["target"][1] >= 8 and wide["draft"][1] >= 8
     notes = low["notes"]
-    assert [n for n in notes if f"at most {held['target'][1]:g} sequences in one target pass" in n]
-    assert [n for n in notes if f"at most {held['draft'][1]:g} sequences in one draft pass" in n]
+    assert [n for n in notes if f"measured target passes of at most {held['target'][1]:g} sequences" in n]
+    assert [n for n in notes if f"measured draft passes of at most {held['draft'][1]:g} sequences" in n]
     ar = next(r for r in low["candidates"] if r["label"] == "ar")
     assert ar["max_batch"] == {"target": 8 // ar["replicas"]}      # 8 in flight, shared by its replicas
     assert "notes" not in swept
+    # the engines ran on separate cores (0 and 1): the profile keeps two devices, whatever the
+    # in-sample replay of records that ran side by side would choose
+    for name in ("low", "swept"):
+        placement = json.loads((tmp_path / f"{name}.json").read_text())["placement"]
+        assert placement["shared"] is False and placement["selected_by"] == {"cores_shared_in_traces": False}
+    assert {r["devices_per_replica"] for r in swept["candidates"] if r["mode"] == "lr"} == {2}
