@@ -1910,6 +1910,11 @@ def test_between_the_swept_loads_preregistered_claims():
     rep = {k: {(n, c): t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for n, lv in o["levels"].items()
                for c, t in lv.items()} for k, o in out.items()}
     assert [f"{rep[k][('6', 'ar')]:+.1%}" for k in ("", "_pooled")] == ["-17.4%", "-13.2%"]
+    assert f"{rep['_pooled'][('3', 'ar')]:+.1%}" == "+12.4%"       # with the pooled line's lr-d1 at 3
+    # the batch factors of the sweep's passes: sizes 1-19, six among them, cheaper than the line
+    bf = dict(map(tuple, out["_bf"]["latency_fit"]["target"]["batch_factors"]))
+    assert (min(bf), max(bf)) == (1.0, 19.0) and f"{bf[6.0]:.2f}" == "0.84"
+    assert (f"{min(bf[1.0], bf[2.0]):.1f}", f"{max(bf[1.0], bf[2.0]):.1f}") == ("1.5", "1.6")
     assert max(abs(rep[k][('6', 'ar')]) for k in ("_bf", "_pooled_bf")) == pytest.approx(0.040, abs=5e-4)
     assert max(abs(rep[k][(n, c)]) for k in plans for n in ("3", "6") for c in lr[1:]) == pytest.approx(0.062, abs=5e-4)
     sd = [rep[k][(n, "lr+sd-d3-emb")] for k in plans for n in ("3", "6")]
@@ -1934,6 +1939,10 @@ def test_between_the_swept_loads_preregistered_claims():
     mk = [brp.makespan_ratio(lv[n][c]) for n in lv for c in lr]
     assert (f"{min(mk):.2f}", f"{max(mk):.2f}") == ("0.88", "1.01")
     assert f"{brp.makespan_ratio(lv['6']['ar']):.2f}" == "1.21"
+    # lr+sd: about the real price a pass, too few passes
+    sd_lv = [lv[n]["lr+sd-d3-emb"] for n in ("3", "6")]
+    assert [f"{brp.ratio(x, 'target', 'passes'):.2f}" for x in sd_lv] == ["0.91", "0.91"]
+    assert [f"{brp.ratio(x, 'target', 'busy_s'):.2f}" for x in sd_lv] == ["0.88", "0.91"]
 
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
