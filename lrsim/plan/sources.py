@@ -160,6 +160,7 @@ class ProfileSource(_Source):
                              "(docs/calibration.md, 'Which loads to calibrate on')")
         return notes
 
+
 def resolve(preset: str | None, profile: Path | None, scenario: str | None,
             latency: str | None = None, whatif: WhatIf = NONE, table1: str | None = None):
     given = [n for n, v in (("--preset", preset), ("--profile", profile), ("--scenario", scenario)) if v]
