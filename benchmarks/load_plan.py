@@ -88,19 +88,29 @@ def plan_at(profiles: dict[str, Path], level: int) -> dict:
     N requests started together, as the measured speedup (tokens over makespans) is. The ratio of
     mean latencies, the plan's own `speedup`, is kept as latency_speedup_vs_ar: an LR block's
     requests finish at different times, so its mean latency is shorter than its makespan and that
-    ratio is the more optimistic one (0.77 against 0.71 for lr-d2-emb at 6 in flight, held out)."""
+    ratio is the more optimistic one (0.77 against 0.71 for lr-d2-emb at 6 in flight, held out).
+    Each configuration also carries `lr plan`'s "not measured" warning as the engines it names
+    (`beyond_measured`: the roles whose simulated passes, in its row or ar's, held more sequences
+    than the profile's traces measured; ProfileSource.beyond_measured), so a plan written before
+    its runs records which of its speedups the product itself flagged."""
+    from lrsim.plan.sources import ProfileSource
+
     out = {}
     for name, path in profiles.items():
         both = lr_plan(path, "--concurrency", str(level), *BOTH_DEVICES)
         one = lr_plan(path, "--concurrency", str(level), *ONE_DEVICE)
         ar, er = one["reference"], both.get("equal_resources_baseline") or {}
         rows = {r["label"]: r for r in both["candidates"]} | {r["label"]: r for r in one["candidates"]}
+        src = ProfileSource(str(path))
         for cfg, lab in measured_labels(name, path).items():
             if lab in rows:
                 r = rows[lab]
+                notes = src.beyond_measured([r, ar])
                 out[cfg] = {"speedup_vs_ar": r["tokens_per_s"] / ar["tokens_per_s"],
                             "speedup_vs_ar-er": r["tokens_per_s"] / er["tokens_per_s"] if er else None,
-                            "latency_speedup_vs_ar": ar["mean_latency_s"] / r["mean_latency_s"]}
+                            "latency_speedup_vs_ar": ar["mean_latency_s"] / r["mean_latency_s"],
+                            "beyond_measured": [role for role in ("target", "draft")
+                                                if any(f"measured {role} passes" in n for n in notes)]}
         if er and "ar-er" not in out:    # the first profile's (exact, where the corpus ran it)
             out["ar-er"] = {"speedup_vs_ar": er["tokens_per_s"] / ar["tokens_per_s"],
                             "latency_speedup_vs_ar": ar["mean_latency_s"] / er["mean_latency_s"]}

@@ -112,7 +112,9 @@ def check(prereg: dict, result: dict) -> dict:
             if cfg != "ar-er":          # the equal-resources baseline is shown, not counted
                 errs.append(abs(err))
             rows.append({"level": int(n), "config": cfg, "preregistered": p["speedup_vs_ar"],
-                         "measured": m, "rel_error": err})
+                         "measured": m, "rel_error": err,
+                         # the engines `lr plan` warned of (absent: planned before the warning)
+                         **({"beyond_measured": p["beyond_measured"]} if "beyond_measured" in p else {})})
     # the plan's break-even at the measured levels (the first at which the speedup is <= 1), as
     # bench_load.py's planned column; the search's level (any level up to the highest) beside it
     planned = {int(n): t for n, t in prereg["planned"].items()}
@@ -121,11 +123,23 @@ def check(prereg: dict, result: dict) -> dict:
                 "measured": b["measured_vs_ar"]}
           for cfg, b in sorted(result["break_even"].items())
           if cfg != "ar-er" and cfg in prereg["planned"][str(prereg["levels"][0])]}
+    # the warning against the outcome: of the counted speedups lr plan warned of (and not), how
+    # many were within the target (a warning is useful where it goes with the misses)
+    warn = {}
+    for r in rows:
+        if r["config"] != "ar-er" and "beyond_measured" in r:
+            w = warn.setdefault("warned" if r["beyond_measured"] else "not_warned", {"within_target": 0, "compared": 0})
+            w["compared"] += 1
+            w["within_target"] += abs(r["rel_error"]) <= TARGET
     return {"rows": rows, "within_target": sum(e <= TARGET for e in errs), "compared": len(errs),
-            "break_even": be, "break_even_right": sum(v["preregistered"] == v["measured"] for v in be.values())}
+            "break_even": be, "break_even_right": sum(v["preregistered"] == v["measured"] for v in be.values()),
+            **({"by_warning": warn} if warn else {})}
 
 
 def render(doc: dict) -> str:
+    # the warning's column, where the plan recorded it (plans written before it have none)
+    col = ((" lr plan: not measured |", "---|")
+           if any("beyond_measured" in r for t in doc["planned"].values() for r in t.values()) else ("", ""))
     head = [f"Pre-registered plan for {doc['for']}, written {doc['written_utc']} UTC at commit "
             f"{doc['commit'][:7]}, when {doc['for']} held "
             f"{doc['records_of_future_corpus_then']} records: `lr plan` on profiles calibrated on "
@@ -136,11 +150,12 @@ def render(doc: dict) -> str:
                if doc.get("batch_curves") else "")
             + (", the line's plain decode passes priced by the batch factors its traces measured "
                "(`lr calibrate --batch-factors`)" if doc.get("batch_factors") else "") + ".", "",
-            "| in flight | config | planned speedup vs ar | vs ar-er |", "|---|---|---|---|"]
+            "| in flight | config | planned speedup vs ar | vs ar-er |" + col[0], "|---|---|---|---|" + col[1]]
     for n, rows in doc["planned"].items():
         for cfg, r in sorted(rows.items()):
             er = r.get("speedup_vs_ar-er")
-            head.append(f"| {n} | {cfg} | {r['speedup_vs_ar']:.2f} | {'-' if er is None else f'{er:.2f}'} |")
+            head.append(f"| {n} | {cfg} | {r['speedup_vs_ar']:.2f} | {'-' if er is None else f'{er:.2f}'} |"
+                        + (f" {warned(r)} |" if col[0] else ""))
     head += ["", "Break-even searched (`lr plan --find-break-even --objective throughput`): "
              + ", ".join(f"{c} {s['vs_ar']}" for c, s in sorted(doc["searched_break_even"].items())) + "."]
     if doc.get("check"):
@@ -148,13 +163,22 @@ def render(doc: dict) -> str:
         head += ["", f"Against the measured corpus ({doc['checked_against']}): "
                  f"{c['within_target']}/{c['compared']} pre-registered speedups of speculative configurations within "
                  f"{TARGET:.0%} of measured; break-evens right {c['break_even_right']}/{len(c['break_even'])}.", "",
-                 "| in flight | config | pre-registered | measured | error |", "|---|---|---|---|---|"]
+                 "| in flight | config | pre-registered | measured | error |" + col[0], "|---|---|---|---|---|" + col[1]]
         head += [f"| {r['level']} | {r['config']} | {r['preregistered']:.2f} | {r['measured']:.2f} | "
-                 f"{r['rel_error']:+.1%} |" for r in c["rows"]]
+                 f"{r['rel_error']:+.1%} |" + (f" {warned(r)} |" if col[0] else "") for r in c["rows"]]
+        for k, w in c.get("by_warning", {}).items():
+            head += ["", f"Speedups {'`lr plan` warned of' if k == 'warned' else 'it did not warn of'} "
+                     f"(passes past the traces' largest): {w['within_target']}/{w['compared']} within {TARGET:.0%}."]
         head += ["", "| config | break-even pre-registered | searched | measured |", "|---|---|---|---|"]
         head += [f"| {cfg} | {v['preregistered']} | {v['searched']} | {v['measured']} |"
                  for cfg, v in c["break_even"].items()]
     return "\n".join(head) + "\n"
+
+
+def warned(r: dict) -> str:
+    """The engines whose passes `lr plan` said it priced past what its traces measured ('-': none;
+    '?': a plan written before the warning existed)."""
+    return "?" if "beyond_measured" not in r else (", ".join(r["beyond_measured"]) or "-")
 
 
 def main() -> None:

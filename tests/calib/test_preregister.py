@@ -50,6 +50,34 @@ def test_check_pairs_each_level_and_counts_speculative_configurations_only():
     assert "2/3 pre-registered speedups" in text and "| 3 | lr-d2 | 0.77 | 0.90 | -14.4% |" in text
 
 
+def test_a_check_counts_the_speedups_lr_plan_warned_of_apart():
+    """A plan that recorded lr plan's "not measured" warning (benchmarks/load_plan.plan_at's
+    beyond_measured) is scored warned and not warned apart, and both renders show the engines."""
+    prereg = _prereg(**{"3": {"sd": {"speedup_vs_ar": 1.05, "beyond_measured": []},
+                              "lr-d2": {"speedup_vs_ar": 0.77, "beyond_measured": ["draft"]},
+                              "ar-er": {"speedup_vs_ar": 1.93, "beyond_measured": ["draft", "target"]}},
+                        "6": {"sd": {"speedup_vs_ar": 0.84, "beyond_measured": []},
+                              "lr-d2": {"speedup_vs_ar": 0.66, "beyond_measured": ["draft"]}}})
+    result = {"levels": {"3": {"sd": {"speedup_vs_ar": 1.00}, "lr-d2": {"speedup_vs_ar": 0.90},
+                               "ar-er": {"speedup_vs_ar": 1.0}},
+                         "6": {"sd": {"speedup_vs_ar": 0.80}, "lr-d2": {"speedup_vs_ar": 0.64}}},
+              "break_even": {}}
+    c = pr.check(prereg, result)
+    # lr-d2 at 3 (14% out) and 6 (3% in) warned; sd at 3 and 6 (5% each) not; ar-er not counted
+    assert c["by_warning"] == {"not_warned": {"within_target": 2, "compared": 2},
+                               "warned": {"within_target": 1, "compared": 2}}
+    text = pr.render(prereg | {"check": c, "checked_against": "r.json"})
+    assert "| 3 | lr-d2 | 0.77 | - | draft |" in text and "| 3 | lr-d2 | 0.77 | 0.90 | -14.4% | draft |" in text
+    assert "| 6 | sd | 0.84 | 0.80 | +5.0% | - |" in text
+    assert "warned of (passes past the traces' largest): 1/2 within 10%" in text
+    assert "did not warn of (passes past the traces' largest): 2/2 within 10%" in text
+    # a plan written before the warning: no column, no count
+    old = _prereg(**{"3": {"sd": {"speedup_vs_ar": 1.05}}, "6": {}})
+    assert "by_warning" not in pr.check(old, {"levels": {"3": {"sd": {"speedup_vs_ar": 1.0}}, "6": {}},
+                                              "break_even": {}})
+    assert "not measured" not in pr.render(old)
+
+
 def test_a_corpus_with_records_cannot_be_preregistered(tmp_path, monkeypatch):
     """Any record counts, whatever its data set or level (and even one a reader would reject)."""
     f = tmp_path / "traces" / "z" / "math500" / "c3" / "ar.jsonl"
