@@ -91,8 +91,9 @@ def plan_at(profiles: dict[str, Path], level: int) -> dict:
     ratio is the more optimistic one (0.77 against 0.71 for lr-d2-emb at 6 in flight, held out).
     Each configuration also carries `lr plan`'s "not measured" warning as the engines it names
     (`beyond_measured`: the roles whose simulated passes, in its row or ar's, held more sequences
-    than the profile's traces measured; ProfileSource.beyond_measured), so a plan written before
-    its runs records which of its speedups the product itself flagged."""
+    than the profile's traces measured; ProfileSource.beyond_measured) and its row's max_batch
+    (ar's beside ar-er), so a plan written before its runs records which of its speedups the
+    product itself flagged, and why."""
     from lrsim.plan.sources import ProfileSource
 
     out = {}
@@ -105,16 +106,22 @@ def plan_at(profiles: dict[str, Path], level: int) -> dict:
         for cfg, lab in measured_labels(name, path).items():
             if lab in rows:
                 r = rows[lab]
-                notes = src.beyond_measured([r, ar])
                 out[cfg] = {"speedup_vs_ar": r["tokens_per_s"] / ar["tokens_per_s"],
                             "speedup_vs_ar-er": r["tokens_per_s"] / er["tokens_per_s"] if er else None,
                             "latency_speedup_vs_ar": ar["mean_latency_s"] / r["mean_latency_s"],
-                            "beyond_measured": [role for role in ("target", "draft")
-                                                if any(f"measured {role} passes" in n for n in notes)]}
+                            "beyond_measured": warned(src, r, ar), "max_batch": r.get("max_batch")}
         if er and "ar-er" not in out:    # the first profile's (exact, where the corpus ran it)
             out["ar-er"] = {"speedup_vs_ar": er["tokens_per_s"] / ar["tokens_per_s"],
-                            "latency_speedup_vs_ar": ar["mean_latency_s"] / er["mean_latency_s"]}
+                            "latency_speedup_vs_ar": ar["mean_latency_s"] / er["mean_latency_s"],
+                            "beyond_measured": warned(src, er, ar), "max_batch": er.get("max_batch"),
+                            "ar_max_batch": ar.get("max_batch")}
     return out
+
+
+def warned(src, *rows: dict) -> list[str]:
+    """The engines (target, draft) of which `lr plan` says 'not measured' for these plan rows."""
+    notes = src.beyond_measured(list(rows))
+    return [role for role in ("target", "draft") if any(f"measured {role} passes" in n for n in notes)]
 
 
 def measured_acceptance(profiles: dict[str, Path], level: dict[str, list[dict]], tmp: Path, n: int) -> dict[str, Path]:
