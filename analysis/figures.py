@@ -3,7 +3,7 @@ parameters, simulated points, measured records) into the data of one plot, draws
 (analysis/plots.py) and returns it with the table of numbers behind it (analysis/report.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ class Figure:
     header: list[str]
     rows: list[list]
     note: str = ""
+    notes: list[str] = field(default_factory=list)   # "not measured" warnings (the section gathers them)
 
 
 @dataclass
@@ -201,7 +202,8 @@ def fig_load(cx: Ctx) -> Figure:
     return Figure("load", "Speedup vs load", plots.plot_load(d6, out_dir / "speedup_vs_load.png"),
                   ["concurrency"] + list(d6["series"]), rows,
                   "Speedup = reference AR's mean request latency / the configuration's, on "
-                  f"{d6['hardware']} (replicas where a configuration needs fewer devices). " + what)
+                  f"{d6['hardware']} (replicas where a configuration needs fewer devices). " + what
+                  + "".join(f" Not measured: {n}." for n in d6["notes"]), d6["notes"])
 
 
 def _load_sweep(source, st, sd_k2, label):
@@ -213,17 +215,22 @@ def _load_sweep(source, st, sd_k2, label):
              planner.Candidate("sd", k2=k2), planner.Candidate("lr", k1=5, depth=4),
              planner.Candidate("lr+sd", k1=5, depth=4, k2=k2)]
     series: dict[str, list[float]] = {c.label: [] for c in cands if c.role != "reference"}
-    hardware = ""
+    hardware, every = "", []
     for c in st.loads:
         p = planner.plan(source, cands, planner.Hardware(), planner.Load(concurrency=c, steps=st.steps,
                                                                          samples=st.samples), jobs=st.jobs)
         hardware = f"{p.meta['hardware']['devices']}x {p.meta['hardware']['kind']}"
+        every += p.rows
         for r in p.rows:
             if r["role"] == "reference":
                 continue
             series[r["label"]].append(r["speedup"])
     rows = [[c] + [f"{series[k][i]:.3f}" for k in series] for i, c in enumerate(st.loads)]
-    return {"concurrency": list(st.loads), "series": series, "hardware": hardware, "source": label}, rows
+    # lr plan's warning over the whole sweep: engines whose simulated passes outgrew the profile's
+    # traces (ProfileSource.beyond_measured; presets and scenarios measured nothing, so say nothing)
+    notes = source.beyond_measured(every) if hasattr(source, "beyond_measured") else []
+    return {"concurrency": list(st.loads), "series": series, "hardware": hardware, "source": label,
+            "notes": notes}, rows
 
 
 BUILDERS = (fig_depth, fig_k2, fig_heatmap, fig_acceptance, fig_breakdown, fig_load)

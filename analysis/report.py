@@ -142,6 +142,9 @@ def _section(source, records: list[dict], st: Settings, out_dir: Path, key: str,
         "depth_ref": depth_ref, **(meta or {})})
     cx = Ctx(source, source.label, th, sims, records, m_speed, st, out, depth_ref, replayed)
     sec.figures = [build(cx) for build in BUILDERS]
+    # a figure's "not measured" warnings join the section's (the load sweep's passes past the traces)
+    notes = sec.meta.setdefault("notes", [])
+    notes += [n for f in sec.figures for n in f.notes if n not in notes]
     sec.meta["elapsed_s"] = time.perf_counter() - t0
     return sec
 
