@@ -202,6 +202,10 @@ def main() -> None:
                     help="replay each new target request's first pass (its prefill) as sampling one "
                          "token and verifying no SD proposal, as vLLM runs it, not as one of its SD "
                          "rounds (a diagnosis of the replay only; docs/load.md)")
+    ap.add_argument("--own-sd-rate", action="store_true",
+                    help="replay each record run beside others with token-level SD at its own tokens per "
+                         "target pass (its spans' tokens over the passes they ran in), not at its window's, "
+                         "which counts every request in flight (lrsim/calib/replay.ReplayWorkload)")
     ap.add_argument("--probe-decode-fallback", action="store_true",
                     help="read a probe whose alone decode timed no plain pass (an SD engine's "
                          "n-gram proposer matched the probe's output) from its side-by-side decode "
@@ -216,6 +220,7 @@ def main() -> None:
     load_replay.AFRESH_AS_RUN = a.afresh_as_run
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
+    load_replay.OWN_SD_RATE = a.own_sd_rate
     physical.PROBE_DECODE_FALLBACK = a.probe_decode_fallback
     curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
@@ -335,6 +340,7 @@ def main() -> None:
            # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
            **({"off_path_prefill": True} if a.off_path_prefill else {}),
            **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),
+           **({"own_sd_rate": True} if a.own_sd_rate else {}),
            **({"probe_decode_fallback": True} if a.probe_decode_fallback else {}),
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
@@ -505,6 +511,8 @@ def render(out: dict) -> str:
                 "(--off-path-prefill)." if out.get("off_path_prefill") else "")
              + (" Each new target request's first pass replayed as sampling one token without an SD "
                 "proposal (--sd-plain-first-pass)." if out.get("sd_plain_first_pass") else "")
+             + (" Each record run beside others replays token-level SD at its own tokens per target pass, "
+                "not its window's (--own-sd-rate)." if out.get("own_sd_rate") else "")
              + (" A probe that timed no plain decode pass read from its side-by-side pass "
                 "(--probe-decode-fallback)." if out.get("probe_decode_fallback") else "")
              + boots_note(out.get("boots")),

@@ -4,7 +4,7 @@ at another cost.
 
     .venv/bin/python benchmarks/bench_replay_passes.py [--load traces/load-f6m207-36]
         [--calibrate-on traces/load-f6m207] [--out benchmarks/results/replay_passes.json]
-        [--off-path-prefill] [--sd-plain-first-pass]
+        [--off-path-prefill] [--sd-plain-first-pass] [--own-sd-rate]
 
 Per level, configuration and block (the blocks bench_load.py replays: its profile of the
 calibration corpus's 1-2 in flight, every block at the predicted corpus's median probe, the
@@ -80,7 +80,10 @@ def bench(load: str, cal: str, levels: tuple[int, ...] | None = None) -> dict:
                  # off-path jobs replayed with their recorded prefill (absent: the prefix cache's blocks)
                  **({"off_path_prefill": True} if load_replay.OFF_PATH_PREFILL else {}),
                  # each new target request's first pass without an SD proposal (absent: one of its rounds)
-                 **({"sd_plain_first_pass": True} if load_replay.SD_PLAIN_FIRST_PASS else {})}
+                 **({"sd_plain_first_pass": True} if load_replay.SD_PLAIN_FIRST_PASS else {}),
+                 # each record of N > 1 in flight replays SD at its own tokens per target pass
+                 # (absent: its window's, every request's)
+                 **({"own_sd_rate": True} if load_replay.OWN_SD_RATE else {})}
     for n, level in sorted(corpus.items()):
         # the load corpus's configurations in their order, then any other (a transfer corpus's);
         # ar-er's target runs on both cores, which the replay's profile does not model
@@ -139,7 +142,9 @@ def render(doc: dict) -> str:
                        + (" Jobs off the committed path replayed with the prefill their records count "
                           "(--off-path-prefill)." if doc.get("off_path_prefill") else "")
                        + (" Each new target request's first pass replayed as sampling one token without an "
-                          "SD proposal (--sd-plain-first-pass)." if doc.get("sd_plain_first_pass") else ""),
+                          "SD proposal (--sd-plain-first-pass)." if doc.get("sd_plain_first_pass") else "")
+                       + (" Each record run beside others replays token-level SD at its own tokens per "
+                          "target pass, not its window's (--own-sd-rate)." if doc.get("own_sd_rate") else ""),
                        "in flight", "config", "makespan", "target passes", "target busy",
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():
@@ -187,12 +192,17 @@ def main() -> None:
     ap.add_argument("--sd-plain-first-pass", action="store_true",
                     help="replay each new target request's first pass as sampling one token without an "
                          "SD proposal (bench_load.py --sd-plain-first-pass)")
+    ap.add_argument("--own-sd-rate", action="store_true",
+                    help="replay each record run beside others with token-level SD at its own tokens per "
+                         "target pass (its spans' tokens over the passes they ran in), not at its "
+                         "window's, which counts every request in flight (lrsim/calib/replay.ReplayWorkload)")
     ap.add_argument("--calibrate-levels", default="1,2",
                     help="calibrate on these levels in flight of --calibrate-on (bench_load.py --calibrate-levels)")
     a = ap.parse_args()
     levels = parse_levels(a.calibrate_levels, "bench_replay_passes")
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
+    load_replay.OWN_SD_RATE = a.own_sd_rate
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on, levels=levels):

@@ -70,6 +70,9 @@ DECIDE_AFRESH = False
 OFF_PATH_PREFILL = False
 # bench_load's --sd-plain-first-pass (Config.sd_plain_first_pass): a diagnosis, off by default
 SD_PLAIN_FIRST_PASS = False
+# --own-sd-rate (ReplayWorkload.own_sd_rate): each record of N > 1 in flight replays SD at its own
+# tokens per target pass, not its window's (every request's); opt-in, off by default
+OWN_SD_RATE = False
 # with DECIDE_AFRESH: decide as the real backend does (Config.adaptive_scope "run", from the
 # estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
 # bench_load's --afresh-as-run
@@ -126,7 +129,8 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
         as_run = DECIDE_AFRESH and AFRESH_AS_RUN
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
                             arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH,
-                            off_path_prefill=OFF_PATH_PREFILL, carried_prior=as_run)
+                            off_path_prefill=OFF_PATH_PREFILL, carried_prior=as_run,
+                            own_sd_rate=OWN_SD_RATE)
         cfg = prof.to_config(first["mode"], workload=wl, **_knobs(first, prof))
         cfg.sd_plain_first_pass = SD_PLAIN_FIRST_PASS
         if as_run:

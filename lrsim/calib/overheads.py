@@ -301,12 +301,17 @@ def mean_alpha(hist: list[int]) -> float | None:
     all gamma), more full-length passes than a geometric has, so the MLE's mean is higher than the
     measured one (the load corpus's pooled histogram: 1.02 accepted tokens per proposal against
     0.98 measured)."""
-    from scipy.optimize import brentq
-
     gamma, n = len(hist) - 1, sum(hist)
     if gamma < 1 or n <= 0:
         return None
-    m = sum(k * c for k, c in enumerate(hist)) / n
+    return alpha_for_mean(sum(k * c for k, c in enumerate(hist)) / n, gamma)
+
+
+def alpha_for_mean(m: float, gamma: int) -> float:
+    """alpha2 whose truncated geometric accepts `m` of `gamma` draft tokens per proposing pass on
+    average (mean_alpha's root; 0 at m <= 0, 1 at m >= gamma)."""
+    from scipy.optimize import brentq
+
     if m <= 0:
         return 0.0
     if m >= gamma:

@@ -14,33 +14,99 @@ one subset of problems and replays the other (calibrate.split_problems).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from lrcore.errors import UserError
 from lrcore.modes import ACCEPT_MODE, LR_MODES, MODE_POLICY
+from lrcore.theory import geometric_sum
 
 from ..sim.runner import run
-from ..sim.traces import TraceWorkload
+from ..sim.traces import TraceWorkload, own_tokens_per_pass
 from .calibrate import calibrate, read_records, split_problems
-from .overheads import mean_alpha
+from .overheads import alpha_for_mean, mean_alpha
 from .profile import Profile, validate_doc
 from .rescale import machine_warning, machines
 
 
+def sd_tokens_per_pass(hit: float, alpha2: float, gamma: int) -> float:
+    """Tokens a target pass emits on average in the simulator's SD model (lrsim/sim/tokensd.py):
+    1 + hit * E[min(X, gamma)], X ~ Geometric(alpha2), gamma = k2 - 1 drafted tokens."""
+    return 1.0 + hit * (float(geometric_sum(alpha2, gamma + 1)) - 1.0)
+
+
+def own_sd_knobs(rate: float, hit: float, gamma: int) -> tuple[float, float]:
+    """(proposal rate, alpha2) whose sd_tokens_per_pass is `rate`: the window's proposal rate
+    `hit` kept and alpha2 solved (overheads.alpha_for_mean); where even alpha2 = 1 falls short
+    (1 + hit * gamma < rate), the proposal rate raised instead, at most 1."""
+    extra = max(0.0, rate - 1.0)      # accepted draft tokens per pass
+    if hit > 0 and extra <= hit * gamma:
+        return hit, alpha_for_mean(extra / hit, gamma)
+    return min(1.0, extra / gamma), 1.0
+
+
+def _sd_gamma(rec: dict) -> int | None:
+    """Draft tokens per proposal the record ran with: its histogram's (as mean_alpha reads it),
+    else run.flags.num_speculative_tokens; None: neither."""
+    hist = (rec.get("sd") or {}).get("accepted_length_hist") or []
+    flags = (rec.get("run") or {}).get("flags") or {}
+    gamma = len(hist) - 1 if len(hist) > 1 else int(flags.get("num_speculative_tokens") or 0)
+    return gamma if gamma >= 1 else None
+
+
+def _in_flight(rec: dict) -> int:
+    """Requests the record's run kept in flight (load.concurrency, else run.flags.concurrency)."""
+    flags = (rec.get("run") or {}).get("flags") or {}
+    return int((rec.get("load") or {}).get("concurrency") or flags.get("concurrency") or 1)
+
+
+@dataclass
 class ReplayWorkload(TraceWorkload):
     """The trace adapter, with the recorded *rejections* replayed too: a committed target step
     whose comparison reached no verdict (no draft ran: the first step, or a context that did not
     end on a step boundary; or a verifier error) was a rejection in the real run, not a coin flip
     at the pooled acceptance rate."""
 
+    # opt-in (benchmarks/load_replay.OWN_SD_RATE): a record run beside others replays SD at its
+    # own tokens per target pass (traces.own_tokens_per_pass), not at its window's, which is
+    # every request's in flight: the block's straggler ran alone at its own (own_sd)
+    own_sd_rate: bool = False
+
+    def own_sd(self, req) -> tuple[float, float] | None:
+        """With own_sd_rate, for a record of N > 1 in flight: the (proposal rate, alpha2) whose
+        tokens per pass (sd_tokens_per_pass) are the record's own rate (own_sd_knobs, from the
+        window's proposal rate); None: the window's knobs (alone, the window is its own). LR
+        modes only: there each target span is an engine request of its own, from its prefill to
+        its end; plain SD's spans are steps cut from one request (no prefill of their own), and
+        counting their passes so read traces/load-f6m207-36's sd at 1.14-1.26 tokens a pass
+        where its window says 1.50-1.60."""
+        rec = req.trace
+        if not self.own_sd_rate or _in_flight(rec) <= 1 or rec.get("mode") not in LR_MODES:
+            return None
+        rate, gamma = own_tokens_per_pass(rec), _sd_gamma(rec)
+        if rate is None or gamma is None:
+            return None
+        return own_sd_knobs(rate, super().token_hit(req), gamma)
+
+    def token_hit(self, req) -> float:
+        own = getattr(req, "own_sd", None)
+        return super().token_hit(req) if own is None else own[0]
+
     def token_alpha(self, req) -> float:
         """The simulator's SD model draws min(Geometric(alpha2), k2 - 1) accepted tokens per pass:
         alpha2 is the one whose mean matches the record's accepted-length histogram, not
-        accepted / drafted (overheads.mean_alpha)."""
+        accepted / drafted (overheads.mean_alpha); with own_sd_rate, own_sd's."""
+        own = getattr(req, "own_sd", None)
+        if own is not None:
+            return own[1]
         hist = (req.trace.get("sd") or {}).get("accepted_length_hist") or []
         a = mean_alpha(hist)
         return super().token_alpha(req) if a is None else a
+
+    def token_lengths(self, req):
+        # own_sd's request draws Geometric(its alpha2): the recorded histogram is the window's
+        return None if getattr(req, "own_sd", None) is not None else super().token_lengths(req)
 
     def requests(self):
         reqs = super().requests()
@@ -48,6 +114,8 @@ class ReplayWorkload(TraceWorkload):
             steps = [s for s in req.trace["steps"] if s.get("tokens", 0) > 0]
             req.verdicts = [False if (v is None and s.get("source") == "target") else v
                             for v, s in zip(req.verdicts, steps)]
+            if self.own_sd_rate:
+                req.own_sd = self.own_sd(req)
         return reqs
 
 
