@@ -278,6 +278,39 @@ PREDICTIONS = (
     ("load_cold_epyc_f25m17_b36_heldout_12_bf", "traces/load-cold-epyc-f25m17-b36",
      "the control with the batch factors (after the runs)",
      "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b12_heldout", "traces/load-cold-epyc-f25m17-b12",
+     "lr at depths 1 and 3, lr+sd at depth 3, 12 in flight, past the depth-2 1, 2, 4 and 8 it was calibrated on (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 ..."),
+    ("load_cold_epyc_f25m17_b12_heldout_bf", "traces/load-cold-epyc-f25m17-b12",
+     "the same, with that corpus's batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b12_heldout_pooled", "traces/load-cold-epyc-f25m17-b12",
+     "the same, from traces/load-cold-epyc-f25m17-3 and -t48 pooled, levels 1, 2, 4 and 8 (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-t48 --calibrate-levels 1,2,4,8 ..."),
+    ("load_cold_epyc_f25m17_b12_heldout_pooled_bf", "traces/load-cold-epyc-f25m17-b12",
+     "the same, with their batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-t48 --calibrate-levels 1,2,4,8 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b12_heldout_12", "traces/load-cold-epyc-f25m17-b12",
+     "the control: from traces/load-cold-epyc-f25m17-3's 1-2 only (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3 ..."),
+    ("load_cold_epyc_f25m17_b12_heldout_12_bf", "traces/load-cold-epyc-f25m17-b12",
+     "the control with the batch factors (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_bf_own_sd", "traces/load-cold-epyc-f25m17-b36",
+     "load_cold_epyc_f25m17_b36_heldout_bf with each lr+sd record replayed at its own tokens per target pass",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --own-sd-rate ..."),
+    ("load_cold_epyc_f25m17_t48_heldout_bf_own_sd", "traces/load-cold-epyc-f25m17-t48",
+     "load_cold_epyc_f25m17_t48_heldout_bf with each lr+sd record replayed at its own tokens per target pass",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-t48 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --own-sd-rate ..."),
+    ("load_f6m207_36_heldout_own_sd", "traces/load-f6m207-36",
+     "load_f6m207_36_heldout with each lr+sd record replayed at its own tokens per target pass",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --own-sd-rate ..."),
     ("load_f6m207_36_heldout_off_path", "traces/load-f6m207-36",
      "load_f6m207_36_heldout with off-path jobs replayed at their recorded prefill",
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --off-path-prefill ..."),
@@ -327,6 +360,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             **({"batch_curves_as_measured": True} if cal.get("batch_curves_as_measured") else {}),
             **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
             **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
+            **({"own_sd_rate": True} if out.get("own_sd_rate") else {}),
             **({"probe_decode_fallback": True} if out.get("probe_decode_fallback") else {}),
             # profiles fit on other levels than 1-2 (bench_load --calibrate-levels)
             **({"calibrate_levels": cal["levels"]} if cal.get("levels", [1, 2]) != [1, 2] else {}),
@@ -350,14 +384,16 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
 SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves_as_measured", "--batch-curve-as-measured"),
           ("batch_curves", "--target-batch-curve"),
           ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"),
-          ("probe_decode_fallback", "--probe-decode-fallback"))
+          ("probe_decode_fallback", "--probe-decode-fallback"), ("own_sd_rate", "--own-sd-rate"))
 
 
 def shaped(r: dict) -> str | None:
     """The bench_load flag that shaped the result's profiles in the batch size (or its replay's
     off-path prefill), or None; profiles fit on other levels (--calibrate-levels) are totalled
     apart by that flag and their shaping flag together."""
-    flag = next((flag for key, flag in SHAPES if r.get(key)), None)
+    flag = next((flag for key, flag in SHAPES if key != "own_sd_rate" and r.get(key)), None)
+    if r.get("own_sd_rate"):     # a diagnosis of the replay beside a shape: totalled apart from it
+        flag = f"{flag} --own-sd-rate" if flag else "--own-sd-rate"
     if r.get("calibrate_levels"):
         return f"{LEVELS_FLAG} {','.join(map(str, r['calibrate_levels']))}" + (f" {flag}" if flag else "")
     return flag
@@ -388,8 +424,8 @@ def render(rows: list[dict]) -> str:
                      f"{be(b['vs_ar-er'])} |")
     groups = [("In sample (a profile of the same records' levels 1-2)", None, False),
               ("Held out (a profile of other records)", None, True)]
-    for flag in [f for _, f in SHAPES] + list(dict.fromkeys(
-            shaped(r) for r in rows if (shaped(r) or "").startswith(LEVELS_FLAG))):
+    for flag in list(dict.fromkeys([f for _, f in SHAPES] + [
+            shaped(r) for r in rows if (shaped(r) or "").startswith(LEVELS_FLAG)] + [shaped(r) for r in rows if shaped(r)])):
         groups += [(f"With {flag}, in sample (not in the totals above)", flag, False),
                    (f"With {flag}, held out (not in the totals above)", flag, True)]
     for name, flag, held in groups:

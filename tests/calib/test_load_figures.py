@@ -1394,6 +1394,19 @@ def _machines(recs: list[dict]) -> set[tuple[str, str]]:
     return {(r["run"]["hardware"]["cpu_id"], r["run"]["hardware"]["boot_id"][:8]) for r in recs}
 
 
+def _corpus_is(corpus: str, records: int, problems: tuple[int, int], levels: set[int], rounds: int,
+               minutes: int, machine=("family 25 model 17 stepping 1", "feb902f3")) -> list[dict]:
+    """A pre-registered load corpus is what its docs say: so many records of every problem in the
+    range (each once per configuration), these levels and rounds, one machine and boot, and the
+    collector's minutes. Its records."""
+    recs, ids, got, _ = _collection(corpus)
+    assert len(recs) == records and (ids[0], ids[-1]) == problems and len(set(ids)) == problems[1] - problems[0] + 1
+    assert got == levels and {int(r["run"]["flags"]["load_round"]) for r in recs} == set(range(rounds))
+    assert _machines(recs) == {machine}
+    assert _collector_minutes(ROOT / corpus) == minutes
+    return recs
+
+
 def test_the_preregistered_claims():
     """docs/load.md, "A plan written before its runs" (and the README's paragraph on it): the plan
     for traces/load-f6m207-36 committed before its 162 records (problems 1264-1281, levels 3 and 6,
@@ -1673,11 +1686,7 @@ def test_the_fourth_cpu_transfer_preregistered_claims():
     from benchmarks import bench_replay_passes as brp
 
     corpus = "traces/load-cold-epyc-f25m17-t36"
-    recs, ids, levels, _ = _collection(corpus)
-    assert len(recs) == 108 and (ids[0], ids[-1]) == (1152, 1169) and len(set(ids)) == 18 and levels == {3, 6}
-    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
-    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
-    assert _collector_minutes(ROOT / corpus) == 59
+    recs = _corpus_is(corpus, 108, (1152, 1169), {3, 6}, 3, 59)
     dec = {p["batch"]: p["ms"] for p in next(iter(json.loads(
         (ROOT / "traces" / "curves" / "f25m17-target.json").read_text())["models"].values()))["decode"]}
     assert [f"{dec[b]:.0f}" for b in (6, 1)] == ["378", "419"]
@@ -1824,11 +1833,7 @@ def test_every_load_of_a_corpus_of_other_depths_claims():
     assert counts("t36_heldout_lv_bf", "planned")[2] == "8.1%" and counts("t36_heldout_lv_bf", "replayed")[:2] == (5, 6)
     # the pre-registered corpus
     corpus = "traces/load-cold-epyc-f25m17-t48"
-    recs, ids, levels, _ = _collection(corpus)
-    assert len(recs) == 144 and (ids[0], ids[-1]) == (1170, 1193) and len(set(ids)) == 24 and levels == {4, 8}
-    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
-    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
-    assert _collector_minutes(ROOT / corpus) == 70
+    _corpus_is(corpus, 144, (1170, 1193), {4, 8}, 3, 70)
     pre = {k: json.loads((RESULTS / f"prereg_f25m17_t48{k}.check.json").read_text())
            for k in ("", "_bf", "_pooled", "_pooled_bf")}
     assert all(c["for"] == corpus and c["commit"].startswith("33353b2") and not c["dirty"] for c in pre.values())
@@ -1875,11 +1880,7 @@ def test_between_the_swept_loads_preregistered_claims():
 
     lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
     corpus = "traces/load-cold-epyc-f25m17-b36"
-    recs, ids, levels, _ = _collection(corpus)
-    assert len(recs) == 108 and (ids[0], ids[-1]) == (1016, 1033) and len(set(ids)) == 18 and levels == {3, 6}
-    assert {int(r["run"]["flags"]["load_round"]) for r in recs} == {0, 1, 2}
-    assert _machines(recs) == {("family 25 model 17 stepping 1", "feb902f3")}
-    assert _collector_minutes(ROOT / corpus) == 67
+    _corpus_is(corpus, 108, (1016, 1033), {3, 6}, 3, 67)
     plans = ("", "_bf", "_pooled", "_pooled_bf")
     pre = {k: json.loads((RESULTS / f"prereg_f25m17_b36{k}.check.json").read_text()) for k in plans}
     # written at ed42a27 (planning code clean), committed in 0c5201d before the first record
@@ -1943,6 +1944,108 @@ def test_between_the_swept_loads_preregistered_claims():
     sd_lv = [lv[n]["lr+sd-d3-emb"] for n in ("3", "6")]
     assert [f"{brp.ratio(x, 'target', 'passes'):.2f}" for x in sd_lv] == ["0.91", "0.91"]
     assert [f"{brp.ratio(x, 'target', 'busy_s'):.2f}" for x in sd_lv] == ["0.88", "0.91"]
+
+def test_past_the_swept_loads_preregistered_claims():
+    """docs/load.md, "Planned before its runs: 12 in flight, past the swept loads" (and the README's
+    and traces/README's paragraphs): traces/load-cold-epyc-f25m17-b12's 144 records (problems
+    1034-1069, 12 in flight, three rounds, 58 minutes, boot feb902f3) after its four plans (written at
+    0fe2297, committed in 7c468f5): 3 of 3 within 10% by each (line +5.7..+6.7%, batch factors
+    +5.0..+7.0%, pooled +2.7..+3.1%, pooled batch factors +2.6..+4.5%), every speculative one warned
+    of for both engines (draft 12 past 8, target 23-41 past 22), ar-er not; measured 0.63x, 0.53x,
+    0.31x; held out: AR replayed 10.4%, 8.9%, 7.0%, 6.9% slow, LR within 3.2%, lr+sd within 1.5%,
+    replayed 1, 1, 3, 2 of 3; the control plans 0 and 1 of 3 (58.2%, lr+sd 0.50x) and replays 0;
+    its passes (target batch 1.01-1.03, draft 0.90-0.92, makespans 0.98-1.03, AR's 1.12, lr+sd's
+    target passes 0.94). And "lr+sd's own SD rate": --own-sd-rate moves lr+sd's replay by about a
+    point on b36, t48 and f6m207-36."""
+    from benchmarks import bench_replay_passes as brp
+    from lrsim.calib.calibrate import read_records
+    from lrsim.sim.traces import own_tokens_per_pass
+
+    lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
+    corpus = "traces/load-cold-epyc-f25m17-b12"
+    _corpus_is(corpus, 144, (1034, 1069), {12}, 3, 58)
+    plans = ("", "_bf", "_pooled", "_pooled_bf")
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_b12{k}.check.json").read_text()) for k in plans}
+    assert all(c["for"] == corpus and c["commit"].startswith("0fe2297") and not c["dirty"]
+               and c["calibrate_levels"] == [1, 2, 4, 8] and c["levels"] == [12] for c in pre.values())
+    err = {k: {r["config"]: r["rel_error"] for r in c["check"]["rows"] if r["config"] != "ar-er"} for k, c in pre.items()}
+    assert {k: (f"{min(e.values()):+.1%}", f"{max(e.values()):+.1%}") for k, e in err.items()} == {
+        "": ("+5.7%", "+6.7%"), "_bf": ("+5.0%", "+7.0%"), "_pooled": ("+2.7%", "+3.1%"), "_pooled_bf": ("+2.6%", "+4.5%")}
+    assert all(c["check"]["by_warning"] == {"warned": {"within_target": 3, "compared": 3}} for c in pre.values())
+    assert all((c["check"]["within_target"], c["check"]["compared"], c["check"]["break_even_right"]) == (3, 3, 3)
+               for c in pre.values())
+    for c in pre.values():
+        planned = c["planned"]["12"]
+        assert planned["ar-er"]["beyond_measured"] == [] and planned["ar-er"]["ar_max_batch"] == {"target": 12}
+        assert all(planned[x]["beyond_measured"] == ["target", "draft"] and planned[x]["max_batch"]["draft"] == 12
+                   for x in lr)
+    assert sorted(pre[""]["planned"]["12"][x]["max_batch"]["target"] for x in planned if x != "ar-er") == [23, 32, 32, 40, 41]
+    measured = {r["config"]: f"{r['measured']:.2f}" for r in pre[""]["check"]["rows"]}
+    assert measured == {"lr+sd-d3-emb": "0.31", "lr-d1-emb": "0.63", "lr-d3-emb": "0.53"}
+    # held out by bench_load
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_b12_heldout{k}.json").read_text())
+           for k in (*plans, "_12", "_12_bf")}
+    held = out["_bf"]["latency_fit"]
+    assert held["target"]["batch_factors"][-1][0] == 19.0
+    rep = {k: {c: t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for c, t in o["levels"]["12"].items()}
+           for k, o in out.items()}
+    assert [f"{rep[k]['ar']:+.1%}" for k in plans] == ["-10.4%", "-8.9%", "-7.0%", "-6.9%"]
+    assert f"{max(abs(rep[k][c]) for k in plans for c in lr[1:]):.1%}" == "3.2%"
+    assert f"{max(abs(rep[k]['lr+sd-d3-emb']) for k in plans):.1%}" == "1.5%"
+    rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
+
+    def counts(k, key):
+        c = rows[f"load_cold_epyc_f25m17_b12_heldout{k}"][key]
+        return c["within"], c["pairs"], f"{c['largest']:.1%}"
+    assert [counts(k, "replayed")[:2] for k in plans] == [(1, 3), (1, 3), (3, 3), (2, 3)]
+    assert [counts(k, "replayed")[0] for k in ("_12", "_12_bf")] == [0, 0]
+    assert [counts(k, "planned") for k in ("_12", "_12_bf")] == [(0, 3, "58.2%"), (1, 3, "25.4%")]
+    assert f"{out['_12']['planned']['12']['lr+sd-d3-emb']['speedup_vs_ar']:.2f}" == "0.50"
+    # the sweep's passes: draft at most 8 sequences, target at most 22 (the profile of levels 1, 2, 4, 8);
+    # 12 in flight is 1.5 times its largest load
+    from benchmarks.load_replay import calib_paths
+    from lrsim.calib.calibrate import calibrate
+
+    fit = calibrate(calib_paths(ROOT / "traces/load-cold-epyc-f25m17-3", levels=(1, 2, 4, 8)),
+                    select_placement=False)["latency"]
+    assert {k: fit[k]["fit"]["ranges"]["sequences"][1] for k in fit} == {"target": 22, "draft": 8}
+    assert f"{12 / 8:.1f}" == "1.5"
+    doc = json.loads((RESULTS / "replay_passes_f25m17_b12.json").read_text())
+    assert doc["corpus"] == corpus and doc["calibrate_levels"] == [1, 2, 4, 8]
+    lv = doc["levels"]
+    for eng, want in (("target", ("1.01", "1.03")), ("draft", ("0.90", "0.92"))):
+        v = [brp.ratio(lv["12"][c], eng, "batch") for c in lr]
+        assert (f"{min(v):.2f}", f"{max(v):.2f}") == want
+    mk = [brp.makespan_ratio(lv["12"][c]) for c in lr]
+    assert (f"{min(mk):.2f}", f"{max(mk):.2f}") == ("0.98", "1.03")
+    assert f"{brp.makespan_ratio(lv['12']['ar']):.2f}" == "1.12"
+    assert f"{brp.ratio(lv['12']['lr+sd-d3-emb'], 'target', 'passes'):.2f}" == "0.94"
+    # lr+sd's own SD rate: spread in a block, the window's not; the replay moves by about a point
+    recs = read_records(ROOT / "traces/load-cold-epyc-f25m17-b36/gsm8k/c6/lr+sd-d3-emb.jsonl")
+    by_block: dict[int, list[float]] = {}
+    for r in recs:
+        by_block.setdefault(int(r["run"]["flags"]["load_round"]), []).append(own_tokens_per_pass(r))
+    assert f"{min(by_block[1]):.2f}-{max(by_block[1]):.2f}" == "1.53-1.96"
+    spreads = sorted(max(v) - min(v) for v in by_block.values())
+    assert (f"{spreads[0]:.2f}", f"{spreads[-1]:.2f}") == ("0.26", "0.43")
+    for base, own, want in (("replay_passes_f25m17_b36", "replay_passes_f25m17_b36_own_sd", (("0.91", "0.91"), ("0.93", "0.92"))),):
+        got = tuple(tuple(f"{brp.ratio(json.loads((RESULTS / f'{n}.json').read_text())['levels'][lvl]['lr+sd-d3-emb'], 'target', 'passes'):.2f}"
+                          for lvl in ("3", "6")) for n in (base, own))
+        assert got == want
+    sd = {}
+    for name, cfg in (("load_cold_epyc_f25m17_b36_heldout_bf", "lr+sd-d3-emb"), ("load_cold_epyc_f25m17_t48_heldout_bf", "lr+sd-d3-emb"),
+                      ("load_f6m207_36_heldout", "lr+sd-d2-emb")):
+        for suffix in ("", "_own_sd"):
+            o = json.loads((RESULTS / f"{name}{suffix}.json").read_text())
+            sd[name + suffix] = [f"{t[cfg]['predicted_tokens_per_s'] / t[cfg]['tokens_per_s'] - 1:+.1%}"
+                                 for _, t in sorted(o["levels"].items(), key=lambda x: int(x[0]))]
+    assert sd == {"load_cold_epyc_f25m17_b36_heldout_bf": ["+14.6%", "+9.2%"],
+                  "load_cold_epyc_f25m17_b36_heldout_bf_own_sd": ["+13.5%", "+9.7%"],
+                  "load_cold_epyc_f25m17_t48_heldout_bf": ["+8.0%", "+4.6%"],
+                  "load_cold_epyc_f25m17_t48_heldout_bf_own_sd": ["+7.2%", "+3.6%"],
+                  "load_f6m207_36_heldout": ["+9.0%", "-0.5%"], "load_f6m207_36_heldout_own_sd": ["+8.2%", "+1.0%"]}
+    assert json.loads((RESULTS / "load_f6m207_36_heldout_own_sd.json").read_text())["own_sd_rate"] is True
+
 
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
@@ -2102,7 +2205,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_other_boot_preregistered_claims, test_the_sd_first_pass_claims,
                        test_the_fourth_cpu_transfer_preregistered_claims,
                        test_every_load_of_a_corpus_of_other_depths_claims,
-                       test_between_the_swept_loads_preregistered_claims)
+                       test_between_the_swept_loads_preregistered_claims,
+                       test_past_the_swept_loads_preregistered_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -2151,6 +2255,13 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_f25m17_b36_heldout", "load_cold_epyc_f25m17_b36_heldout_bf",
               "load_cold_epyc_f25m17_b36_heldout_pooled", "load_cold_epyc_f25m17_b36_heldout_pooled_bf",
               "load_cold_epyc_f25m17_b36_heldout_12", "load_cold_epyc_f25m17_b36_heldout_12_bf",
-              "replay_passes_f25m17_b36")]
+              "replay_passes_f25m17_b36", "prereg_f25m17_b12.check", "prereg_f25m17_b12_bf.check",
+              "prereg_f25m17_b12_pooled.check", "prereg_f25m17_b12_pooled_bf.check",
+              "load_cold_epyc_f25m17_b12_heldout", "load_cold_epyc_f25m17_b12_heldout_bf",
+              "load_cold_epyc_f25m17_b12_heldout_pooled", "load_cold_epyc_f25m17_b12_heldout_pooled_bf",
+              "load_cold_epyc_f25m17_b12_heldout_12", "load_cold_epyc_f25m17_b12_heldout_12_bf",
+              "replay_passes_f25m17_b12", "replay_passes_f25m17_b36_own_sd", "replay_passes_f25m17_t48_own_sd",
+              "replay_passes_own_sd", "load_cold_epyc_f25m17_b36_heldout_bf_own_sd",
+              "load_cold_epyc_f25m17_t48_heldout_bf_own_sd", "load_f6m207_36_heldout_own_sd")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []

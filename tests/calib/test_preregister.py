@@ -18,7 +18,8 @@ PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json", "prereg_f6m20
            "prereg_f25m17_t36.json", "prereg_f25m17_t36_curve.json", "prereg_f25m17_t36_bf.json",
            "prereg_f25m17_t48.json", "prereg_f25m17_t48_bf.json", "prereg_f25m17_t48_pooled.json",
            "prereg_f25m17_t48_pooled_bf.json", "prereg_f25m17_b36.json", "prereg_f25m17_b36_bf.json",
-           "prereg_f25m17_b36_pooled.json", "prereg_f25m17_b36_pooled_bf.json")
+           "prereg_f25m17_b36_pooled.json", "prereg_f25m17_b36_pooled_bf.json", "prereg_f25m17_b12.json",
+           "prereg_f25m17_b12_bf.json", "prereg_f25m17_b12_pooled.json", "prereg_f25m17_b12_pooled_bf.json")
 
 
 def _prereg(**planned) -> dict:
@@ -209,12 +210,13 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
                                           ("load-f6m207-510", 1116, 1135), ("load-cold-epyc-f25m17-3", 1136, 1151),
                                           ("load-cold-epyc-f25m17-t36", 1152, 1169),
                                           ("load-cold-epyc-f25m17-t48", 1170, 1193),
-                                          ("load-cold-epyc-f25m17-b36", 1016, 1033)])
+                                          ("load-cold-epyc-f25m17-b36", 1016, 1033),
+                                          ("load-cold-epyc-f25m17-b12", 1034, 1069)])
 def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
     """A pre-registered corpus's GSM8K problems (traces/load-f6m207-36: 1264-1281,
     traces/load-f6m207-transfer-36: 1282-1299, traces/load-f6m207-510: 1116-1135,
     traces/load-cold-epyc-f25m17-3: 1136-1151, traces/load-cold-epyc-f25m17-t36: 1152-1169,
-    traces/load-cold-epyc-f25m17-t48: 1170-1193, traces/load-cold-epyc-f25m17-b36: 1016-1033) appear
+    traces/load-cold-epyc-f25m17-t48: 1170-1193, traces/load-cold-epyc-f25m17-b36: 1016-1033, traces/load-cold-epyc-f25m17-b12: 1034-1069) appear
     in no other trace file here."""
     import re
 
@@ -258,7 +260,11 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
                                          (PREREGS[16], "load_cold_epyc_f25m17_b36_heldout.json"),
                                          (PREREGS[17], "load_cold_epyc_f25m17_b36_heldout_bf.json"),
                                          (PREREGS[18], "load_cold_epyc_f25m17_b36_heldout_pooled.json"),
-                                         (PREREGS[19], "load_cold_epyc_f25m17_b36_heldout_pooled_bf.json")])
+                                         (PREREGS[19], "load_cold_epyc_f25m17_b36_heldout_pooled_bf.json"),
+                                         (PREREGS[20], "load_cold_epyc_f25m17_b12_heldout.json"),
+                                         (PREREGS[21], "load_cold_epyc_f25m17_b12_heldout_bf.json"),
+                                         (PREREGS[22], "load_cold_epyc_f25m17_b12_heldout_pooled.json"),
+                                         (PREREGS[23], "load_cold_epyc_f25m17_b12_heldout_pooled_bf.json")])
 def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus(name, result):
     """benchmarks/results/prereg_{f6m207_36,f6m207_transfer_36,f6m207_510,f25m17_3}{,_curve,_bf}.check.*: the
     pre-registration unchanged,
@@ -268,7 +274,7 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
     of 8, break-evens 4 of 4; "Another boot of the fourth CPU": 3, 4 and 6 of 8 by the line, the curves
     and the batch factors, break-evens 1, 2 and 2 of 2; "Depths never run, on the fourth CPU": 1 of 6 by
     each, break-evens 3 of 3; "Every load of a corpus of other depths": 6 of 6 by each of four plans,
-    break-evens 3 of 3; between its swept loads: 2, 5, 2 and 5 of 6, break-evens 3 of 3)."""
+    break-evens 3 of 3; between its swept loads: 2, 5, 2 and 5 of 6, break-evens 3 of 3; past them, at 12: 3 of 3 by each)."""
     prereg = json.loads((RESULTS / name).read_text())
     got = json.loads((RESULTS / name).with_suffix(".check.json").read_text())
     assert {k: v for k, v in got.items() if k not in ("check", "checked_against")} == prereg
@@ -280,4 +286,5 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
         PREREGS[4]: (4, 8, 4), PREREGS[5]: (3, 8, 4), PREREGS[6]: (3, 8, 1), PREREGS[7]: (4, 8, 2),
         PREREGS[8]: (6, 8, 2), PREREGS[9]: (1, 6, 3), PREREGS[10]: (1, 6, 3), PREREGS[11]: (1, 6, 3),
         PREREGS[12]: (6, 6, 3), PREREGS[13]: (6, 6, 3), PREREGS[14]: (6, 6, 3), PREREGS[15]: (6, 6, 3),
-        PREREGS[16]: (2, 6, 3), PREREGS[17]: (5, 6, 3), PREREGS[18]: (2, 6, 3), PREREGS[19]: (5, 6, 3)}[name]
+        PREREGS[16]: (2, 6, 3), PREREGS[17]: (5, 6, 3), PREREGS[18]: (2, 6, 3), PREREGS[19]: (5, 6, 3),
+        PREREGS[20]: (3, 3, 3), PREREGS[21]: (3, 3, 3), PREREGS[22]: (3, 3, 3), PREREGS[23]: (3, 3, 3)}[name]
