@@ -390,7 +390,8 @@ SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves_as_measured", "--
 def shaped(r: dict) -> str | None:
     """The bench_load flag that shaped the result's profiles in the batch size (or its replay's
     off-path prefill), or None; profiles fit on other levels (--calibrate-levels) are totalled
-    apart by that flag and their shaping flag together."""
+    apart by that flag and their shaping flag together, and --own-sd-rate (a diagnosis of the
+    replay) follows the shaping flag it ran beside."""
     flag = next((flag for key, flag in SHAPES if key != "own_sd_rate" and r.get(key)), None)
     if r.get("own_sd_rate"):     # a diagnosis of the replay beside a shape: totalled apart from it
         flag = f"{flag} --own-sd-rate" if flag else "--own-sd-rate"

@@ -167,8 +167,9 @@ def render(doc: dict) -> str:
         head += [f"| {r['level']} | {r['config']} | {r['preregistered']:.2f} | {r['measured']:.2f} | "
                  f"{r['rel_error']:+.1%} |" + (f" {warned(r)} |" if col[0] else "") for r in c["rows"]]
         for k, w in c.get("by_warning", {}).items():
-            head += ["", f"Speedups {'`lr plan` warned of' if k == 'warned' else 'it did not warn of'} "
-                     f"(passes past the traces' largest): {w['within_target']}/{w['compared']} within {TARGET:.0%}."]
+            what = ("`lr plan` warned of (passes past the traces' largest)" if k == "warned"
+                    else "`lr plan` did not warn of")
+            head += ["", f"Speedups {what}: {w['within_target']}/{w['compared']} within {TARGET:.0%}."]
         head += ["", "| config | break-even pre-registered | searched | measured |", "|---|---|---|---|"]
         head += [f"| {cfg} | {v['preregistered']} | {v['searched']} | {v['measured']} |"
                  for cfg, v in c["break_even"].items()]

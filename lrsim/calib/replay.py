@@ -70,7 +70,7 @@ class ReplayWorkload(TraceWorkload):
 
     # opt-in (benchmarks/load_replay.OWN_SD_RATE): a record run beside others replays SD at its
     # own tokens per target pass (traces.own_tokens_per_pass), not at its window's, which is
-    # every request's in flight: the block's straggler ran alone at its own (own_sd)
+    # every request's in flight (a diagnosis: it moved lr+sd's replay by 0.5-1.5 points, docs/load.md)
     own_sd_rate: bool = False
 
     def own_sd(self, req) -> tuple[float, float] | None:

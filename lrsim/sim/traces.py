@@ -183,8 +183,10 @@ def own_tokens_per_pass(rec: dict) -> float | None:
     its longest record's window rate within 1% on traces/load-cold-epyc-f25m17-b36). At N in
     flight `sd` and proposal_counts are the engine's, every request's over the record's window;
     the requests' own rates differ (there, 6 in flight, lr+sd-d3-emb: 1.53-1.96 in a block whose
-    window rates are 1.69-1.70), and the slowest sets a block's passes. None without SD, target
-    spans or timed passes."""
+    window rates are 1.69-1.70). Assumes a request enters the engine at the first prefilling pass
+    after its span starts and stays in every pass to its end (no queueing, no chunked prefill, no
+    preemption): one that waited would read too low. None without SD, target spans or timed
+    passes."""
     if not rec.get("sd"):
         return None
     passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])

@@ -71,7 +71,7 @@ def test_a_check_counts_the_speedups_lr_plan_warned_of_apart():
     assert "| 3 | lr-d2 | 0.77 | - | draft |" in text and "| 3 | lr-d2 | 0.77 | 0.90 | -14.4% | draft |" in text
     assert "| 6 | sd | 0.84 | 0.80 | +5.0% | - |" in text
     assert "warned of (passes past the traces' largest): 1/2 within 10%" in text
-    assert "did not warn of (passes past the traces' largest): 2/2 within 10%" in text
+    assert "Speedups `lr plan` did not warn of: 2/2 within 10%" in text
     # a plan written before the warning: no column, no count
     old = _prereg(**{"3": {"sd": {"speedup_vs_ar": 1.05}}, "6": {}})
     assert "by_warning" not in pr.check(old, {"levels": {"3": {"sd": {"speedup_vs_ar": 1.0}}, "6": {}},
@@ -238,6 +238,10 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
     assert load_replay.BATCH_CURVES == {}                 # put back for whatever runs next
     assert {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in again["planned"].items()} == \
         {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in doc["planned"].items()}
+    # the warning and the simulated passes, where the plan recorded them (written since e5e8ebb)
+    for key in ("beyond_measured", "max_batch", "ar_max_batch"):
+        assert {(n, c): r[key] for n, t in doc["planned"].items() for c, r in t.items() if key in r} == \
+            {(n, c): r[key] for n, t in again["planned"].items() for c, r in t.items() if key in r and key in doc["planned"][n][c]}
     assert again["searched_break_even"] == doc["searched_break_even"]
 
 
@@ -288,3 +292,23 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
         PREREGS[12]: (6, 6, 3), PREREGS[13]: (6, 6, 3), PREREGS[14]: (6, 6, 3), PREREGS[15]: (6, 6, 3),
         PREREGS[16]: (2, 6, 3), PREREGS[17]: (5, 6, 3), PREREGS[18]: (2, 6, 3), PREREGS[19]: (5, 6, 3),
         PREREGS[20]: (3, 3, 3), PREREGS[21]: (3, 3, 3), PREREGS[22]: (3, 3, 3), PREREGS[23]: (3, 3, 3)}[name]
+
+
+def test_plan_at_names_the_engines_lr_plan_warned_of(tmp_path):
+    """benchmarks/load_plan.warned reads ProfileSource.beyond_measured's real notes: the engines
+    whose passes, in the configuration's row or ar's, held more sequences than the profile's
+    traces (here the shipped CPU test profile as if they held at most 2 in every entry)."""
+    from benchmarks.load_plan import warned
+    from lrsim.plan.sources import ProfileSource
+
+    doc = json.loads((ROOT / "tests" / "data" / "calib" / "cpu-gsm8k-profile.json").read_text())
+    for entry in doc["latency"].values():
+        entry["fit"]["ranges"] = {"sequences": [1, 2]}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    src = ProfileSource(str(tmp_path / "p.json"))
+    row = lambda mode, **mb: {"mode": mode, "label": mode, "max_batch": mb}  # noqa: E731
+    assert warned(src, row("lr", target=2, draft=2), row("ar", target=2)) == []
+    assert warned(src, row("lr", target=3, draft=2), row("ar", target=2)) == ["target"]
+    assert warned(src, row("lr", target=2, draft=5), row("ar", target=2)) == ["draft"]
+    assert warned(src, row("lr", target=1, draft=1), row("ar", target=3)) == ["target"]     # ar's own passes
+    assert warned(src, row("lr", target=9, draft=9), row("ar", target=1)) == ["target", "draft"]
