@@ -2065,6 +2065,32 @@ def test_past_the_swept_loads_preregistered_claims():
     assert (sum(abs(o) < abs(b) for b, o in pairs), len(pairs)) == (4, 6)
 
 
+def test_the_sd_rate_by_span_claims():
+    """docs/load.md, "lr+sd's SD rate by kind of span" (and the README's sentence): on six corpora
+    of two CPUs (four of the fourth CPU, two of the Xeon f6m207) and every level, the committed step
+    after the prompt ran 1.11-1.31 tokens a pass, the target's other committed steps 1.44-1.76, the
+    spans off the path 1.60-1.88, all spans 1.58-1.68, the first step the slowest kind in every
+    cell; benchmarks/results/sd_rate_by_span.json is what the script reads from the traces."""
+    from benchmarks import sd_rate_by_span as sr
+
+    doc = json.loads((RESULTS / "sd_rate_by_span.json").read_text())
+    assert doc == json.loads(json.dumps(sr.bench(list(doc["corpora"]))))
+    assert (RESULTS / "sd_rate_by_span.md").read_text() == sr.render(doc)
+    assert list(doc["corpora"]) == list(sr.CORPORA)
+    cells = [r for by in doc["corpora"].values() for cfgs in by.values() for r in cfgs.values()]
+    assert len(cells) == 15
+    recs = [json.loads(line) for c in doc["corpora"] for f in (ROOT / c).glob("gsm8k/c*/lr+sd*.jsonl")
+            for line in f.read_text().splitlines() if line.strip()]
+    assert {m for m, _ in _machines(recs)} == {"family 25 model 17 stepping 1", "family 6 model 207 stepping 2"}
+    span = {k: (f"{min(c[k]['rate'] for c in cells):.2f}", f"{max(c[k]['rate'] for c in cells):.2f}")
+            for k in ("first", "committed", "off the path", "all")}
+    assert span == {"first": ("1.11", "1.31"), "committed": ("1.44", "1.76"),
+                    "off the path": ("1.60", "1.88"), "all": ("1.58", "1.68")}
+    # in every cell the first step is the slowest kind and below the mean
+    assert all(c["first"]["rate"] < min(c[k]["rate"] for k in ("committed", "verified", "off the path", "all"))
+               for c in cells)
+
+
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -2224,7 +2250,7 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_fourth_cpu_transfer_preregistered_claims,
                        test_every_load_of_a_corpus_of_other_depths_claims,
                        test_between_the_swept_loads_preregistered_claims,
-                       test_past_the_swept_loads_preregistered_claims)
+                       test_past_the_swept_loads_preregistered_claims, test_the_sd_rate_by_span_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
@@ -2280,6 +2306,6 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
               "load_cold_epyc_f25m17_b12_heldout_12", "load_cold_epyc_f25m17_b12_heldout_12_bf",
               "replay_passes_f25m17_b12", "replay_passes_f25m17_b36_own_sd", "replay_passes_f25m17_t48_own_sd",
               "replay_passes_own_sd", "load_cold_epyc_f25m17_b36_heldout_bf_own_sd",
-              "load_cold_epyc_f25m17_t48_heldout_bf_own_sd", "load_f6m207_36_heldout_own_sd")]
+              "load_cold_epyc_f25m17_t48_heldout_bf_own_sd", "load_f6m207_36_heldout_own_sd", "sd_rate_by_span")]
     assert len(re.findall(NUMBER, section)) > 400
     assert untraced(section, numbers(*texts, code) | set(PARAMETERS)) == []
