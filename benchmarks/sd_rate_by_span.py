@@ -6,7 +6,7 @@ rate on the wrong spans.
         [--out benchmarks/results/sd_rate_by_span.json]
 
 Each target span of a record is one engine request (lrreal's LR scheduler); its decode passes are
-the engine's passes from its prefilling one to its end (lrsim/sim/traces._span_passes, the rule
+the engine's passes from its prefilling one to its end (lrsim/sim/traces.span_decodes, the rule
 of own_tokens_per_pass), and its rate is its tokens over them, the prefilling pass and the one
 token it samples left out. Kinds: `first` (the committed target step right after the prompt),
 `committed` (the other steps the target wrote: the committed path where a draft was rejected),
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.write import write_results  # noqa: E402
 from lrsim.calib.calibrate import read_records  # noqa: E402
-from lrsim.sim.traces import _span_passes, _target_passes  # noqa: E402
+from lrsim.sim.traces import span_decodes  # noqa: E402
 
 KINDS = ("first", "committed", "verified", "off the path")
 CORPORA = ("traces/load-cold-epyc-f25m17-3", "traces/load-cold-epyc-f25m17-t48",      # an AMD EPYC
@@ -33,29 +33,16 @@ CORPORA = ("traces/load-cold-epyc-f25m17-3", "traces/load-cold-epyc-f25m17-t48",
            "traces/load-f6m207", "traces/load-f6m207-36")                                  # an Intel Xeon
 
 
-def spans(rec: dict):
-    """(kind, span) of every target span of the record (KINDS)."""
-    for i, s in enumerate(rec.get("steps") or []):
-        if isinstance(s.get("target"), dict):
-            yield ("first" if i == 0 else "committed") if s.get("source") == "target" else "verified", s["target"]
-        for e in list(s.get("cancelled") or []) + list(s.get("discarded") or []):
-            if e.get("kind") == "target":
-                yield "off the path", e
-
-
 def rates(records: list[dict]) -> dict:
     """{kind: {spans, tokens, passes, rate}} over the records' spans of more than one pass."""
     out = {k: [0, 0, 0] for k in (*KINDS, "all")}
     for rec in records:
-        passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])
-        starts = [float(p["start"]) for p in passes]
-        for kind, span in spans(rec):
-            n, mine = int(span.get("tokens") or 0), _span_passes(passes, starts, span)
-            if n and len(mine) > 1:
+        for kind, n, m in span_decodes(rec):
+            if m:
                 for k in (kind, "all"):
                     out[k][0] += 1
-                    out[k][1] += n - 1
-                    out[k][2] += len(mine) - 1
+                    out[k][1] += n
+                    out[k][2] += m
     return {k: {"spans": c, "tokens": t, "passes": p, "rate": t / p if p else None} for k, (c, t, p) in out.items()}
 
 

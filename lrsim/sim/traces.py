@@ -150,15 +150,19 @@ def proposal_counts(rec: dict) -> tuple[int, int] | None:
 SPAN_END_SLACK_S = 1e-3    # a pass's end is logged just after its output: ends this late still count
 
 
-def _target_spans(rec: dict) -> list[dict]:
-    """Every target generation of the record, each an engine request of its own: the committed
-    steps' (`steps[i].target`) and the cancelled and discarded ones."""
+def target_spans(rec: dict) -> list[tuple[str, dict]]:
+    """(kind, span) of every timed target generation of the record, each an engine request of its
+    own. Kinds: "first" (the committed step right after the prompt), "committed" (another step the
+    target wrote), "verified" (its span of a step whose draft was judged), "off the path" (the
+    cancelled and discarded ones)."""
     out = []
-    for s in rec.get("steps") or []:
-        out += [s["target"]] if isinstance(s.get("target"), dict) else []
-        out += [e for e in list(s.get("cancelled") or []) + list(s.get("discarded") or [])
+    for i, s in enumerate(rec.get("steps") or []):
+        if isinstance(s.get("target"), dict):
+            kind = ("first" if i == 0 else "committed") if s.get("source") == "target" else "verified"
+            out.append((kind, s["target"]))
+        out += [("off the path", e) for e in list(s.get("cancelled") or []) + list(s.get("discarded") or [])
                 if e.get("kind") == "target"]
-    return [sp for sp in out if sp.get("start") is not None and sp.get("end") is not None]
+    return [(k, sp) for k, sp in out if sp.get("start") is not None and sp.get("end") is not None]
 
 
 def _span_passes(passes: list[dict], starts: list[float], span: dict) -> list[dict]:
@@ -189,15 +193,24 @@ def own_tokens_per_pass(rec: dict) -> float | None:
     passes."""
     if not rec.get("sd"):
         return None
+    tokens = decode = 0
+    for _, n, m in span_decodes(rec):
+        tokens += n
+        decode += m
+    return tokens / decode if decode > 0 else None
+
+
+def span_decodes(rec: dict) -> list[tuple[str, int, int]]:
+    """(kind, tokens, decode passes) of each target span (target_spans) that ran in a timed pass:
+    its tokens and passes (_span_passes) less its prefilling pass and the one token it sampled."""
     passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])
     starts = [float(p["start"]) for p in passes]
-    tokens = decode = 0
-    for span in _target_spans(rec):
+    out = []
+    for kind, span in target_spans(rec):
         n, mine = int(span.get("tokens") or 0), _span_passes(passes, starts, span)
         if n and mine:            # mine[0] prefilled and sampled the first token
-            tokens += n - 1
-            decode += len(mine) - 1
-    return tokens / decode if decode > 0 else None
+            out.append((kind, n - 1, len(mine) - 1))
+    return out
 
 
 def span_cache(span: dict | None) -> tuple[int, int] | None:
