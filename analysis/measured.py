@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from lrcore import traces
 from lrcore.errors import UserError
 
 COMPONENTS = ("draft", "target", "verify", "target idle")
@@ -60,9 +61,7 @@ def config_of(rec: dict) -> str:
     return config_label(rec)
 
 
-def in_flight(rec: dict) -> int:
-    """Requests the record ran beside, itself included (its `load.concurrency`; 1 without load)."""
-    return int((rec.get("load") or {}).get("concurrency") or 1)
+in_flight = traces.in_flight      # requests the record ran beside, itself included
 
 
 def speedups(records: list[dict]) -> dict[str, dict]:

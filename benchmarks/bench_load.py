@@ -206,6 +206,10 @@ def main() -> None:
                     help="replay each record run beside others with token-level SD at its own tokens per "
                          "target pass (its spans' tokens over the passes they ran in), not at its window's, "
                          "which counts every request in flight (lrsim/calib/replay.ReplayWorkload)")
+    ap.add_argument("--recorded-sd-rounds", nargs="?", const="committed", default="", choices=("committed", "first"),
+                    help="replay each committed-path target job of an SD record in the passes its recorded span ran in "
+                         "(the span's own SD rate), not in rounds drawn at the record's one rate; 'first': the "
+                         "first step's job only (lrsim/sim/traces.TraceWorkload.spec_rounds; docs/load.md)")
     ap.add_argument("--probe-decode-fallback", action="store_true",
                     help="read a probe whose alone decode timed no plain pass (an SD engine's "
                          "n-gram proposer matched the probe's output) from its side-by-side decode "
@@ -221,6 +225,7 @@ def main() -> None:
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     load_replay.OWN_SD_RATE = a.own_sd_rate
+    load_replay.RECORDED_SD_ROUNDS = a.recorded_sd_rounds
     physical.PROBE_DECODE_FALLBACK = a.probe_decode_fallback
     curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
@@ -341,6 +346,7 @@ def main() -> None:
            **({"off_path_prefill": True} if a.off_path_prefill else {}),
            **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),
            **({"own_sd_rate": True} if a.own_sd_rate else {}),
+           **({"recorded_sd_rounds": a.recorded_sd_rounds} if a.recorded_sd_rounds else {}),
            **({"probe_decode_fallback": True} if a.probe_decode_fallback else {}),
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
@@ -513,6 +519,7 @@ def render(out: dict) -> str:
                 "proposal (--sd-plain-first-pass)." if out.get("sd_plain_first_pass") else "")
              + (" Each record run beside others replays token-level SD at its own tokens per target pass, "
                 "not its window's (--own-sd-rate)." if out.get("own_sd_rate") else "")
+             + load_replay.sd_rounds_note(out.get("recorded_sd_rounds"))
              + (" A probe that timed no plain decode pass read from its side-by-side pass "
                 "(--probe-decode-fallback)." if out.get("probe_decode_fallback") else "")
              + boots_note(out.get("boots")),

@@ -4,7 +4,7 @@ at another cost.
 
     .venv/bin/python benchmarks/bench_replay_passes.py [--load traces/load-f6m207-36]
         [--calibrate-on traces/load-f6m207] [--out benchmarks/results/replay_passes.json]
-        [--off-path-prefill] [--sd-plain-first-pass] [--own-sd-rate]
+        [--off-path-prefill] [--sd-plain-first-pass] [--own-sd-rate] [--recorded-sd-rounds]
 
 Per level, configuration and block (the blocks bench_load.py replays: its profile of the
 calibration corpus's 1-2 in flight, every block at the predicted corpus's median probe, the
@@ -83,7 +83,10 @@ def bench(load: str, cal: str, levels: tuple[int, ...] | None = None) -> dict:
                  **({"sd_plain_first_pass": True} if load_replay.SD_PLAIN_FIRST_PASS else {}),
                  # each record of N > 1 in flight replays SD at its own tokens per target pass
                  # (absent: its window's, every request's)
-                 **({"own_sd_rate": True} if load_replay.OWN_SD_RATE else {})}
+                 **({"own_sd_rate": True} if load_replay.OWN_SD_RATE else {}),
+                 # each committed-path target job of an SD record runs its recorded span's passes
+                 # (absent: rounds drawn at the record's rate)
+                 **({"recorded_sd_rounds": load_replay.RECORDED_SD_ROUNDS} if load_replay.RECORDED_SD_ROUNDS else {})}
     for n, level in sorted(corpus.items()):
         # the load corpus's configurations in their order, then any other (a transfer corpus's);
         # ar-er's target runs on both cores, which the replay's profile does not model
@@ -144,7 +147,8 @@ def render(doc: dict) -> str:
                        + (" Each new target request's first pass replayed as sampling one token without an "
                           "SD proposal (--sd-plain-first-pass)." if doc.get("sd_plain_first_pass") else "")
                        + (" Each record run beside others replays token-level SD at its own tokens per "
-                          "target pass, not its window's (--own-sd-rate)." if doc.get("own_sd_rate") else ""),
+                          "target pass, not its window's (--own-sd-rate)." if doc.get("own_sd_rate") else "")
+                       + load_replay.sd_rounds_note(doc.get("recorded_sd_rounds")),
                        "in flight", "config", "makespan", "target passes", "target busy",
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():
@@ -196,6 +200,10 @@ def main() -> None:
                     help="replay each record run beside others with token-level SD at its own tokens per "
                          "target pass (its spans' tokens over the passes they ran in), not at its "
                          "window's, which counts every request in flight (lrsim/calib/replay.ReplayWorkload)")
+    ap.add_argument("--recorded-sd-rounds", nargs="?", const="committed", default="", choices=("committed", "first"),
+                    help="replay each committed-path target job of an SD record in the passes its recorded span ran in "
+                         "(the span's own SD rate), not in rounds drawn at the record's one rate; 'first': the "
+                         "first step's job only (lrsim/sim/traces.TraceWorkload.spec_rounds; docs/load.md)")
     ap.add_argument("--calibrate-levels", default="1,2",
                     help="calibrate on these levels in flight of --calibrate-on (bench_load.py --calibrate-levels)")
     a = ap.parse_args()
@@ -203,6 +211,7 @@ def main() -> None:
     load_replay.OFF_PATH_PREFILL = a.off_path_prefill
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     load_replay.OWN_SD_RATE = a.own_sd_rate
+    load_replay.RECORDED_SD_ROUNDS = a.recorded_sd_rounds
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on, levels=levels):

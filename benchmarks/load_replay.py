@@ -73,6 +73,10 @@ SD_PLAIN_FIRST_PASS = False
 # --own-sd-rate (ReplayWorkload.own_sd_rate): each record of N > 1 in flight replays SD at its own
 # tokens per target pass, not its window's (every request's); opt-in, off by default
 OWN_SD_RATE = False
+# --recorded-sd-rounds (TraceWorkload.recorded_sd_rounds): each committed-path target job of an SD
+# record runs the passes its recorded span ran in, not rounds drawn at the record's rate ("first":
+# the first step's job only); opt-in, "" off
+RECORDED_SD_ROUNDS = ""
 # with DECIDE_AFRESH: decide as the real backend does (Config.adaptive_scope "run", from the
 # estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
 # bench_load's --afresh-as-run
@@ -82,6 +86,15 @@ AFRESH_AS_RUN = False
 BATCH_CURVES: dict[str, str] = {}
 # bench_load's --batch-curve-as-measured: BATCH_CURVES' points as measured, not smoothed
 CURVE_AS_MEASURED = False
+
+
+def sd_rounds_note(how: str | None) -> str:
+    """The renders' sentence for a replay with --recorded-sd-rounds ("" without)."""
+    if not how:
+        return ""
+    which = "the first step's target job" if how == "first" else "each committed-path target job"
+    return (f" {which[0].upper() + which[1:]} of an SD record replayed in the passes its recorded span ran "
+            f"in (--recorded-sd-rounds{' first' if how == 'first' else ''}).")
 
 
 def curve_shaping() -> dict:
@@ -130,7 +143,7 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
         wl = ReplayWorkload(block, source=f"block {first['run']['flags']['load_round']}", seed=seed,
                             arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH,
                             off_path_prefill=OFF_PATH_PREFILL, carried_prior=as_run,
-                            own_sd_rate=OWN_SD_RATE)
+                            own_sd_rate=OWN_SD_RATE, recorded_sd_rounds=RECORDED_SD_ROUNDS)
         cfg = prof.to_config(first["mode"], workload=wl, **_knobs(first, prof))
         cfg.sd_plain_first_pass = SD_PLAIN_FIRST_PASS
         if as_run:

@@ -300,6 +300,28 @@ PREDICTIONS = (
     ("load_cold_epyc_f25m17_b12_heldout_12_bf", "traces/load-cold-epyc-f25m17-b12",
      "the control with the batch factors (after the runs)",
      "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b16_heldout", "traces/load-cold-epyc-f25m17-b16",
+     "lr at depths 1 and 3, lr+sd at depth 3, 16 in flight, twice the depth-2 1, 2, 4 and 8 it was calibrated on (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_bf", "traces/load-cold-epyc-f25m17-b16",
+     "the same, with that corpus's batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_with12", "traces/load-cold-epyc-f25m17-b16",
+     "the same, from traces/load-cold-epyc-f25m17-3's 1, 2, 4, 8 and -b12's 12 pooled (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b12 --calibrate-levels 1,2,4,8,12 ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_with12_bf", "traces/load-cold-epyc-f25m17-b16",
+     "the same, with their batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b12 --calibrate-levels 1,2,4,8,12 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_12", "traces/load-cold-epyc-f25m17-b16",
+     "the control: from traces/load-cold-epyc-f25m17-3's 1-2 only (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_12_bf", "traces/load-cold-epyc-f25m17-b16",
+     "the control with the batch factors (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
     ("load_cold_epyc_f25m17_b36_heldout_bf_own_sd", "traces/load-cold-epyc-f25m17-b36",
      "load_cold_epyc_f25m17_b36_heldout_bf with each lr+sd record replayed at its own tokens per target pass",
      "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 "
@@ -311,6 +333,25 @@ PREDICTIONS = (
     ("load_f6m207_36_heldout_own_sd", "traces/load-f6m207-36",
      "load_f6m207_36_heldout with each lr+sd record replayed at its own tokens per target pass",
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --own-sd-rate ..."),
+    ("load_cold_epyc_f25m17_b36_heldout_bf_sd_rounds", "traces/load-cold-epyc-f25m17-b36",
+     "load_cold_epyc_f25m17_b36_heldout_bf with each committed-path lr+sd target job replayed in its recorded span's passes",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --recorded-sd-rounds ..."),
+    ("load_cold_epyc_f25m17_t48_heldout_bf_sd_rounds", "traces/load-cold-epyc-f25m17-t48",
+     "load_cold_epyc_f25m17_t48_heldout_bf with each committed-path lr+sd target job replayed in its recorded span's passes",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-t48 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --recorded-sd-rounds ..."),
+    ("load_cold_epyc_f25m17_b12_heldout_bf_sd_rounds", "traces/load-cold-epyc-f25m17-b12",
+     "load_cold_epyc_f25m17_b12_heldout_bf with each committed-path lr+sd target job replayed in its recorded span's passes",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b12 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --recorded-sd-rounds ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_bf_sd_rounds", "traces/load-cold-epyc-f25m17-b16",
+     "load_cold_epyc_f25m17_b16_heldout_bf with each committed-path lr+sd target job replayed in its recorded span's passes",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --recorded-sd-rounds ..."),
+    ("load_f6m207_36_heldout_sd_rounds", "traces/load-f6m207-36",
+     "load_f6m207_36_heldout with each committed-path lr+sd target job replayed in its recorded span's passes",
+     "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --recorded-sd-rounds ..."),
     ("load_f6m207_36_heldout_off_path", "traces/load-f6m207-36",
      "load_f6m207_36_heldout with off-path jobs replayed at their recorded prefill",
      "bench_load.py --load traces/load-f6m207-36 --calibrate-on traces/load-f6m207 --off-path-prefill ..."),
@@ -361,6 +402,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             **({"off_path_prefill": True} if out.get("off_path_prefill") else {}),
             **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
             **({"own_sd_rate": True} if out.get("own_sd_rate") else {}),
+            **({"recorded_sd_rounds": out["recorded_sd_rounds"]} if out.get("recorded_sd_rounds") else {}),
             **({"probe_decode_fallback": True} if out.get("probe_decode_fallback") else {}),
             # profiles fit on other levels than 1-2 (bench_load --calibrate-levels)
             **({"calibrate_levels": cal["levels"]} if cal.get("levels", [1, 2]) != [1, 2] else {}),
@@ -384,17 +426,22 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
 SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves_as_measured", "--batch-curve-as-measured"),
           ("batch_curves", "--target-batch-curve"),
           ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"),
-          ("probe_decode_fallback", "--probe-decode-fallback"), ("own_sd_rate", "--own-sd-rate"))
+          ("probe_decode_fallback", "--probe-decode-fallback"), ("own_sd_rate", "--own-sd-rate"),
+          ("recorded_sd_rounds", "--recorded-sd-rounds"))
+# diagnoses of the replay, which follow the shaping flag they ran beside
+REPLAY_DIAGNOSES = ("own_sd_rate", "recorded_sd_rounds")
 
 
 def shaped(r: dict) -> str | None:
     """The bench_load flag that shaped the result's profiles in the batch size (or its replay's
     off-path prefill), or None; profiles fit on other levels (--calibrate-levels) are totalled
-    apart by that flag and their shaping flag together, and --own-sd-rate (a diagnosis of the
-    replay) follows the shaping flag it ran beside."""
-    flag = next((flag for key, flag in SHAPES if key != "own_sd_rate" and r.get(key)), None)
-    if r.get("own_sd_rate"):     # a diagnosis of the replay beside a shape: totalled apart from it
-        flag = f"{flag} --own-sd-rate" if flag else "--own-sd-rate"
+    apart by that flag and their shaping flag together, and --own-sd-rate or --recorded-sd-rounds
+    (diagnoses of the replay) follow the shaping flag they ran beside."""
+    flag = next((flag for key, flag in SHAPES if key not in REPLAY_DIAGNOSES and r.get(key)), None)
+    for key, diag in SHAPES:     # a diagnosis of the replay beside a shape: totalled apart from it
+        if key in REPLAY_DIAGNOSES and r.get(key):
+            diag += f" {r[key]}" if r[key] == "first" else ""    # --recorded-sd-rounds first
+            flag = f"{flag} {diag}" if flag else diag
     if r.get("calibrate_levels"):
         return f"{LEVELS_FLAG} {','.join(map(str, r['calibrate_levels']))}" + (f" {flag}" if flag else "")
     return flag

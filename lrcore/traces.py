@@ -107,6 +107,14 @@ def record_key(rec: dict) -> Key:
     return (rec["problem_id"], rec["sample"], rec["mode"])
 
 
+def in_flight(rec: dict) -> int:
+    """Requests the record's run kept in flight, itself included: its `load.concurrency`, else
+    its run's `--concurrency` flag, else 1 (a record collected alone). The one reader of it for
+    the simulator's replays and the analysis."""
+    flags = (rec.get("run") or {}).get("flags") or {}
+    return int((rec.get("load") or {}).get("concurrency") or flags.get("concurrency") or 1)
+
+
 def _path_str(parts: Iterable[Any]) -> str:
     out = ""
     for p in parts:

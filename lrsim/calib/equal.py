@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import math
 
+from lrcore.traces import in_flight
+
 # below this many matched (problem, sample, load) pairs the estimate is not worth stating
 MIN_PAIRS = 1
 
@@ -58,7 +60,7 @@ def _cores(rec: dict) -> int | None:
 def pair_key(rec: dict) -> tuple:
     load = rec.get("load") or {}
     flags = (rec.get("run") or {}).get("flags") or {}
-    return (rec.get("problem_id"), rec.get("sample"), load.get("concurrency") or 1,
+    return (rec.get("problem_id"), rec.get("sample"), in_flight(rec),
             load.get("request_rate"), flags.get("max_tokens"))
 
 

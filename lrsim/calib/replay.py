@@ -21,6 +21,7 @@ import numpy as np
 from lrcore.errors import UserError
 from lrcore.modes import ACCEPT_MODE, LR_MODES, MODE_POLICY
 from lrcore.theory import geometric_sum
+from lrcore.traces import in_flight
 
 from ..sim.runner import run
 from ..sim.traces import TraceWorkload, own_tokens_per_pass
@@ -55,12 +56,6 @@ def _sd_gamma(rec: dict) -> int | None:
     return gamma if gamma >= 1 else None
 
 
-def _in_flight(rec: dict) -> int:
-    """Requests the record's run kept in flight (load.concurrency, else run.flags.concurrency)."""
-    flags = (rec.get("run") or {}).get("flags") or {}
-    return int((rec.get("load") or {}).get("concurrency") or flags.get("concurrency") or 1)
-
-
 @dataclass
 class ReplayWorkload(TraceWorkload):
     """The trace adapter, with the recorded *rejections* replayed too: a committed target step
@@ -82,7 +77,7 @@ class ReplayWorkload(TraceWorkload):
         counting their passes so read traces/load-f6m207-36's sd at 1.14-1.26 tokens a pass
         where its window says 1.50-1.60."""
         rec = req.trace
-        if not self.own_sd_rate or _in_flight(rec) <= 1 or rec.get("mode") not in LR_MODES:
+        if not self.own_sd_rate or in_flight(rec) <= 1 or rec.get("mode") not in LR_MODES:
             return None
         rate, gamma = own_tokens_per_pass(rec), _sd_gamma(rec)
         if rate is None or gamma is None:

@@ -36,6 +36,11 @@ Mapping (one record -> one request):
                                          hold blocks an earlier run of the same
                                          problem left); the first step's draft spans ->
                                          draft_prompt_cached (the drafter's own prompt hits)
+    steps[i].target start/end,        -> spec_rounds(req, position, root_position, tokens), opt-in
+      engine_stats.target.               (recorded_sd_rounds): the target passes (token-level SD
+      forward_passes                     rounds) the committed path's target job for step i ran
+                                         in (_span_passes, its prefilling pass included), its own
+                                         SD rate; None off that path (the SD stream draws)
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lrcore.errors import UserError
+from lrcore.traces import in_flight
 
 from .tokensd import AcceptedLengths
 from .workload import RequestSpec
@@ -180,6 +186,38 @@ def _span_passes(passes: list[dict], starts: list[float], span: dict) -> list[di
     return mine
 
 
+def committed_span_passes(rec: dict) -> list[tuple[int, int] | None]:
+    """Per kept step (tokens > 0): (tokens, engine passes) of its committed-path target span, the
+    target's job for that position from the root it was launched under (target_spans' "first",
+    "committed" and "verified"), its prefilling pass included (_span_passes); None where the step
+    has no timed span or it ran in no timed pass. The passes are the span's own SD rounds at its
+    own rate, which differs by kind of span (benchmarks/results/sd_rate_by_span.md, per decode
+    pass: the first step 1.11-1.31 tokens, all spans 1.58-1.68). As own_tokens_per_pass, it
+    assumes a request enters the engine at the first prefilling pass after its span starts and
+    stays in every pass to its end: at N in flight that pass may be another request's, and a
+    request that waited for a batch slot counts its wait as passes (the replay's engine then
+    queues it too)."""
+    passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])
+    starts = [float(p["start"]) for p in passes]
+    out: list[tuple[int, int] | None] = []
+    for s in rec.get("steps") or []:
+        if not s.get("tokens", 0) > 0:
+            continue
+        span, got = s.get("target"), None
+        if isinstance(span, dict) and span.get("start") is not None and span.get("end") is not None:
+            n, mine = int(span.get("tokens") or 0), _span_passes(passes, starts, span)
+            got = (n, len(mine)) if n and mine else None
+        out.append(got)
+    return out
+
+
+def _sd_k2(rec: dict) -> int | None:
+    """Positions a proposing pass verified in the record's run (run.flags.num_speculative_tokens
+    + 1); None without."""
+    n = ((rec.get("run") or {}).get("flags") or {}).get("num_speculative_tokens")
+    return int(n) + 1 if n else None
+
+
 def own_tokens_per_pass(rec: dict) -> float | None:
     """The record's own token-level SD rate: its target requests' tokens per decode pass they ran
     in (_span_passes), each request's prefilling pass and the one token it samples left out, as
@@ -233,7 +271,7 @@ def prompt_cached(rec: dict) -> int | None:
     if first is not None:
         return first[1]
     prompt = int(rec.get("prompt_tokens") or 0)
-    n = int((rec.get("load") or {}).get("concurrency") or 1)
+    n = in_flight(rec)
     tokens = reqs = 0
     for p in _target_passes(rec):
         if not p.get("prefill_requests"):
@@ -344,6 +382,14 @@ class TraceWorkload:
     # there (the target's own step, begun with the draft's first tokens); opt-in, a diagnosis
     # (benchmarks/bench_load.py --off-path-prefill)
     off_path_prefill: bool = False
+    # run a committed-path target job of an SD record in the passes its recorded span ran in
+    # (spec_rounds: the span's own SD rate), not in rounds drawn at the record's one rate: the
+    # rate differs by kind of span, the first step's the slowest, and the committed path sets
+    # when a request ends (docs/load.md, "lr+sd's SD rate by kind of span"); opt-in
+    # (benchmarks/bench_load.py --recorded-sd-rounds): "committed" every such job, "first" the
+    # first step's only (the kind a profile can price apart), "" none
+    recorded_sd_rounds: str = ""
+    RECORDED_SD_ROUNDS = ("", "committed", "first")
     _pooled: dict = field(default_factory=dict, repr=False)
     _carried: dict = field(default_factory=dict, repr=False)    # _first_adaptive, once
 
@@ -358,6 +404,9 @@ class TraceWorkload:
         return cls(recs, str(p), seed=seed, arrivals=arrivals)
 
     def __post_init__(self):
+        if self.recorded_sd_rounds not in self.RECORDED_SD_ROUNDS:
+            raise UserError(f"recorded_sd_rounds must be one of {', '.join(map(repr, self.RECORDED_SD_ROUNDS))}, "
+                            f"got {self.recorded_sd_rounds!r}")
         prop: dict[int, list[int]] = {}
         hist: dict[int, int] = {}
         drafted = accepted = 0
@@ -412,6 +461,9 @@ class TraceWorkload:
             req.spec = _spec_lengths(kept)  # type: ignore[attr-defined]
             req.judge_timing = _judge_timing(r)  # type: ignore[attr-defined]
             req.choices = _choices(r) if self.recorded_decisions else None  # type: ignore[attr-defined]
+            req.sd_spans = (committed_span_passes(r)  # type: ignore[attr-defined]
+                            if self.recorded_sd_rounds and r.get("sd") else None)
+            req.sd_k2 = _sd_k2(r)  # type: ignore[attr-defined]
             out.append(req)
         # in arrival order (files are written in completion order): a streamed run admits
         # requests by one process walking the list
@@ -533,6 +585,25 @@ class TraceWorkload:
             return spec["off_path_prefill"][q].get(_depth_key(kind, position, q))
         got = spec["prefill"][position].get(kind)
         return got[0] if got is not None and got[1] == after_draft else None
+
+    def spec_rounds(self, req, position: int, root_position: int, tokens: int, k2: int) -> int | None:
+        """With recorded_sd_rounds: the target passes the recorded run's target job for step
+        `position` ran in (committed_span_passes), where the replay's job is that one: on the
+        committed path from a root of `root_position` steps ("first": step 0's only), at the
+        record's SD length `k2`. Scaled to `tokens` if its length differs; at least 1. None
+        otherwise (off the path, no SD, no timed span, another k2): the job's rounds are drawn
+        at the record's rate."""
+        spans = getattr(req, "sd_spans", None)
+        if not spans or position >= len(spans) or spans[position] is None:
+            return None
+        if k2 != getattr(req, "sd_k2", None):
+            return None
+        if self.recorded_sd_rounds == "first" and position:
+            return None
+        if _past_rejection(req, position, root_position) is not None:
+            return None
+        n, passes = spans[position]
+        return max(1, round(passes * tokens / n)) if tokens != n else passes
 
     def _rate(self, req, depth: int) -> float:
         by = {int(d): (a / p if p else None)

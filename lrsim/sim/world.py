@@ -120,13 +120,16 @@ class World:
 
     def target_job(self, req, tokens: Any, ctx: Any, prefill: Any = 0,
                    stream: SDStream | None = None, rounds: Any = None, tag=None,
-                   new_request: bool = True, starts_request: Any = None) -> Job:
+                   new_request: bool = True, starts_request: Any = None, positions: Any = None) -> Job:
         """A target step of `tokens` tokens: plain decoding, or SD rounds of k2 positions.
         `ctx`: its context (prompt included), `prefill` of which the engine never saw; a new
         engine request (not ar's stream going on) prefills as the prefix cache's blocks leave it.
         `starts_request`: the job is an engine request's first (cfg.sd_plain_first_pass), where
         `prefill` is a recorded count and not rounded again (new_request False); default
-        new_request."""
+        new_request. `rounds`: SD rounds given, not drawn (a prefilling job's first pass among
+        them: cfg.sd_plain_first_pass does not apply; the run's SD statistics do not count them);
+        `positions`: the positions they verify (None: those of the stream's last draw, which gave
+        `rounds`)."""
         if new_request and ctx > 0:
             prefill = request_prefill(ctx, prefill, self.target.prefix_block)
         if stream is None:
@@ -138,7 +141,9 @@ class World:
         if rounds is None:
             rounds = stream.rounds_for(tokens - plain, req.rng, self.sd)
         per_round = stream.k2
-        if stream.hit < 1.0:          # rounds without a proposal verify one position
+        if positions is not None:     # given with the rounds
+            per_round = positions / max(rounds, 1)
+        elif stream.hit < 1.0:        # rounds without a proposal verify one position
             per_round = stream.last_positions / max(rounds, 1)
         if plain and not rounds:      # one token: the prefilling pass alone
             per_round = 1

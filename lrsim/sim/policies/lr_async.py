@@ -20,7 +20,7 @@ Judging early takes the verifier's latency off the critical path wherever it ove
 work. `judge_timing = "deferred"` (Config) judges a node's children only once it is the root.
 The code: `AsyncLookahead`, one method per step of the rules in that order; `run` is the policy.
 
-Four optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; a synthetic
+Five optional workload hooks carry what a recorded run knew (lrsim/sim/traces.py; a synthetic
 workload has only the first, where every context is a step boundary but, as calibrated, the
 prompt; then a draft is as long as the target's step, the judge timing is the Config's and a
 new request prefills what its engine never saw, rounded to the prefix cache's blocks):
@@ -32,7 +32,10 @@ new request prefills what its engine never saw, rounded to the prefix cache's bl
    position ran in the recorded run (None: the committed step's length);
  - `judge_timing(req)`: the judge timing the recorded run used ("eager" or "deferred");
  - `spec_prefill(req, kind, position, root_position, after_draft)`: the prompt tokens the real
-   engine computed for that job (vLLM's cached-token count), where the record has it.
+   engine computed for that job (vLLM's cached-token count), where the record has it;
+ - `spec_rounds(req, position, root_position, tokens, k2)` (opt-in): the target passes a
+   token-level SD job on the committed path ran in (None: its rounds are drawn at the record's
+   rate).
 Prefix caching on the drafter: it re-reads only the committed tokens it has not processed
 (`d_cached`), which after a stretch without drafting is more than the last step.
 """
@@ -121,6 +124,7 @@ class AsyncLookahead:
         self.can_draft = getattr(wl, "can_draft", None)
         self.spec_len = getattr(wl, "spec_tokens", None)
         self.spec_prefill = getattr(wl, "spec_prefill", None)
+        self.spec_rounds = getattr(wl, "spec_rounds", None)
         recorded = getattr(wl, "judge_timing", None)
         timing = (recorded(req) if recorded is not None else None) or cfg.judge_timing
         # a free verdict (kind "none") has nothing to overlap: both timings decide alike
@@ -212,9 +216,21 @@ class AsyncLookahead:
                                          node.draft_job is not None)
             if recorded is not None:      # the cache's own count: exact, not rounded again
                 prefill, new_request = recorded, False
+        n_tok = self.job_len("target", pos)
+        rounds: Any = None
+        positions: Any = None
+        stream = self.stream
+        # the recorded run's passes for it (a new engine request's: lr_adaptive's depth 0 goes on
+        # in one, whose recorded spans have no prefilling pass of their own)
+        if stream is not None and self.spec_rounds is not None and starts:
+            rounds = self.spec_rounds(self.req, pos, self.root.position, n_tok, stream.k2)
+            if rounds is not None:
+                # each verifying the positions of the stream's proposal rate (an assumption: a
+                # slow span's rounds propose as often as the others and accept less)
+                positions = rounds * (1 + stream.hit * (stream.k2 - 1))
         job: Job = world.target.submit(world.target_job(
-            self.req, self.job_len("target", pos), self.ctx_tokens(node),
-            prefill=prefill, stream=self.stream, tag=node, new_request=new_request, starts_request=starts))
+            self.req, n_tok, self.ctx_tokens(node), prefill=prefill, stream=stream, rounds=rounds,
+            tag=node, new_request=new_request, starts_request=starts, positions=positions))
         node.target_job = job
         job.done.add(lambda _e, n=node: self.on_target(n))
 
