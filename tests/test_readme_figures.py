@@ -62,7 +62,9 @@ CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_cl
           test_load_figures.test_every_load_of_a_corpus_of_other_depths_claims,
           test_load_figures.test_between_the_swept_loads_preregistered_claims,
           test_load_figures.test_past_the_swept_loads_preregistered_claims,
-          test_load_figures.test_the_sd_rate_by_span_claims)
+          test_load_figures.test_the_sd_rate_by_span_claims,
+          test_load_figures.test_twice_the_swept_loads_preregistered_claims,
+          test_load_figures.test_the_recorded_sd_rounds_claims)
 
 
 def known_numbers() -> set[str]:

@@ -1464,7 +1464,8 @@ def test_the_preregistered_claims():
     # diagnoses: test_the_off_path_prefill_claims, test_the_sd_first_pass_claims,
     # test_past_the_swept_loads_preregistered_claims)
     got = {row["result"]: row for row in (summarise(*p) for p in PREDICTIONS if p[1] == "traces/load-f6m207-36")
-           if shaped(row) not in ("--off-path-prefill", "--sd-plain-first-pass", "--own-sd-rate")}
+           if shaped(row) not in ("--off-path-prefill", "--sd-plain-first-pass", "--own-sd-rate",
+                                  "--recorded-sd-rounds")}
     cell = {k: (r["replayed"]["within"], r["replayed"]["pairs"], f"{r['replayed']['largest']:.1%}",
                 r["planned"]["within"], r["planned"]["pairs"], r["break_even"]["vs_ar"]["as_measured"],
                 r["break_even"]["vs_ar"]["configs"]) for k, r in got.items()}
@@ -2091,6 +2092,119 @@ def test_the_sd_rate_by_span_claims():
                for c in cells)
 
 
+def test_twice_the_swept_loads_preregistered_claims():
+    """docs/load.md, "Planned before its runs: 16 in flight, twice the swept loads" (and the
+    README's and traces/README's paragraphs): traces/load-cold-epyc-f25m17-b16's 192 records
+    (problems 48-95, 16 in flight, three rounds, 77 minutes, boot feb902f3) after its four plans
+    (written at 9665cb8, committed in 495ea19): 3 of 3 within 10% by the line (-0.7..-3.9%), 1 of 3
+    by the batch factors (-8.0..-11.3%), 0 of 3 by the two with 12 (-10.4..-16.2%, -14.8..-20.0%),
+    all low; measured 0.65x, 0.56x, 0.31x; held out: the profiles with 12 replay AR 8.8% and 12.5%
+    fast, LR 0.4-4.5% fast, the line's AR 6.4% slow and LR within 3.1%; the target engine's cap of
+    32 sequences held 36% and 40% of depth 3's distinct passes; the replay's target batch 1.10
+    (lr+sd) and 1.07 (lr-d3), 1.01 (lr-d1, AR); the control plans 0 and 1 of 3 (45.7%)."""
+    from benchmarks import bench_replay_passes as brp
+
+    corpus = "traces/load-cold-epyc-f25m17-b16"
+    _corpus_is(corpus, 192, (48, 95), {16}, 3, 77)
+    plans = ("", "_bf", "_with12", "_with12_bf")
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_b16{k}.check.json").read_text()) for k in plans}
+    assert all(c["for"] == corpus and c["commit"].startswith("9665cb8") and not c["dirty"] and c["levels"] == [16]
+               for c in pre.values())
+    assert [pre[k]["calibrate_levels"] for k in plans] == [[1, 2, 4, 8]] * 2 + [[1, 2, 4, 8, 12]] * 2
+    assert [pre[k]["calibrated_on"] for k in plans] == ["traces/load-cold-epyc-f25m17-3"] * 2 + [
+        "traces/load-cold-epyc-f25m17-3,traces/load-cold-epyc-f25m17-b12"] * 2
+    err = {k: [r["rel_error"] for r in c["check"]["rows"] if r["config"] != "ar-er"] for k, c in pre.items()}
+    assert all(e < 0 for v in err.values() for e in v)                  # every plan planned low
+    assert {k: (f"{max(e):+.1%}", f"{min(e):+.1%}") for k, e in err.items()} == {
+        "": ("-0.7%", "-3.9%"), "_bf": ("-8.0%", "-11.3%"), "_with12": ("-10.4%", "-16.2%"),
+        "_with12_bf": ("-14.8%", "-20.0%")}
+    assert [pre[k]["check"]["within_target"] for k in plans] == [3, 1, 0, 0]
+    assert all(c["check"]["break_even_right"] == 3 for c in pre.values())
+    assert all(set(c["check"]["by_warning"]) == {"warned"} for c in pre.values())
+    assert {r["config"]: f"{r['measured']:.2f}" for r in pre[""]["check"]["rows"]} == {
+        "lr+sd-d3-emb": "0.31", "lr-d1-emb": "0.65", "lr-d3-emb": "0.56"}
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_b16_heldout{k}.json").read_text())
+           for k in (*plans, "_12", "_12_bf")}
+    rep = {k: {c: t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for c, t in o["levels"]["16"].items()}
+           for k, o in out.items()}
+    lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
+    assert [f"{rep[k]['ar']:+.1%}" for k in ("_with12", "_with12_bf")] == ["+8.8%", "+12.5%"]
+    with12 = [rep[k][c] for k in ("_with12", "_with12_bf") for c in lr]
+    assert (f"{min(with12):.1%}", f"{max(with12):.1%}") == ("0.4%", "4.5%")
+    assert f"{rep['']['ar']:+.1%}" == "-6.4%" and f"{max(abs(rep[''][c]) for c in lr):.1%}" == "3.1%"
+    rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
+    planned = [rows[f"load_cold_epyc_f25m17_b16_heldout{k}"]["planned"] for k in ("_12", "_12_bf")]
+    assert [(p["within"], p["pairs"]) for p in planned] == [(0, 3), (1, 3)]
+    assert f"{planned[0]['largest']:.1%}" == "45.7%"
+    # the real engine's cap (lrreal/engine.py EngineArgs.max_num_seqs) and how often depth 3 met it
+    from lrreal.engine import EngineArgs
+
+    assert EngineArgs("m").max_num_seqs == 32
+    share = {}
+    for cfg in lr + ("ar",):
+        passes = {}
+        for line in (ROOT / corpus / "gsm8k" / "c16" / f"{cfg}.jsonl").read_text().splitlines():
+            for p in json.loads(line)["engine_stats"]["target"]["forward_passes"]:
+                passes[p["start"]] = p["batch_size"]         # a pass in several records' windows: once
+        assert max(passes.values()) <= 32
+        share[cfg] = f"{sum(b == 32 for b in passes.values()) / len(passes):.0%}"
+    assert share == {"lr+sd-d3-emb": "36%", "lr-d1-emb": "0%", "lr-d3-emb": "40%", "ar": "0%"}
+    lv = json.loads((RESULTS / "replay_passes_f25m17_b16.json").read_text())["levels"]["16"]
+    assert {c: f"{brp.ratio(lv[c], 'target', 'batch'):.2f}" for c in (*lr, "ar")} == {
+        "lr+sd-d3-emb": "1.10", "lr-d1-emb": "1.01", "lr-d3-emb": "1.07", "ar": "1.01"}
+    b12 = json.loads((RESULTS / "replay_passes_f25m17_b12.json").read_text())["levels"]["12"]
+    assert [f"{brp.ratio(b12[c], 'target', 'batch'):.2f}" for c in lr] == ["1.03", "1.01", "1.01"]
+
+
+def test_the_recorded_sd_rounds_claims():
+    """docs/load.md, "lr+sd's committed path at its recorded SD rounds" (and the README's
+    sentence): with --recorded-sd-rounds lr+sd's replayed target passes are 0.99-1.00 of the real
+    ones on five corpora (0.91-0.98 without), 0.92-1.02 with the first step's alone; b36 at 3's
+    passes of one sequence 60 of 60 (37 without); makespans toward the real at 5 of 8 levels, as
+    far at 1, away at 2 (f6m207-36 at 6: 1.00 to 1.02; b16: 0.99 to 1.07); held out, lr+sd's
+    replay errors 8 of 8 within 10% (7 of 8 without), largest 7.8% (14.6%)."""
+    from benchmarks import bench_replay_passes as brp
+
+    names = ("replay_passes_f25m17_b36", "replay_passes_f25m17_t48", "replay_passes_f25m17_b12",
+             "replay_passes_f25m17_b16", "replay_passes")
+
+    def lrsd(name):
+        doc = json.loads((RESULTS / f"{name}.json").read_text())
+        return [v for _, by in sorted(doc["levels"].items(), key=lambda x: int(x[0]))
+                for c, v in by.items() if c.startswith("lr+sd")]
+    flags = {s: [json.loads((RESULTS / f"{n}{s}.json").read_text()).get("recorded_sd_rounds") for n in names]
+             for s in ("", "_sd_rounds", "_sd_rounds_first")}
+    assert flags == {"": [None] * 5, "_sd_rounds": ["committed"] * 5, "_sd_rounds_first": ["first"] * 5}
+    passes = {s: [brp.ratio(v, "target", "passes") for n in names for v in lrsd(n + s)]
+              for s in ("", "_sd_rounds", "_sd_rounds_first")}
+    assert {s: (f"{min(v):.2f}", f"{max(v):.2f}") for s, v in passes.items()} == {
+        "": ("0.91", "0.98"), "_sd_rounds": ("0.99", "1.00"), "_sd_rounds_first": ("0.92", "1.02")}
+    doc = {s: json.loads((RESULTS / f"replay_passes_f25m17_b36{s}.json").read_text())["levels"]["3"]["lr+sd-d3-emb"]
+           for s in ("", "_sd_rounds")}
+    one = {s: [round(sum(r["target"][side]["by_batch"][0] for r in rows)) for side in ("replayed", "real")]
+           for s, rows in doc.items()}        # passes of one sequence, b36 at 3 in flight
+    assert one == {"": [37, 60], "_sd_rounds": [60, 60]}
+    mk = {s: [brp.makespan_ratio(v) for n in names for v in lrsd(n + s)] for s in ("", "_sd_rounds")}
+    closer = [round(abs(a - 1), 2) - round(abs(b - 1), 2) for b, a in zip(mk[""], mk["_sd_rounds"])]
+    assert (sum(c < 0 for c in closer), sum(c == 0 for c in closer), sum(c > 0 for c in closer)) == (5, 1, 2)
+    assert [f"{m:.2f}" for m in (mk[""][0], mk["_sd_rounds"][0], mk[""][5], mk["_sd_rounds"][5],
+                                 mk[""][7], mk["_sd_rounds"][7])] == ["0.88", "0.93", "0.99", "1.07", "1.00", "1.02"]
+    errs = {}
+    for name, cfg in (("load_cold_epyc_f25m17_b36_heldout_bf", "lr+sd-d3-emb"), ("load_cold_epyc_f25m17_t48_heldout_bf", "lr+sd-d3-emb"),
+                      ("load_cold_epyc_f25m17_b12_heldout_bf", "lr+sd-d3-emb"), ("load_cold_epyc_f25m17_b16_heldout_bf", "lr+sd-d3-emb"),
+                      ("load_f6m207_36_heldout", "lr+sd-d2-emb")):
+        for suffix in ("", "_sd_rounds"):
+            o = json.loads((RESULTS / f"{name}{suffix}.json").read_text())
+            assert o.get("recorded_sd_rounds") == ("committed" if suffix else None)
+            errs.setdefault(suffix, []).extend(
+                f"{t[cfg]['predicted_tokens_per_s'] / t[cfg]['tokens_per_s'] - 1:+.1%}"
+                for _, t in sorted(o["levels"].items(), key=lambda x: int(x[0])))
+    assert errs == {"": ["+14.6%", "+9.2%", "+8.0%", "+4.6%", "+1.4%", "+1.2%", "+9.0%", "-0.5%"],
+                    "_sd_rounds": ["+7.8%", "+3.3%", "+5.6%", "+2.9%", "-2.4%", "-6.2%", "+4.0%", "-2.2%"]}
+    within = {k: sum(abs(float(e[:-1])) <= 10 for e in v) for k, v in errs.items()}
+    assert within == {"": 7, "_sd_rounds": 8}
+
+
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -2250,7 +2364,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_the_fourth_cpu_transfer_preregistered_claims,
                        test_every_load_of_a_corpus_of_other_depths_claims,
                        test_between_the_swept_loads_preregistered_claims,
-                       test_past_the_swept_loads_preregistered_claims, test_the_sd_rate_by_span_claims)
+                       test_past_the_swept_loads_preregistered_claims, test_the_sd_rate_by_span_claims,
+                       test_twice_the_swept_loads_preregistered_claims, test_the_recorded_sd_rounds_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",
