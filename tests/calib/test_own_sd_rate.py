@@ -127,8 +127,11 @@ def test_the_proposal_rate_rises_only_where_alpha2_cannot_reach(rate, hit, knobs
     assert sd_tokens_per_pass(*got, GAMMA) == pytest.approx(min(max(rate, 1.0), 1 + GAMMA))
 
 
-def test_the_load_replay_builds_its_workloads_with_the_option(monkeypatch):
-    """benchmarks/load_replay.replay_worlds builds each block's workload with OWN_SD_RATE."""
+@pytest.mark.parametrize("flag, field, values", [("OWN_SD_RATE", "own_sd_rate", (False, True)),
+                                                  ("RECORDED_SD_ROUNDS", "recorded_sd_rounds", ("", "committed", "first"))])
+def test_the_load_replay_builds_its_workloads_with_the_option(monkeypatch, flag, field, values):
+    """benchmarks/load_replay.replay_worlds builds each block's workload with OWN_SD_RATE and
+    RECORDED_SD_ROUNDS (tests/calib/test_recorded_sd_rounds.py) as set."""
     import benchmarks.load_replay as lr
 
     class Stop(Exception):
@@ -140,16 +143,16 @@ def test_the_load_replay_builds_its_workloads_with_the_option(monkeypatch):
         doc = {"placement": {"defaults": {}}, "sd": {"k2": GAMMA + 1}}
 
         def to_config(self, mode, workload, **knobs):
-            seen.append(workload.own_sd_rate)
+            seen.append(getattr(workload, field))
             raise Stop
 
     monkeypatch.setattr(lr, "probe_scaled", lambda prof, rec, which, contention: prof)
     block = [_record("a", 71), _record("b", 91)]
-    for flag in (False, True):
-        monkeypatch.setattr(lr, "OWN_SD_RATE", flag)
+    for value in values:
+        monkeypatch.setattr(lr, flag, value)
         with pytest.raises(Stop):
             lr.replay_worlds(Prof(), block, speed={"target": {"decode_s": 0.3}})
-    assert seen == [False, True]
+    assert seen == list(values)
 
 
 def test_the_load_corpus_requests_differ_where_their_windows_do_not():

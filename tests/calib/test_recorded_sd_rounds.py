@@ -129,30 +129,11 @@ def test_a_lone_request_replays_its_recorded_passes():
     assert _replayed_passes(rec, False) >= 19          # about 2.85 tokens a drawn round: ~22
 
 
-def test_the_load_replay_builds_its_workloads_with_the_option(monkeypatch):
-    """benchmarks/load_replay.replay_worlds builds each block's workload with RECORDED_SD_ROUNDS."""
+def test_the_renders_name_the_option():
+    """benchmarks/load_replay.sd_rounds_note (bench_load's and bench_replay_passes' renders); the
+    loader's use of RECORDED_SD_ROUNDS is tested beside --own-sd-rate's (test_own_sd_rate.py)."""
     import benchmarks.load_replay as lr
 
-    class Stop(Exception):
-        pass
-
-    seen = []
-
-    class Prof:
-        doc = {"placement": {"defaults": {}}, "sd": {"k2": GAMMA + 1}}
-
-        def to_config(self, mode, workload, **knobs):
-            seen.append(workload.recorded_sd_rounds)
-            raise Stop
-
-    monkeypatch.setattr(lr, "probe_scaled", lambda prof, rec, which, contention: prof)
-    rec = _record([(0.1, 0.2, 5, 8, "target", None)])
-    rec["run"]["flags"]["load_round"] = 0
-    for flag in ("", "committed", "first"):
-        monkeypatch.setattr(lr, "RECORDED_SD_ROUNDS", flag)
-        with pytest.raises(Stop):
-            lr.replay_worlds(Prof(), [rec], speed={"target": {"decode_s": 0.3}})
-    assert seen == ["", "committed", "first"]
     assert lr.sd_rounds_note("") == ""
     assert "(--recorded-sd-rounds first)" in lr.sd_rounds_note("first")
     assert lr.sd_rounds_note("committed").startswith(" Each committed-path target job")
