@@ -92,9 +92,11 @@ def sd_rounds_note(how: str | None) -> str:
     """The renders' sentence for a replay with --recorded-sd-rounds ("" without)."""
     if not how:
         return ""
-    which = "the first step's target job" if how == "first" else "each committed-path target job"
-    return (f" {which[0].upper() + which[1:]} of an SD record replayed in the passes its recorded span ran "
-            f"in (--recorded-sd-rounds{' first' if how == 'first' else ''}).")
+    if how == "first":
+        return (" The first step's target job of an SD record replayed in the passes its recorded span "
+                "ran in (--recorded-sd-rounds first).")
+    return (" Each committed-path target job of an SD record replayed in the passes its recorded span "
+            "ran in (--recorded-sd-rounds).")
 
 
 def curve_shaping() -> dict:

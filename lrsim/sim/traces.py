@@ -171,6 +171,12 @@ def target_spans(rec: dict) -> list[tuple[str, dict]]:
     return [(k, sp) for k, sp in out if sp.get("start") is not None and sp.get("end") is not None]
 
 
+def _timed_passes(rec: dict) -> tuple[list[dict], list[float]]:
+    """The record's timed target passes sorted by start, and their starts (_span_passes' input)."""
+    passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])
+    return passes, [float(p["start"]) for p in passes]
+
+
 def _span_passes(passes: list[dict], starts: list[float], span: dict) -> list[dict]:
     """The engine passes one target request ran in (`passes` sorted by start, `starts` theirs):
     from its prefilling pass (the first pass at or after its start that prefills: a pass begun,
@@ -197,8 +203,7 @@ def committed_span_passes(rec: dict) -> list[tuple[int, int] | None]:
     stays in every pass to its end: at N in flight that pass may be another request's, and a
     request that waited for a batch slot counts its wait as passes (the replay's engine then
     queues it too)."""
-    passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])
-    starts = [float(p["start"]) for p in passes]
+    passes, starts = _timed_passes(rec)
     out: list[tuple[int, int] | None] = []
     for s in rec.get("steps") or []:
         if not s.get("tokens", 0) > 0:
@@ -241,8 +246,7 @@ def own_tokens_per_pass(rec: dict) -> float | None:
 def span_decodes(rec: dict) -> list[tuple[str, int, int]]:
     """(kind, tokens, decode passes) of each target span (target_spans) that ran in a timed pass:
     its tokens and passes (_span_passes) less its prefilling pass and the one token it sampled."""
-    passes = sorted((p for p in _target_passes(rec) if "start" in p), key=lambda p: p["start"])
-    starts = [float(p["start"]) for p in passes]
+    passes, starts = _timed_passes(rec)
     out = []
     for kind, span in target_spans(rec):
         n, mine = int(span.get("tokens") or 0), _span_passes(passes, starts, span)
