@@ -21,7 +21,8 @@ PREREGS = ("prereg_f6m207_36.json", "prereg_f6m207_36_curve.json", "prereg_f6m20
            "prereg_f25m17_b36_pooled.json", "prereg_f25m17_b36_pooled_bf.json", "prereg_f25m17_b12.json",
            "prereg_f25m17_b12_bf.json", "prereg_f25m17_b12_pooled.json", "prereg_f25m17_b12_pooled_bf.json",
            "prereg_f25m17_b16.json", "prereg_f25m17_b16_bf.json", "prereg_f25m17_b16_with12.json",
-           "prereg_f25m17_b16_with12_bf.json")
+           "prereg_f25m17_b16_with12_bf.json", "prereg_f25m17_b24.json", "prereg_f25m17_b24_bf.json",
+           "prereg_f25m17_b24_with16.json", "prereg_f25m17_b24_with16_bf.json")
 
 
 def _prereg(**planned) -> dict:
