@@ -210,6 +210,10 @@ def main() -> None:
                     help="replay each committed-path target job of an SD record in the passes its recorded span ran in "
                          "(the span's own SD rate), not in rounds drawn at the record's one rate; 'first': the "
                          "first step's job only (lrsim/sim/traces.TraceWorkload.spec_rounds; docs/load.md)")
+    ap.add_argument("--max-num-seqs", metavar="N|recorded",
+                    help="cap each engine's sequences per pass in the replays and the plans (lr plan "
+                         "--max-num-seqs): a number, or 'recorded', as the calibration traces ran them "
+                         "(the profile's placement.max_num_seqs); default: the simulator's 256")
     ap.add_argument("--probe-decode-fallback", action="store_true",
                     help="read a probe whose alone decode timed no plain pass (an SD engine's "
                          "n-gram proposer matched the probe's output) from its side-by-side decode "
@@ -226,6 +230,7 @@ def main() -> None:
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     load_replay.OWN_SD_RATE = a.own_sd_rate
     load_replay.RECORDED_SD_ROUNDS = a.recorded_sd_rounds
+    load_replay.MAX_NUM_SEQS = load_replay.max_num_seqs_arg(a.max_num_seqs)
     physical.PROBE_DECODE_FALLBACK = a.probe_decode_fallback
     curves = batch_curves(a, ROOT, "error")
     if curves and a.batch_factors:
@@ -347,6 +352,8 @@ def main() -> None:
            **({"sd_plain_first_pass": True} if a.sd_plain_first_pass else {}),
            **({"own_sd_rate": True} if a.own_sd_rate else {}),
            **({"recorded_sd_rounds": a.recorded_sd_rounds} if a.recorded_sd_rounds else {}),
+           # each engine's cap in the replays and plans (absent: the simulator's 256)
+           **({"max_num_seqs": load_replay.MAX_NUM_SEQS} if load_replay.MAX_NUM_SEQS is not None else {}),
            **({"probe_decode_fallback": True} if a.probe_decode_fallback else {}),
            # how adaptive records replayed (absent: with their recorded decisions)
            **({"adaptive_replay": "afresh-as-run" if a.afresh_as_run else "afresh"}
@@ -520,6 +527,7 @@ def render(out: dict) -> str:
              + (" Each record run beside others replays token-level SD at its own tokens per target pass, "
                 "not its window's (--own-sd-rate)." if out.get("own_sd_rate") else "")
              + load_replay.sd_rounds_note(out.get("recorded_sd_rounds"))
+             + load_replay.max_num_seqs_note(out.get("max_num_seqs"))
              + (" A probe that timed no plain decode pass read from its side-by-side pass "
                 "(--probe-decode-fallback)." if out.get("probe_decode_fallback") else "")
              + boots_note(out.get("boots")),

@@ -5,6 +5,7 @@ at another cost.
     .venv/bin/python benchmarks/bench_replay_passes.py [--load traces/load-f6m207-36]
         [--calibrate-on traces/load-f6m207] [--out benchmarks/results/replay_passes.json]
         [--off-path-prefill] [--sd-plain-first-pass] [--own-sd-rate] [--recorded-sd-rounds]
+        [--max-num-seqs N|recorded]
 
 Per level, configuration and block (the blocks bench_load.py replays: its profile of the
 calibration corpus's 1-2 in flight, every block at the predicted corpus's median probe, the
@@ -86,7 +87,9 @@ def bench(load: str, cal: str, levels: tuple[int, ...] | None = None) -> dict:
                  **({"own_sd_rate": True} if load_replay.OWN_SD_RATE else {}),
                  # each committed-path target job of an SD record runs its recorded span's passes
                  # (absent: rounds drawn at the record's rate)
-                 **({"recorded_sd_rounds": load_replay.RECORDED_SD_ROUNDS} if load_replay.RECORDED_SD_ROUNDS else {})}
+                 **({"recorded_sd_rounds": load_replay.RECORDED_SD_ROUNDS} if load_replay.RECORDED_SD_ROUNDS else {}),
+                 # each engine's sequences per pass capped (absent: the simulator's 256)
+                 **({"max_num_seqs": load_replay.MAX_NUM_SEQS} if load_replay.MAX_NUM_SEQS is not None else {})}
     for n, level in sorted(corpus.items()):
         # the load corpus's configurations in their order, then any other (a transfer corpus's);
         # ar-er's target runs on both cores, which the replay's profile does not model
@@ -148,7 +151,8 @@ def render(doc: dict) -> str:
                           "SD proposal (--sd-plain-first-pass)." if doc.get("sd_plain_first_pass") else "")
                        + (" Each record run beside others replays token-level SD at its own tokens per "
                           "target pass, not its window's (--own-sd-rate)." if doc.get("own_sd_rate") else "")
-                       + load_replay.sd_rounds_note(doc.get("recorded_sd_rounds")),
+                       + load_replay.sd_rounds_note(doc.get("recorded_sd_rounds"))
+                       + load_replay.max_num_seqs_note(doc.get("max_num_seqs"), "the replays"),
                        "in flight", "config", "makespan", "target passes", "target busy",
                        "target batch (real)", "draft passes", "draft busy", "draft batch (real)")
     for n, by in doc["levels"].items():
@@ -204,6 +208,8 @@ def main() -> None:
                     help="replay each committed-path target job of an SD record in the passes its recorded span ran in "
                          "(the span's own SD rate), not in rounds drawn at the record's one rate; 'first': the "
                          "first step's job only (lrsim/sim/traces.TraceWorkload.spec_rounds; docs/load.md)")
+    ap.add_argument("--max-num-seqs", metavar="N|recorded",
+                    help="cap each engine's sequences per pass (bench_load.py --max-num-seqs)")
     ap.add_argument("--calibrate-levels", default="1,2",
                     help="calibrate on these levels in flight of --calibrate-on (bench_load.py --calibrate-levels)")
     a = ap.parse_args()
@@ -212,6 +218,7 @@ def main() -> None:
     load_replay.SD_PLAIN_FIRST_PASS = a.sd_plain_first_pass
     load_replay.OWN_SD_RATE = a.own_sd_rate
     load_replay.RECORDED_SD_ROUNDS = a.recorded_sd_rounds
+    load_replay.MAX_NUM_SEQS = load_replay.max_num_seqs_arg(a.max_num_seqs, "bench_replay_passes")
     if not load_corpus(ROOT / a.load):
         sys.exit(f"bench_replay_passes: no load traces under {a.load}")
     if not calib_paths(ROOT / a.calibrate_on, levels=levels):

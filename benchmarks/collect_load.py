@@ -68,6 +68,9 @@ def main() -> None:
                     help="empty the engines' prefix caches before each block, so no block finds "
                          "the contexts an earlier configuration left for the same problem "
                          "(recorded as run.flags.cold_cache; resume a corpus the way it began)")
+    ap.add_argument("--max-num-seqs", type=int, default=32,
+                    help="each engine's sequences per pass (lr collect --max-num-seqs; recorded in "
+                         "run.flags, and a resume keeps the value a corpus began with)")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
 
@@ -111,7 +114,7 @@ def main() -> None:
     # (lrreal/scheduler/adaptive_prior.py), as a serving process would keep them
     prior = None if not adaptive or a.neutral_prior else str(out)
     base = CollectSpec(max_tokens=a.max_tokens, target_cores="0", draft_cores="1",
-                       adaptive_prior=prior)
+                       adaptive_prior=prior, max_num_seqs=a.max_num_seqs)
     run_logged("collect_load", out,
                lambda log: collect_load(jobs, out, base, log=log, stop_after_s=a.stop_after,
                                         cold_cache=a.cold_cache))

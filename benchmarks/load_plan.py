@@ -64,7 +64,11 @@ def plan_profile(paths: list[str], cfgs, today: dict | None, carry: bool = False
 
 
 def lr_plan(profile_path: Path, *args: str) -> dict:
-    cmd = [sys.executable, str(ROOT / "cli.py"), "plan", "--profile", str(profile_path), *args, *PLAN_ARGS]
+    from benchmarks import load_replay
+
+    cap = load_replay.MAX_NUM_SEQS
+    cmd = [sys.executable, str(ROOT / "cli.py"), "plan", "--profile", str(profile_path), *args, *PLAN_ARGS,
+           *(("--max-num-seqs", str(cap)) if cap is not None else ())]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=1800)
     if p.returncode != 0:
         raise SystemExit(f"bench_load: lr plan failed: {p.stderr.strip()}")

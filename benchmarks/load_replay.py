@@ -15,6 +15,7 @@ import numpy as np
 from lrsim.calib.calibrate import calibrate, read_records
 from lrsim.calib.profile import Profile, validate_doc
 from lrsim.calib.replay import ReplayWorkload, _knobs, as_the_run, probe_scaled
+from lrsim.calib.seqs import record_max_seqs
 
 CALIB_LEVELS = (1, 2)
 CALIB_CONFIGS = ("ar", "sd", "lr-d2", "lr-d2-emb", "lr+sd-d2-emb")   # the replay's calibration
@@ -77,6 +78,11 @@ OWN_SD_RATE = False
 # record runs the passes its recorded span ran in, not rounds drawn at the record's rate ("first":
 # the first step's job only); opt-in, "" off
 RECORDED_SD_ROUNDS = ""
+# --max-num-seqs recorded|N (Profile.to_config's max_seqs, and lr plan's flag in load_plan.lr_plan):
+# each engine's sequences per pass in the replays and the plans; "recorded": a replay at its
+# block's own run's cap (lrsim/calib/seqs.record_max_seqs), a plan at its profile's; None: the
+# simulator's 256 (opt-in: docs/load.md, "The engines' sequence cap")
+MAX_NUM_SEQS: int | str | None = None
 # with DECIDE_AFRESH: decide as the real backend does (Config.adaptive_scope "run", from the
 # estimates the recorded run held at the block's first decision: TraceWorkload.carried_prior);
 # bench_load's --afresh-as-run
@@ -97,6 +103,27 @@ def sd_rounds_note(how: str | None) -> str:
                 "ran in (--recorded-sd-rounds first).")
     return (" Each committed-path target job of an SD record replayed in the passes its recorded span "
             "ran in (--recorded-sd-rounds).")
+
+
+def max_num_seqs_arg(text: str | None, script: str = "bench_load") -> int | str | None:
+    """The benchmarks' --max-num-seqs: a number or "recorded" (None: not given)."""
+    from lrcore.limits import MAX_NUM_SEQS
+
+    if text is None or text.strip() == "recorded":
+        return text and text.strip()
+    if text.strip().isascii() and text.strip().isdigit() and 1 <= int(text) <= MAX_NUM_SEQS:
+        return int(text)
+    raise SystemExit(f"{script}: --max-num-seqs must be a number in [1, {MAX_NUM_SEQS}] or 'recorded', got {text!r}")
+
+
+def max_num_seqs_note(cap: int | str | None, where: str = "the replays and the plans") -> str:
+    """The renders' sentence for `where` run with --max-num-seqs ("" without)."""
+    if cap is None:
+        return ""
+    how = ("as the real engines had it (a replay at its block's run's, a plan at its calibration "
+           "traces')" if cap == "recorded" else f"at {cap}")
+    return (f" Each engine's sequences per pass capped {how} in {where} (--max-num-seqs {cap}), "
+            "not at the simulator's 256.")
 
 
 def curve_shaping() -> dict:
@@ -146,7 +173,8 @@ def replay_worlds(prof: Profile, block: list[dict], speed: dict | None = None,
                             arrivals=arrivals, recorded_decisions=not DECIDE_AFRESH,
                             off_path_prefill=OFF_PATH_PREFILL, carried_prior=as_run,
                             own_sd_rate=OWN_SD_RATE, recorded_sd_rounds=RECORDED_SD_ROUNDS)
-        cfg = prof.to_config(first["mode"], workload=wl, **_knobs(first, prof))
+        cap = record_max_seqs(first) if MAX_NUM_SEQS == "recorded" else MAX_NUM_SEQS   # as it ran
+        cfg = prof.to_config(first["mode"], workload=wl, max_seqs=cap, **_knobs(first, prof))
         cfg.sd_plain_first_pass = SD_PLAIN_FIRST_PASS
         if as_run:
             as_the_run(cfg, wl)

@@ -403,6 +403,7 @@ def summarise(stem: str, corpus: str, asks: str, command: str) -> dict:
             **({"sd_plain_first_pass": True} if out.get("sd_plain_first_pass") else {}),
             **({"own_sd_rate": True} if out.get("own_sd_rate") else {}),
             **({"recorded_sd_rounds": out["recorded_sd_rounds"]} if out.get("recorded_sd_rounds") else {}),
+            **({"max_num_seqs": out["max_num_seqs"]} if out.get("max_num_seqs") is not None else {}),
             **({"probe_decode_fallback": True} if out.get("probe_decode_fallback") else {}),
             # profiles fit on other levels than 1-2 (bench_load --calibrate-levels)
             **({"calibrate_levels": cal["levels"]} if cal.get("levels", [1, 2]) != [1, 2] else {}),
@@ -427,9 +428,10 @@ SHAPES = (("batch_factors", "--batch-factors"), ("batch_curves_as_measured", "--
           ("batch_curves", "--target-batch-curve"),
           ("off_path_prefill", "--off-path-prefill"), ("sd_plain_first_pass", "--sd-plain-first-pass"),
           ("probe_decode_fallback", "--probe-decode-fallback"), ("own_sd_rate", "--own-sd-rate"),
-          ("recorded_sd_rounds", "--recorded-sd-rounds"))
-# diagnoses of the replay, which follow the shaping flag they ran beside
-REPLAY_DIAGNOSES = ("own_sd_rate", "recorded_sd_rounds")
+          ("recorded_sd_rounds", "--recorded-sd-rounds"), ("max_num_seqs", "--max-num-seqs"))
+# diagnoses of the replay, and the engines' cap (replays and plans), which follow the shaping
+# flag they ran beside
+REPLAY_DIAGNOSES = ("own_sd_rate", "recorded_sd_rounds", "max_num_seqs")
 
 
 def shaped(r: dict) -> str | None:
@@ -440,7 +442,8 @@ def shaped(r: dict) -> str | None:
     flag = next((flag for key, flag in SHAPES if key not in REPLAY_DIAGNOSES and r.get(key)), None)
     for key, diag in SHAPES:     # a diagnosis of the replay beside a shape: totalled apart from it
         if key in REPLAY_DIAGNOSES and r.get(key):
-            diag += f" {r[key]}" if r[key] == "first" else ""    # --recorded-sd-rounds first
+            # --recorded-sd-rounds first; --max-num-seqs recorded (or N)
+            diag += f" {r[key]}" if r[key] == "first" or key == "max_num_seqs" else ""
             flag = f"{flag} {diag}" if flag else diag
     if r.get("calibrate_levels"):
         return f"{LEVELS_FLAG} {','.join(map(str, r['calibrate_levels']))}" + (f" {flag}" if flag else "")

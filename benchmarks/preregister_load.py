@@ -53,7 +53,8 @@ def planning_code_dirty(root: Path) -> bool:
 
 
 def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str],
-                batch_factors: bool = False, cal_levels: tuple[int, ...] = (1, 2)) -> dict:
+                batch_factors: bool = False, cal_levels: tuple[int, ...] = (1, 2),
+                max_num_seqs: int | str | None = None) -> dict:
     already = records_under(ROOT / future) if (ROOT / future).exists() else 0
     if already:
         sys.exit(f"preregister_load: {future} already holds {already} records: a plan written after "
@@ -61,11 +62,13 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
     git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=ROOT).stdout.strip()  # noqa: E731
     commit = git("rev-parse", "HEAD")
     dirty = planning_code_dirty(ROOT)
-    saved, load_replay.BATCH_CURVES = load_replay.BATCH_CURVES, {r: str(ROOT / c) for r, c in curves.items()}
+    saved = load_replay.BATCH_CURVES, load_replay.MAX_NUM_SEQS
+    load_replay.BATCH_CURVES = {r: str(ROOT / c) for r, c in curves.items()}
+    load_replay.MAX_NUM_SEQS = max_num_seqs
     try:
         planned, searched = _plan(cal, levels, batch_factors, cal_levels)
     finally:
-        load_replay.BATCH_CURVES = saved
+        load_replay.BATCH_CURVES, load_replay.MAX_NUM_SEQS = saved
     return {"calibrated_on": cal, "for": future, "levels": levels, "commit": commit,
             # the planning code differs from that commit (files changed or new under benchmarks/
             # but for its results/, lrsim/, lrcore/; the first plan's: this script, committed with it)
@@ -75,6 +78,8 @@ def preregister(cal: str, levels: list[int], future: str, curves: dict[str, str]
             **({"batch_factors": True} if batch_factors else {}),
             # the calibration corpora's levels the profiles were fit on (absent: 1 and 2)
             **({"calibrate_levels": list(cal_levels)} if tuple(cal_levels) != (1, 2) else {}),
+            # each engine's sequences per pass in the plans, lr plan --max-num-seqs (absent: 256)
+            **({"max_num_seqs": max_num_seqs} if max_num_seqs is not None else {}),
             "planned": planned, "searched_break_even": searched}
 
 
@@ -149,7 +154,9 @@ def render(doc: dict) -> str:
             + (", the line shaped by " + ", ".join(f"{r}: {c}" for r, c in doc["batch_curves"].items())
                if doc.get("batch_curves") else "")
             + (", the line's plain decode passes priced by the batch factors its traces measured "
-               "(`lr calibrate --batch-factors`)" if doc.get("batch_factors") else "") + ".", "",
+               "(`lr calibrate --batch-factors`)" if doc.get("batch_factors") else "")
+            + (f", each engine's sequences per pass capped (`lr plan --max-num-seqs {doc['max_num_seqs']}`)"
+               if doc.get("max_num_seqs") is not None else "") + ".", "",
             "| in flight | config | planned speedup vs ar | vs ar-er |" + col[0], "|---|---|---|---|" + col[1]]
     for n, rows in doc["planned"].items():
         for cfg, r in sorted(rows.items()):
@@ -196,14 +203,17 @@ def main() -> None:
     ap.add_argument("--calibrate-levels", default="1,2",
                     help="calibrate on these levels in flight (bench_load.py --calibrate-levels); "
                          "--calibrate-on may name several corpora, comma-separated, pooled")
+    ap.add_argument("--max-num-seqs", metavar="N|recorded",
+                    help="lr plan --max-num-seqs: each engine's sequences per pass ('recorded': as the "
+                         "calibration traces ran them); default: the simulator's 256")
     ap.add_argument("--check", metavar="PREREG", help="a pre-registration to compare (writes its .check.md)")
     ap.add_argument("--against", metavar="RESULT", help="with --check: bench_load.py's result on the corpus")
     a = ap.parse_args()
     if a.check:
-        if (a.batch_factors or a.target_batch_curve or a.draft_batch_curve
+        if (a.batch_factors or a.target_batch_curve or a.draft_batch_curve or a.max_num_seqs
                 or parse_levels(a.calibrate_levels, "preregister_load") != (1, 2)):
             sys.exit("preregister_load: --check compares a plan as it was written; --batch-factors, "
-                     "the batch curves and --calibrate-levels shape a new plan only")
+                     "the batch curves, --max-num-seqs and --calibrate-levels shape a new plan only")
         if not a.against:
             sys.exit("preregister_load: --check needs --against RESULT (bench_load.py's json)")
         try:
@@ -224,7 +234,8 @@ def main() -> None:
     if curves and a.batch_factors:
         sys.exit("preregister_load: --batch-factors or a batch curve, not both")
     cal_levels = parse_levels(a.calibrate_levels, "preregister_load")
-    doc = preregister(a.calibrate_on, levels, a.future, curves, a.batch_factors, cal_levels)
+    doc = preregister(a.calibrate_on, levels, a.future, curves, a.batch_factors, cal_levels,
+                      load_replay.max_num_seqs_arg(a.max_num_seqs, "preregister_load"))
     write_results(a.out, doc, render)
     print(render(doc))
 

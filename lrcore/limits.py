@@ -64,6 +64,7 @@ MAX_TEXT_FILE_BYTES = 256 << 20
 MAX_RECORD_STEPS = 65_536
 MAX_RECORD_TOKENS = 1_000_000
 MAX_PROFILE_DEPTH = 1024
+MAX_NUM_SEQS = 4096          # --max-num-seqs (collect, simulate, plan; a profile's placement.max_num_seqs)
 MAX_JUDGE_PROMPT_BYTES = 64 << 10
 
 

@@ -6,6 +6,8 @@ field in a hand-edited profile ("per_tokn_s") is an error naming it, not a silen
 value. Descriptive sections (source, fit, by_method, launch gaps) stay open."""
 from __future__ import annotations
 
+from .limits import MAX_NUM_SEQS
+
 PROFILE_VERSION = 1
 
 _NUM = {"type": "number", "minimum": 0}
@@ -171,6 +173,10 @@ SCHEMA = {
                                "width": {"type": "integer", "minimum": 1, "maximum": 1024},
                                "judge_timing": {"enum": ["eager", "deferred"]}}},
                            "selected_by": {"type": "object"},
+                           # each engine's vLLM --max-num-seqs as the traces ran it (calib/seqs.py)
+                           "max_num_seqs": {"type": "object", "propertyNames": {"enum": ["target", "draft"]},
+                                            "additionalProperties": {"type": "integer", "minimum": 1,
+                                                                     "maximum": MAX_NUM_SEQS}},
                            # AR on every core against AR on the target's (lrsim/calib/equal.py)
                            "equal_resources": {
                                "type": "object", "required": ["tp_efficiency"],

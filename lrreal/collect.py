@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from lrcore.errors import UserError
+from lrcore.limits import MAX_NUM_SEQS
 from lrcore.modes import ADAPTIVE_MODES, DRAFT_MODES, MODES, SD_MODES
 
 from . import shutdown
@@ -63,6 +64,8 @@ class CollectSpec:
     kv_cache_space_gib: int = 2
     enable_prefix_caching: bool = True
     block_size: int = 32                  # see EngineArgs.block_size
+    max_num_seqs: int = 32                # vLLM --max-num-seqs of each engine: sequences per pass
+                                          # (recorded in run.flags: the profile's cap, calibrate)
     num_speculative_tokens: int = 6       # n-gram SD (repo default 6, lookup max 2)
     prompt_lookup_max: int = 2
     target_cores: str = "auto"            # VLLM_CPU_OMP_THREADS_BIND of each engine core;
@@ -101,6 +104,8 @@ class CollectSpec:
             if not os.path.exists(self.adaptive_prior):
                 raise UserError(f"--adaptive-prior {self.adaptive_prior}: no such file or directory")
         check_dtype(self.dtype)
+        if not 1 <= self.max_num_seqs <= MAX_NUM_SEQS:
+            raise UserError(f"--max-num-seqs must be in [1, {MAX_NUM_SEQS}], got {self.max_num_seqs}")
         if not (math.isfinite(self.temperature) and math.isfinite(self.judge_timeout_s)):
             raise UserError("--temperature and --judge-timeout must be finite numbers")
         for flag, cores in (("--target-cores", self.target_cores), ("--draft-cores", self.draft_cores)):
@@ -315,7 +320,7 @@ class Collector:
         common = dict(dtype=s.dtype, max_model_len=s.max_model_len,
                       kv_cache_space_gib=s.kv_cache_space_gib,
                       enable_prefix_caching=s.enable_prefix_caching, seed=s.seed,
-                      block_size=s.block_size)
+                      block_size=s.block_size, max_num_seqs=s.max_num_seqs)
         gpu = {r: kw for r, (kw, _, _) in s.gpu_args().items()}
         # CUDA graphs on GPUs (eager mode is for CPUs, where there is no graph capture)
         eager = {r: dict(enforce_eager=not EngineArgs(model="-", **kw).uses_gpu) for r, kw in gpu.items()}

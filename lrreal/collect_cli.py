@@ -9,6 +9,7 @@ import typer
 
 from lrcore import jsonout
 from lrcore.cliopts import JSON
+from lrcore.limits import MAX_NUM_SEQS
 
 
 def collect_cmd(
@@ -43,6 +44,7 @@ def collect_cmd(
     kv_cache_space: int = typer.Option(2, "--kv-cache-space", min=1, max=1024, help="GiB of KV cache per engine (VLLM_CPU_KVCACHE_SPACE)."),
     enable_prefix_caching: bool = typer.Option(True, "--enable-prefix-caching/--no-enable-prefix-caching"),
     block_size: int = typer.Option(32, "--block-size", min=32, max=4096, help="KV block size = prefix-cache granularity (multiple of 32 on CPU)."),
+    max_num_seqs: int = typer.Option(32, "--max-num-seqs", min=1, max=MAX_NUM_SEQS, help="Sequences per engine pass, each engine (vLLM's flag; recorded, calibrated as the profile's cap)."),
     num_speculative_tokens: int = typer.Option(6, "--num-speculative-tokens", min=1, max=64, help="n-gram SD tokens (sd, lr+sd)."),
     prompt_lookup_max: int = typer.Option(2, "--prompt-lookup-max", min=1, max=64, help="n-gram SD lookup size."),
     target_cores: str = typer.Option("auto", "--target-cores", help="VLLM_CPU_OMP_THREADS_BIND of the target engine (auto: all cores alone, 3/4 beside a draft)."),
@@ -81,7 +83,7 @@ def collect_cmd(
                        top_p=top_p, top_k=top_k, out=out, resume=resume, target=target, draft=draft,
                        cache_dir=cache_dir, dtype=dtype, max_model_len=max_model_len,
                        kv_cache_space_gib=kv_cache_space, enable_prefix_caching=enable_prefix_caching,
-                       block_size=block_size,
+                       block_size=block_size, max_num_seqs=max_num_seqs,
                        num_speculative_tokens=num_speculative_tokens,
                        prompt_lookup_max=prompt_lookup_max, target_cores=target_cores,
                        draft_cores=draft_cores, execute_code=execute_code, probe=probe,

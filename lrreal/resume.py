@@ -20,13 +20,14 @@ if TYPE_CHECKING:
 # --offset, --samples, --probe, --judge-url and the like may change.
 RUN_FLAGS = ("dataset", "seed", "max_tokens", "max_step_tokens", "step_stop", "temperature", "top_p",
              "top_k", "target", "dtype", "max_model_len", "execute_code", "concurrency",
-             "request_rate")
+             "request_rate", "max_num_seqs")
 DRAFT_RUN_FLAGS = ("depth", "width", "verifier", "draft", "boundary_rule", "judge_timing")
 SD_RUN_FLAGS = ("num_speculative_tokens", "prompt_lookup_max")
 SOLO_RUN_FLAGS = ("equal_resources",)   # of ar/sd records: the target's share of the machine
 # What a flag meant in records written before the toolkit recorded it (it was fixed then).
 ABSENT_MEANS = {"step_stop": list(DEFAULT_STEP_STOP), "judge_timing": "deferred",
-                "concurrency": 1, "request_rate": None, "equal_resources": False}
+                "concurrency": 1, "request_rate": None, "equal_resources": False,
+                "max_num_seqs": 32}   # lrreal.engine.EngineArgs' default, every engine's until recorded
 
 
 def flag_value(v):

@@ -36,6 +36,7 @@ from .acceptance import acceptance_warnings, profile_step_acceptance
 from .equal import is_equal_resources, measured, pairs_across_boots
 from .fit import MIN_POINTS, fit_roofline, table_from_passes
 from .kv import engine_kv
+from .seqs import engine_max_seqs
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -257,7 +258,11 @@ def calibrate(paths, problems: set | None = None, name: str | None = None,
     if kv:
         doc["kv_cache"] = kv
     doc["source"]["configs"] = _configs(records)
-    doc["warnings"] = drift_warnings(latency, records) + acceptance_warnings(lr, accept) + kv_warnings + er_warnings
+    caps, cap_warnings = engine_max_seqs(records)
+    if caps:
+        doc["placement"]["max_num_seqs"] = caps
+    doc["warnings"] = (drift_warnings(latency, records) + acceptance_warnings(lr, accept) + kv_warnings
+                       + cap_warnings + er_warnings)
     if equal is not None:
         doc["placement"]["equal_resources"] = equal
     if select_placement and lr and "draft" in latency:

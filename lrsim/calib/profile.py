@@ -80,6 +80,22 @@ class Profile:
             self._models[key] = latency_from_doc(lat[key], f"{self.path or 'profile'}:{key}")
         return self._models[key]
 
+    def max_num_seqs(self, role: str) -> int | None:
+        """The engine's vLLM --max-num-seqs as its traces ran it (placement.max_num_seqs, calib/seqs.py;
+        None: a profile calibrated before it was kept)."""
+        return (self.doc["placement"].get("max_num_seqs") or {}).get(role)
+
+    def _seqs(self, role: str, max_seqs: int | str | None) -> dict:
+        """Placement's max_seqs for `role`: a number, "recorded" (max_num_seqs), None: its default."""
+        if max_seqs == "recorded":
+            cap = self.max_num_seqs(role)
+            if cap is None:
+                raise UserError(f"{self.path or 'profile'}: field placement.max_num_seqs.{role}: missing "
+                                "(calibrated before the engines' cap was kept): re-run `lr calibrate`, "
+                                "or give --max-num-seqs a number")
+            return {"max_seqs": cap}
+        return {"max_seqs": int(max_seqs)} if max_seqs else {}
+
     def contention(self, role: str, mode: str | None = None) -> float:
         """Fractional slowdown of `role`'s passes while the other engine runs (physical.py)."""
         lat = self.doc["latency"]
@@ -192,12 +208,15 @@ class Profile:
                   width: int | None = None, k2: int | None = None, workload=None,
                   requests: int = 1, steps: int | None = None, rate: float | None = None,
                   seed: int = 0, shared: bool | None = None, equal_resources: bool = False,
-                  per_step_overhead: bool = True, max_seqs: int | None = None,
+                  per_step_overhead: bool = True, max_seqs: int | str | None = None,
                   judge_timing: str | None = None) -> Config:
         """A ready-to-run Config. `policy`: a simulator policy or a trace mode. Knobs left None
         take the values the traces were recorded with (placement.defaults; a profile without a
         judge timing was calibrated from deferred runs). `shared` overrides
-        the measured placement (True: draft and target time-share one device)."""
+        the measured placement (True: draft and target time-share one device). `max_seqs`: each
+        engine's sequences per pass, a number or "recorded" (as the traces ran them,
+        max_num_seqs()); None keeps the simulator's 256, vLLM's default (opt-in: the recorded
+        cap changes every plan past it, docs/load.md "The engines' sequence cap")."""
         mode = policy if policy in SIM_MODE_POLICY else None
         if mode is not None:
             sim_policy, uses_sd = SIM_MODE_POLICY[mode]
@@ -215,18 +234,19 @@ class Profile:
             k1 = depth + 1          # lr-sync: `--depth` drafted steps per cycle + the target's
         share = self.shared if shared is None else shared
         kind = self.doc["placement"].get("device_kind", "device")
-        seqs = {"max_seqs": max_seqs} if max_seqs else {}
         lat_mode = ADAPTIVE_MODES.get(mode, mode) or latency_mode(sim_policy)   # adaptive: its static mode's
         needs_draft = sim_policy.startswith("lr")
         target = Placement("target", self.latency("target", lat_mode), ["dev0"],
-                           contention=self.contention("target", lat_mode), kv=self.kv("target"), **seqs)
+                           contention=self.contention("target", lat_mode), kv=self.kv("target"),
+                           **self._seqs("target", max_seqs))
         draft = None
         devices = {"dev0": kind}
         if needs_draft:
             dev = "dev0" if share else "dev1"
             devices[dev] = kind
             draft = Placement("draft", self.latency("draft", lat_mode), [dev],
-                              contention=self.contention("draft", lat_mode), kv=self.kv("draft"), **seqs)
+                              contention=self.contention("draft", lat_mode), kv=self.kv("draft"),
+                              **self._seqs("draft", max_seqs))
         cfg = Config(policy=sim_policy, k1=k1, depth=depth, width=width or int(defaults.get("width", 1)),
                      judge_timing=judge_timing or str(defaults.get("judge_timing", "deferred")),
                      k2=k2, devices=devices, target=target, draft=draft,

@@ -35,6 +35,7 @@ def plan_cmd(
     alpha2: float = typer.Option(None, "--alpha2", min=0.0, max=1.0, help="What-if: n-gram acceptance per drafted token."),
     verifier_seconds: float = typer.Option(None, "--verifier-seconds", min=0.0, max=86400.0, help="What-if: seconds per judgement, as measured on the planned devices (never rescaled)."),
     accept_by_width: str = typer.Option(None, "--accept-by-width", help="What-if: acceptance per position measured by tree width, e.g. '1:0.63,8:0.83' (sets alpha1 and the sibling correlation)."),
+    max_num_seqs: str = typer.Option(None, "--max-num-seqs", help="What-if: sequences per engine pass, each engine (vLLM's flag; more wait), or 'recorded': a profile's engines as its traces ran them (default: the simulator's 256)."),
     tp_efficiency: float = typer.Option(None, "--tp-efficiency", min=0.1, max=1.0, help="Equal-resources baseline: bandwidth kept per doubling of TP (default: the profile's measurement when its traces include --equal-resources AR, else 0.9; lower = TP scales worse)."),
     placement: str = typer.Option("dedicated,shared", "--placement", help="Draft/judge placement: dedicated devices and/or shared with the target."),
     budget: int = typer.Option(None, "--budget", "-M", min=1, help="M: keep candidates whose target parallelism (tree size x k2) <= M."),
@@ -71,7 +72,7 @@ def plan_cmd(
 
     samples, ci = _sampling(samples, ci_target)
     whatif = WhatIf.from_flags(alpha1, alpha2, verifier_seconds, accept_by_width, None, target_model,
-                               draft_model, judge_model, target_tp, device_file)
+                               draft_model, judge_model, target_tp, device_file, max_num_seqs)
     if find_break_even and (list_presets or paper_table):
         from lrcore.errors import UserError
 

@@ -50,7 +50,7 @@ class PresetSource(_Source):
         return p.on_device(self.kind) if self.kind else p
 
     def to_config(self, policy, **knobs):
-        return self.preset().to_config(policy, **knobs)
+        return self.whatif.cap(self.preset().to_config(policy, **knobs))
 
     def latency_source(self) -> str:
         """Where the preset's latencies come on its device kind (Preset.latency_source)."""
@@ -75,7 +75,7 @@ class ScenarioSource(_Source):
             depth = None
         cfg = build(Options(policy=policy, k1=k1, depth=depth, width=width, k2=k2, requests=requests,
                             rate=rate, steps=steps, seed=seed, scenario=self.name))
-        return self.whatif.apply_config(cfg, self.kind)
+        return self.whatif.cap(self.whatif.apply_config(cfg, self.kind))
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ class ProfileSource(_Source):
         from ..calib.profile import load_profile
 
         knobs = {k: v for k, v in knobs.items() if v is not None}
-        return self.whatif.apply_config(load_profile(self.path).to_config(policy, **knobs), self.kind)
+        cfg = load_profile(self.path).to_config(policy, max_seqs=self.whatif.max_num_seqs, **knobs)
+        return self.whatif.apply_config(cfg, self.kind)
 
     def unmeasured(self, modes, via: str = "") -> list[str]:
         """One note per acceptance the plan of `modes` prices without a measurement: a profile whose
@@ -173,6 +174,9 @@ def resolve(preset: str | None, profile: Path | None, scenario: str | None,
     if whatif.models and preset is None and (profile or scenario):
         raise UserError("--target-model/--draft-model/--judge-model/--target-tp apply to presets "
                         "(--preset): a scenario or profile carries its own latencies")
+    if whatif.max_num_seqs == "recorded" and profile is None:
+        raise UserError("--max-num-seqs recorded: the caps a profile's traces ran with; a preset or "
+                        "scenario records none (give a number)")
     if profile is not None:
         if not Path(profile).is_file():
             raise UserError(f"--profile {profile}: no such file")

@@ -11,6 +11,9 @@ setting, changed on the command line, needs no file.
     --target-model / --draft-model / --judge-model CONFIG   presets: a Hugging Face config.json
                             (file, model folder or shipped name) replaces the pair's model
     --target-tp N           presets: the target's tensor parallelism
+    --max-num-seqs N|recorded  each engine runs at most N sequences per pass (vLLM's flag; more
+                            wait for a slot); "recorded": a profile's engines as its traces ran
+                            them (placement.max_num_seqs); unset: the simulator's 256
 
 `WhatIf` is frozen and picklable: it travels to sweep and plan worker processes.
 """
@@ -20,6 +23,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from lrcore.errors import UserError
+from lrcore.limits import MAX_NUM_SEQS
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class WhatIf:
     judge_model: str | None = None
     target_tp: int | None = None
     device_file: str | None = None
+    max_num_seqs: int | str | None = None   # an int, or "recorded" (a profile's own caps)
 
     def __post_init__(self):
         for flag, v in (("--alpha1", self.alpha1), ("--alpha2", self.alpha2)):
@@ -44,18 +49,23 @@ class WhatIf:
             raise UserError(f"--verifier-seconds must be in [0, 86400] s, got {v}")
         if self.target_tp is not None and not 1 <= self.target_tp <= 4096:
             raise UserError(f"--target-tp must be in [1, 4096], got {self.target_tp}")
+        n = self.max_num_seqs
+        if n is not None and n != "recorded" and not (isinstance(n, int) and 1 <= n <= MAX_NUM_SEQS):
+            raise UserError(f"--max-num-seqs must be a number in [1, {MAX_NUM_SEQS}] or 'recorded', got {n!r}")
         if self.accept_by_width and self.alpha1 is not None and any(w == 1 for w, _ in self.accept_by_width):
             raise UserError("--alpha1 and width 1 of --accept-by-width both set the step acceptance: give one")
 
     @classmethod
     def from_flags(cls, alpha1=None, alpha2=None, verifier_seconds=None, accept_by_width=None,
                    device_kind=None, target_model=None, draft_model=None, judge_model=None,
-                   target_tp=None, device_file=None) -> "WhatIf":
+                   target_tp=None, device_file=None, max_num_seqs=None) -> "WhatIf":
         from . import width
 
         abw = tuple(sorted(width.parse(accept_by_width).items())) if accept_by_width else ()
+        if isinstance(max_num_seqs, str) and max_num_seqs.strip().isascii() and max_num_seqs.strip().isdigit():
+            max_num_seqs = int(max_num_seqs)
         return cls(alpha1, alpha2, verifier_seconds, abw, device_kind, target_model, draft_model,
-                   judge_model, target_tp, device_file)
+                   judge_model, target_tp, device_file, max_num_seqs)
 
     @property
     def models(self) -> bool:
@@ -108,6 +118,15 @@ class WhatIf:
         if out.target_tp > 1:
             out.device().allreduce_s(1, out.target.hidden, out.target.layers, out.target_tp)
         return out
+
+    def cap(self, cfg):
+        """--max-num-seqs N on the target and draft engines of `cfg` (every source's config;
+        "recorded" was a profile's own, given to Profile.to_config)."""
+        if isinstance(self.max_num_seqs, int):
+            for role in ("target", "draft"):
+                if getattr(cfg, role) is not None:
+                    setattr(cfg, role, replace(getattr(cfg, role), max_seqs=self.max_num_seqs))
+        return cfg
 
     # --- any other Config: workload overrides, bandwidth rescaling, then the verifier -------------
     def apply_config(self, cfg, kind: str | None = None):

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, replace
 
 from lrcore.errors import UserError
+from lrcore.limits import MAX_NUM_SEQS
 
 from .config import POLICIES, Config
 from .kvcache import BLOCK_TOKENS, KVSpec
@@ -45,6 +46,8 @@ class Options:
     #                                device kind (and models for presets), applied last
     kv_cache_tokens: int | None = None   # the target engine's KV cache in tokens (None: the
     #                                      scenario's or preset's, unlimited if it has none)
+    max_num_seqs: int | None = None  # sequences per pass of the target and draft engines
+    #                                  (Placement.max_seqs; None: the scenario's or preset's)
     stream: bool | None = None     # streaming summaries (Config.stream; None = automatic)
     adaptive_scope: str | None = None   # lr-adaptive's Estimator per request or run
     #                                     (Config.adaptive_scope; None: the scenario's)
@@ -77,6 +80,11 @@ def _check(o: Options) -> None:
         if not BLOCK_TOKENS <= o.kv_cache_tokens <= MAX_KV_TOKENS:
             raise UserError(f"--kv-cache-tokens must be in [{BLOCK_TOKENS}, {MAX_KV_TOKENS}] (at least "
                             f"one block), got {o.kv_cache_tokens}")
+    if o.max_num_seqs is not None:
+        if o.ideal:
+            raise UserError("--max-num-seqs does not apply to --ideal (the theory's free batching)")
+        if not 1 <= o.max_num_seqs <= MAX_NUM_SEQS:
+            raise UserError(f"--max-num-seqs must be in [1, {MAX_NUM_SEQS}], got {o.max_num_seqs}")
 
 
 def _check_tree(cfg: Config) -> Config:
@@ -156,6 +164,9 @@ def build(o: Options) -> Config:
         cfg = o.whatif.apply_config(cfg)
     if o.kv_cache_tokens is not None:
         cfg.target = replace(cfg.target, kv=KVSpec(o.kv_cache_tokens // BLOCK_TOKENS * BLOCK_TOKENS))
+    for role in ("target", "draft"):
+        if o.max_num_seqs is not None and getattr(cfg, role) is not None:
+            setattr(cfg, role, replace(getattr(cfg, role), max_seqs=o.max_num_seqs))
     cfg.stream = o.stream
     _scope(o, cfg)
     return _check_tree(cfg.validate())

@@ -15,6 +15,7 @@ import typer
 from lrcore import jsonout
 from lrcore.cliopts import JSON
 from lrcore.errors import UserError
+from lrcore.limits import MAX_NUM_SEQS
 
 from .build import MAX_KNOB, MAX_KV_TOKENS, MAX_REPLICAS, MAX_WORKLOAD
 from .kvcache import BLOCK_TOKENS
@@ -53,6 +54,7 @@ _HELP = {
     "device_kind": "H100, H200, A100, L40S, B200, cpu-2core (presets: rebuilt there; scenarios: rescaled, except what was measured there).",
     "device_file": "JSON of extra device kinds (docs/planning.md).",
     "kv_cache_tokens": "The target's KV cache in tokens (blocks of 16): jobs wait or are preempted when it is full (default: the scenario's; unlimited if none).",
+    "max_num_seqs": "Sequences per engine pass, target and draft (vLLM's flag): more wait for a slot (default: the scenario's, 256 if none).",
 }
 
 
@@ -61,6 +63,7 @@ _RANGES = {
     "alpha1": (0.0, 1.0), "c1": (0.0, 1.0), "alpha2": (0.0, 1.0), "c2": (0.0, 1.0),
     "requests": (1, MAX_WORKLOAD), "steps": (1, MAX_WORKLOAD),
     "kv_cache_tokens": (BLOCK_TOKENS, MAX_KV_TOKENS), "verifier_seconds": (0.0, 86400.0),
+    "max_num_seqs": (1, MAX_NUM_SEQS),
 }
 
 
@@ -103,6 +106,7 @@ def simulate(
     preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],
     accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
     device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
+    max_num_seqs: int = O["max_num_seqs"],
     stream: bool = typer.Option(None, "--stream/--no-stream", help="Streaming summaries: each finished request folded into fixed-size accumulators and dropped (bounded memory; percentiles from a DDSketch, within 0.5%; work cap 400M positions). Default: automatic above 10,000 requests."),
     adaptive_scope: AdaptiveScope = typer.Option(None, "--adaptive-scope", help="--policy lr-adaptive: request (an Estimator per request, sharing the engines' step costs; the default) | run (one for every request, acceptance included, its price checked against the commits: as the real backend)."),
     replicas: int = typer.Option(None, "--replicas", min=1, max=MAX_REPLICAS, help="A fleet: this many copies of the configuration, the requests and the rate split between them, each simulated (streamed) in a worker process and merged into one summary (1: one streamed replica)."),
@@ -120,7 +124,7 @@ def simulate(
                         budget=budget, requests=requests, rate=rate, steps=steps, seed=seed,
                         scenario=scenario, equal_resources=equal_resources, preset=preset,
                         whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
-                        kv_cache_tokens=kv_cache_tokens, stream=stream,
+                        kv_cache_tokens=kv_cache_tokens, max_num_seqs=max_num_seqs, stream=stream,
                         adaptive_scope=adaptive_scope.value if adaptive_scope else None))
     if replicas is not None:
         from .fleet import simulate_fleet
@@ -208,6 +212,7 @@ def sweep(
     preset: str = O["preset"], verifier_seconds: float = O["verifier_seconds"],
     accept_by_width: str = O["accept_by_width"], device_kind: str = O["device_kind"],
     device_file: str = O["device_file"], kv_cache_tokens: int = O["kv_cache_tokens"],
+    max_num_seqs: int = O["max_num_seqs"],
 ):
     """Simulate a grid of (k1 | depth, k2, width) under a budget; print a table, write JSON."""
     from .build import Options
@@ -225,7 +230,7 @@ def sweep(
                    requests=requests, rate=rate, steps=steps, seed=seed, scenario=scenario,
                    equal_resources=equal_resources, preset=preset,
                    whatif=_whatif(verifier_seconds, accept_by_width, device_kind, device_file),
-                   kv_cache_tokens=kv_cache_tokens)
+                   kv_cache_tokens=kv_cache_tokens, max_num_seqs=max_num_seqs)
     grid = {"k1": parse_values("--k1", k1), "depth": parse_values("--depth", depth),
             "width": parse_values("--width", width), "k2": parse_values("--k2", k2)}
     res = run_sweep(base, grid, budget, jobs)

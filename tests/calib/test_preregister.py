@@ -239,8 +239,9 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
 
     doc = json.loads((RESULTS / name).read_text())
     again = pr.preregister(doc["calibrated_on"], doc["levels"], str(tmp_path / "none"), doc["batch_curves"] or {},
-                           doc.get("batch_factors", False), tuple(doc.get("calibrate_levels", (1, 2))))
-    assert load_replay.BATCH_CURVES == {}                 # put back for whatever runs next
+                           doc.get("batch_factors", False), tuple(doc.get("calibrate_levels", (1, 2))),
+                           doc.get("max_num_seqs"))
+    assert load_replay.BATCH_CURVES == {} and load_replay.MAX_NUM_SEQS is None   # put back for what runs next
     assert {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in again["planned"].items()} == \
         {n: {c: f"{r['speedup_vs_ar']:.2f}" for c, r in t.items()} for n, t in doc["planned"].items()}
     # the warning and the simulated passes, where the plan recorded them (written since e5e8ebb)
