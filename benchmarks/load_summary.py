@@ -322,6 +322,60 @@ PREDICTIONS = (
     ("load_cold_epyc_f25m17_b16_heldout_12_bf", "traces/load-cold-epyc-f25m17-b16",
      "the control with the batch factors (after the runs)",
      "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b24_heldout", "traces/load-cold-epyc-f25m17-b24",
+     "lr at depths 1 and 3, lr+sd at depth 3, 24 in flight, three times the depth-2 1, 2, 4 and 8 it was calibrated on (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_bf", "traces/load-cold-epyc-f25m17-b24",
+     "the same, with that corpus's batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_with16", "traces/load-cold-epyc-f25m17-b24",
+     "the same, from traces/load-cold-epyc-f25m17-3's 1, 2, 4, 8 and -b16's 16 pooled (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b16 --calibrate-levels 1,2,4,8,16 ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_with16_bf", "traces/load-cold-epyc-f25m17-b24",
+     "the same, with their batch factors (its plan pre-registered)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b16 --calibrate-levels 1,2,4,8,16 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_12", "traces/load-cold-epyc-f25m17-b24",
+     "the control: from traces/load-cold-epyc-f25m17-3's 1-2 only (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3 ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_12_bf", "traces/load-cold-epyc-f25m17-b24",
+     "the control with the batch factors (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3 --batch-factors ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_cap", "traces/load-cold-epyc-f25m17-b24",
+     "load_cold_epyc_f25m17_b24_heldout with each engine capped at the sequences per pass the real ones took (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_bf_cap", "traces/load-cold-epyc-f25m17-b24",
+     "load_cold_epyc_f25m17_b24_heldout_bf with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_with16_cap", "traces/load-cold-epyc-f25m17-b24",
+     "load_cold_epyc_f25m17_b24_heldout_with16 with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b16 --calibrate-levels 1,2,4,8,16 --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b24_heldout_with16_bf_cap", "traces/load-cold-epyc-f25m17-b24",
+     "load_cold_epyc_f25m17_b24_heldout_with16_bf with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b24 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b16 --calibrate-levels 1,2,4,8,16 --batch-factors --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_cap", "traces/load-cold-epyc-f25m17-b16",
+     "load_cold_epyc_f25m17_b16_heldout with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_bf_cap", "traces/load-cold-epyc-f25m17-b16",
+     "load_cold_epyc_f25m17_b16_heldout_bf with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3 "
+     "--calibrate-levels 1,2,4,8 --batch-factors --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_with12_cap", "traces/load-cold-epyc-f25m17-b16",
+     "load_cold_epyc_f25m17_b16_heldout_with12 with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b12 --calibrate-levels 1,2,4,8,12 --max-num-seqs recorded ..."),
+    ("load_cold_epyc_f25m17_b16_heldout_with12_bf_cap", "traces/load-cold-epyc-f25m17-b16",
+     "load_cold_epyc_f25m17_b16_heldout_with12_bf with each engine capped as the real ones were (after the runs)",
+     "bench_load.py --load traces/load-cold-epyc-f25m17-b16 --calibrate-on traces/load-cold-epyc-f25m17-3,"
+     "traces/load-cold-epyc-f25m17-b12 --calibrate-levels 1,2,4,8,12 --batch-factors --max-num-seqs recorded ..."),
     ("load_cold_epyc_f25m17_b36_heldout_bf_own_sd", "traces/load-cold-epyc-f25m17-b36",
      "load_cold_epyc_f25m17_b36_heldout_bf with each lr+sd record replayed at its own tokens per target pass",
      "bench_load.py --load traces/load-cold-epyc-f25m17-b36 --calibrate-on traces/load-cold-epyc-f25m17-3 "

@@ -57,8 +57,8 @@ PARAMETERS = {
         # test_the_docs_quote_the_matrix, test_bad_cli.py::test_the_docs_quote_the_case_count)
         "275": ("the bad-file matrix's files", None),
         "1,010": ("the bad-file matrix's runs", None),
-        "1,603": ("the bad-CLI matrix's cases", None),
-        "1,597": ("the bad-CLI matrix's in-process cases", None),
+        "1,644": ("the bad-CLI matrix's cases", None),
+        "1,638": ("the bad-CLI matrix's in-process cases", None),
         "4300": ("Python's integer-string conversion limit in digits", "lrsim/calib/profile.py"),
         "413": ("the HTTP status for an oversized body", None),
         "401": ("the HTTP status for a missing or wrong API key", None),

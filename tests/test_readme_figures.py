@@ -36,7 +36,7 @@ PARAMETERS = {
     "413": "the HTTP status a judge endpoint answers an oversized body with",
     "275": "the bad-file matrix's files, tests/reliability/test_bad_files.py::test_the_docs_quote_the_matrix",
     "1,010": "the bad-file matrix's runs, same test",
-    "1,603": "the bad-CLI matrix's cases, tests/reliability/test_bad_cli.py::test_the_docs_quote_the_case_count",
+    "1,644": "the bad-CLI matrix's cases, tests/reliability/test_bad_cli.py::test_the_docs_quote_the_case_count",
 }
 CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_claims,
           test_load_figures.test_the_held_out_claims, test_load_figures.test_the_transfer_claims,
@@ -64,7 +64,9 @@ CLAIMS = (test_load_cold.test_the_readme_claims, test_load_cold.test_the_epyc_cl
           test_load_figures.test_past_the_swept_loads_preregistered_claims,
           test_load_figures.test_the_sd_rate_by_span_claims,
           test_load_figures.test_twice_the_swept_loads_preregistered_claims,
-          test_load_figures.test_the_recorded_sd_rounds_claims)
+          test_load_figures.test_the_recorded_sd_rounds_claims,
+          test_load_figures.test_three_times_the_swept_loads_preregistered_claims,
+          test_load_figures.test_the_engine_cap_claims)
 
 
 def known_numbers() -> set[str]:

@@ -2205,6 +2205,108 @@ def test_the_recorded_sd_rounds_claims():
     assert within == {"": 7, "_sd_rounds": 8}
 
 
+def test_three_times_the_swept_loads_preregistered_claims():
+    """docs/load.md, "Planned before its runs: 24 in flight, three times the swept loads" (and the
+    README's and traces/README's paragraphs): traces/load-cold-epyc-f25m17-b24's 192 records
+    (problems 96-143, 24 in flight, two rounds, 73 minutes, boot feb902f3) after its four plans
+    (written at b4b3108, committed in c880e50): 3 of 3 within 10% by the line (-3.2..+2.9%) and by
+    the batch factors (-3.7..+3.8%), 1 and 2 of 3 by the two with 16 (-4.8..-14.1%, -1.1..-10.6%,
+    every one low); measured 0.61x, 0.53x, 0.28x; held out: the profiles with 16 replay AR 13.1% and
+    8.5% fast, the line's 3.7% slow and the batch factors' 1.2%; the real target engine held 32
+    sequences in 63-68% of the speculative configurations' distinct passes, AR's at most 24, the
+    draft's at most 21; the uncapped replay's depth-3 target batch 1.53 and 1.58 of real in 0.73-0.75
+    of the passes; the control plans 0 and 1 of 3 (31.9%)."""
+    from benchmarks import bench_replay_passes as brp
+
+    corpus = "traces/load-cold-epyc-f25m17-b24"
+    _corpus_is(corpus, 192, (96, 143), {24}, 2, 73)
+    plans = ("", "_bf", "_with16", "_with16_bf")
+    pre = {k: json.loads((RESULTS / f"prereg_f25m17_b24{k}.check.json").read_text()) for k in plans}
+    assert all(c["for"] == corpus and c["commit"].startswith("b4b3108") and not c["dirty"] and c["levels"] == [24]
+               and c["records_of_future_corpus_then"] == 0 for c in pre.values())
+    assert [pre[k]["calibrate_levels"] for k in plans] == [[1, 2, 4, 8]] * 2 + [[1, 2, 4, 8, 16]] * 2
+    assert [pre[k]["calibrated_on"] for k in plans] == ["traces/load-cold-epyc-f25m17-3"] * 2 + [
+        "traces/load-cold-epyc-f25m17-3,traces/load-cold-epyc-f25m17-b16"] * 2
+    err = {k: sorted(r["rel_error"] for r in c["check"]["rows"] if r["config"] != "ar-er") for k, c in pre.items()}
+    assert {k: (f"{e[0]:+.1%}", f"{e[-1]:+.1%}") for k, e in err.items()} == {
+        "": ("-3.2%", "+2.9%"), "_bf": ("-3.7%", "+3.8%"), "_with16": ("-14.1%", "-4.8%"),
+        "_with16_bf": ("-10.6%", "-1.1%")}
+    assert all(e < 0 for k in ("_with16", "_with16_bf") for e in err[k])
+    assert f"{max(abs(e) for k in ('', '_bf') for e in err[k]):.1%}" == "3.8%"
+    assert [pre[k]["check"]["within_target"] for k in plans] == [3, 3, 1, 2]
+    assert all(c["check"]["break_even_right"] == 3 for c in pre.values())
+    assert {r["config"]: f"{r['measured']:.2f}" for r in pre[""]["check"]["rows"]} == {
+        "lr+sd-d3-emb": "0.28", "lr-d1-emb": "0.61", "lr-d3-emb": "0.53"}
+    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_b24_heldout{k}.json").read_text())
+           for k in (*plans, "_12", "_12_bf")}
+    rep = {k: {c: t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for c, t in o["levels"]["24"].items()}
+           for k, o in out.items()}
+    assert [f"{rep[k]['ar']:+.1%}" for k in plans] == ["-3.7%", "-1.2%", "+13.1%", "+8.5%"]
+    rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
+    planned = [rows[f"load_cold_epyc_f25m17_b24_heldout{k}"]["planned"] for k in ("_12", "_12_bf")]
+    assert [(p["within"], p["pairs"]) for p in planned] == [(0, 3), (1, 3)]
+    assert f"{planned[0]['largest']:.1%}" == "31.9%"
+    # the real engines' passes: the target's cap of 32 reached, the draft's never
+    share, top = {}, {}
+    for cfg in ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb", "ar"):
+        passes = {"target": {}, "draft": {}}
+        for line in (ROOT / corpus / "gsm8k" / "c24" / f"{cfg}.jsonl").read_text().splitlines():
+            for eng, st in json.loads(line)["engine_stats"].items():
+                for p in st["forward_passes"]:
+                    passes[eng][p["start"]] = p["batch_size"]     # a pass in several records' windows: once
+        top[cfg] = {e: max(v.values()) for e, v in passes.items() if v}
+        share[cfg] = f"{sum(b == 32 for b in passes['target'].values()) / len(passes['target']):.0%}"
+    assert share == {"lr+sd-d3-emb": "65%", "lr-d1-emb": "63%", "lr-d3-emb": "68%", "ar": "0%"}
+    assert top == {"lr+sd-d3-emb": {"target": 32, "draft": 21}, "lr-d1-emb": {"target": 32, "draft": 21},
+                   "lr-d3-emb": {"target": 32, "draft": 21}, "ar": {"target": 24}}
+    lv = json.loads((RESULTS / "replay_passes_f25m17_b24.json").read_text())["levels"]["24"]
+    assert {c: (f"{brp.ratio(lv[c], 'target', 'batch'):.2f}", f"{brp.ratio(lv[c], 'target', 'passes'):.2f}")
+            for c in ("lr+sd-d3-emb", "lr-d3-emb")} == {"lr+sd-d3-emb": ("1.58", "0.73"), "lr-d3-emb": ("1.53", "0.75")}
+
+
+def test_the_engine_cap_claims():
+    """docs/load.md, "The engines' sequence cap" (and the README's sentences): with --max-num-seqs
+    recorded, the line's replay of traces/load-cold-epyc-f25m17-b24 runs depth 3's target batch at
+    1.02 and 1.03 of real (1.53, 1.58 without; every speculative configuration 1.02-1.03 from
+    1.20-1.58), its passes 0.91 and 0.96 of real (0.73, 0.75), decode positions 108.28 and 22.78 per
+    block against 105.69 and 22.78 (139.05, 30.21 without); at 16 the batch 1.01 and 1.00 (1.10,
+    1.07); the speculative makespans 0.98-1.01 (1.00-1.02 without); over the eight held-out results
+    no replayed or planned speedup moved by more than 1.8 points."""
+    from benchmarks import bench_replay_passes as brp
+
+    spec = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
+    doc = {s: json.loads((RESULTS / f"replay_passes_f25m17_b24{s}.json").read_text()) for s in ("", "_cap")}
+    assert doc[""].get("max_num_seqs") is None and doc["_cap"]["max_num_seqs"] == "recorded"
+    lv = {s: d["levels"]["24"] for s, d in doc.items()}
+    batch = {s: [f"{brp.ratio(v[c], 'target', 'batch'):.2f}" for c in spec] for s, v in lv.items()}
+    assert batch == {"": ["1.58", "1.20", "1.53"], "_cap": ["1.02", "1.02", "1.03"]}
+    passes = {s: [f"{brp.ratio(v[c], 'target', 'passes'):.2f}" for c in ("lr+sd-d3-emb", "lr-d3-emb")]
+              for s, v in lv.items()}
+    assert passes == {"": ["0.73", "0.75"], "_cap": ["0.91", "0.96"]}
+    mk = {s: [brp.makespan_ratio(v[c]) for c in spec] for s, v in lv.items()}
+    assert {s: (f"{min(m):.2f}", f"{max(m):.2f}") for s, m in mk.items()} == {"": ("1.00", "1.02"), "_cap": ("0.98", "1.01")}
+    text = {s: (RESULTS / f"replay_passes_f25m17_b24{s}.md").read_text() for s in ("", "_cap")}
+    assert "| 24 | lr+sd-d3-emb | 139.05 / 105.69 |" in text[""] and "| 24 | lr-d3-emb | 30.21 / 22.78 |" in text[""]
+    assert "| 24 | lr+sd-d3-emb | 108.28 / 105.69 |" in text["_cap"] and "| 24 | lr-d3-emb | 22.78 / 22.78 |" in text["_cap"]
+    b16 = {s: json.loads((RESULTS / f"replay_passes_f25m17_b16{s}.json").read_text())["levels"]["16"] for s in ("", "_cap")}
+    assert {s: [f"{brp.ratio(v[c], 'target', 'batch'):.2f}" for c in ("lr+sd-d3-emb", "lr-d3-emb")]
+            for s, v in b16.items()} == {"": ["1.10", "1.07"], "_cap": ["1.01", "1.00"]}
+    moved = []
+    for name in ("b24_heldout", "b24_heldout_bf", "b24_heldout_with16", "b24_heldout_with16_bf",
+                 "b16_heldout", "b16_heldout_bf", "b16_heldout_with12", "b16_heldout_with12_bf"):
+        o = {s: json.loads((RESULTS / f"load_cold_epyc_f25m17_{name}{s}.json").read_text()) for s in ("", "_cap")}
+        assert o[""].get("max_num_seqs") is None and o["_cap"]["max_num_seqs"] == "recorded"
+        n = next(iter(o[""]["levels"]))
+        for c in spec:
+            m = o[""]["levels"][n][c]["speedup_vs_ar"]
+            assert o["_cap"]["levels"][n][c]["speedup_vs_ar"] == m
+            moved.append(abs(o["_cap"]["levels"][n][c]["predicted_speedup_vs_ar"]
+                             - o[""]["levels"][n][c]["predicted_speedup_vs_ar"]) / m)
+            moved.append(abs(o["_cap"]["planned"][n][c]["speedup_vs_ar"] - o[""]["planned"][n][c]["speedup_vs_ar"]) / m)
+            assert max(o["_cap"]["planned"][n][c]["max_batch"].values()) <= 32
+    assert len(moved) == 48 and f"{max(moved) * 100:.1f}" == "1.8"
+
+
 def test_the_transfer_preregistered_claims():
     """docs/load.md, "Depths the profile never ran, planned before their runs" (and the README's
     paragraph): traces/load-f6m207-transfer-36's 108 records (problems 1282-1299, levels 3 and 6, 57
@@ -2365,7 +2467,8 @@ def test_the_under_load_prose_states_only_rendered_or_pinned_numbers():
                        test_every_load_of_a_corpus_of_other_depths_claims,
                        test_between_the_swept_loads_preregistered_claims,
                        test_past_the_swept_loads_preregistered_claims, test_the_sd_rate_by_span_claims,
-                       test_twice_the_swept_loads_preregistered_claims, test_the_recorded_sd_rounds_claims)
+                       test_twice_the_swept_loads_preregistered_claims, test_the_recorded_sd_rounds_claims,
+                       test_three_times_the_swept_loads_preregistered_claims, test_the_engine_cap_claims)
     texts = [(RESULTS / f"{name}.md").read_text() for name in
              ("load", "load_heldout", "load_transfer", "load_cold", "load_cold_epyc", "load_cold_epyc_all",
               "load_cold_epyc_all_heldout", "load_cold_epyc_more_heldout",

@@ -215,13 +215,14 @@ def test_the_committed_preregistrations_predate_their_corpus(name):
                                           ("load-cold-epyc-f25m17-t48", 1170, 1193),
                                           ("load-cold-epyc-f25m17-b36", 1016, 1033),
                                           ("load-cold-epyc-f25m17-b12", 1034, 1069),
-                                          ("load-cold-epyc-f25m17-b16", 48, 95)])
+                                          ("load-cold-epyc-f25m17-b16", 48, 95),
+                                          ("load-cold-epyc-f25m17-b24", 96, 143)])
 def test_no_other_corpus_ran_the_preregistered_corpus_problems(corpus, lo, hi):
     """A pre-registered corpus's GSM8K problems (traces/load-f6m207-36: 1264-1281,
     traces/load-f6m207-transfer-36: 1282-1299, traces/load-f6m207-510: 1116-1135,
     traces/load-cold-epyc-f25m17-3: 1136-1151, traces/load-cold-epyc-f25m17-t36: 1152-1169,
     traces/load-cold-epyc-f25m17-t48: 1170-1193, traces/load-cold-epyc-f25m17-b36: 1016-1033, traces/load-cold-epyc-f25m17-b12: 1034-1069,
-    traces/load-cold-epyc-f25m17-b16: 48-95) appear
+    traces/load-cold-epyc-f25m17-b16: 48-95, traces/load-cold-epyc-f25m17-b24: 96-143) appear
     in no other trace file here."""
     import re
 
@@ -278,7 +279,11 @@ def test_the_preregistration_is_what_the_script_plans(name, tmp_path):
                                          (PREREGS[24], "load_cold_epyc_f25m17_b16_heldout.json"),
                                          (PREREGS[25], "load_cold_epyc_f25m17_b16_heldout_bf.json"),
                                          (PREREGS[26], "load_cold_epyc_f25m17_b16_heldout_with12.json"),
-                                         (PREREGS[27], "load_cold_epyc_f25m17_b16_heldout_with12_bf.json")])
+                                         (PREREGS[27], "load_cold_epyc_f25m17_b16_heldout_with12_bf.json"),
+                                         (PREREGS[28], "load_cold_epyc_f25m17_b24_heldout.json"),
+                                         (PREREGS[29], "load_cold_epyc_f25m17_b24_heldout_bf.json"),
+                                         (PREREGS[30], "load_cold_epyc_f25m17_b24_heldout_with16.json"),
+                                         (PREREGS[31], "load_cold_epyc_f25m17_b24_heldout_with16_bf.json")])
 def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus(name, result):
     """benchmarks/results/prereg_{f6m207_36,f6m207_transfer_36,f6m207_510,f25m17_3}{,_curve,_bf}.check.*: the
     pre-registration unchanged,
@@ -289,7 +294,8 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
     and the batch factors, break-evens 1, 2 and 2 of 2; "Depths never run, on the fourth CPU": 1 of 6 by
     each, break-evens 3 of 3; "Every load of a corpus of other depths": 6 of 6 by each of four plans,
     break-evens 3 of 3; between its swept loads: 2, 5, 2 and 5 of 6, break-evens 3 of 3; past them, at 12: 3 of 3 by each;
-    at 16: 3, 1, 0 and 0 of 3 by the line, the batch factors and the two with 12, break-evens 3 of 3)."""
+    at 16: 3, 1, 0 and 0 of 3 by the line, the batch factors and the two with 12, break-evens 3 of 3;
+    at 24: 3, 3, 1 and 2 of 3 by the line, the batch factors and the two with 16, break-evens 3 of 3)."""
     prereg = json.loads((RESULTS / name).read_text())
     got = json.loads((RESULTS / name).with_suffix(".check.json").read_text())
     assert {k: v for k, v in got.items() if k not in ("check", "checked_against")} == prereg
@@ -303,7 +309,8 @@ def test_the_committed_checks_are_the_preregistration_beside_the_measured_corpus
         PREREGS[12]: (6, 6, 3), PREREGS[13]: (6, 6, 3), PREREGS[14]: (6, 6, 3), PREREGS[15]: (6, 6, 3),
         PREREGS[16]: (2, 6, 3), PREREGS[17]: (5, 6, 3), PREREGS[18]: (2, 6, 3), PREREGS[19]: (5, 6, 3),
         PREREGS[20]: (3, 3, 3), PREREGS[21]: (3, 3, 3), PREREGS[22]: (3, 3, 3), PREREGS[23]: (3, 3, 3),
-        PREREGS[24]: (3, 3, 3), PREREGS[25]: (1, 3, 3), PREREGS[26]: (0, 3, 3), PREREGS[27]: (0, 3, 3)}[name]
+        PREREGS[24]: (3, 3, 3), PREREGS[25]: (1, 3, 3), PREREGS[26]: (0, 3, 3), PREREGS[27]: (0, 3, 3),
+        PREREGS[28]: (3, 3, 3), PREREGS[29]: (3, 3, 3), PREREGS[30]: (1, 3, 3), PREREGS[31]: (2, 3, 3)}[name]
 
 
 def test_plan_at_names_the_engines_lr_plan_warned_of(tmp_path):
