@@ -2092,6 +2092,14 @@ def test_the_sd_rate_by_span_claims():
                for c in cells)
 
 
+def _replay_errors(stem: str, level: int, suffixes) -> dict:
+    """{suffix: {config: replayed tokens/s over measured - 1}} of the bench_load results
+    `stem + suffix` at `level` in flight."""
+    docs = {k: json.loads((RESULTS / f"{stem}{k}.json").read_text()) for k in suffixes}
+    return {k: {c: t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for c, t in o["levels"][str(level)].items()}
+            for k, o in docs.items()}
+
+
 def test_twice_the_swept_loads_preregistered_claims():
     """docs/load.md, "Planned before its runs: 16 in flight, twice the swept loads" (and the
     README's and traces/README's paragraphs): traces/load-cold-epyc-f25m17-b16's 192 records
@@ -2123,10 +2131,7 @@ def test_twice_the_swept_loads_preregistered_claims():
     assert all(set(c["check"]["by_warning"]) == {"warned"} for c in pre.values())
     assert {r["config"]: f"{r['measured']:.2f}" for r in pre[""]["check"]["rows"]} == {
         "lr+sd-d3-emb": "0.31", "lr-d1-emb": "0.65", "lr-d3-emb": "0.56"}
-    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_b16_heldout{k}.json").read_text())
-           for k in (*plans, "_12", "_12_bf")}
-    rep = {k: {c: t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for c, t in o["levels"]["16"].items()}
-           for k, o in out.items()}
+    rep = _replay_errors("load_cold_epyc_f25m17_b16_heldout", 16, (*plans, "_12", "_12_bf"))
     lr = ("lr+sd-d3-emb", "lr-d1-emb", "lr-d3-emb")
     assert [f"{rep[k]['ar']:+.1%}" for k in ("_with12", "_with12_bf")] == ["+8.8%", "+12.5%"]
     with12 = [rep[k][c] for k in ("_with12", "_with12_bf") for c in lr]
@@ -2237,10 +2242,7 @@ def test_three_times_the_swept_loads_preregistered_claims():
     assert all(c["check"]["break_even_right"] == 3 for c in pre.values())
     assert {r["config"]: f"{r['measured']:.2f}" for r in pre[""]["check"]["rows"]} == {
         "lr+sd-d3-emb": "0.28", "lr-d1-emb": "0.61", "lr-d3-emb": "0.53"}
-    out = {k: json.loads((RESULTS / f"load_cold_epyc_f25m17_b24_heldout{k}.json").read_text())
-           for k in (*plans, "_12", "_12_bf")}
-    rep = {k: {c: t["predicted_tokens_per_s"] / t["tokens_per_s"] - 1 for c, t in o["levels"]["24"].items()}
-           for k, o in out.items()}
+    rep = _replay_errors("load_cold_epyc_f25m17_b24_heldout", 24, plans)
     assert [f"{rep[k]['ar']:+.1%}" for k in plans] == ["-3.7%", "-1.2%", "+13.1%", "+8.5%"]
     rows = {r["result"]: r for r in json.loads((RESULTS / "load_summary.json").read_text())["results"]}
     planned = [rows[f"load_cold_epyc_f25m17_b24_heldout{k}"]["planned"] for k in ("_12", "_12_bf")]
