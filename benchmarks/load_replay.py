@@ -106,14 +106,15 @@ def sd_rounds_note(how: str | None) -> str:
 
 
 def max_num_seqs_arg(text: str | None, script: str = "bench_load") -> int | str | None:
-    """The benchmarks' --max-num-seqs: a number or "recorded" (None: not given)."""
-    from lrcore.limits import MAX_NUM_SEQS
+    """The benchmarks' --max-num-seqs: a number or "recorded" (None: not given), read as `lr plan`
+    reads it (lrsim.plan.whatif.WhatIf)."""
+    from lrcore.errors import UserError
+    from lrsim.plan.whatif import WhatIf
 
-    if text is None or text.strip() == "recorded":
-        return text and text.strip()
-    if text.strip().isascii() and text.strip().isdigit() and 1 <= int(text) <= MAX_NUM_SEQS:
-        return int(text)
-    raise SystemExit(f"{script}: --max-num-seqs must be a number in [1, {MAX_NUM_SEQS}] or 'recorded', got {text!r}")
+    try:
+        return WhatIf.from_flags(max_num_seqs=text and text.strip()).max_num_seqs
+    except UserError as e:
+        raise SystemExit(f"{script}: {e}") from None
 
 
 def max_num_seqs_note(cap: int | str | None, where: str = "the replays and the plans") -> str:

@@ -122,11 +122,7 @@ class WhatIf:
     def cap(self, cfg):
         """--max-num-seqs N on the target and draft engines of `cfg` (every source's config;
         "recorded" was a profile's own, given to Profile.to_config)."""
-        if isinstance(self.max_num_seqs, int):
-            for role in ("target", "draft"):
-                if getattr(cfg, role) is not None:
-                    setattr(cfg, role, replace(getattr(cfg, role), max_seqs=self.max_num_seqs))
-        return cfg
+        return cfg.capped(self.max_num_seqs) if isinstance(self.max_num_seqs, int) else cfg
 
     # --- any other Config: workload overrides, bandwidth rescaling, then the verifier -------------
     def apply_config(self, cfg, kind: str | None = None):

@@ -164,9 +164,8 @@ def build(o: Options) -> Config:
         cfg = o.whatif.apply_config(cfg)
     if o.kv_cache_tokens is not None:
         cfg.target = replace(cfg.target, kv=KVSpec(o.kv_cache_tokens // BLOCK_TOKENS * BLOCK_TOKENS))
-    for role in ("target", "draft"):
-        if o.max_num_seqs is not None and getattr(cfg, role) is not None:
-            setattr(cfg, role, replace(getattr(cfg, role), max_seqs=o.max_num_seqs))
+    if o.max_num_seqs is not None:
+        cfg = cfg.capped(o.max_num_seqs)
     cfg.stream = o.stream
     _scope(o, cfg)
     return _check_tree(cfg.validate())

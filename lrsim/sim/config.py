@@ -156,6 +156,14 @@ class Config:
             return self.widened()
         return self
 
+    def capped(self, max_seqs: int) -> "Config":
+        """This config with its target and draft engines taking at most `max_seqs` sequences a
+        pass (vLLM's --max-num-seqs: `lr simulate`, `lr plan`)."""
+        for role in ("target", "draft"):
+            if getattr(self, role) is not None:
+                setattr(self, role, replace(getattr(self, role), max_seqs=max_seqs))
+        return self
+
     def baseline(self) -> "Config":
         """AR on the same hardware (with equal resources: on all the devices)."""
         cfg = replace(self, policy="ar", k2=1)
